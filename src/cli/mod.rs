@@ -1,0 +1,68 @@
+//! Command-line layer: one thin file per subcommand. Parsing, choosing a progress listener,
+//! printing results; all work happens in library modules.
+
+use clap::{Parser, Subcommand};
+
+pub mod build;
+pub mod completions;
+pub mod deb;
+pub mod demo;
+pub mod install;
+pub mod package;
+pub mod repo;
+pub mod rollback;
+pub mod status;
+pub mod verify;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rocm-pin",
+    version,
+    about = "Build, package, pin and verify a patched ROCm HIP/HSA runtime pair as Debian packages",
+    long_about = None,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build the patched ROCr + CLR pair from the pinned commit into a staging tree
+    Build(build::BuildArgs),
+    /// Wrap a staging tree as replacement .debs for the stock hsa-rocr / hip-runtime-amd
+    Package(package::PackageArgs),
+    /// Gate on the ROCm version, install the replacement .debs through apt, pin, verify
+    Install(install::InstallArgs),
+    /// Check that the patched runtime is installed, pinned and the one the loader uses
+    Verify(verify::VerifyArgs),
+    /// Report ROCm version, gate decision, installed flavor/commit and verify summary
+    Status(status::StatusArgs),
+    /// Put the stock runtime back (offline) and purge the replacement packages
+    Rollback(rollback::RollbackArgs),
+    /// Write a (signed) apt repository holding the replacement .debs
+    Repo(repo::RepoArgs),
+    /// Run the whole chain on the built-in stand-in runtime in a throwaway chroot
+    Demo(demo::DemoArgs),
+    /// Build or inspect .deb files (ROCm-agnostic, dpkg-deb compatible)
+    #[command(subcommand)]
+    Deb(deb::DebCommand),
+    /// Print a shell completion script
+    Completions(completions::CompletionsArgs),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Build(a) => build::run(a),
+        Command::Package(a) => package::run(a),
+        Command::Install(a) => install::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Status(a) => status::run(a),
+        Command::Rollback(a) => rollback::run(a),
+        Command::Repo(a) => repo::run(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Deb(c) => deb::run(c),
+        Command::Completions(a) => completions::run(a),
+    }
+}

@@ -1,0 +1,21 @@
+//! The ROCm-agnostic Debian format layer. Nothing under `deb/` may import ROCm knowledge.
+//!
+//! - [`version`]: Debian version parsing and ordering (dpkg's algorithm).
+//! - [`control`]: deb822 paragraphs and relationship fields.
+//! - [`ar`], [`tar`], [`compress`]: the container layers.
+//! - [`archive`]: `DebWriter` — a directory tree (with DEBIAN/) → reproducible .deb, streaming.
+//! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
+
+pub mod ar;
+pub mod archive;
+pub mod compress;
+pub mod control;
+pub mod reader;
+pub mod tar;
+pub mod version;
+
+pub use archive::{build_from_dir, BuildOptions, BuildSummary};
+pub use compress::Compression;
+pub use control::{Paragraph, Relation, RelationOp};
+pub use reader::{DebInfo, Entry, EntryKind, ReadLimits};
+pub use version::Version;

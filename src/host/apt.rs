@@ -1,0 +1,1 @@
+//! Running apt-get / dpkg / dpkg-query, apt preferences and sources.

@@ -1,0 +1,8 @@
+//! Host state: the only place that reads the dpkg database, apt configuration and
+//! preferences, or runs apt-get/dpkg/ldconfig. Every function takes the root it works on
+//! (`/` on a real host, a chroot directory in tests), so nothing here assumes the live system.
+
+pub mod apt;
+pub mod dpkgdb;
+pub mod excludes;
+pub mod loader;

@@ -1,0 +1,22 @@
+//! rocm-pin: build, package, pin and verify a patched ROCm HIP/HSA runtime pair.
+//!
+//! Layering (see DESIGN.md §2):
+//! - [`deb`] is the ROCm-agnostic Debian format layer (ar, tar, compression, deb822, versions).
+//! - [`elf`] reads SONAME / NEEDED / exported symbols.
+//! - [`rocm`] holds ALL ROCm knowledge (package names, paths, sonames, backport symbol, version gate).
+//! - [`host`] is the only place that touches the dpkg database, apt configuration or runs apt/dpkg.
+//! - [`build`], [`plan`], [`verify`], [`repo`] are the pipeline stages; [`cli`] is thin.
+
+pub mod build;
+pub mod cli;
+pub mod deb;
+pub mod elf;
+pub mod error;
+pub mod host;
+pub mod plan;
+pub mod progress;
+pub mod repo;
+pub mod rocm;
+pub mod sandbox;
+pub mod standin;
+pub mod verify;

@@ -1,0 +1,1 @@
+//! Apt repository writer and OpenPGP signing. (Issue 6.)

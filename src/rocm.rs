@@ -1,0 +1,188 @@
+//! ALL ROCm knowledge lives here: the pinned commit, the backport symbol, the library families
+//! and the stock packages that own them, prefix and `/opt/rocm` chain resolution, `.info/version`
+//! parsing and the version gate. Nothing else in the crate hard-codes a ROCm name or path.
+
+use std::path::{Path, PathBuf};
+
+/// ROCm/rocm-systems commit whose ROCr + CLR carry the ordering-edge backport.
+pub const PIN_COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
+/// Upstream repository of the pinned commit.
+pub const PIN_REPOSITORY: &str = "https://github.com/ROCm/rocm-systems.git";
+/// Exported by a ROCr that has the ordering-edge signals; absent from stock 7.2.4.
+pub const BACKPORT_SYMBOL: &str = "hsa_amd_signal_create_v2";
+/// The ROCm release the pinned pair is built for.
+pub const TARGET_ROCM_VERSION: &str = "7.2.4";
+/// Default flavor: replacement packages are named `<stock>-<flavor>`.
+pub const DEFAULT_FLAVOR: &str = "pinned";
+/// Default ROCm install path; always resolved through its symlink chain before use.
+pub const DEFAULT_ROCM_PATH: &str = "/opt/rocm";
+/// Sparse checkout paths the build needs from rocm-systems.
+pub const SOURCE_PATHS: &[&str] = &["projects/rocr-runtime", "projects/clr", "projects/hip", "shared", "cmake"];
+/// Provenance marker, relative to the prefix; shipped by the HSA replacement only.
+pub const MARKER_RELPATH: &str = ".info/rocm-pin.json";
+/// The ROCm version file, relative to the prefix.
+pub const VERSION_RELPATH: &str = ".info/version";
+/// Environment variable that sets the install mode.
+pub const MODE_ENV: &str = "ROCM_PIN_MODE";
+/// Host state directory (skip record, kept stock packages, local repository).
+pub const STATE_DIR: &str = "/var/lib/rocm-pin";
+/// Runtime switch: turns the feature off without a reinstall (documented, not used by us).
+pub const DISABLE_ENV: &str = "DEBUG_CLR_DISABLE_ORDERING_EDGE";
+
+/// Which half of the runtime pair a library belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Half {
+    /// ROCr: `libhsa-runtime64`, stock package `hsa-rocr`.
+    Hsa,
+    /// HIP/CLR: `libamdhip64`, `libhiprtc`, `libhiprtc-builtins`, stock package `hip-runtime-amd`.
+    Hip,
+}
+
+/// A library family: the file-name stem shared by the real file, the soname link and the dev link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibraryFamily {
+    /// e.g. "libamdhip64" — matches `libamdhip64.so`, `libamdhip64.so.7`, `libamdhip64.so.7.2.70204`.
+    pub stem: &'static str,
+    pub half: Half,
+    /// True for the families that must be present in a build (the pair itself).
+    pub required: bool,
+}
+
+pub const FAMILIES: &[LibraryFamily] = &[
+    LibraryFamily { stem: "libhsa-runtime64", half: Half::Hsa, required: true },
+    LibraryFamily { stem: "libamdhip64", half: Half::Hip, required: true },
+    LibraryFamily { stem: "libhiprtc", half: Half::Hip, required: false },
+    LibraryFamily { stem: "libhiprtc-builtins", half: Half::Hip, required: false },
+];
+
+/// Stock package base names per half. Multi-version installs append the ROCm version
+/// (`hip-runtime-amd7.2.4`); `-asan` packages are never replacement targets.
+pub fn stock_base_name(half: Half) -> &'static str {
+    match half {
+        Half::Hsa => "hsa-rocr",
+        Half::Hip => "hip-runtime-amd",
+    }
+}
+
+/// The family a file name belongs to: `libhiprtc-builtins.so.7.2.1` → libhiprtc-builtins (not
+/// libhiprtc). None for anything that is not `<stem>.so` or `<stem>.so.<digits…>`.
+pub fn family_of(file_name: &str) -> Option<&'static LibraryFamily> {
+    FAMILIES.iter().find(|f| {
+        file_name
+            .strip_prefix(f.stem)
+            .and_then(|rest| rest.strip_prefix(".so"))
+            .is_some_and(|rest| rest.is_empty() || (rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')))
+    })
+}
+
+/// Resolve a ROCm path through its whole symlink chain (`/opt/rocm -> /etc/alternatives/rocm ->
+/// /opt/rocm-7.2.4`), relative to `root` (a chroot or `/`): absolute link targets are
+/// interpreted inside `root`. Returns the resolved path *inside* root (e.g. `/opt/rocm-7.2.4`)
+/// and every hop for reporting.
+pub fn resolve_rocm_path(root: &Path, path: &Path) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    let mut hops = vec![path.to_path_buf()];
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        let on_host = root.join(current.strip_prefix("/").unwrap_or(&current));
+        match std::fs::symlink_metadata(&on_host) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&on_host)?;
+                let next = if target.is_absolute() {
+                    target
+                } else {
+                    current.parent().unwrap_or(Path::new("/")).join(target)
+                };
+                current = normalize(&next);
+                hops.push(current.clone());
+            }
+            Ok(_) => return Ok((current, hops)),
+            Err(e) => anyhow::bail!(
+                "{} does not resolve: {} (chain: {})",
+                path.display(),
+                e,
+                hops.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" -> ")
+            ),
+        }
+    }
+    anyhow::bail!("{}: too many levels of symbolic links", path.display())
+}
+
+/// Lexically normalise `a/./b/../c` → `a/c` (for link targets; no filesystem access).
+fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Does a `.info/version` content name the target release? `7.2.4`, `7.2.4-42`, `7.2.4+123`
+/// match `7.2.4`; `7.2.40`, `7.2.3`, `10.0.0` do not (same rule as the seed's
+/// `^7\.2\.4([+-]|$)`, which the review checked).
+pub fn version_matches(version_file_content: &str, target: &str) -> bool {
+    let v = version_file_content.lines().next().unwrap_or("").trim();
+    match v.strip_prefix(target) {
+        Some(rest) => rest.is_empty() || rest.starts_with('-') || rest.starts_with('+'),
+        None => false,
+    }
+}
+
+/// How `install` treats a host whose ROCm version does not match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GateMode {
+    /// No match → refuse, non-zero exit (the default: fail closed).
+    Require,
+    /// No match → say why, write a skip record, exit 0.
+    Auto,
+    /// Do nothing, say so, exit 0.
+    Off,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_gate_matches_the_reviewed_regex() {
+        for ok in ["7.2.4", "7.2.4-42", "7.2.4+123", "7.2.4\n"] {
+            assert!(version_matches(ok, "7.2.4"), "{ok:?} should match");
+        }
+        for bad in ["7.2.40", "7.2.3", "10.0.0", "", "17.2.4", " 7.2.5"] {
+            assert!(!version_matches(bad, "7.2.4"), "{bad:?} should not match");
+        }
+    }
+
+    #[test]
+    fn families_do_not_confuse_hiprtc_and_builtins() {
+        assert_eq!(family_of("libhiprtc-builtins.so.7.2.70204").unwrap().stem, "libhiprtc-builtins");
+        assert_eq!(family_of("libhiprtc.so.7").unwrap().stem, "libhiprtc");
+        assert_eq!(family_of("libamdhip64.so").unwrap().stem, "libamdhip64");
+        assert_eq!(family_of("libamdhip64.so.7.2.53211-b539bf7").unwrap().stem, "libamdhip64");
+        assert!(family_of("libamdhip64.a").is_none());
+        assert!(family_of("libamdhip64_static.so").is_none());
+    }
+
+    #[test]
+    fn resolves_alternatives_chain_inside_a_root() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/lib")).unwrap();
+        std::fs::create_dir_all(r.join("etc/alternatives")).unwrap();
+        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("etc/alternatives/rocm")).unwrap();
+        std::os::unix::fs::symlink("/etc/alternatives/rocm", r.join("opt/rocm")).unwrap();
+        let (resolved, hops) = resolve_rocm_path(r, Path::new("/opt/rocm")).unwrap();
+        assert_eq!(resolved, PathBuf::from("/opt/rocm-7.2.4"));
+        assert_eq!(hops.len(), 3);
+        std::os::unix::fs::symlink("/nowhere", r.join("opt/dangling")).unwrap();
+        assert!(resolve_rocm_path(r, Path::new("/opt/dangling")).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Checks → `VerifyReport` (human + JSON). Read-only. (Issue 5.)
