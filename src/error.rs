@@ -35,7 +35,10 @@ pub struct ExitError {
 
 impl ExitError {
     pub fn new(kind: ExitKind, message: impl Into<String>) -> Self {
-        ExitError { kind, message: message.into() }
+        ExitError {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn check_failed(message: impl Into<String>) -> Self {
         Self::new(ExitKind::CheckFailed, message)

@@ -46,7 +46,9 @@ pub struct Spinner {
 
 impl Default for Spinner {
     fn default() -> Self {
-        Spinner { current: Mutex::new(None) }
+        Spinner {
+            current: Mutex::new(None),
+        }
     }
 }
 
@@ -62,7 +64,12 @@ impl Listener for Spinner {
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some((bar, Instant::now()));
     }
     fn step_finished(&self, name: &str, elapsed: Duration, ok: bool) {
-        if let Some((bar, _)) = self.current.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some((bar, _)) = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             let word = if ok { "done" } else { "FAILED" };
             bar.finish_with_message(format!("{name}: {word} in {:.1}s", elapsed.as_secs_f64()));
         }

@@ -17,7 +17,13 @@ pub const DEFAULT_FLAVOR: &str = "pinned";
 /// Default ROCm install path; always resolved through its symlink chain before use.
 pub const DEFAULT_ROCM_PATH: &str = "/opt/rocm";
 /// Sparse checkout paths the build needs from rocm-systems.
-pub const SOURCE_PATHS: &[&str] = &["projects/rocr-runtime", "projects/clr", "projects/hip", "shared", "cmake"];
+pub const SOURCE_PATHS: &[&str] = &[
+    "projects/rocr-runtime",
+    "projects/clr",
+    "projects/hip",
+    "shared",
+    "cmake",
+];
 /// Provenance marker, relative to the prefix; shipped by the HSA replacement only.
 pub const MARKER_RELPATH: &str = ".info/rocm-pin.json";
 /// The ROCm version file, relative to the prefix.
@@ -30,7 +36,9 @@ pub const STATE_DIR: &str = "/var/lib/rocm-pin";
 pub const DISABLE_ENV: &str = "DEBUG_CLR_DISABLE_ORDERING_EDGE";
 
 /// Which half of the runtime pair a library belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Half {
     /// ROCr: `libhsa-runtime64`, stock package `hsa-rocr`.
@@ -50,10 +58,26 @@ pub struct LibraryFamily {
 }
 
 pub const FAMILIES: &[LibraryFamily] = &[
-    LibraryFamily { stem: "libhsa-runtime64", half: Half::Hsa, required: true },
-    LibraryFamily { stem: "libamdhip64", half: Half::Hip, required: true },
-    LibraryFamily { stem: "libhiprtc", half: Half::Hip, required: false },
-    LibraryFamily { stem: "libhiprtc-builtins", half: Half::Hip, required: false },
+    LibraryFamily {
+        stem: "libhsa-runtime64",
+        half: Half::Hsa,
+        required: true,
+    },
+    LibraryFamily {
+        stem: "libamdhip64",
+        half: Half::Hip,
+        required: true,
+    },
+    LibraryFamily {
+        stem: "libhiprtc",
+        half: Half::Hip,
+        required: false,
+    },
+    LibraryFamily {
+        stem: "libhiprtc-builtins",
+        half: Half::Hip,
+        required: false,
+    },
 ];
 
 /// Stock package base names per half. Multi-version installs append the ROCm version
@@ -72,7 +96,13 @@ pub fn family_of(file_name: &str) -> Option<&'static LibraryFamily> {
         file_name
             .strip_prefix(f.stem)
             .and_then(|rest| rest.strip_prefix(".so"))
-            .is_some_and(|rest| rest.is_empty() || (rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')))
+            .is_some_and(|rest| {
+                rest.is_empty()
+                    || (rest.starts_with('.')
+                        && rest[1..]
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+            })
     })
 }
 
@@ -101,7 +131,10 @@ pub fn resolve_rocm_path(root: &Path, path: &Path) -> anyhow::Result<(PathBuf, V
                 "{} does not resolve: {} (chain: {})",
                 path.display(),
                 e,
-                hops.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" -> ")
+                hops.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
             ),
         }
     }
@@ -163,10 +196,16 @@ mod tests {
 
     #[test]
     fn families_do_not_confuse_hiprtc_and_builtins() {
-        assert_eq!(family_of("libhiprtc-builtins.so.7.2.70204").unwrap().stem, "libhiprtc-builtins");
+        assert_eq!(
+            family_of("libhiprtc-builtins.so.7.2.70204").unwrap().stem,
+            "libhiprtc-builtins"
+        );
         assert_eq!(family_of("libhiprtc.so.7").unwrap().stem, "libhiprtc");
         assert_eq!(family_of("libamdhip64.so").unwrap().stem, "libamdhip64");
-        assert_eq!(family_of("libamdhip64.so.7.2.53211-b539bf7").unwrap().stem, "libamdhip64");
+        assert_eq!(
+            family_of("libamdhip64.so.7.2.53211-b539bf7").unwrap().stem,
+            "libamdhip64"
+        );
         assert!(family_of("libamdhip64.a").is_none());
         assert!(family_of("libamdhip64_static.so").is_none());
     }
@@ -185,4 +224,69 @@ mod tests {
         std::os::unix::fs::symlink("/nowhere", r.join("opt/dangling")).unwrap();
         assert!(resolve_rocm_path(r, Path::new("/opt/dangling")).is_err());
     }
+}
+
+/// Control field carrying the full source commit in both replacement packages.
+pub const COMMIT_FIELD: &str = "X-Rocm-Pin-Commit";
+
+/// `hip-runtime-amd` + `pinned` → `hip-runtime-amd-pinned`.
+pub fn replacement_name(stock_name: &str, flavor: &str) -> String {
+    format!("{stock_name}-{flavor}")
+}
+
+/// The apt preferences file a replacement package ships (a conffile) to pin its stock name to -1.
+pub fn pin_file_path(replacement_package: &str) -> PathBuf {
+    PathBuf::from("/etc/apt/preferences.d").join(replacement_package)
+}
+
+/// The loader entry our HSA package's maintainer scripts own. Never the stock entry's name:
+/// a later run of the stock scripts would delete it.
+pub fn loader_entry_path(hsa_replacement_package: &str) -> PathBuf {
+    PathBuf::from("/etc/ld.so.conf.d").join(format!("{hsa_replacement_package}.conf"))
+}
+
+/// One stock package a replacement stands in for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReplacedPackage {
+    /// Stock name, e.g. `hsa-rocr` or `hip-runtime-amd7.2.4`.
+    pub stock_name: String,
+    /// Exact stock version our Provides carries, e.g. `1.18.0.70204-93~24.04`.
+    pub stock_version: String,
+    pub architecture: String,
+    /// Our package, e.g. `hsa-rocr-pinned`.
+    pub package: String,
+    /// Our version, e.g. `1.18.0.70204-93~24.04+pin1764720000.gb539bf7`.
+    pub version: String,
+}
+
+/// One rebuilt library as installed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MarkerLibrary {
+    /// Absolute installed path of the real file, e.g. `/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.53211-b539bf7`.
+    pub path: String,
+    /// SONAME read from the ELF, e.g. `libamdhip64.so.7`.
+    pub soname: String,
+    pub sha256: String,
+    /// Stock versioned filenames kept as hard links to `path` (absolute).
+    pub aliases: Vec<String>,
+    /// The replacement package that ships it.
+    pub package: String,
+}
+
+/// The provenance marker `<prefix>/.info/rocm-pin.json`, shipped by the HSA replacement only.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Marker {
+    /// Full source commit; equals `X-Rocm-Pin-Commit` in both controls.
+    pub commit: String,
+    /// Committer timestamp of `commit` (orders pins).
+    pub commit_time: i64,
+    pub flavor: String,
+    /// The real versioned prefix, e.g. `/opt/rocm-7.2.4`.
+    pub prefix: String,
+    pub replaced: Vec<ReplacedPackage>,
+    pub libraries: Vec<MarkerLibrary>,
+    /// sha256 of every payload file of both packages (absolute path → hex), except the marker.
+    pub files: std::collections::BTreeMap<String, String>,
+    /// rocm-pin version that made the packages.
+    pub tool_version: String,
 }

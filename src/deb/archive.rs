@@ -20,7 +20,12 @@ pub struct BuildOptions {
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { compression: Compression::Xz, level: None, threads: None, source_date_epoch: None }
+        BuildOptions {
+            compression: Compression::Xz,
+            level: None,
+            threads: None,
+            source_date_epoch: None,
+        }
     }
 }
 

@@ -17,7 +17,10 @@ pub struct ReadLimits {
 
 impl Default for ReadLimits {
     fn default() -> Self {
-        ReadLimits { max_member_uncompressed: 64 << 30, max_control_file: 16 << 20 }
+        ReadLimits {
+            max_member_uncompressed: 64 << 30,
+            max_control_file: 16 << 20,
+        }
     }
 }
 
@@ -73,6 +76,10 @@ pub fn for_each_data_entry(
 
 /// Extract data.tar under `dest` (which must exist). Refuses `..`, absolute names, and any
 /// entry whose path goes through a symlink; hard links are recreated as hard links.
-pub fn extract_data(_path: &Path, _dest: &Path, _limits: &ReadLimits) -> anyhow::Result<Vec<Entry>> {
+pub fn extract_data(
+    _path: &Path,
+    _dest: &Path,
+    _limits: &ReadLimits,
+) -> anyhow::Result<Vec<Entry>> {
     todo!("deb::reader: extract_data")
 }
