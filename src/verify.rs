@@ -78,7 +78,10 @@ impl VerifyReport {
         }
         let failed = self.failed().count();
         if failed == 0 {
-            s.push_str(&format!("verify: all {} checks passed\n", self.checks.len()));
+            s.push_str(&format!(
+                "verify: all {} checks passed\n",
+                self.checks.len()
+            ));
         } else {
             let names: BTreeSet<&str> = self.failed().map(|c| c.name.as_str()).collect();
             s.push_str(&format!(
@@ -238,11 +241,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
             .unwrap_or("");
         let mut problems = Vec::new();
         if !e.is_installed_ok() {
-            problems.push(format!(
-                "dpkg state {} ({}), not ii",
-                e.abbrev(),
-                e.status
-            ));
+            problems.push(format!("dpkg state {} ({}), not ii", e.abbrev(), e.status));
         }
         if !e.protected {
             problems.push("control lacks Protected: yes".to_string());
@@ -771,12 +770,7 @@ fn check_loader_entry(root: &Path, marker: &rocm::Marker, c: &mut Checks) {
             .is_some_and(|f| f.half == rocm::Half::Hsa)
     });
     let Some(hsa) = hsa else {
-        c.add(
-            "loader-entry",
-            "",
-            false,
-            "the marker names no HSA library",
-        );
+        c.add("loader-entry", "", false, "the marker names no HSA library");
         return;
     };
     let entry = rocm::loader_entry_path(&hsa.package);
@@ -830,7 +824,10 @@ fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
     if !repo.join("InRelease").exists() && !repo.join("Release.gpg").exists() {
         problems.push("not signed (no InRelease or Release.gpg)".into());
     }
-    for entry in walkdir::WalkDir::new(&repo).into_iter().filter_map(|e| e.ok()) {
+    for entry in walkdir::WalkDir::new(&repo)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
         if let Ok(m) = entry.metadata() {
             if !m.file_type().is_symlink() && m.mode() & 0o022 != 0 {
                 problems.push(format!(

@@ -36,7 +36,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.quiet {
         for c in report.failed() {
-            eprintln!("rocm-pin verify: FAIL {} {}: {}", c.name, c.subject, c.detail);
+            eprintln!(
+                "rocm-pin verify: FAIL {} {}: {}",
+                c.name, c.subject, c.detail
+            );
         }
     } else {
         print!("{}", report.to_human());

@@ -58,7 +58,10 @@ pub fn parse_policy(text: &str) -> Vec<Policy> {
             // Version lines: `     VER PRIO` or ` *** VER PRIO` (indent ≤ 5); source lines
             // below them are indented 8: `        500 file:/srv ./ Packages`.
             let indent = line.len() - line.trim_start().len();
-            let body = trimmed.strip_prefix("***").map(str::trim).unwrap_or(trimmed);
+            let body = trimmed
+                .strip_prefix("***")
+                .map(str::trim)
+                .unwrap_or(trimmed);
             if trimmed.starts_with("***") || indent <= 5 {
                 let mut toks = body.split_whitespace();
                 if let (Some(ver), Some(prio)) = (toks.next(), toks.next()) {

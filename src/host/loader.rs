@@ -32,10 +32,7 @@ pub fn parse_ldconfig_p(text: &str) -> Vec<CacheEntry> {
         };
         let left = left.trim();
         let (soname, flags) = match left.find(" (") {
-            Some(i) => (
-                &left[..i],
-                left[i + 2..].trim_end_matches(|c| c == ')' || c == ' '),
-            ),
+            Some(i) => (&left[..i], left[i + 2..].trim_end_matches([')', ' '])),
             None => (left, ""),
         };
         // Newer glibc appends ", OS ABI: …" or "hwcap: …" inside the parentheses.
@@ -178,7 +175,7 @@ pub fn resolve(
         if winner.is_none() && in_root(root, &p).exists() {
             winner = Some((p, via));
         } else if in_root(root, &p).exists()
-            && winner.as_ref().is_none_or(|(w, _)| w != &p)
+            && !winner.as_ref().is_some_and(|(w, _)| w == &p)
             && !others.contains(&p)
         {
             others.push(p);
@@ -186,7 +183,7 @@ pub fn resolve(
     }
     for p in losing_cache_entries {
         if in_root(root, &p).exists()
-            && winner.as_ref().is_none_or(|(w, _)| w != &p)
+            && !winner.as_ref().is_some_and(|(w, _)| w == &p)
             && !others.contains(&p)
         {
             others.push(p);
@@ -267,13 +264,21 @@ mod tests {
         }
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        for d in ["usr/local/lib", "opt/rocm-7.2.4/lib", "usr/lib32", "elsewhere"] {
+        for d in [
+            "usr/local/lib",
+            "opt/rocm-7.2.4/lib",
+            "usr/lib32",
+            "elsewhere",
+        ] {
             std::fs::create_dir_all(r.join(d)).unwrap();
             std::fs::write(r.join(d).join("libamdhip64.so.7"), b"x").unwrap();
         }
         let cache = parse_ldconfig_p(P);
         let res = resolve(r, "libamdhip64.so.7", &cache, None);
-        assert_eq!(res.winner.as_deref(), Some("/usr/local/lib/libamdhip64.so.7"));
+        assert_eq!(
+            res.winner.as_deref(),
+            Some("/usr/local/lib/libamdhip64.so.7")
+        );
         assert_eq!(res.others, vec!["/opt/rocm-7.2.4/lib/libamdhip64.so.7"]);
         // A stale first cache entry sends ld.so to the default dirs, not to the next entry.
         std::fs::remove_file(r.join("usr/local/lib/libamdhip64.so.7")).unwrap();
