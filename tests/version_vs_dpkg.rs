@@ -86,11 +86,7 @@ fn mutate(rng: &mut Rng, v: &str) -> String {
         }
         3 => s = format!("1:{s}"),
         4 => s.push_str(".0"),
-        5 => {
-            if !s.contains('-') {
-                s.push_str("-0");
-            }
-        }
+        5 if !s.contains('-') => s.push_str("-0"),
         _ => {}
     }
     s
