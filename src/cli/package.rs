@@ -13,6 +13,13 @@ use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput}
     after_help = "Examples:\n  rocm-pin package --staging build/staging --out debs/\n  rocm-pin package --staging build/staging --stock-deb hsa-rocr_*.deb hip-runtime-amd_*.deb --out debs/\n  rocm-pin package --staging /tmp/install --commit <sha> --commit-time 1764720000 --stock-root /srv/chroot --out debs/"
 )]
 pub struct PackageArgs {
+    // Boxed so the subcommand enum stays small (clippy::large_enum_variant).
+    #[command(flatten)]
+    pub inner: Box<PackageOptions>,
+}
+
+#[derive(Args, Debug)]
+pub struct PackageOptions {
     /// The output of `rocm-pin build`, or a `cmake --install` tree (lib/…)
     #[arg(long, value_name = "DIR")]
     pub staging: PathBuf,
@@ -88,6 +95,7 @@ fn source_date_epoch() -> anyhow::Result<Option<u64>> {
 }
 
 pub fn run(args: PackageArgs) -> anyhow::Result<()> {
+    let args = *args.inner;
     let sde = source_date_epoch()?;
     let stock = if args.stock_deb.is_empty() {
         StockInput::Root(args.stock_root.unwrap_or_else(|| PathBuf::from("/")))
@@ -101,9 +109,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
         staging: args.staging,
         commit: CommitOverride {
             commit: args.commit,
-            commit_time: args
-                .commit_time
-                .or(sde.and_then(|s| i64::try_from(s).ok())),
+            commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
         },
         stock,
         prefix: args.prefix,

@@ -104,7 +104,10 @@ pub enum Content {
     HardLink(String),
     Symlink(String),
     /// Rendered later from the plan (marker) or now (pin file, docs).
-    Bytes { data: Vec<u8>, mode: u32 },
+    Bytes {
+        data: Vec<u8>,
+        mode: u32,
+    },
     /// The provenance marker; its bytes need every other file's sha256, so it is rendered last.
     Marker,
 }
@@ -212,7 +215,11 @@ pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, St
             }
         }
     }
-    collect_halves(found, prefix, &format!("the dpkg database under {}", db.root().display()))
+    collect_halves(
+        found,
+        prefix,
+        &format!("the dpkg database under {}", db.root().display()),
+    )
 }
 
 /// The same rule over stock packages already loaded (from .debs).
@@ -263,7 +270,12 @@ fn collect_halves(
         }
     }
     for (half, names) in &found {
-        if names.iter().filter(|n| out.iter().any(|(_, o)| o == *n)).count() == names.len() {
+        if names
+            .iter()
+            .filter(|n| out.iter().any(|(_, o)| o == *n))
+            .count()
+            == names.len()
+        {
             continue;
         }
         bail!("unexpected owners for {half:?}: {names:?}");
@@ -305,7 +317,8 @@ pub fn plan(
         let Some(fam) = lib.family else { continue };
         let owner = stock.iter().find(|(_, s)| {
             s.files.iter().any(|f| {
-                rocm::runtime_library_family_at(&prefix, &f.path).is_some_and(|x| x.stem == fam.stem)
+                rocm::runtime_library_family_at(&prefix, &f.path)
+                    .is_some_and(|x| x.stem == fam.stem)
             })
         });
         if owner.is_none() {
@@ -316,7 +329,10 @@ pub fn plan(
         }
     }
     let hsa_lib = staging.family("libhsa-runtime64").ok_or_else(|| {
-        anyhow!("staging {} has no libhsa-runtime64 library in lib/", staging.dir.display())
+        anyhow!(
+            "staging {} has no libhsa-runtime64 library in lib/",
+            staging.dir.display()
+        )
     })?;
     if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
         bail!(
@@ -326,7 +342,10 @@ pub fn plan(
         );
     }
     if staging.family("libamdhip64").is_none() {
-        bail!("staging {} has no libamdhip64 library in lib/", staging.dir.display());
+        bail!(
+            "staging {} has no libamdhip64 library in lib/",
+            staging.dir.display()
+        );
     }
 
     let names: Vec<(Half, String, String, String)> = stock
@@ -338,10 +357,16 @@ pub fn plan(
         })
         .collect();
     for (_, stock_name, _, version) in &names {
-        let s = stock.iter().find(|(_, s)| &s.name == stock_name).map(|(_, s)| s);
+        let s = stock
+            .iter()
+            .find(|(_, s)| &s.name == stock_name)
+            .map(|(_, s)| s);
         if let Some(s) = s {
             if crate::deb::version::compare(version, &s.version)? != std::cmp::Ordering::Greater {
-                bail!("replacement version {version} does not sort above stock {}", s.version);
+                bail!(
+                    "replacement version {version} does not sort above stock {}",
+                    s.version
+                );
             }
         }
     }
@@ -394,7 +419,11 @@ pub fn plan(
                 .collect();
             let Some(staged) = staging.family(fam.stem) else {
                 if fam.required {
-                    bail!("stock {} ships {} but the staging has none", s.name, fam.stem);
+                    bail!(
+                        "stock {} ships {} but the staging has none",
+                        s.name,
+                        fam.stem
+                    );
                 }
                 warnings.push(format!(
                     "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt libamdhip64 with a stock {} can fail at JIT time)",
@@ -403,7 +432,10 @@ pub fn plan(
                 continue;
             };
             let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
-                anyhow!("staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library", staged.source.display())
+                anyhow!(
+                    "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
+                    staged.source.display()
+                )
             })?;
             // The stock soname from the stock real file's ELF, else from its soname link.
             let stock_real: Vec<&StockFile> = stock_family
@@ -538,7 +570,11 @@ pub fn plan(
             };
             files.push(PlannedFile {
                 path: f.path.clone(),
-                role: if content == Content::Dir { Role::Dir } else { Role::Carried },
+                role: if content == Content::Dir {
+                    Role::Dir
+                } else {
+                    Role::Carried
+                },
                 content,
                 from: Some(format!("stock {}", s.name)),
             });
@@ -596,7 +632,10 @@ pub fn plan(
                     })
             })
         };
-        let idx = plans.iter().position(|p| p.half == Half::Hsa && needs(p)).or_else(|| plans.iter().position(needs));
+        let idx = plans
+            .iter()
+            .position(|p| p.half == Half::Hsa && needs(p))
+            .or_else(|| plans.iter().position(needs));
         let Some(idx) = idx else {
             warnings.push(format!(
                 "staged {} is not needed by any rebuilt runtime library and is NOT shipped",
@@ -832,7 +871,9 @@ fn control_for(
         if let Some(rels) = fields.get_mut(f) {
             for group in rels.iter_mut() {
                 for alt in group.iter_mut() {
-                    if let Some((_, _, ours, ver)) = names.iter().find(|(_, n, _, _)| *n == alt.name) {
+                    if let Some((_, _, ours, ver)) =
+                        names.iter().find(|(_, n, _, _)| *n == alt.name)
+                    {
                         *alt = Relation {
                             name: ours.clone(),
                             arch_qualifier: None,
@@ -868,7 +909,10 @@ fn control_for(
         arch_qualifier: None,
         constraint,
     };
-    fields.entry("Provides").or_default().push(vec![me(Some((RelationOp::Eq, s.version.clone())))]);
+    fields
+        .entry("Provides")
+        .or_default()
+        .push(vec![me(Some((RelationOp::Eq, s.version.clone())))]);
     fields.entry("Conflicts").or_default().push(vec![me(None)]);
     fields.entry("Replaces").or_default().push(vec![me(None)]);
 
@@ -900,7 +944,11 @@ fn control_for(
         set(&mut c, "Priority", "optional")?;
     }
     set(&mut c, rocm::COMMIT_FIELD, &staging.commit)?;
-    set(&mut c, "Description", &templates::description(p, &staging.commit)?)?;
+    set(
+        &mut c,
+        "Description",
+        &templates::description(p, &staging.commit)?,
+    )?;
     Ok(c)
 }
 
@@ -941,7 +989,11 @@ mod tests {
     #[test]
     fn version_sorts_above_stock_and_later_pins_above_earlier() {
         let stock = "1.18.0.70204-93~24.04";
-        let a = replacement_version(stock, 1764720000, "b539bf7eebfd99ad0a69668caa1f4037034d501f");
+        let a = replacement_version(
+            stock,
+            1764720000,
+            "b539bf7eebfd99ad0a69668caa1f4037034d501f",
+        );
         assert_eq!(a, "1.18.0.70204-93~24.04+pin1764720000.gb539bf7");
         let b = replacement_version(stock, 1764720001, "0000000aaaa");
         let c = replacement_version(stock, 999999999, "fffffff");
@@ -997,11 +1049,26 @@ mod tests {
     fn discovery_ignores_decoys_and_needs_both_halves() {
         let p = "/opt/rocm-7.2.4";
         let pkgs = vec![
-            stock_pkg("libhsa-runtime64-1", &["/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1"]),
-            stock_pkg("hsa-rocr-asan", &["/opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1"]),
-            stock_pkg("hsa-rocr", &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"]),
-            stock_pkg("hip-runtime-amd7.2.4", &["/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"]),
-            stock_pkg("hip-runtime-amd7.2.3", &["/opt/rocm-7.2.3/lib/libamdhip64.so.7.2.70203"]),
+            stock_pkg(
+                "libhsa-runtime64-1",
+                &["/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1"],
+            ),
+            stock_pkg(
+                "hsa-rocr-asan",
+                &["/opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1"],
+            ),
+            stock_pkg(
+                "hsa-rocr",
+                &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"],
+            ),
+            stock_pkg(
+                "hip-runtime-amd7.2.4",
+                &["/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"],
+            ),
+            stock_pkg(
+                "hip-runtime-amd7.2.3",
+                &["/opt/rocm-7.2.3/lib/libamdhip64.so.7.2.70203"],
+            ),
         ];
         let found = discover_in_packages(&pkgs, p).unwrap();
         assert_eq!(

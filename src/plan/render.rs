@@ -80,9 +80,10 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         .tempdir_in(parent)
         .with_context(|| format!("cannot create a work directory in {}", parent.display()))?;
 
-    let (prefix, stock, target_db) = crate::progress::step(listener, "read stock packages", || {
-        load_stock(req, work.path())
-    })?;
+    let (prefix, stock, target_db) =
+        crate::progress::step(listener, "read stock packages", || {
+            load_stock(req, work.path())
+        })?;
     for (half, s) in &stock {
         listener.info(&format!(
             "stock {:?}: {} {} ({}, {} paths)",
@@ -129,7 +130,10 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         let file = format!(
             "{}_{}_{}.deb",
             p.package,
-            p.version.split_once(':').map(|(_, v)| v).unwrap_or(&p.version),
+            p.version
+                .split_once(':')
+                .map(|(_, v)| v)
+                .unwrap_or(&p.version),
             p.architecture
         );
         let out = built.join(&file);
@@ -144,7 +148,10 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
                 (_, Some(from)) if f.role != Role::Carried => format!("{} (from {from})", f.path),
                 _ => f.path.clone(),
             };
-            files.entry(f.role.word().to_string()).or_default().push(line);
+            files
+                .entry(f.role.word().to_string())
+                .or_default()
+                .push(line);
         }
         for (role, lines) in &files {
             for l in lines {
@@ -368,7 +375,10 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
         .arg(dst)
         .output()
         .map_err(|e| {
-            anyhow!("cannot run objcopy to strip {} ({e}); install binutils or pass --no-strip", src.display())
+            anyhow!(
+                "cannot run objcopy to strip {} ({e}); install binutils or pass --no-strip",
+                src.display()
+            )
         })?;
     if !out.status.success() {
         bail!(

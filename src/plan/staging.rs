@@ -68,10 +68,12 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
     let manifest: Option<BuildManifest> = if manifest_path.exists() {
         let text = std::fs::read_to_string(&manifest_path)
             .with_context(|| format!("cannot read {}", manifest_path.display()))?;
-        Some(
-            serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a rocm-pin build manifest", manifest_path.display()))?,
-        )
+        Some(serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a rocm-pin build manifest",
+                manifest_path.display()
+            )
+        })?)
     } else {
         None
     };
@@ -162,7 +164,11 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
                 bail!(
                     "staged library {} is {} — not an ELF shared object; rebuild the staging",
                     path.display(),
-                    if meta.len() == 0 { "empty (0 bytes)".to_string() } else { "not ELF".to_string() }
+                    if meta.len() == 0 {
+                        "empty (0 bytes)".to_string()
+                    } else {
+                        "not ELF".to_string()
+                    }
                 );
             }
             continue;
@@ -170,7 +176,10 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
         let elf = crate::elf::read_elf(path)?;
         if !elf.shared_object {
             if family.is_some() {
-                bail!("staged library {} is not a shared object (ET_DYN)", path.display());
+                bail!(
+                    "staged library {} is not a shared object (ET_DYN)",
+                    path.display()
+                );
             }
             continue;
         }

@@ -16,7 +16,10 @@ use crate::host::dpkgdb::{parse_md5sums, DpkgDb};
 pub enum StockKind {
     Dir,
     /// A regular file, readable at `source`, whose md5 matched dpkg's record.
-    File { mode: u32, md5: String },
+    File {
+        mode: u32,
+        md5: String,
+    },
     Symlink(String),
     /// Listed by dpkg but absent because dpkg's `path-exclude` dropped it at unpack time.
     Excluded,
@@ -141,7 +144,8 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
     use crate::deb::reader::{extract_data, read_deb, ReadLimits};
     use crate::deb::EntryKind;
     let limits = ReadLimits::default();
-    let info = read_deb(deb, &limits).with_context(|| format!("reading stock {}", deb.display()))?;
+    let info =
+        read_deb(deb, &limits).with_context(|| format!("reading stock {}", deb.display()))?;
     let control_file = |n: &str| {
         info.control_files
             .iter()
@@ -188,7 +192,10 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
                 let actual = md5_file(&source)?;
                 if let Some(expected) = sums.get(&path) {
                     if *expected != actual {
-                        bail!("{}: {path} does not match the package's own md5sums (corrupt .deb)", deb.display());
+                        bail!(
+                            "{}: {path} does not match the package's own md5sums (corrupt .deb)",
+                            deb.display()
+                        );
                     }
                 }
                 StockKind::File {

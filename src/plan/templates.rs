@@ -88,7 +88,10 @@ pub fn scripts(
                 "postinst".into(),
                 render(
                     POSTINST_HIP,
-                    &[("package", p.package.as_str()), ("hsa_package", hsa_package)],
+                    &[
+                        ("package", p.package.as_str()),
+                        ("hsa_package", hsa_package),
+                    ],
                 )?,
             );
         }
@@ -131,7 +134,10 @@ pub fn docs(
         overrides.push_str(&render(OVERRIDES_HSA, &vars)?);
     }
     // Long stock file names (ROCm's versioned sonames, carried docs) are what they are.
-    if p.files.iter().any(|f| f.path.rsplit('/').next().is_some_and(|n| n.len() > 80)) {
+    if p.files
+        .iter()
+        .any(|f| f.path.rsplit('/').next().is_some_and(|n| n.len() > 80))
+    {
         overrides.push_str(&format!(
             "# Stock file names are kept so absolute-path users keep working.\n{}: package-has-long-file-name\n",
             p.package
@@ -140,7 +146,10 @@ pub fn docs(
     let doc = format!("/usr/share/doc/{}", p.package);
     Ok(vec![
         (format!("{doc}/copyright"), copyright.into_bytes()),
-        (format!("{doc}/changelog.Debian.gz"), gzip_max(changelog.as_bytes())?),
+        (
+            format!("{doc}/changelog.Debian.gz"),
+            gzip_max(changelog.as_bytes())?,
+        ),
         (
             format!("/usr/share/lintian/overrides/{}", p.package),
             overrides.into_bytes(),
@@ -196,7 +205,10 @@ mod tests {
     #[test]
     fn dates_match_date_r() {
         assert_eq!(dates(0).1, "Thu, 01 Jan 1970 00:00:00 +0000");
-        assert_eq!(dates(1764720000), (2025, "Wed, 03 Dec 2025 00:00:00 +0000".into()));
+        assert_eq!(
+            dates(1764720000),
+            (2025, "Wed, 03 Dec 2025 00:00:00 +0000".into())
+        );
         assert_eq!(dates(951782400).1, "Tue, 29 Feb 2000 00:00:00 +0000");
     }
 
