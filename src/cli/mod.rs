@@ -8,6 +8,7 @@ pub mod completions;
 pub mod deb;
 pub mod demo;
 pub mod install;
+pub mod manpage;
 pub mod package;
 pub mod repo;
 pub mod rollback;
@@ -50,6 +51,9 @@ pub enum Command {
     Deb(deb::DebCommand),
     /// Print a shell completion script
     Completions(completions::CompletionsArgs),
+    /// Write man pages (used to package rocm-pin itself)
+    #[command(hide = true)]
+    Manpage(manpage::ManpageArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -64,5 +68,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(a) => demo::run(a),
         Command::Deb(c) => deb::run(c),
         Command::Completions(a) => completions::run(a),
+        Command::Manpage(a) => manpage::run(a),
     }
 }
