@@ -21,9 +21,9 @@ if ! apt-cache show "${missing[@]}" >/dev/null 2>&1; then
 fi
 tmp="$(mktemp -d "$dest/.download.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-chmod 0755 "$tmp"   # so apt's sandbox user _apt can write the download
+
 # apt-get download writes into the current directory.
-(cd "$tmp" && apt-get download -qq "${missing[@]}")
+(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "${missing[@]}")
 for f in "$tmp"/*.deb; do
   dpkg-deb --info "$f" >/dev/null   # refuse a broken download before it lands in the cache
   mv "$f" "$dest/"
