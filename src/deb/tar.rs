@@ -579,9 +579,11 @@ impl SafeNames {
                             "hard link {shown:?} points at {target:?}, which is not a regular file"
                         ))
                     }
-                    None => return Err(format!(
+                    None => {
+                        return Err(format!(
                         "hard link {shown:?} points at {target:?}, which is not an earlier entry"
-                    )),
+                    ))
+                    }
                 }
                 EntryKind::Hardlink(target)
             }
