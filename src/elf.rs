@@ -1,8 +1,22 @@
 //! ELF facts the pipeline needs: SONAME, NEEDED, and exported dynamic symbols with their
 //! symbol versions (versym joined with verdef, so `hsa_amd_signal_create_v2@@ROCR_1`).
 //! Knows nothing of ROCm.
+//!
+//! The version tables are located the way the dynamic loader finds them, through the dynamic
+//! section (`DT_VERSYM`, `DT_VERDEF`, `DT_VERDEFNUM`), falling back to the section headers
+//! (`.gnu.version`, `.gnu.version_d`). So a file whose section headers were removed entirely
+//! (sstrip) still reports its versions; `strip` keeps both.
 
+use std::collections::HashMap;
+use std::fs::File;
 use std::path::Path;
+
+use anyhow::{anyhow, bail, Context};
+use goblin::container::{Container, Ctx, Endian};
+use goblin::elf::section_header::{SectionHeader, SHT_GNU_VERDEF, SHT_GNU_VERSYM};
+use goblin::elf::sym::{STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STV_DEFAULT, STV_PROTECTED};
+use goblin::elf::symver::{VerdefSection, VersymSection, VERSYM_HIDDEN, VERSYM_VERSION};
+use goblin::elf::Elf;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExportedSymbol {
@@ -10,7 +24,20 @@ pub struct ExportedSymbol {
     /// The symbol version (e.g. "ROCR_1"), None for unversioned symbols.
     pub version: Option<String>,
     /// True for the default version (`@@`), false for a hidden one (`@`).
+    /// Unversioned symbols are the default (only) definition of their name: true.
     pub default: bool,
+}
+
+impl ExportedSymbol {
+    /// The name as `readelf --dyn-syms` and `nm -D` print it: `name`, `name@@VER` (default)
+    /// or `name@VER` (hidden, kept for old binaries).
+    pub fn versioned_name(&self) -> String {
+        match (&self.version, self.default) {
+            (None, _) => self.name.clone(),
+            (Some(v), true) => format!("{}@@{}", self.name, v),
+            (Some(v), false) => format!("{}@{}", self.name, v),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -18,14 +45,21 @@ pub struct ElfInfo {
     pub soname: Option<String>,
     pub needed: Vec<String>,
     /// Defined (not undefined), global or weak, dynamic symbols.
+    /// (`STB_GNU_UNIQUE` counts as global: such symbols are exported too.) Symbols with hidden or
+    /// internal visibility are not exported and are left out, and so are the absolute marker
+    /// symbols ld emits for each version name. In dynamic symbol table order.
     pub exports: Vec<ExportedSymbol>,
     /// True for ET_DYN objects.
     pub shared_object: bool,
 }
 
 impl ElfInfo {
+    /// The default (or only) definition of `name`, else the first hidden one.
     pub fn export(&self, name: &str) -> Option<&ExportedSymbol> {
-        self.exports.iter().find(|s| s.name == name)
+        self.exports
+            .iter()
+            .find(|s| s.name == name && s.default)
+            .or_else(|| self.exports.iter().find(|s| s.name == name))
     }
 }
 
@@ -35,11 +69,292 @@ pub fn is_elf(bytes: &[u8]) -> bool {
 }
 
 /// Parse an ELF image held in memory (or mapped). Errors on malformed input, never panics.
-pub fn parse_elf(_bytes: &[u8]) -> anyhow::Result<ElfInfo> {
-    todo!("elf: parse")
+pub fn parse_elf(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
+    if !is_elf(bytes) {
+        bail!("not an ELF file (no \\x7fELF magic)");
+    }
+    // goblin is written to return errors on malformed input; this is a backstop so a bug in a
+    // dependency cannot take the whole process down on hostile input.
+    match std::panic::catch_unwind(|| parse_checked(bytes)) {
+        Ok(result) => result,
+        Err(_) => Err(anyhow!("malformed ELF file (the ELF parser gave up on it)")),
+    }
 }
 
 /// Map and parse the file at `path` (follows symlinks). The error names the path.
-pub fn read_elf(_path: &Path) -> anyhow::Result<ElfInfo> {
-    todo!("elf: read file")
+pub fn read_elf(path: &Path) -> anyhow::Result<ElfInfo> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    if meta.len() == 0 {
+        bail!("{}: empty file, not an ELF object", path.display());
+    }
+    // SAFETY: the map is read-only and private; a concurrent writer truncating the file could
+    // fault us, which is the same risk every ELF tool (readelf, ld.so) takes.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .with_context(|| format!("cannot map {}", path.display()))?;
+    parse_elf(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))
+}
+
+fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
+    let elf = Elf::parse(bytes).map_err(|e| anyhow!("malformed ELF file: {e}"))?;
+    let shared_object = elf.header.e_type == goblin::elf::header::ET_DYN;
+
+    let soname = match (&elf.dynamic, elf.soname) {
+        (_, Some(s)) => Some(s.to_string()),
+        (Some(d), None) if d.info.soname != 0 => {
+            bail!(
+                "malformed ELF file: DT_SONAME points outside the dynamic string table (offset {})",
+                d.info.soname
+            )
+        }
+        _ => None,
+    };
+    let needed = needed_entries(&elf)?;
+
+    let ctx = Ctx::new(
+        if elf.is_64 {
+            Container::Big
+        } else {
+            Container::Little
+        },
+        if elf.little_endian {
+            Endian::Little
+        } else {
+            Endian::Big
+        },
+    );
+    let versions = VersionTables::locate(bytes, &elf, ctx)?;
+
+    let mut exports = Vec::new();
+    for (index, sym) in elf.dynsyms.iter().enumerate() {
+        if index == 0 || sym.st_shndx == goblin::elf::section_header::SHN_UNDEF as usize {
+            continue;
+        }
+        let bind = sym.st_bind();
+        if bind != STB_GLOBAL && bind != STB_WEAK && bind != STB_GNU_UNIQUE {
+            continue;
+        }
+        let vis = sym.st_visibility();
+        if vis != STV_DEFAULT && vis != STV_PROTECTED {
+            continue;
+        }
+        let name = elf.dynstrtab.get_at(sym.st_name).ok_or_else(|| {
+            anyhow!(
+                "malformed ELF file: dynamic symbol {index} has a name offset ({}) outside the string table",
+                sym.st_name
+            )
+        })?;
+        let (version, default) = versions.version_of(index, name)?;
+        // ld emits one absolute symbol per version it defines, named after the version
+        // (`ROCR_1`, value 0). It marks the version, it is not an interface: readelf prints it
+        // without a version and nm lists it as `A`. Leave it out.
+        if sym.st_shndx == goblin::elf::section_header::SHN_ABS as usize
+            && version.as_deref() == Some(name)
+        {
+            continue;
+        }
+        exports.push(ExportedSymbol {
+            name: name.to_string(),
+            version,
+            default,
+        });
+    }
+
+    Ok(ElfInfo {
+        soname,
+        needed,
+        exports,
+        shared_object,
+    })
+}
+
+/// DT_NEEDED entries in dynamic-section order; a name outside the string table is an error
+/// rather than a silently shorter list.
+fn needed_entries(elf: &Elf<'_>) -> anyhow::Result<Vec<String>> {
+    let Some(dynamic) = &elf.dynamic else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for d in &dynamic.dyns {
+        if d.d_tag == goblin::elf::dynamic::DT_NEEDED {
+            let name = usize::try_from(d.d_val)
+                .ok()
+                .and_then(|off| elf.dynstrtab.get_at(off))
+                .ok_or_else(|| {
+                    anyhow!(
+                        "malformed ELF file: a DT_NEEDED entry points outside the dynamic string table (offset {})",
+                        d.d_val
+                    )
+                })?;
+            out.push(name.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// The symbol-version index per dynamic symbol (versym) and the version names defined by this
+/// object (verdef, by `vd_ndx`).
+struct VersionTables<'a> {
+    versym: Option<VersymSection<'a>>,
+    defined: HashMap<u16, String>,
+}
+
+impl<'a> VersionTables<'a> {
+    fn locate(bytes: &'a [u8], elf: &Elf<'a>, ctx: Ctx) -> anyhow::Result<Self> {
+        let info = elf.dynamic.as_ref().map(|d| &d.info);
+        let file_len = bytes.len() as u64;
+
+        // versym: one u16 per dynamic symbol.
+        let versym = match info.filter(|i| i.versym != 0) {
+            Some(i) => {
+                let size = (elf.dynsyms.len() as u64).saturating_mul(2);
+                let shdr = synthetic_section(SHT_GNU_VERSYM, i.versym, size, 0, file_len)
+                    .ok_or_else(|| {
+                        anyhow!("malformed ELF file: DT_VERSYM table lies outside the file")
+                    })?;
+                VersymSection::parse(bytes, &[shdr], ctx)
+            }
+            None => VersymSection::parse(bytes, &elf.section_headers, ctx),
+        }
+        .map_err(|e| anyhow!("malformed ELF file: symbol version table (.gnu.version): {e}"))?;
+
+        // verdef: DT_VERDEFNUM entries; its size is not recorded, so allow up to the file end
+        // (the iterator stops at vd_next == 0 or after `count` entries).
+        let verdef = match info.filter(|i| i.verdef != 0) {
+            Some(i) => {
+                let size = file_len.saturating_sub(i.verdef);
+                let count = u32::try_from(i.verdefnum).unwrap_or(u32::MAX);
+                let shdr = synthetic_section(SHT_GNU_VERDEF, i.verdef, size, count, file_len)
+                    .ok_or_else(|| {
+                        anyhow!("malformed ELF file: DT_VERDEF table lies outside the file")
+                    })?;
+                VerdefSection::parse(bytes, &[shdr], ctx)
+            }
+            None => VerdefSection::parse(bytes, &elf.section_headers, ctx),
+        }
+        .map_err(|e| anyhow!("malformed ELF file: version definitions (.gnu.version_d): {e}"))?;
+
+        let mut defined = HashMap::new();
+        if let Some(verdef) = &verdef {
+            for def in verdef.iter() {
+                // The first aux entry names the version; later ones name its parents.
+                let Some(aux) = def.iter().next() else {
+                    bail!(
+                        "malformed ELF file: version definition {} has no name",
+                        def.vd_ndx
+                    );
+                };
+                let name = elf.dynstrtab.get_at(aux.vda_name).ok_or_else(|| {
+                    anyhow!(
+                        "malformed ELF file: version definition {} has a name offset ({}) outside the dynamic string table",
+                        def.vd_ndx,
+                        aux.vda_name
+                    )
+                })?;
+                defined.insert(def.vd_ndx, name.to_string());
+            }
+        }
+        Ok(VersionTables { versym, defined })
+    }
+
+    /// (version, default) for dynamic symbol `index`.
+    fn version_of(&self, index: usize, name: &str) -> anyhow::Result<(Option<String>, bool)> {
+        let Some(versym) = &self.versym else {
+            return Ok((None, true));
+        };
+        let entry = versym.get_at(index).ok_or_else(|| {
+            anyhow!("malformed ELF file: the symbol version table has no entry for symbol {index} ({name})")
+        })?;
+        let hidden = entry.vs_val & VERSYM_HIDDEN != 0;
+        let ndx = entry.vs_val & VERSYM_VERSION;
+        // 0 = local, 1 = global: unversioned. (Index 1's verdef is the object's base name,
+        // which readelf does not print either.)
+        if ndx <= 1 {
+            return Ok((None, true));
+        }
+        let version = self.defined.get(&ndx).ok_or_else(|| {
+            anyhow!(
+                "malformed ELF file: defined symbol {name} has version index {ndx}, which the object does not define (.gnu.version_d)"
+            )
+        })?;
+        Ok((Some(version.clone()), !hidden))
+    }
+}
+
+/// A section header standing in for a table found through the dynamic section, or None when it
+/// does not fit in the file.
+fn synthetic_section(
+    sh_type: u32,
+    offset: u64,
+    size: u64,
+    info: u32,
+    file_len: u64,
+) -> Option<SectionHeader> {
+    if offset.checked_add(size)? > file_len {
+        return None;
+    }
+    Some(SectionHeader {
+        sh_type,
+        sh_offset: offset,
+        sh_size: size,
+        sh_info: info,
+        ..SectionHeader::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_non_elf() {
+        assert!(parse_elf(b"").is_err());
+        assert!(parse_elf(b"!<arch>\n").is_err());
+        assert!(parse_elf(b"\x7fELF").is_err());
+    }
+
+    #[test]
+    fn versioned_name_forms() {
+        let mut s = ExportedSymbol {
+            name: "f".into(),
+            version: Some("V1".into()),
+            default: true,
+        };
+        assert_eq!(s.versioned_name(), "f@@V1");
+        s.default = false;
+        assert_eq!(s.versioned_name(), "f@V1");
+        s.version = None;
+        assert_eq!(s.versioned_name(), "f");
+    }
+
+    #[test]
+    fn export_prefers_default_version() {
+        let info = ElfInfo {
+            soname: None,
+            needed: vec![],
+            exports: vec![
+                ExportedSymbol {
+                    name: "f".into(),
+                    version: Some("V0".into()),
+                    default: false,
+                },
+                ExportedSymbol {
+                    name: "f".into(),
+                    version: Some("V1".into()),
+                    default: true,
+                },
+            ],
+            shared_object: true,
+        };
+        assert_eq!(
+            info.export("f").and_then(|s| s.version.as_deref()),
+            Some("V1")
+        );
+        assert!(info.export("g").is_none());
+    }
 }
