@@ -60,7 +60,10 @@ pub struct ProbeEnv {
 impl Default for ProbeEnv {
     fn default() -> Self {
         let triple = multiarch_triple();
-        let mut include_dirs = vec![PathBuf::from("/usr/include"), PathBuf::from("/usr/local/include")];
+        let mut include_dirs = vec![
+            PathBuf::from("/usr/include"),
+            PathBuf::from("/usr/local/include"),
+        ];
         let mut library_dirs = vec![
             PathBuf::from("/usr/lib"),
             PathBuf::from("/usr/local/lib"),
@@ -165,7 +168,11 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
     if missing.is_empty() {
         return Ok(());
     }
-    Err(ExitError::new(crate::error::ExitKind::Usage, missing_message(&missing, context)).into())
+    Err(ExitError::new(
+        crate::error::ExitKind::Usage,
+        missing_message(&missing, context),
+    )
+    .into())
 }
 
 fn missing_message(missing: &[&Requirement], context: &str) -> String {
@@ -238,7 +245,11 @@ mod tests {
         std::fs::write(dir.path().join("include/libdrm/drm.h"), "").unwrap();
         let env = env_with_path(dir.path());
         let reqs = vec![
-            Requirement::new("tool", Probe::Program(vec!["present-tool".into()]), "tool-pkg"),
+            Requirement::new(
+                "tool",
+                Probe::Program(vec!["present-tool".into()]),
+                "tool-pkg",
+            ),
             Requirement::new("cmake", Probe::Program(vec!["cmake-nope".into()]), "cmake"),
             Requirement::new("drm", Probe::Header("libdrm/drm.h".into()), "libdrm-dev"),
             Requirement::new("numa", Probe::Header("numa.h".into()), "libnuma-dev"),
@@ -247,9 +258,18 @@ mod tests {
         ];
         let err = check(&env, &reqs, "the test tree").unwrap_err().to_string();
         assert!(err.contains("3 items"), "{err}");
-        assert!(err.contains("`cmake`") && err.contains("libnuma-dev"), "{err}");
-        assert!(err.contains("apt-get install -y cmake libglvnd-dev libnuma-dev"), "{err}");
-        assert!(!err.contains("tool-pkg") && !err.contains("libdrm-dev"), "{err}");
+        assert!(
+            err.contains("`cmake`") && err.contains("libnuma-dev"),
+            "{err}"
+        );
+        assert!(
+            err.contains("apt-get install -y cmake libglvnd-dev libnuma-dev"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("tool-pkg") && !err.contains("libdrm-dev"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -80,7 +80,11 @@ pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
         program("pkg-config", &["pkg-config", "pkgconf"], "pkg-config"),
         program("xxd (ROCr embeds its blit kernels)", &["xxd"], "xxd"),
         program("Python 3", &["python3"], "python3"),
-        Requirement::new("libelf headers", Probe::Header("libelf.h".into()), "libelf-dev"),
+        Requirement::new(
+            "libelf headers",
+            Probe::Header("libelf.h".into()),
+            "libelf-dev",
+        ),
         Requirement::new(
             "libdw headers",
             Probe::Header("elfutils/libdw.h".into()),
@@ -91,7 +95,11 @@ pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
             Probe::Header("libdrm/amdgpu.h".into()),
             "libdrm-dev",
         ),
-        Requirement::new("libnuma headers", Probe::Header("numa.h".into()), "libnuma-dev"),
+        Requirement::new(
+            "libnuma headers",
+            Probe::Header("numa.h".into()),
+            "libnuma-dev",
+        ),
         Requirement::new(
             "OpenGL headers (rocclr's find_package(OpenGL REQUIRED))",
             Probe::Header("GL/gl.h".into()),
@@ -153,7 +161,8 @@ pub fn llvm_wiring(rocm: &Path, shim_root: &Path) -> LlvmWiring {
     let llvm = rocm.join("llvm");
     let real_llvm = llvm.join("lib/cmake/llvm");
     let real_clang = llvm.join("lib/cmake/clang");
-    if real_llvm.join("LLVMConfig.cmake").is_file() && real_clang.join("ClangConfig.cmake").is_file()
+    if real_llvm.join("LLVMConfig.cmake").is_file()
+        && real_clang.join("ClangConfig.cmake").is_file()
     {
         return LlvmWiring {
             llvm_dir: real_llvm,
