@@ -5,5 +5,8 @@
 pub mod apt;
 pub mod dpkgdb;
 pub mod excludes;
+pub mod gate;
+pub mod install;
 pub mod loader;
+pub mod repack;
 pub mod status;
