@@ -217,12 +217,13 @@ impl StockSetSpec {
         next
     }
 
-    /// "r3": [`Self::newer_release`] plus `rocm-core` and a `rocm-hip-runtime` meta with exact
-    /// deps on the new versions.
+    /// "r3": [`Self::newer_release`] plus `rocm-core`, and the exact-`=` dependants
+    /// `rocm-hip-runtime` and `hip-dev` at the new versions (what a point release publishes).
     pub fn newer_release_with_meta(&self) -> Self {
         let mut next = self.newer_release();
         next.roles.insert(StockRole::RocmCore);
         next.roles.insert(StockRole::RocmHipRuntime);
+        next.roles.insert(StockRole::HipDev);
         next
     }
 
