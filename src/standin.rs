@@ -235,6 +235,26 @@ impl StockSetSpec {
         next
     }
 
+    /// Decoy: another ROCm release installed side by side in its own prefix
+    /// (`/opt/rocm-7.1.0`), multi-version names (`hsa-rocr7.1.0`), its own loader entry
+    /// (`rocr-runtime-7.1.0.conf`) and a lower alternatives priority, so `/opt/rocm` keeps
+    /// pointing at the target. Discovery for the target prefix must not pick its packages.
+    pub fn other_release(&self, rocm_version: &str) -> Self {
+        let mut other = self.clone();
+        other.rocm_version = rocm_version.to_string();
+        other.release_number = None;
+        other.naming = Naming::MultiVersion;
+        other.version_file = VersionFile::Standard;
+        other.loader_entry_name = format!("rocr-runtime-{rocm_version}.conf");
+        other.roles = [
+            StockRole::RocmCore,
+            StockRole::HsaRocr,
+            StockRole::HipRuntime,
+        ]
+        .into();
+        other
+    }
+
     /// Builder: this spec with `roles` added.
     pub fn with_roles(mut self, roles: &[StockRole]) -> Self {
         self.roles.extend(roles.iter().copied());
@@ -1401,6 +1421,15 @@ mod tests {
             .newer_release_with_meta()
             .roles
             .contains(&StockRole::RocmHipRuntime));
+        let old = s.other_release("7.1.0");
+        assert_eq!(old.prefix(), "/opt/rocm-7.1.0");
+        assert_eq!(old.package_name(StockRole::HsaRocr), "hsa-rocr7.1.0");
+        assert_eq!(
+            old.package_version(StockRole::HsaRocr),
+            "1.18.0.70100-93~24.04"
+        );
+        assert_eq!(old.loader_entry_name, "rocr-runtime-7.1.0.conf");
+        old.validate().unwrap();
         assert_eq!(
             s.rebuild(94).package_version(StockRole::HsaRocr),
             "1.18.0.70204-94~24.04"
