@@ -24,6 +24,7 @@
 //! builds the program that reports, per soname, which file the loader used and its identity.
 //! Same spec → byte-identical .debs.
 
+pub mod chroot;
 mod csrc;
 
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
