@@ -24,6 +24,7 @@
 //! builds the program that reports, per soname, which file the loader used and its identity.
 //! Same spec → byte-identical .debs.
 
+pub mod chroot;
 mod csrc;
 
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
@@ -217,12 +218,13 @@ impl StockSetSpec {
         next
     }
 
-    /// "r3": [`Self::newer_release`] plus `rocm-core` and a `rocm-hip-runtime` meta with exact
-    /// deps on the new versions.
+    /// "r3": [`Self::newer_release`] plus `rocm-core`, and the exact-`=` dependants
+    /// `rocm-hip-runtime` and `hip-dev` at the new versions (what a point release publishes).
     pub fn newer_release_with_meta(&self) -> Self {
         let mut next = self.newer_release();
         next.roles.insert(StockRole::RocmCore);
         next.roles.insert(StockRole::RocmHipRuntime);
+        next.roles.insert(StockRole::HipDev);
         next
     }
 
@@ -232,6 +234,26 @@ impl StockSetSpec {
         next.build_number = build_number;
         next.roles = [StockRole::HsaRocr, StockRole::HipRuntime].into();
         next
+    }
+
+    /// Decoy: another ROCm release installed side by side in its own prefix
+    /// (`/opt/rocm-7.1.0`), multi-version names (`hsa-rocr7.1.0`), its own loader entry
+    /// (`rocr-runtime-7.1.0.conf`) and a lower alternatives priority, so `/opt/rocm` keeps
+    /// pointing at the target. Discovery for the target prefix must not pick its packages.
+    pub fn other_release(&self, rocm_version: &str) -> Self {
+        let mut other = self.clone();
+        other.rocm_version = rocm_version.to_string();
+        other.release_number = None;
+        other.naming = Naming::MultiVersion;
+        other.version_file = VersionFile::Standard;
+        other.loader_entry_name = format!("rocr-runtime-{rocm_version}.conf");
+        other.roles = [
+            StockRole::RocmCore,
+            StockRole::HsaRocr,
+            StockRole::HipRuntime,
+        ]
+        .into();
+        other
     }
 
     /// Builder: this spec with `roles` added.
@@ -1400,6 +1422,15 @@ mod tests {
             .newer_release_with_meta()
             .roles
             .contains(&StockRole::RocmHipRuntime));
+        let old = s.other_release("7.1.0");
+        assert_eq!(old.prefix(), "/opt/rocm-7.1.0");
+        assert_eq!(old.package_name(StockRole::HsaRocr), "hsa-rocr7.1.0");
+        assert_eq!(
+            old.package_version(StockRole::HsaRocr),
+            "1.18.0.70100-93~24.04"
+        );
+        assert_eq!(old.loader_entry_name, "rocr-runtime-7.1.0.conf");
+        old.validate().unwrap();
         assert_eq!(
             s.rebuild(94).package_version(StockRole::HsaRocr),
             "1.18.0.70204-94~24.04"
