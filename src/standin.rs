@@ -601,7 +601,7 @@ pub fn build_stock_set(
     for plan in plans {
         let name = format!("package {} {}", plan.name, plan.version);
         let pkg = progress::step(listener, &name, || {
-            write_package(spec, &plan, work.path(), out_dir)
+            write_package(spec, &plan, work.path(), out_dir, listener)
         })?;
         listener.info(&format!("{}", pkg.deb.display()));
         packages.push(pkg);
@@ -1196,6 +1196,7 @@ fn write_package(
     plan: &PackagePlan,
     work: &Path,
     out_dir: &Path,
+    listener: &dyn Listener,
 ) -> anyhow::Result<StockPackage> {
     let tree = work.join("trees").join(&plan.name);
     if tree.exists() {
@@ -1265,7 +1266,7 @@ fn write_package(
         "{}_{}_{}.deb",
         plan.name, plan.version, spec.architecture
     ));
-    pack_tree(&tree, &deb, spec.source_date_epoch)?;
+    pack_tree(&tree, &deb, spec.source_date_epoch, listener)?;
 
     let mut files: Vec<String> = plan.payload.iter().map(|p| p.path().to_string()).collect();
     files.sort();
@@ -1316,54 +1317,17 @@ fn write_file(p: &Path, contents: &[u8], mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Turn a package tree into a .deb. Until the crate's own writer (`deb::build_from_dir`) has
-/// landed this uses `dpkg-deb --root-owner-group --build` with every mtime set to `epoch`.
-fn pack_tree(tree: &Path, deb: &Path, epoch: u64) -> anyhow::Result<()> {
-    set_mtimes(tree, epoch)?;
-    let tmp = deb.with_extension("deb.partial");
-    let mut cmd = Command::new("dpkg-deb");
-    cmd.env("SOURCE_DATE_EPOCH", epoch.to_string())
-        .env("LC_ALL", "C")
-        .args(["--root-owner-group", "-Zxz", "--threads-max=1", "--build"])
-        .arg(tree)
-        .arg(&tmp);
-    if let Err(e) = csrc::run(&mut cmd, &format!("building {}", deb.display())) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, deb)
-        .with_context(|| format!("moving {} to {}", tmp.display(), deb.display()))?;
-    Ok(())
-}
-
-fn set_mtimes(tree: &Path, epoch: u64) -> anyhow::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    for entry in walkdir::WalkDir::new(tree).contents_first(true) {
-        let entry = entry.with_context(|| format!("walking {}", tree.display()))?;
-        let c = std::ffi::CString::new(entry.path().as_os_str().as_bytes())
-            .with_context(|| format!("path with NUL: {}", entry.path().display()))?;
-        let ts = libc::timespec {
-            tv_sec: epoch as libc::time_t,
-            tv_nsec: 0,
-        };
-        let times = [ts, ts];
-        // SAFETY: `c` is a valid NUL-terminated path and `times` holds two timespecs.
-        let rc = unsafe {
-            libc::utimensat(
-                libc::AT_FDCWD,
-                c.as_ptr(),
-                times.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc != 0 {
-            bail!(
-                "setting the mtime of {}: {}",
-                entry.path().display(),
-                std::io::Error::last_os_error()
-            );
-        }
-    }
+/// Turn a package tree into a .deb with the crate's own reproducible writer (every mtime set
+/// to `epoch`, members sorted, owner root).
+fn pack_tree(tree: &Path, deb: &Path, epoch: u64, listener: &dyn Listener) -> anyhow::Result<()> {
+    let opts = crate::deb::BuildOptions {
+        compression: crate::deb::Compression::Xz,
+        level: None,
+        threads: Some(1),
+        source_date_epoch: Some(epoch),
+    };
+    crate::deb::build_from_dir(tree, deb, &opts, listener)
+        .with_context(|| format!("building {} from {}", deb.display(), tree.display()))?;
     Ok(())
 }
 
