@@ -176,7 +176,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
 }
 
 #[test]
-fn a_clr_with_hip_major_8_yields_so_8_in_the_manifest() {
+fn a_clr_with_hip_major_8_yields_so_8_and_vendored_libraries_are_listed() {
     let tmp = tempfile::tempdir().unwrap();
     let (src, commit) = standin_repo(tmp.path(), |src| {
         std::fs::write(
@@ -192,7 +192,11 @@ fn a_clr_with_hip_major_8_yields_so_8_in_the_manifest() {
         &commit,
         &rocm,
         &out,
-        &["--rocm-patch-version", "80000"],
+        &[
+            "--rocm-patch-version",
+            "80000",
+            "--rocr-cmake-arg=-DSTANDIN_VENDORED_LIBRARY=ON",
+        ],
     ))
     .ok();
     let m = manifest(&out);
@@ -224,6 +228,19 @@ fn a_clr_with_hip_major_8_yields_so_8_in_the_manifest() {
         readelf_soname(&out.join(&hip.path)).as_deref(),
         Some("libamdhip64.so.8")
     );
+    // A library outside the runtime families is listed too, so packaging can plan it.
+    let vendored = m
+        .libraries
+        .iter()
+        .find(|l| l.path == "lib/liburcu-standin.so.8.1.0")
+        .unwrap();
+    assert_eq!(vendored.soname.as_deref(), Some("liburcu-standin.so.8"));
+    assert!(
+        vendored.needed.contains(&"libc.so.6".to_string()),
+        "{vendored:?}"
+    );
+    assert_eq!(vendored.backport_symbol, None);
+    assert_eq!(m.libraries.len(), 5);
 }
 
 #[test]
