@@ -196,6 +196,32 @@ fn missing_image_says_run_test_setup() {
     assert!(err.to_string().contains("invalid suite"), "{err}");
 }
 
+/// Run as `nobody` (this same test binary, re-executed), a sandbox is refused with a clear
+/// error instead of failing half-way.
+#[test]
+fn non_root_is_refused_clearly() {
+    if std::env::var_os("ROCM_PIN_SANDBOX_NONROOT_CHILD").is_some() {
+        let img = ChrootImage::from_tarball("bookworm", Path::new("/etc/hostname")).unwrap();
+        let err = Sandbox::new(&img).unwrap_err().to_string();
+        assert!(err.contains("needs root"), "{err}");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["--exact", "non_root_is_refused_clearly", "--nocapture"])
+        .env("ROCM_PIN_SANDBOX_NONROOT_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "child as nobody: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn dpkg_excludes_drop_documentation_but_copyright() {
     let img = image("bookworm");

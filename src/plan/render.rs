@@ -365,10 +365,11 @@ fn ensure_parent(p: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Strip debug information, keeping the dynamic symbol table (and with it the backport symbol).
+/// Strip debug information and the static symbol table as dh_strip does for shared libraries
+/// (`--strip-unneeded`); the dynamic symbol table, and with it the backport symbol, stays.
 fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
     let out = Command::new("objcopy")
-        .arg("--strip-debug")
+        .arg("--strip-unneeded")
         .arg("--remove-section=.comment")
         .arg("--remove-section=.note")
         .arg(src)
@@ -382,7 +383,7 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
         })?;
     if !out.status.success() {
         bail!(
-            "objcopy --strip-debug {} failed: {}",
+            "objcopy --strip-unneeded {} failed: {}",
             src.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         );

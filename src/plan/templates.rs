@@ -23,6 +23,7 @@ const COPYRIGHT_HSA: &str = include_str!("../../debian-templates/copyright-hsa.i
 const COPYRIGHT_HIP: &str = include_str!("../../debian-templates/copyright-hip.in");
 const OVERRIDES: &str = include_str!("../../debian-templates/lintian-overrides.in");
 const OVERRIDES_HSA: &str = include_str!("../../debian-templates/lintian-overrides-hsa.in");
+const OVERRIDES_HIP: &str = include_str!("../../debian-templates/lintian-overrides-hip.in");
 
 /// Fill `{{key}}` placeholders from `vars`; any placeholder left is an error.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> anyhow::Result<String> {
@@ -130,19 +131,13 @@ pub fn docs(
     )?;
     let changelog = render(CHANGELOG, &vars)?;
     let mut overrides = render(OVERRIDES, &vars)?;
-    if p.half == Half::Hsa {
-        overrides.push_str(&render(OVERRIDES_HSA, &vars)?);
-    }
-    // Long stock file names (ROCm's versioned sonames, carried docs) are what they are.
-    if p.files
-        .iter()
-        .any(|f| f.path.rsplit('/').next().is_some_and(|n| n.len() > 80))
-    {
-        overrides.push_str(&format!(
-            "# Stock file names are kept so absolute-path users keep working.\n{}: package-has-long-file-name\n",
-            p.package
-        ));
-    }
+    overrides.push_str(&render(
+        match p.half {
+            Half::Hsa => OVERRIDES_HSA,
+            Half::Hip => OVERRIDES_HIP,
+        },
+        &vars,
+    )?);
     let doc = format!("/usr/share/doc/{}", p.package);
     Ok(vec![
         (format!("{doc}/copyright"), copyright.into_bytes()),
