@@ -524,6 +524,13 @@ impl StockSet {
             .collect()
     }
 
+    /// Write the set's facts (spec, packages, files, libraries, identities) as JSON, for
+    /// scripts and the demo's report.
+    pub fn write_facts(&self, path: &Path) -> anyhow::Result<()> {
+        let json = serde_json::to_vec_pretty(self).context("serialising the stand-in facts")?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))
+    }
+
     /// The library with this soname in any package of the set (first match in build order).
     pub fn library(&self, soname: &str) -> Option<&StockLibrary> {
         self.packages

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use rocm_pin::progress::Silent;
 use rocm_pin::sandbox::{ChrootImage, Sandbox};
-use rocm_pin::standin::chroot::{install_probe, install_stock, publish, run_probe};
+use rocm_pin::standin::chroot::{
+    install_probe, install_stock, prepare_stock_host, publish, run_probe,
+};
 use rocm_pin::standin::{
     build_loader_probe, build_stock_set, Naming, StockRole, StockSet, StockSetSpec,
 };
@@ -83,9 +85,7 @@ fn stock_set_installs_and_behaves_like_rocm() {
     let probe = build_loader_probe(&work.path().join("probe")).unwrap();
 
     let sb = Sandbox::new(&image()).unwrap();
-    publish(&sb, "stock", &set).unwrap();
-    install_stock(&sb, &set).unwrap();
-    install_probe(&sb, &probe).unwrap();
+    prepare_stock_host(&sb, &set, &probe).unwrap();
 
     for role in [
         StockRole::RocmCore,

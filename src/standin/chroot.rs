@@ -97,3 +97,17 @@ pub fn run_probe(sandbox: &Sandbox, sonames: &[&str]) -> anyhow::Result<(Vec<Pro
     }
     Ok((lines, out.status.success()))
 }
+
+/// A sandbox made to look like a stock ROCm host in one call: the set published as the local
+/// repository `stock`, the stock host's packages installed ([`install_stock`]) and the probe
+/// copied in ([`install_probe`]).
+pub fn prepare_stock_host(
+    sandbox: &Sandbox,
+    set: &StockSet,
+    probe: &Path,
+) -> anyhow::Result<LocalRepo> {
+    let repo = publish(sandbox, "stock", set)?;
+    install_stock(sandbox, set)?;
+    install_probe(sandbox, probe)?;
+    Ok(repo)
+}
