@@ -1,5 +1,5 @@
 //! `rocm-pin rollback`: one apt transaction installs the kept stock .debs and purges ours
-//! (`apt-get install ./stock*.deb <ours>_`), offline. Removing ours first would take
+//! (`apt-get install --purge ./stock*.deb <ours>-`), offline. Removing ours first would take
 //! `rocm-hip-runtime` with it; a plain remove would leave our pin conffiles pinning stock to -1.
 
 use std::collections::BTreeMap;
@@ -105,9 +105,19 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .arg(format!("DPkg::Lock::Timeout={lock_timeout}"))
         .arg("-o")
         .arg("Dpkg::Use-Pty=0")
-        .args(["install", "-y", "--no-download", "--allow-remove-essential"])
+        .args([
+            "install",
+            "-y",
+            // Not --no-download: with it apt 2.6 looks for local .debs in its archive cache
+            // ("Internal Error, Pathname to install is not absolute"). Offline anyway: the
+            // stock .debs are local files, and nothing else is installed.
+            "--purge",
+            "--allow-remove-essential",
+        ])
         .args(&debs)
-        .args(ours.iter().map(|e| format!("{}_", e.package)));
+        // `pkg-` removes within the install transaction; --purge makes it a purge, so our pin
+        // conffiles go too (apt-get install has no `pkg_` purge modifier: "Unable to locate").
+        .args(ours.iter().map(|e| format!("{}-", e.package)));
     let out = progress::step(listener, "apt-get install stock + purge ours", || {
         cmd.output().context("cannot run apt-get")
     })?;
