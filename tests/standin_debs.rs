@@ -60,7 +60,19 @@ fn every_deb_is_valid_and_matches_its_facts() {
         let mut listed = BTreeSet::new();
         for line in listing.lines() {
             if line.starts_with('d') {
+                assert!(
+                    line.starts_with("drwxr-xr-x root/root"),
+                    "{}: {line}",
+                    pkg.name
+                );
                 continue;
+            }
+            if line.starts_with('-') {
+                assert!(
+                    line.starts_with("-rw-r--r-- root/root"),
+                    "{}: {line}",
+                    pkg.name
+                );
             }
             let name = line.split_whitespace().nth(5).expect("name column");
             listed.insert(name.trim_start_matches('.').to_string());
@@ -358,6 +370,13 @@ fn loader_probe_names_the_file_and_identity() {
     assert_eq!(lines[1].identity.as_deref(), Some("hsa-STOCK-70204"));
     assert_eq!(lines[2].identity.as_deref(), Some("hiprtc-STOCK-70204"));
     assert_eq!(lines[3].path, None);
+
+    // An absolute path (a stock versioned file name) loads that very file.
+    let abs = lib.join("libhsa-runtime64.so.1.18.70204");
+    let out = sh(Command::new(&probe).arg(&abs));
+    let lines = parse_probe_output(&out).unwrap();
+    assert_eq!(lines[0].identity.as_deref(), Some("hsa-STOCK-70204"));
+    assert_eq!(lines[0].path.as_deref(), abs.to_str());
 
     // A library without the identity function: the probe falls back to the data string.
     let plain = root.path().join("plain");

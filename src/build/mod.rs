@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod prereq;
 pub mod recipe;
 pub mod source;
+pub mod standin_tree;
 pub mod steps;
 pub mod validate;
 
@@ -534,6 +535,14 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
                     dir.display()
                 )));
             }
+            let missing = recipe::missing_projects(dir);
+            if !missing.is_empty() {
+                return Err(usage(format!(
+                    "source {} lacks {} (not a rocm-systems checkout?)",
+                    dir.display(),
+                    missing.join(", ")
+                )));
+            }
             let kind = recipe::tree_kind(dir);
             progress::step(listener, "check prerequisites", || {
                 prereq::check(
@@ -558,19 +567,6 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
             None
         }
     };
-    if let Some(dir) = match &p.spec {
-        SourceSpec::Local(dir) => Some(dir),
-        SourceSpec::Url(_) => None,
-    } {
-        let missing = recipe::missing_projects(dir);
-        if !missing.is_empty() {
-            return Err(usage(format!(
-                "source {} lacks {} (not a rocm-systems checkout?)",
-                dir.display(),
-                missing.join(", ")
-            )));
-        }
-    }
     if !p.rocm_resolved {
         listener.warn(&format!(
             "ROCm path {} does not exist; building without a ROCm install",
@@ -616,7 +612,8 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
                         p.commit,
                         started.elapsed().as_secs_f64()
                     ));
-                        let tree = kind.unwrap_or(TreeKind::RocmSystems);
+                        // A URL's tree kind is known from the checkout the cached build used.
+                        let tree = kind.unwrap_or_else(|| recipe::tree_kind(&p.layout.checkout));
                         return Ok(BuildOutcome {
                             staging: p.staging.clone(),
                             manifest: *manifest,
