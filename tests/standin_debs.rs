@@ -400,3 +400,18 @@ fn loader_probe_names_the_file_and_identity() {
     let lines = parse_probe_output(&out).unwrap();
     assert_eq!(lines[0].identity.as_deref(), Some("plain-X-1"));
 }
+
+#[test]
+fn a_bad_spec_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let mut spec = StockSetSpec::for_host().unwrap();
+    spec.rocm_version = "7.2".into();
+    let err = build_stock_set(&spec, &out, &Silent).unwrap_err();
+    assert!(err.to_string().contains("7.2"), "{err:#}");
+    assert!(!out.exists());
+    let mut spec = StockSetSpec::for_host().unwrap();
+    spec.loader_entry_name = "../../etc/passwd".into();
+    assert!(build_stock_set(&spec, &out, &Silent).is_err());
+    assert!(!out.exists());
+}
