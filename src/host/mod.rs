@@ -12,3 +12,4 @@ pub mod loader;
 pub mod repack;
 pub mod rollback;
 pub mod status;
+pub mod localrepo;

@@ -296,6 +296,12 @@ fn make_artifacts(suite: &str) -> Artifacts {
     );
     let installed_snapshot = w.join("installed.tar");
     snapshot(&sb, &installed_snapshot);
+    // scripts/bench-verify takes the installed set from here.
+    if let Some(dir) = std::env::var_os("ROCM_PIN_SNAPSHOT_OUT") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&installed_snapshot, dir.join(format!("{suite}-installed.tar"))).unwrap();
+    }
     eprintln!(
         "install_support: {suite} artifacts ready in {:.1}s",
         t0.elapsed().as_secs_f64()
