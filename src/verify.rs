@@ -1,1 +1,851 @@
 //! Checks → `VerifyReport` (human + JSON). Read-only. (Issue 5.)
+//!
+//! verify never changes the host: it reads the dpkg database, the files, the marker, apt's
+//! view (`apt-cache policy`) and the loader cache (`ldconfig -p`). It never trusts
+//! `dpkg --verify`'s exit code (0 on mismatches): it hashes the files itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use md5::Digest as _;
+
+use crate::host::apt;
+use crate::host::excludes::PathFilters;
+use crate::host::loader;
+use crate::host::status::{self, canonicalize_in_root, in_root, StatusEntry};
+use crate::rocm;
+
+/// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One check: a stable `name` (the kind of check), what it was about, pass/fail, why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    pub name: String,
+    /// The package, file or soname the check is about ("" when it is about the whole install).
+    pub subject: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VerifyReport {
+    pub schema: u32,
+    /// The root checked (`/` on a host).
+    pub root: String,
+    /// True when every check passed and the gate did not skip the host.
+    pub ok: bool,
+    /// The skip record's reason when the version gate skipped this host (exit 3).
+    pub skipped: Option<String>,
+    pub checks: Vec<Check>,
+}
+
+impl VerifyReport {
+    pub fn failed(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| !c.ok)
+    }
+    /// The exit code contract: 0 all pass, 1 any fail, 3 gate skip record.
+    pub fn exit_code(&self) -> i32 {
+        if self.skipped.is_some() {
+            3
+        } else if self.ok {
+            0
+        } else {
+            1
+        }
+    }
+    /// Human-readable lines: one per check, then a summary.
+    pub fn to_human(&self) -> String {
+        let mut s = String::new();
+        if let Some(reason) = &self.skipped {
+            s.push_str(&format!(
+                "SKIPPED  the version gate skipped this host: {reason}\n"
+            ));
+            return s;
+        }
+        for c in &self.checks {
+            let word = if c.ok { "ok  " } else { "FAIL" };
+            if c.subject.is_empty() {
+                s.push_str(&format!("{word} {:<16} {}\n", c.name, c.detail));
+            } else {
+                s.push_str(&format!(
+                    "{word} {:<16} {}: {}\n",
+                    c.name, c.subject, c.detail
+                ));
+            }
+        }
+        let failed = self.failed().count();
+        if failed == 0 {
+            s.push_str(&format!(
+                "verify: all {} checks passed\n",
+                self.checks.len()
+            ));
+        } else {
+            let names: BTreeSet<&str> = self.failed().map(|c| c.name.as_str()).collect();
+            s.push_str(&format!(
+                "verify: {failed} of {} checks FAILED ({})\n",
+                self.checks.len(),
+                names.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    pub root: PathBuf,
+    /// `LD_LIBRARY_PATH` to honour when resolving sonames (None = unset).
+    pub ld_library_path: Option<String>,
+    /// Ask apt whether the pins are effective (off only for unit tests on trees without apt).
+    pub ask_apt: bool,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            root: PathBuf::from("/"),
+            ld_library_path: std::env::var("LD_LIBRARY_PATH")
+                .ok()
+                .filter(|s| !s.is_empty()),
+            ask_apt: true,
+        }
+    }
+}
+
+/// The skip record the version gate writes (in-root path).
+pub fn skip_record_path() -> PathBuf {
+    Path::new(rocm::STATE_DIR).join("skipped")
+}
+
+struct Checks(Vec<Check>);
+impl Checks {
+    fn add(&mut self, name: &str, subject: &str, ok: bool, detail: impl Into<String>) {
+        self.0.push(Check {
+            name: name.into(),
+            subject: subject.into(),
+            ok,
+            detail: detail.into(),
+        });
+    }
+}
+
+/// Run every check. Errors only for an unreadable environment (exit 2): a missing or corrupt
+/// dpkg database. Everything about the install itself is a failed check, not an error.
+pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
+    let root = opts.root.as_path();
+    let mut report = VerifyReport {
+        schema: SCHEMA_VERSION,
+        root: root.display().to_string(),
+        ok: false,
+        skipped: None,
+        checks: Vec::new(),
+    };
+    let skip = in_root(root, &skip_record_path().to_string_lossy());
+    if skip.exists() {
+        let reason = std::fs::read_to_string(&skip).unwrap_or_default();
+        report.skipped = Some(reason.trim().to_string());
+        return Ok(report);
+    }
+    let entries = status::read_status(root)?;
+    let mut c = Checks(Vec::new());
+    run_checks(opts, &entries, &mut c);
+    report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
+    report.checks = c.0;
+    Ok(report)
+}
+
+fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
+    let root = opts.root.as_path();
+    let by_name: BTreeMap<&str, &StatusEntry> =
+        entries.iter().map(|e| (e.package.as_str(), e)).collect();
+    let ours: Vec<&StatusEntry> = entries
+        .iter()
+        .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
+        .collect();
+    if ours.is_empty() {
+        c.add(
+            "packages",
+            "",
+            false,
+            format!(
+                "no rocm-pin replacement package is installed (no package with {} in dpkg status); run `rocm-pin install`",
+                rocm::COMMIT_FIELD
+            ),
+        );
+        return;
+    }
+
+    // The marker: shipped by our HSA package, found through the file lists.
+    let mut lists: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in &ours {
+        match status::package_list(root, &e.package, &e.architecture) {
+            Ok(l) => {
+                lists.insert(e.package.clone(), l);
+            }
+            Err(err) => c.add("packages", &e.package, false, format!("{err:#}")),
+        }
+    }
+    let marker_suffix = format!("/{}", rocm::MARKER_RELPATH);
+    let marker_path = lists
+        .values()
+        .flatten()
+        .find(|p| p.ends_with(&marker_suffix))
+        .cloned();
+    let marker = match &marker_path {
+        None => {
+            c.add(
+                "marker",
+                "",
+                false,
+                format!(
+                    "no installed package ships the provenance marker */{}; reinstall with `rocm-pin install`",
+                    rocm::MARKER_RELPATH
+                ),
+            );
+            None
+        }
+        Some(p) => match std::fs::read(in_root(root, p))
+            .map_err(anyhow::Error::from)
+            .and_then(|b| serde_json::from_slice::<rocm::Marker>(&b).map_err(Into::into))
+        {
+            Ok(m) => {
+                c.add(
+                    "marker",
+                    p,
+                    true,
+                    format!("commit {} flavor {}", m.commit, m.flavor),
+                );
+                Some(m)
+            }
+            Err(e) => {
+                c.add(
+                    "marker",
+                    p,
+                    false,
+                    format!("missing or unreadable: {e}; reinstall the HSA replacement package"),
+                );
+                None
+            }
+        },
+    };
+
+    // Packages installed (ii), Protected, at the marker's versions, commit fields agree.
+    for e in &ours {
+        let commit = e
+            .extra
+            .get(rocm::COMMIT_FIELD)
+            .map(String::as_str)
+            .unwrap_or("");
+        let mut problems = Vec::new();
+        if !e.is_installed_ok() {
+            problems.push(format!("dpkg state {} ({}), not ii", e.abbrev(), e.status));
+        }
+        if !e.protected {
+            problems.push("control lacks Protected: yes".to_string());
+        }
+        if let Some(m) = &marker {
+            match m.replaced.iter().find(|r| r.package == e.package) {
+                Some(r) if r.version != e.version => problems.push(format!(
+                    "version {} installed, marker expects {}",
+                    e.version, r.version
+                )),
+                Some(_) => {}
+                None => problems.push(format!(
+                    "not named in the marker (a package of another pin? marker commit {})",
+                    m.commit
+                )),
+            }
+        }
+        c.add(
+            "packages",
+            &e.package,
+            problems.is_empty(),
+            if problems.is_empty() {
+                format!("ii {} Protected: yes", e.version)
+            } else {
+                problems.join("; ")
+            },
+        );
+        if let Some(m) = &marker {
+            let ok = commit == m.commit;
+            c.add(
+                "marker-commit",
+                &e.package,
+                ok,
+                if ok {
+                    format!("{} = marker commit", rocm::COMMIT_FIELD)
+                } else {
+                    format!(
+                        "{} {commit} but the marker says {}",
+                        rocm::COMMIT_FIELD,
+                        m.commit
+                    )
+                },
+            );
+        }
+    }
+    let Some(marker) = marker else { return };
+    for r in &marker.replaced {
+        if !by_name.contains_key(r.package.as_str()) {
+            c.add(
+                "packages",
+                &r.package,
+                false,
+                format!(
+                    "named in the marker but not installed; install {}_{}",
+                    r.package, r.version
+                ),
+            );
+        }
+    }
+
+    // Stock real packages not installed.
+    for r in &marker.replaced {
+        match by_name.get(r.stock_name.as_str()) {
+            Some(e) if e.has_files() => c.add(
+                "stock-absent",
+                &r.stock_name,
+                false,
+                format!(
+                    "stock {} {} is installed ({}) next to ours; run `rocm-pin install` again (or `apt-get -f install`)",
+                    e.package,
+                    e.version,
+                    e.abbrev()
+                ),
+            ),
+            _ => c.add(
+                "stock-absent",
+                &r.stock_name,
+                true,
+                format!("not installed (provided by {})", r.package),
+            ),
+        }
+    }
+
+    check_pins(opts, &marker, &by_name, c);
+    check_files(root, &ours, &marker, marker_path.as_deref(), c);
+    check_libraries(opts, &marker, &lists, c);
+    check_loader_entry(root, &marker, c);
+    check_local_repo(root, &ours, c);
+}
+
+fn check_pins(
+    opts: &VerifyOptions,
+    marker: &rocm::Marker,
+    by_name: &BTreeMap<&str, &StatusEntry>,
+    c: &mut Checks,
+) {
+    let root = opts.root.as_path();
+    let mut present = Vec::new();
+    for r in &marker.replaced {
+        let pin = rocm::pin_file_path(&r.package);
+        let host = in_root(root, &pin.to_string_lossy());
+        let res = std::fs::read_to_string(&host)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| apt::parse_preferences(&t));
+        match res {
+            Ok(stanzas) => {
+                let ok = stanzas.iter().any(|s| {
+                    s.packages.iter().any(|p| p == &r.stock_name) && s.priority < 0
+                });
+                if ok {
+                    present.push(r.stock_name.clone());
+                }
+                let owned = by_name
+                    .get(r.package.as_str())
+                    .is_some_and(|e| e.conffiles.iter().any(|(p, _)| Path::new(p) == pin));
+                c.add(
+                    "pin-file",
+                    &pin.display().to_string(),
+                    ok,
+                    if ok {
+                        format!(
+                            "pins {} below 0{}",
+                            r.stock_name,
+                            if owned {
+                                format!(" (conffile of {})", r.package)
+                            } else {
+                                String::new()
+                            }
+                        )
+                    } else {
+                        format!("does not pin {} to a negative priority", r.stock_name)
+                    },
+                );
+            }
+            Err(e) => c.add(
+                "pin-file",
+                &pin.display().to_string(),
+                false,
+                format!(
+                    "missing or unreadable ({e}); restore it with `rocm-pin install` (reinstalls {} with --force-confmiss)",
+                    r.package
+                ),
+            ),
+        }
+    }
+    if !opts.ask_apt {
+        return;
+    }
+    // Effective: apt itself must see no candidate for the stock names.
+    let names: Vec<String> = marker
+        .replaced
+        .iter()
+        .map(|r| r.stock_name.clone())
+        .collect();
+    match apt::policy(root, &names) {
+        Err(e) => c.add("pin-effective", "", false, format!("{e:#}")),
+        Ok(pols) => {
+            for n in &names {
+                match pols.iter().find(|p| &p.package == n) {
+                    None => c.add(
+                        "pin-effective",
+                        n,
+                        true,
+                        "apt knows no version of it in any source",
+                    ),
+                    Some(p) if p.is_pinned_away() => c.add(
+                        "pin-effective",
+                        n,
+                        true,
+                        if p.versions.is_empty() {
+                            "no candidate (no version in any configured source)".to_string()
+                        } else {
+                            format!(
+                                "no candidate; {} version(s) at priority -1 in apt's view",
+                                p.versions.len()
+                            )
+                        },
+                    ),
+                    Some(p) => c.add(
+                        "pin-effective",
+                        n,
+                        false,
+                        format!(
+                            "apt would install {} (versions: {}); the pin in {} is not in effect",
+                            p.candidate.as_deref().unwrap_or("(none)"),
+                            p.versions
+                                .iter()
+                                .map(|(v, pr)| format!("{v} @{pr}"))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            rocm::pin_file_path(&format!("{n}-*")).display()
+                        ),
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// md5 (and sha256 when `want_sha` ) of a file, read once.
+fn hash_file(path: &Path, want_sha: bool) -> std::io::Result<(String, Option<String>, u64)> {
+    let mut f = std::fs::File::open(path)?;
+    let mut md5 = md5::Md5::new();
+    let mut sha = want_sha.then(sha2::Sha256::new);
+    let mut buf = vec![0u8; 1 << 18];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        md5.update(&buf[..n]);
+        if let Some(s) = sha.as_mut() {
+            sha2::Digest::update(s, &buf[..n]);
+        }
+    }
+    Ok((
+        hex::encode(md5.finalize()),
+        sha.map(|s| hex::encode(sha2::Digest::finalize(s))),
+        total,
+    ))
+}
+
+fn check_files(
+    root: &Path,
+    ours: &[&StatusEntry],
+    marker: &rocm::Marker,
+    marker_path: Option<&str>,
+    c: &mut Checks,
+) {
+    let filters = match PathFilters::load(root) {
+        Ok(f) => f,
+        Err(e) => {
+            c.add("files", "", false, format!("{e:#}"));
+            return;
+        }
+    };
+    // path → (md5 from dpkg, owning package)
+    let mut expected: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
+    for e in ours {
+        match status::package_md5sums(root, &e.package, &e.architecture) {
+            Ok(Some(sums)) => {
+                for (p, m) in sums {
+                    expected.insert(p, (Some(m), e.package.clone()));
+                }
+            }
+            Ok(None) => c.add(
+                "files",
+                &e.package,
+                false,
+                format!(
+                    "dpkg has no md5sums for {} (var/lib/dpkg/info/{}.md5sums)",
+                    e.package, e.package
+                ),
+            ),
+            Err(err) => c.add("files", &e.package, false, format!("{err:#}")),
+        }
+    }
+    for p in marker.files.keys() {
+        expected
+            .entry(p.clone())
+            .or_insert((None, String::from("marker")));
+    }
+    let mut checked = 0usize;
+    let mut excluded = 0usize;
+    let mut bytes = 0u64;
+    let mut bad = 0usize;
+    for (path, (md5, pkg)) in &expected {
+        if Some(path.as_str()) == marker_path {
+            continue;
+        }
+        let sha_expected = marker.files.get(path);
+        let host = in_root(root, path);
+        let meta = std::fs::symlink_metadata(&host);
+        if filters.is_excluded(path) && meta.is_err() {
+            excluded += 1;
+            continue;
+        }
+        let fail = |c: &mut Checks, why: String| {
+            c.add("files", path, false, format!("{why} (package {pkg})"));
+        };
+        match meta {
+            Err(_) => {
+                bad += 1;
+                fail(
+                    c,
+                    "missing; reinstall with `apt-get install --reinstall` or `rocm-pin install`"
+                        .into(),
+                );
+                continue;
+            }
+            Ok(m) if !m.is_file() => {
+                bad += 1;
+                fail(c, "not a regular file".into());
+                continue;
+            }
+            Ok(_) => {}
+        }
+        match hash_file(&host, sha_expected.is_some()) {
+            Err(e) => {
+                bad += 1;
+                fail(c, format!("cannot read: {e}"));
+            }
+            Ok((got_md5, got_sha, n)) => {
+                checked += 1;
+                bytes += n;
+                if let Some(m) = md5 {
+                    if &got_md5 != m {
+                        bad += 1;
+                        fail(c, format!("md5 {got_md5} differs from dpkg's {m}"));
+                        continue;
+                    }
+                }
+                if let (Some(want), Some(got)) = (sha_expected, got_sha) {
+                    if !want.eq_ignore_ascii_case(&got) {
+                        bad += 1;
+                        fail(c, format!("sha256 {got} differs from the marker's {want}"));
+                    }
+                }
+            }
+        }
+    }
+    if bad == 0 {
+        c.add(
+            "files",
+            "",
+            true,
+            format!(
+                "{checked} files ({bytes} bytes) match dpkg's md5sums and the marker's sha256{}",
+                if excluded > 0 {
+                    format!("; {excluded} absent by dpkg path-exclude")
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+}
+
+fn identity(root: &Path, path: &str) -> Option<(u64, u64)> {
+    std::fs::metadata(in_root(root, path))
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+fn check_libraries(
+    opts: &VerifyOptions,
+    marker: &rocm::Marker,
+    lists: &BTreeMap<String, Vec<String>>,
+    c: &mut Checks,
+) {
+    let root = opts.root.as_path();
+    let cache = loader::read_cache(root);
+    if let Err(e) = &cache {
+        c.add("loader", "", false, format!("{e:#}"));
+    }
+    for lib in &marker.libraries {
+        let real = identity(root, &lib.path);
+        // Aliases: the stock versioned names must be the same inode.
+        for a in &lib.aliases {
+            let ok = real.is_some() && identity(root, a) == real;
+            let same_path = std::fs::symlink_metadata(in_root(root, a))
+                .map(|m| !m.file_type().is_symlink())
+                .unwrap_or(false);
+            c.add(
+                "aliases",
+                a,
+                ok && same_path,
+                if ok && same_path {
+                    format!("hard link of {}", lib.path)
+                } else if real.is_none() {
+                    format!("{} is missing", lib.path)
+                } else {
+                    format!(
+                        "not the same inode as {} (a copy or a stock file); reinstall {}",
+                        lib.path, lib.package
+                    )
+                },
+            );
+        }
+        // Soname link resolves to our file, non-empty, with the right SONAME.
+        let dir = Path::new(&lib.path)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "/".into());
+        let link = format!("{dir}/{}", lib.soname);
+        match canonicalize_in_root(root, &link) {
+            Err(e) => c.add("sonames", &link, false, format!("{e:#}")),
+            Ok(target) => {
+                let meta = std::fs::metadata(in_root(root, &target));
+                let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+                let same = identity(root, &target) == real && real.is_some();
+                let elf_soname = crate::elf::read_elf(&in_root(root, &target))
+                    .map(|i| i.soname)
+                    .map_err(|e| format!("{e:#}"));
+                let (ok, detail) = if size == 0 {
+                    (false, format!("resolves to {target}, which is empty"))
+                } else if !same {
+                    (
+                        false,
+                        format!("resolves to {target}, not to our {}", lib.path),
+                    )
+                } else {
+                    match elf_soname {
+                        Ok(Some(s)) if s == lib.soname => {
+                            (true, format!("→ {target} (SONAME {s}, {size} bytes)"))
+                        }
+                        Ok(other) => (
+                            false,
+                            format!(
+                                "→ {target} whose SONAME is {}, expected {}",
+                                other.as_deref().unwrap_or("(none)"),
+                                lib.soname
+                            ),
+                        ),
+                        Err(e) => (false, format!("→ {target}: not a readable ELF: {e}")),
+                    }
+                };
+                c.add("sonames", &link, ok, detail);
+            }
+        }
+        // The HSA half must export the backport symbol.
+        let file_name = Path::new(&lib.path)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if rocm::family_of(&file_name).is_some_and(|f| f.half == rocm::Half::Hsa) {
+            let res = crate::elf::read_elf(&in_root(root, &lib.path));
+            let (ok, detail) = match res {
+                Ok(info) => match info.export(rocm::BACKPORT_SYMBOL) {
+                    Some(s) => (
+                        true,
+                        format!(
+                            "exports {}{}",
+                            s.name,
+                            s.version
+                                .as_ref()
+                                .map(|v| format!("@{}{v}", if s.default { "@" } else { "" }))
+                                .unwrap_or_default()
+                        ),
+                    ),
+                    None => (
+                        false,
+                        format!(
+                            "does not export {} (a stock or unpatched ROCr)",
+                            rocm::BACKPORT_SYMBOL
+                        ),
+                    ),
+                },
+                Err(e) => (false, format!("not a readable ELF: {e:#}")),
+            };
+            c.add("backport-symbol", &lib.path, ok, detail);
+        }
+        // Which file does ld.so open for this soname?
+        if let Ok(cache) = &cache {
+            let res = loader::resolve(root, &lib.soname, cache, opts.ld_library_path.as_deref());
+            let (ok, detail) = match &res.winner {
+                None => (
+                    false,
+                    format!(
+                        "ld.so finds no {} (not in the ld.so cache: is {} missing, or ldconfig not run?)",
+                        lib.soname,
+                        rocm::loader_entry_path(&lib.package).display()
+                    ),
+                ),
+                Some(w) => {
+                    let ours = identity(root, w) == real && real.is_some();
+                    let via = match res.via {
+                        Some(loader::Via::LdLibraryPath) => "LD_LIBRARY_PATH",
+                        Some(loader::Via::Cache) => "ld.so.cache",
+                        _ => "default directory",
+                    };
+                    let others = if res.others.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; also found: {}", res.others.join(", "))
+                    };
+                    if ours {
+                        (true, format!("ld.so opens {w} (via {via}) = ours{others}"))
+                    } else {
+                        (
+                            false,
+                            format!(
+                                "ld.so opens {w} (via {via}), NOT our {}{others}; remove that library or its ld.so.conf.d entry, then run ldconfig",
+                                lib.path
+                            ),
+                        )
+                    }
+                }
+            };
+            c.add("loader", &lib.soname, ok, detail);
+        }
+    }
+    // Every symlink our packages ship must resolve (none dangling).
+    let mut dangling = Vec::new();
+    let mut links = 0;
+    for list in lists.values() {
+        for p in list {
+            let host = in_root(root, p);
+            if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
+                links += 1;
+                if let Err(e) = canonicalize_in_root(root, p) {
+                    dangling.push(format!("{e:#}"));
+                }
+            }
+        }
+    }
+    c.add(
+        "symlinks",
+        "",
+        dangling.is_empty(),
+        if dangling.is_empty() {
+            format!("{links} symlinks of our packages resolve")
+        } else {
+            dangling.join("; ")
+        },
+    );
+}
+
+fn check_loader_entry(root: &Path, marker: &rocm::Marker, c: &mut Checks) {
+    let hsa = marker.libraries.iter().find(|l| {
+        Path::new(&l.path)
+            .file_name()
+            .and_then(|f| rocm::family_of(&f.to_string_lossy()))
+            .is_some_and(|f| f.half == rocm::Half::Hsa)
+    });
+    let Some(hsa) = hsa else {
+        c.add("loader-entry", "", false, "the marker names no HSA library");
+        return;
+    };
+    let entry = rocm::loader_entry_path(&hsa.package);
+    let dir = Path::new(&hsa.path)
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let (ok, detail) = match loader::loader_entry_lists(root, &entry, &dir) {
+        Ok(true) => (true, format!("lists {dir}")),
+        Ok(false) => (false, format!("does not list {dir}")),
+        Err(e) => (
+            false,
+            format!("{e:#}; run `rocm-pin install` again (writes it and runs ldconfig)"),
+        ),
+    };
+    c.add("loader-entry", &entry.display().to_string(), ok, detail);
+}
+
+/// The local repository (`--local-repo`): when present it must carry exactly the installed
+/// versions of our packages, be signed and not be writable by group or others.
+fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
+    let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
+    let repo = in_root(root, &repo_in_root.to_string_lossy());
+    if !repo.exists() {
+        return;
+    }
+    let subject = repo_in_root.display().to_string();
+    let mut problems = Vec::new();
+    match std::fs::read_to_string(repo.join("Packages")) {
+        Err(e) => problems.push(format!("Packages unreadable: {e}")),
+        Ok(text) => {
+            let listed = status::parse_status(&text, &[]).unwrap_or_default();
+            for e in ours {
+                if !listed
+                    .iter()
+                    .any(|p| p.package == e.package && p.version == e.version)
+                {
+                    problems.push(format!("Packages lacks {} {}", e.package, e.version));
+                }
+            }
+        }
+    }
+    match std::fs::read_to_string(repo.join("Release")) {
+        Err(e) => problems.push(format!("Release unreadable: {e}")),
+        Ok(t) => {
+            if !t.lines().any(|l| l.trim() == "Origin: rocm-pin") {
+                problems.push("Release lacks Origin: rocm-pin".into());
+            }
+        }
+    }
+    if !repo.join("InRelease").exists() && !repo.join("Release.gpg").exists() {
+        problems.push("not signed (no InRelease or Release.gpg)".into());
+    }
+    for entry in walkdir::WalkDir::new(&repo)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
+        if let Ok(m) = entry.metadata() {
+            if !m.file_type().is_symlink() && m.mode() & 0o022 != 0 {
+                problems.push(format!(
+                    "{} is group/other-writable ({:o})",
+                    entry.path().display(),
+                    m.mode() & 0o7777
+                ));
+            }
+        }
+    }
+    c.add(
+        "local-repo",
+        &subject,
+        problems.is_empty(),
+        if problems.is_empty() {
+            "matches the installed packages, signed, not group/other-writable".to_string()
+        } else {
+            problems.join("; ")
+        },
+    );
+}

@@ -1,10 +1,65 @@
 //! `rocm-pin verify`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct VerifyArgs {}
+use crate::error::ExitError;
+use crate::verify::{verify, VerifyOptions};
 
-pub fn run(_args: VerifyArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin verify is not implemented yet")
+/// Check that the patched runtime is installed, pinned and the one the loader uses.
+///
+/// Read-only. Exit 0 when every check passes, 1 when any fails, 2 for usage or environment
+/// errors, 3 when the version gate skipped this host (its skip record exists).
+///
+/// Example: `rocm-pin verify --json | jq '.checks[] | select(.ok | not)'`
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Print the report as JSON on stdout (schema: docs/verify-json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing when every check passes; only the failed checks otherwise (for hooks)
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Check the installation under this root directory instead of / (a chroot or image tree)
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+}
+
+pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
+    let opts = VerifyOptions {
+        root: args.root.clone(),
+        ..VerifyOptions::default()
+    };
+    let report = verify(&opts)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if args.quiet {
+        for c in report.failed() {
+            eprintln!(
+                "rocm-pin verify: FAIL {} {}: {}",
+                c.name, c.subject, c.detail
+            );
+        }
+    } else {
+        print!("{}", report.to_human());
+    }
+    match report.exit_code() {
+        0 => Ok(()),
+        3 => Err(ExitError::skipped(format!(
+            "the version gate skipped this host ({}): the patched runtime is not installed by design",
+            report.skipped.as_deref().unwrap_or("")
+        ))
+        .into()),
+        _ => {
+            let names: std::collections::BTreeSet<&str> =
+                report.failed().map(|c| c.name.as_str()).collect();
+            Err(ExitError::check_failed(format!(
+                "verify failed: {} check(s) failed ({})",
+                report.failed().count(),
+                names.into_iter().collect::<Vec<_>>().join(", ")
+            ))
+            .into())
+        }
+    }
 }

@@ -1,11 +1,29 @@
+//! The outer ar container of a .deb (debian-binary, control.tar.*, data.tar.*).
 //! `DebWriter`: a directory laid out like `dpkg-deb --build`'s input (DIR/DEBIAN/control,
 //! maintainer scripts, conffiles, triggers; everything else is the payload) → a .deb.
 //! Streaming: file contents are never held whole in memory.
+//!
+//! Order of work: data.tar is compressed first into a temporary file beside the output, with
+//! md5sums computed in the same pass over each file; then control.tar (which holds md5sums) is
+//! built in memory; then the ar is assembled into a second temporary file (copying data.tar's
+//! compressed bytes, which the kernel does without a userspace pass) and renamed into place.
 
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::Compression;
-use crate::progress::Listener;
+use anyhow::{anyhow, bail, Context};
+use md5::{Digest, Md5};
+
+use super::ar::ArWriter;
+use super::compress::Encoder;
+use super::tar::{TarWriter, WriteKind};
+use super::{Compression, Paragraph};
+use crate::progress::{self, Listener};
 
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -29,6 +47,30 @@ impl Default for BuildOptions {
     }
 }
 
+impl BuildOptions {
+    /// Defaults with `source_date_epoch` taken from the SOURCE_DATE_EPOCH environment variable.
+    /// An unparsable value is an error rather than silently ignored.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(BuildOptions {
+            source_date_epoch: source_date_epoch_from_env()?,
+            ..Default::default()
+        })
+    }
+}
+
+/// SOURCE_DATE_EPOCH from the environment: None when unset or empty.
+pub fn source_date_epoch_from_env() -> anyhow::Result<Option<u64>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| anyhow!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds")),
+        Err(_) => Ok(None),
+    }
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BuildSummary {
     pub output: PathBuf,
@@ -41,15 +83,598 @@ pub struct BuildSummary {
     pub size: u64,
 }
 
+/// Maintainer scripts: dpkg-deb requires them to be executable.
+const MAINTAINER_SCRIPTS: &[&str] = &["preinst", "postinst", "prerm", "postrm", "config"];
+
+/// One payload entry in archive order.
+struct PayloadEntry {
+    /// Relative path bytes without `./` (empty for the root).
+    rel: Vec<u8>,
+    source: PathBuf,
+    kind: PayloadKind,
+    mode: u32,
+    mtime: u64,
+}
+
+enum PayloadKind {
+    Dir,
+    File {
+        size: u64,
+    },
+    Symlink(Vec<u8>),
+    /// Index of the first entry with the same (dev, ino).
+    Hardlink(usize),
+}
+
+fn tar_name(rel: &[u8], dir: bool) -> Vec<u8> {
+    let mut name = b"./".to_vec();
+    name.extend_from_slice(rel);
+    if dir && !rel.is_empty() {
+        name.push(b'/');
+    }
+    name
+}
+
+fn mtime_of(meta: &fs::Metadata, sde: Option<u64>) -> u64 {
+    sde.unwrap_or_else(|| u64::try_from(meta.mtime()).unwrap_or(0))
+}
+
+/// Depth-first walk with each directory's children sorted bytewise (a directory comes before
+/// its contents, as dpkg-deb's tree walk emits them). Hard links: the first path of an inode in
+/// this order is the file; later ones link to it.
+fn scan_payload(dir: &Path, sde: Option<u64>) -> anyhow::Result<Vec<PayloadEntry>> {
+    let mut out = Vec::new();
+    let mut inodes: HashMap<(u64, u64), usize> = HashMap::new();
+    let root_meta =
+        fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    out.push(PayloadEntry {
+        rel: Vec::new(),
+        source: dir.to_path_buf(),
+        kind: PayloadKind::Dir,
+        mode: root_meta.mode() & 0o7777,
+        mtime: mtime_of(&root_meta, sde),
+    });
+    // Stack of directories still to list, processed so that output stays depth-first sorted.
+    fn walk_dir(
+        out: &mut Vec<PayloadEntry>,
+        inodes: &mut HashMap<(u64, u64), usize>,
+        abs: &Path,
+        rel: &[u8],
+        sde: Option<u64>,
+        top: bool,
+    ) -> anyhow::Result<()> {
+        let mut names: Vec<OsString> = fs::read_dir(abs)
+            .with_context(|| format!("cannot list {}", abs.display()))?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("cannot list {}", abs.display()))?;
+        names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        for name in names {
+            if top && name == "DEBIAN" {
+                continue;
+            }
+            let path = abs.join(&name);
+            let mut child_rel = rel.to_vec();
+            if !child_rel.is_empty() {
+                child_rel.push(b'/');
+            }
+            child_rel.extend_from_slice(name.as_bytes());
+            if std::str::from_utf8(&child_rel).is_err() {
+                bail!("{}: file name is not UTF-8", path.display());
+            }
+            let meta = fs::symlink_metadata(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let ft = meta.file_type();
+            let mode = meta.mode() & 0o7777;
+            let mtime = mtime_of(&meta, sde);
+            if ft.is_dir() {
+                out.push(PayloadEntry {
+                    rel: child_rel.clone(),
+                    source: path.clone(),
+                    kind: PayloadKind::Dir,
+                    mode,
+                    mtime,
+                });
+                walk_dir(out, inodes, &path, &child_rel, sde, false)?;
+            } else if ft.is_symlink() {
+                let target = fs::read_link(&path)
+                    .with_context(|| format!("cannot read symlink {}", path.display()))?;
+                out.push(PayloadEntry {
+                    rel: child_rel,
+                    source: path,
+                    kind: PayloadKind::Symlink(target.as_os_str().as_bytes().to_vec()),
+                    mode: 0o777,
+                    mtime,
+                });
+            } else if ft.is_file() {
+                let kind = if meta.nlink() > 1 {
+                    match inodes.get(&(meta.dev(), meta.ino())) {
+                        Some(&first) => PayloadKind::Hardlink(first),
+                        None => {
+                            inodes.insert((meta.dev(), meta.ino()), out.len());
+                            PayloadKind::File { size: meta.len() }
+                        }
+                    }
+                } else {
+                    PayloadKind::File { size: meta.len() }
+                };
+                out.push(PayloadEntry {
+                    rel: child_rel,
+                    source: path,
+                    kind,
+                    mode,
+                    mtime,
+                });
+            } else {
+                bail!(
+                    "{}: unsupported file type (only files, directories, symlinks and hard links go into a package)",
+                    path.display()
+                );
+            }
+        }
+        Ok(())
+    }
+    walk_dir(&mut out, &mut inodes, dir, b"", sde, true)?;
+    Ok(out)
+}
+
+/// Installed-Size as dpkg-gencontrol computes it: regular files and symlinks count their size
+/// in KiB rounded up (each inode once), every other entry counts 1.
+fn installed_size_kib(entries: &[PayloadEntry]) -> u64 {
+    entries
+        .iter()
+        .map(|e| match &e.kind {
+            PayloadKind::File { size } => size.div_ceil(1024),
+            PayloadKind::Symlink(t) => (t.len() as u64).div_ceil(1024),
+            PayloadKind::Hardlink(_) => 0,
+            PayloadKind::Dir => 1,
+        })
+        .sum()
+}
+
+struct ControlDir {
+    paragraph: Paragraph,
+    /// Other DEBIAN files: (name, path, mode), sorted by name; `control` excluded.
+    files: Vec<(String, PathBuf, u32)>,
+    conffiles: Vec<String>,
+    has_md5sums: bool,
+}
+
+fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
+    let debian = dir.join("DEBIAN");
+    let meta = fs::symlink_metadata(&debian).with_context(|| {
+        format!(
+            "{}: no DEBIAN directory (a package tree needs DEBIAN/control)",
+            dir.display()
+        )
+    })?;
+    if !meta.is_dir() {
+        bail!("{}: is not a directory", debian.display());
+    }
+    let control_path = debian.join("control");
+    let control_meta = fs::symlink_metadata(&control_path)
+        .with_context(|| format!("{}: missing", control_path.display()))?;
+    if !control_meta.is_file() {
+        bail!("{}: is not a regular file", control_path.display());
+    }
+    if control_meta.len() > 1 << 20 {
+        bail!("{}: larger than 1 MiB", control_path.display());
+    }
+    let text = fs::read_to_string(&control_path)
+        .with_context(|| format!("{}: cannot read as UTF-8 text", control_path.display()))?;
+    let paragraph =
+        Paragraph::parse(&text).map_err(|e| anyhow!("{}: {e}", control_path.display()))?;
+    paragraph
+        .validate_binary()
+        .map_err(|e| anyhow!("{}: {e}", control_path.display()))?;
+
+    let mut files = Vec::new();
+    let mut names: Vec<OsString> = fs::read_dir(&debian)
+        .with_context(|| format!("cannot list {}", debian.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("cannot list {}", debian.display()))?;
+    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let mut conffiles = Vec::new();
+    let mut has_md5sums = false;
+    for name in names {
+        let name_str = name
+            .to_str()
+            .ok_or_else(|| anyhow!("{}: a file name is not UTF-8", debian.display()))?
+            .to_string();
+        if name_str == "control" {
+            continue;
+        }
+        let path = debian.join(&name);
+        let meta = fs::symlink_metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if !meta.is_file() {
+            bail!(
+                "{}: control member files must be plain files (no directories or symlinks)",
+                path.display()
+            );
+        }
+        let mode = meta.mode() & 0o7777;
+        if MAINTAINER_SCRIPTS.contains(&name_str.as_str())
+            && ((mode & !0o7757) != 0 || (mode & 0o555) != 0o555)
+        {
+            bail!(
+                "{}: maintainer script has bad permissions {mode:03o} (must be >=0555 and <=0775; run chmod 0755)",
+                path.display()
+            );
+        }
+        if name_str == "conffiles" {
+            let text = fs::read_to_string(&path)
+                .with_context(|| format!("{}: cannot read as UTF-8 text", path.display()))?;
+            for line in text.lines() {
+                let line = line.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                // dpkg ≥ 1.20.1 allows a flag before the path.
+                let file = line
+                    .strip_prefix("remove-on-upgrade ")
+                    .unwrap_or(line)
+                    .trim();
+                if !file.starts_with('/') {
+                    bail!(
+                        "{}: conffile {file:?} is not an absolute path",
+                        path.display()
+                    );
+                }
+                let on_disk = dir.join(file.trim_start_matches('/'));
+                let removed = line.starts_with("remove-on-upgrade ");
+                if !removed {
+                    match fs::symlink_metadata(&on_disk) {
+                        Ok(m) if m.is_file() => {}
+                        Ok(_) => bail!(
+                            "{}: conffile {file} is not a plain file in the package",
+                            path.display()
+                        ),
+                        Err(_) => bail!(
+                            "{}: conffile {file} does not appear in the package",
+                            path.display()
+                        ),
+                    }
+                    conffiles.push(file.to_string());
+                }
+            }
+        }
+        if name_str == "md5sums" {
+            has_md5sums = true;
+        }
+        files.push((name_str, path, mode));
+    }
+    Ok(ControlDir {
+        paragraph,
+        files,
+        conffiles,
+        has_md5sums,
+    })
+}
+
+fn default_threads() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Write data.tar (compressed) into `out`, hashing regular files on the way when `md5` is set.
+/// Returns the md5sums lines (path without `./`, in archive order).
+fn write_data_tar<W: Write>(
+    entries: &[PayloadEntry],
+    out: W,
+    opts: &BuildOptions,
+    threads: u32,
+    md5: bool,
+) -> anyhow::Result<(W, Vec<(String, String)>)> {
+    let enc = Encoder::new(out, opts.compression, opts.level, threads)
+        .context("cannot start the compressor")?;
+    let mut tar = TarWriter::new(enc);
+    let mut sums: Vec<(String, String)> = Vec::new();
+    for entry in entries {
+        let display = || entry.source.display().to_string();
+        match &entry.kind {
+            PayloadKind::Dir => tar
+                .append_header(
+                    &tar_name(&entry.rel, true),
+                    WriteKind::Dir,
+                    entry.mode,
+                    entry.mtime,
+                )
+                .with_context(|| format!("writing data.tar: {}", display()))?,
+            PayloadKind::Symlink(target) => tar
+                .append_header(
+                    &tar_name(&entry.rel, false),
+                    WriteKind::Symlink(target),
+                    entry.mode,
+                    entry.mtime,
+                )
+                .with_context(|| format!("writing data.tar: {}", display()))?,
+            PayloadKind::Hardlink(first) => {
+                let target = tar_name(&entries[*first].rel, false);
+                tar.append_header(
+                    &tar_name(&entry.rel, false),
+                    WriteKind::Hardlink(&target),
+                    entry.mode,
+                    entry.mtime,
+                )
+                .with_context(|| format!("writing data.tar: {}", display()))?;
+                if md5 {
+                    // Same inode, same contents: reuse the first path's sum.
+                    let first_rel = String::from_utf8_lossy(&entries[*first].rel);
+                    if let Some(sum) = sums
+                        .iter()
+                        .find(|(p, _)| *p == first_rel)
+                        .map(|s| s.1.clone())
+                    {
+                        sums.push((String::from_utf8_lossy(&entry.rel).into_owned(), sum));
+                    }
+                }
+            }
+            PayloadKind::File { size } => {
+                let mut file = File::open(&entry.source)
+                    .with_context(|| format!("cannot open {}", display()))?;
+                tar.append_header(
+                    &tar_name(&entry.rel, false),
+                    WriteKind::File(*size),
+                    entry.mode,
+                    entry.mtime,
+                )
+                .with_context(|| format!("writing data.tar: {}", display()))?;
+                let mut hasher = Md5::new();
+                let mut observe = |chunk: &[u8]| {
+                    if md5 {
+                        hasher.update(chunk);
+                    }
+                };
+                tar.write_contents(&mut file, *size, &mut observe)
+                    .with_context(|| format!("writing data.tar: {}", display()))?;
+                if md5 {
+                    sums.push((
+                        String::from_utf8_lossy(&entry.rel).into_owned(),
+                        hex::encode(hasher.finalize()),
+                    ));
+                }
+            }
+        }
+    }
+    let enc = tar.finish().context("finishing data.tar")?;
+    let out = enc.finish().context("finishing the data.tar compressor")?;
+    Ok((out, sums))
+}
+
+/// Build control.tar in memory (it is small): `./`, `./control`, then the other DEBIAN files
+/// and the generated md5sums, sorted by name.
+fn control_tar(
+    control: &ControlDir,
+    control_text: &str,
+    md5sums: Option<&str>,
+    mtime_default: u64,
+    sde: Option<u64>,
+    dir_mode: u32,
+) -> anyhow::Result<Vec<u8>> {
+    enum Source<'a> {
+        Bytes(&'a [u8]),
+        Path(&'a Path),
+    }
+    let mut items: Vec<(String, Source<'_>, u32, u64)> = Vec::new();
+    items.push((
+        "control".into(),
+        Source::Bytes(control_text.as_bytes()),
+        0o644,
+        mtime_default,
+    ));
+    if let Some(sums) = md5sums {
+        items.push((
+            "md5sums".into(),
+            Source::Bytes(sums.as_bytes()),
+            0o644,
+            mtime_default,
+        ));
+    }
+    for (name, path, mode) in &control.files {
+        let meta = fs::symlink_metadata(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        items.push((
+            name.clone(),
+            Source::Path(path),
+            *mode,
+            mtime_of(&meta, sde),
+        ));
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut tar = TarWriter::new(Vec::new());
+    tar.append_header(b"./", WriteKind::Dir, dir_mode, mtime_default)?;
+    for (name, source, mode, mtime) in items {
+        let tname = format!("./{name}");
+        let bytes: Vec<u8> = match source {
+            Source::Bytes(b) => b.to_vec(),
+            Source::Path(p) => {
+                let meta =
+                    fs::metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
+                if meta.len() > 64 << 20 {
+                    bail!("{}: control file larger than 64 MiB", p.display());
+                }
+                fs::read(p).with_context(|| format!("cannot read {}", p.display()))?
+            }
+        };
+        tar.append_header(
+            tname.as_bytes(),
+            WriteKind::File(bytes.len() as u64),
+            mode,
+            mtime,
+        )?;
+        tar.write_contents(&mut &bytes[..], bytes.len() as u64, &mut |_| {})?;
+    }
+    Ok(tar.finish()?)
+}
+
 /// Build `out` from `dir` with the contract of `dpkg-deb --root-owner-group --build DIR OUT`.
 /// Generates DEBIAN/md5sums when absent and Installed-Size when absent; hard links (same
 /// device+inode) become tar link entries; the control file is validated first.
 /// On error nothing is left at `out` (written to a temporary file, renamed at the end).
 pub fn build_from_dir(
-    _dir: &Path,
-    _out: &Path,
-    _opts: &BuildOptions,
-    _listener: &dyn Listener,
+    dir: &Path,
+    out: &Path,
+    opts: &BuildOptions,
+    listener: &dyn Listener,
 ) -> anyhow::Result<BuildSummary> {
-    todo!("deb::archive: build_from_dir")
+    let threads = opts.threads.unwrap_or_else(default_threads).max(1);
+    let sde = opts.source_date_epoch;
+    let control = read_control_dir(dir)?;
+    let mut paragraph = control.paragraph.clone();
+    let package = paragraph.get("Package").unwrap_or_default().to_string();
+    let version = paragraph.get("Version").unwrap_or_default().to_string();
+    let architecture = paragraph
+        .get("Architecture")
+        .unwrap_or_default()
+        .to_string();
+
+    let out_dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if out.is_dir() {
+        bail!(
+            "{}: is a directory; give the output .deb file name",
+            out.display()
+        );
+    }
+    let out_dir_canon = out_dir
+        .canonicalize()
+        .with_context(|| format!("output directory {} does not exist", out_dir.display()))?;
+    if let Ok(dir_canon) = dir.canonicalize() {
+        if out_dir_canon.starts_with(&dir_canon) {
+            bail!(
+                "{}: the output would be inside the package tree {} (it would package itself)",
+                out.display(),
+                dir.display()
+            );
+        }
+    }
+
+    let entries = progress::step(listener, "scan package tree", || scan_payload(dir, sde))?;
+    let installed = installed_size_kib(&entries);
+    if paragraph.get("Installed-Size").is_none() {
+        paragraph
+            .set("Installed-Size", &installed.to_string())
+            .map_err(|e| anyhow!("setting Installed-Size: {e}"))?;
+    }
+    let installed_size_kib = paragraph
+        .get("Installed-Size")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(installed);
+
+    let c = opts.compression;
+    let data_name = format!("data.tar{}", c.suffix());
+    let control_name = format!("control.tar{}", c.suffix());
+
+    // data.tar first (md5sums come out of this pass), into a temporary file beside the output
+    // so the final copy stays on one filesystem.
+    let data_tmp = tempfile::Builder::new()
+        .prefix(".rocm-pin-data.")
+        .tempfile_in(&out_dir)
+        .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
+    let want_md5 = !control.has_md5sums;
+    let (data_file, sums) = progress::step(listener, &format!("write {data_name}"), || {
+        let writer = BufWriter::with_capacity(1 << 20, data_tmp.as_file());
+        let (writer, sums) = write_data_tar(&entries, writer, opts, threads, want_md5)?;
+        writer
+            .into_inner()
+            .map_err(|e| anyhow!("writing {data_name}: {}", e.error()))?;
+        Ok::<_, anyhow::Error>((data_tmp, sums))
+    })?;
+    let data_size = data_file
+        .as_file()
+        .metadata()
+        .context("cannot stat the temporary data.tar")?
+        .len();
+
+    let md5sums_text = if want_md5 {
+        let conffiles: std::collections::HashSet<&str> = control
+            .conffiles
+            .iter()
+            .map(|s| s.trim_start_matches('/'))
+            .collect();
+        // Conffiles are left out, as dh_md5sums does: dpkg tracks them in its conffile database.
+        let text: String = sums
+            .iter()
+            .filter(|(p, _)| !conffiles.contains(p.as_str()))
+            .map(|(p, s)| format!("{s}  {p}\n"))
+            .collect();
+        (!text.is_empty()).then_some(text)
+    } else {
+        None
+    };
+
+    let stamp = sde.unwrap_or_else(now_secs);
+    let debian_meta = fs::symlink_metadata(dir.join("DEBIAN"))?;
+    let control_text = format!("{paragraph}\n");
+    let control_bytes = progress::step(listener, &format!("write {control_name}"), || {
+        let tar = control_tar(
+            &control,
+            &control_text,
+            md5sums_text.as_deref(),
+            stamp,
+            sde,
+            debian_meta.mode() & 0o7777,
+        )?;
+        super::compress::compress_bytes(&tar, c, opts.level, 1).context("compressing control.tar")
+    })?;
+
+    let deb_tmp = tempfile::Builder::new()
+        .prefix(".rocm-pin-deb.")
+        .tempfile_in(&out_dir)
+        .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
+    progress::step(listener, "assemble .deb", || {
+        let mut ar = ArWriter::new(BufWriter::new(deb_tmp.as_file()), stamp)?;
+        ar.append_bytes("debian-binary", b"2.0\n")?;
+        ar.append_bytes(&control_name, &control_bytes)?;
+        let mut data = data_file.reopen()?;
+        // Flush the buffered headers before the (kernel-side) bulk copy.
+        let mut inner = ar.finish()?;
+        inner.flush()?;
+        let file = inner.into_inner().map_err(|e| e.into_error())?;
+        let mut ar = ArWriter::resume(file, stamp);
+        ar.append(&data_name, data_size, &mut data)?;
+        ar.finish()?.sync_all()?;
+        Ok::<_, io::Error>(())
+    })
+    .with_context(|| format!("writing {}", out.display()))?;
+    drop(data_file);
+    fs::set_permissions(deb_tmp.path(), fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("cannot chmod {}", deb_tmp.path().display()))?;
+    deb_tmp.persist(out).map_err(|e| {
+        anyhow!(
+            "cannot rename the finished package to {}: {}",
+            out.display(),
+            e.error
+        )
+    })?;
+    let size = fs::metadata(out)
+        .with_context(|| format!("cannot stat {}", out.display()))?
+        .len();
+    listener.info(&format!(
+        "{}: {package} {version} ({architecture}), {} entries, {} bytes",
+        out.display(),
+        entries.len(),
+        size
+    ));
+    Ok(BuildSummary {
+        output: out.to_path_buf(),
+        package,
+        version,
+        architecture,
+        entries: entries.len(),
+        installed_size_kib,
+        size,
+    })
 }

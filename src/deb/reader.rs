@@ -1,9 +1,17 @@
 //! `DebReader`: read a .deb safely — control fields, member names and compressions, every
 //! data entry — and extract it without ever writing outside the destination.
+//!
+//! Every error is one line naming the file, the member and the problem, e.g.
+//! `pkg.deb: data.tar.xz: entry "./a/../../x" contains a '..' component`.
 
-use std::io::Read;
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
+use anyhow::{anyhow, bail, Context};
+
+use super::ar::ArReader;
+use super::tar;
 use super::{Compression, Paragraph};
 
 /// Limits that make a hostile archive fail instead of exhausting the machine.
@@ -37,7 +45,8 @@ pub enum EntryKind {
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Entry {
-    /// Path as stored, normalised to start with `./`.
+    /// Path as stored, normalised to start with `./`. Directories end with `/` (as
+    /// `dpkg-deb -c` prints them); the root directory is `./`.
     pub path: String,
     pub kind: EntryKind,
     pub mode: u32,
@@ -60,26 +69,394 @@ pub struct DebInfo {
     pub entries: Vec<Entry>,
 }
 
+impl DebInfo {
+    /// A control.tar file's bytes by name (`md5sums`, `conffiles`, `postinst`, …).
+    pub fn control_file(&self, name: &str) -> Option<&[u8]> {
+        self.control_files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.as_slice())
+    }
+}
+
+/// The control paragraph and every control.tar file (name, bytes).
+pub type ControlMember = (Paragraph, Vec<(String, Vec<u8>)>);
+
+/// What to do with data.tar while walking a package.
+enum DataPass<'a> {
+    /// Stop after the control member (data.tar is not read).
+    Skip,
+    Visit(&'a mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>),
+}
+
+struct Walked {
+    control: Option<ControlMember>,
+    members: Vec<MemberInfo>,
+}
+
+fn read_control_tar(
+    reader: &mut dyn Read,
+    member: &str,
+    limits: &ReadLimits,
+) -> anyhow::Result<ControlMember> {
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut r = reader;
+    tar::read_safe(&mut r, &mut |entry, content| {
+        match entry.kind {
+            super::EntryKind::File => {}
+            super::EntryKind::Dir if entry.path == "./" => return Ok(()),
+            _ => bail!(
+                "{member}: control member holds {:?}, which is not a regular file",
+                entry.path
+            ),
+        }
+        let name = entry.path.trim_start_matches("./");
+        if name.contains('/') {
+            bail!(
+                "{member}: control member holds {:?} in a subdirectory",
+                entry.path
+            );
+        }
+        if entry.size > limits.max_control_file {
+            bail!(
+                "{member}: control file {name} is {} bytes, more than the limit of {}",
+                entry.size,
+                limits.max_control_file
+            );
+        }
+        let mut bytes = Vec::with_capacity(entry.size as usize);
+        content.read_to_end(&mut bytes)?;
+        files.push((name.to_string(), bytes));
+        Ok(())
+    })
+    .map_err(|e| anyhow!("{member}: {}", strip_prefix(&format!("{e:#}"), member)))?;
+    let control = files
+        .iter()
+        .find(|(n, _)| n == "control")
+        .ok_or_else(|| anyhow!("{member}: no control file in the control member"))?;
+    let text = std::str::from_utf8(&control.1)
+        .map_err(|_| anyhow!("{member}: control file is not UTF-8"))?;
+    let paragraph = Paragraph::parse(text).map_err(|e| anyhow!("{member}: control file: {e}"))?;
+    Ok((paragraph, files))
+}
+
+/// Avoid "control.tar.xz: control.tar.xz: …" when an inner error already names the member.
+fn strip_prefix<'a>(msg: &'a str, member: &str) -> &'a str {
+    msg.strip_prefix(member)
+        .and_then(|m| m.strip_prefix(": "))
+        .unwrap_or(msg)
+}
+
+/// Walk the ar members of a package: debian-binary, control.tar.*, data.tar.* (members whose
+/// name starts with `_` are skipped, as dpkg does).
+fn walk<R: Read>(
+    input: R,
+    total_len: u64,
+    limits: &ReadLimits,
+    mut data: DataPass<'_>,
+) -> anyhow::Result<Walked> {
+    let mut ar = ArReader::new(input, total_len)?;
+    let mut walked = Walked {
+        control: None,
+        members: Vec::new(),
+    };
+    let mut seen_binary = false;
+    let mut seen_data = false;
+    while let Some(header) = ar.next_member()? {
+        let name = header.name.clone();
+        if !seen_binary {
+            if name != "debian-binary" {
+                bail!("first ar member is {name:?}, expected \"debian-binary\"");
+            }
+            let mut text = Vec::new();
+            ar.member_reader()
+                .take(64)
+                .read_to_end(&mut text)
+                .map_err(|e| anyhow!("{e}"))?;
+            let ok = text
+                .strip_suffix(b"\n")
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .is_some_and(|v| v.starts_with("2.") && v[2..].bytes().all(|b| b.is_ascii_digit()));
+            if !ok || header.size > 64 {
+                bail!(
+                    "debian-binary is {:?}, expected a 2.x format version",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+            seen_binary = true;
+            walked.members.push(MemberInfo {
+                name,
+                size: header.size,
+                compression: None,
+            });
+            continue;
+        }
+        if name.starts_with('_') {
+            walked.members.push(MemberInfo {
+                name,
+                size: header.size,
+                compression: None,
+            });
+            continue;
+        }
+        if walked.control.is_none() {
+            let compression = Compression::from_member_name(&name, "control.tar")
+                .ok_or_else(|| {
+                    if name.starts_with("control.tar") {
+                        anyhow!("{name}: unknown compression for the control member")
+                    } else {
+                        anyhow!("ar member {name:?} where the control member (control.tar[.gz|.xz|.zst]) was expected")
+                    }
+                })?;
+            let mut dec = super::compress::Decoder::new(
+                ar.member_reader(),
+                compression,
+                limits.max_member_uncompressed,
+            )
+            .map_err(|e| anyhow!("{name}: {e}"))?;
+            let control = read_control_tar(&mut dec, &name, limits)?;
+            walked.control = Some(control);
+            walked.members.push(MemberInfo {
+                name,
+                size: header.size,
+                compression: Some(compression),
+            });
+            continue;
+        }
+        if !seen_data {
+            let compression = Compression::from_member_name(&name, "data.tar").ok_or_else(|| {
+                if name.starts_with("data.tar") {
+                    anyhow!("{name}: unknown compression for the data member")
+                } else {
+                    anyhow!("ar member {name:?} where the data member (data.tar[.gz|.xz|.zst]) was expected")
+                }
+            })?;
+            seen_data = true;
+            walked.members.push(MemberInfo {
+                name: name.clone(),
+                size: header.size,
+                compression: Some(compression),
+            });
+            match &mut data {
+                DataPass::Skip => {}
+                DataPass::Visit(visit) => {
+                    let mut dec = super::compress::Decoder::new(
+                        ar.member_reader(),
+                        compression,
+                        limits.max_member_uncompressed,
+                    )
+                    .map_err(|e| anyhow!("{name}: {e}"))?;
+                    tar::read_safe(&mut dec, *visit).map_err(|e| {
+                        anyhow!("{name}: {}", strip_prefix(&format!("{e:#}"), &name))
+                    })?;
+                }
+            }
+            continue;
+        }
+        bail!("unexpected ar member {name:?} after the data member");
+    }
+    if !seen_binary {
+        bail!("empty ar archive (no debian-binary member)");
+    }
+    if walked.control.is_none() {
+        bail!("no control member (the archive is truncated after debian-binary)");
+    }
+    if !seen_data {
+        bail!("no data member (the archive is truncated after the control member)");
+    }
+    Ok(walked)
+}
+
+fn open(path: &Path) -> anyhow::Result<(io::BufReader<File>, u64)> {
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("{}: cannot stat", path.display()))?
+        .len();
+    Ok((io::BufReader::with_capacity(256 << 10, file), len))
+}
+
+/// Turn any error into one line that starts with the file name.
+fn one_line(origin: &str, e: anyhow::Error) -> anyhow::Error {
+    let msg = format!("{e:#}");
+    if msg.starts_with(origin) {
+        anyhow!(msg)
+    } else {
+        anyhow!("{origin}: {msg}")
+    }
+}
+
+/// Read control and the entry list from any reader of `total_len` bytes (used by the fuzz
+/// target and for in-memory packages). `origin` names the input in errors.
+pub fn read_deb_from<R: Read>(
+    input: R,
+    total_len: u64,
+    origin: &str,
+    limits: &ReadLimits,
+) -> anyhow::Result<DebInfo> {
+    let mut entries = Vec::new();
+    let mut visit = |e: &Entry, _: &mut dyn Read| -> anyhow::Result<()> {
+        entries.push(e.clone());
+        Ok(())
+    };
+    let walked = walk(input, total_len, limits, DataPass::Visit(&mut visit))
+        .map_err(|e| one_line(origin, e))?;
+    let (control, control_files) = walked
+        .control
+        .ok_or_else(|| anyhow!("{origin}: no control member"))?;
+    Ok(DebInfo {
+        control,
+        control_files,
+        members: walked.members,
+        entries,
+    })
+}
+
+/// Stream every data.tar entry of a package from any reader (see [`read_deb_from`]).
+pub fn for_each_data_entry_from<R: Read>(
+    input: R,
+    total_len: u64,
+    origin: &str,
+    limits: &ReadLimits,
+    visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    walk(input, total_len, limits, DataPass::Visit(visit))
+        .map(|_| ())
+        .map_err(|e| one_line(origin, e))
+}
+
 /// Read control and the entry list (data.tar is streamed, contents not kept).
-pub fn read_deb(_path: &Path, _limits: &ReadLimits) -> anyhow::Result<DebInfo> {
-    todo!("deb::reader: read_deb")
+pub fn read_deb(path: &Path, limits: &ReadLimits) -> anyhow::Result<DebInfo> {
+    let (input, len) = open(path)?;
+    read_deb_from(input, len, &path.display().to_string(), limits)
+}
+
+/// Read only the control member (fast: data.tar is not decompressed).
+pub fn read_control(path: &Path, limits: &ReadLimits) -> anyhow::Result<ControlMember> {
+    let (input, len) = open(path)?;
+    let origin = path.display().to_string();
+    let walked = walk(input, len, limits, DataPass::Skip).map_err(|e| one_line(&origin, e))?;
+    walked
+        .control
+        .ok_or_else(|| anyhow!("{origin}: no control member"))
 }
 
 /// Stream every data.tar entry to `visit` with a reader over its contents (empty for non-files).
 pub fn for_each_data_entry(
-    _path: &Path,
-    _limits: &ReadLimits,
-    _visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
+    path: &Path,
+    limits: &ReadLimits,
+    visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    todo!("deb::reader: for_each_data_entry")
+    let (input, len) = open(path)?;
+    for_each_data_entry_from(input, len, &path.display().to_string(), limits, visit)
+}
+
+/// Make sure every component of `rel` under `dest` (except the last) is a real directory,
+/// creating missing ones; never follows a symlink.
+fn ensure_parent_dirs(dest: &Path, rel: &[&str]) -> anyhow::Result<PathBuf> {
+    let mut cur = dest.to_path_buf();
+    for part in rel {
+        cur.push(part);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(_) => bail!(
+                "{} exists and is not a directory (refusing to write through it)",
+                cur.display()
+            ),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::create_dir(&cur)
+                    .with_context(|| format!("cannot create {}", cur.display()))?;
+            }
+            Err(e) => return Err(anyhow!("cannot inspect {}: {e}", cur.display())),
+        }
+    }
+    Ok(cur)
 }
 
 /// Extract data.tar under `dest` (which must exist). Refuses `..`, absolute names, and any
 /// entry whose path goes through a symlink; hard links are recreated as hard links.
-pub fn extract_data(
-    _path: &Path,
-    _dest: &Path,
-    _limits: &ReadLimits,
-) -> anyhow::Result<Vec<Entry>> {
-    todo!("deb::reader: extract_data")
+/// Directory modes are applied at the end (a read-only directory would block its contents).
+pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Result<Vec<Entry>> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let meta = std::fs::symlink_metadata(dest)
+        .with_context(|| format!("destination {} does not exist", dest.display()))?;
+    if !meta.is_dir() {
+        bail!("destination {} is not a directory", dest.display());
+    }
+    let mut entries = Vec::new();
+    let mut dir_modes: Vec<(PathBuf, u32)> = Vec::new();
+    for_each_data_entry(path, limits, &mut |entry, content| {
+        let rel: Vec<&str> = entry
+            .path
+            .trim_start_matches("./")
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .collect();
+        let (last, parents) = match rel.split_last() {
+            Some((l, p)) => (*l, p),
+            None => {
+                // The root entry "./": dest itself.
+                entries.push(entry.clone());
+                return Ok(());
+            }
+        };
+        let parent = ensure_parent_dirs(dest, parents)?;
+        let target = parent.join(last);
+        let exists = std::fs::symlink_metadata(&target).ok();
+        match &entry.kind {
+            EntryKind::Dir => match exists {
+                Some(m) if m.file_type().is_dir() => {}
+                Some(_) => bail!("{} exists and is not a directory", target.display()),
+                None => std::fs::create_dir(&target)
+                    .with_context(|| format!("cannot create {}", target.display()))?,
+            },
+            kind => {
+                if exists.is_some() {
+                    bail!(
+                        "{} already exists (refusing to overwrite)",
+                        target.display()
+                    );
+                }
+                match kind {
+                    EntryKind::File => {
+                        let mut f = std::fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .custom_flags(libc::O_NOFOLLOW)
+                            .mode(0o600)
+                            .open(&target)
+                            .with_context(|| format!("cannot create {}", target.display()))?;
+                        io::copy(content, &mut f).map_err(|e| anyhow!("{}: {e}", entry.path))?;
+                        f.set_permissions(std::fs::Permissions::from_mode(entry.mode))
+                            .with_context(|| format!("cannot chmod {}", target.display()))?;
+                    }
+                    EntryKind::Symlink(to) => std::os::unix::fs::symlink(to, &target)
+                        .with_context(|| format!("cannot create symlink {}", target.display()))?,
+                    EntryKind::Hardlink(to) => {
+                        let source: PathBuf = dest.join(to.trim_start_matches("./"));
+                        // link(2) does not follow a symlink source, and the reader already
+                        // refused a target reached through a symlink entry.
+                        std::fs::hard_link(&source, &target).with_context(|| {
+                            format!(
+                                "cannot hard-link {} to {}",
+                                target.display(),
+                                source.display()
+                            )
+                        })?;
+                    }
+                    EntryKind::Dir => unreachable!("handled above"),
+                }
+            }
+        }
+        if entry.kind == EntryKind::Dir {
+            dir_modes.push((target, entry.mode));
+        }
+        entries.push(entry.clone());
+        Ok(())
+    })?;
+    for (dir, mode) in dir_modes.iter().rev() {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(*mode))
+            .with_context(|| format!("cannot chmod {}", dir.display()))?;
+    }
+    Ok(entries)
 }

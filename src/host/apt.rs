@@ -1,1 +1,204 @@
 //! Running apt-get / dpkg / dpkg-query, apt preferences and sources.
+//!
+//! Outcomes are read from dpkg's database (`dpkg-query`), not from apt's prose, which apt 3
+//! changed. The few apt outputs parsed here are the stable machine-ish ones: `apt-cache policy`
+//! in the C locale and the `Inst`/`Remv` lines of `apt-get -s`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use anyhow::Context;
+
+/// One package's block of `apt-cache policy` output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Policy {
+    pub package: String,
+    /// None for `(none)`.
+    pub installed: Option<String>,
+    /// None for `(none)`: apt will not pick any version of this package.
+    pub candidate: Option<String>,
+    /// Every version in the version table with its pin priority.
+    pub versions: Vec<(String, i64)>,
+}
+
+impl Policy {
+    /// Pinned away: no candidate and every known version at a negative priority.
+    pub fn is_pinned_away(&self) -> bool {
+        self.candidate.is_none() && self.versions.iter().all(|(_, p)| *p < 0)
+    }
+}
+
+/// Parse `LC_ALL=C apt-cache policy NAME...` output. Blocks start with `<name>:` in column 0.
+pub fn parse_policy(text: &str) -> Vec<Policy> {
+    let mut out: Vec<Policy> = Vec::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            if let Some(name) = line.strip_suffix(':') {
+                out.push(Policy {
+                    package: name.to_string(),
+                    ..Default::default()
+                });
+                in_table = false;
+            }
+            continue;
+        }
+        let Some(cur) = out.last_mut() else { continue };
+        let trimmed = line.trim();
+        if let Some(v) = trimmed.strip_prefix("Installed:") {
+            cur.installed = none_or(v);
+        } else if let Some(v) = trimmed.strip_prefix("Candidate:") {
+            cur.candidate = none_or(v);
+        } else if trimmed.starts_with("Version table:") {
+            in_table = true;
+        } else if in_table {
+            // Version lines: `     VER PRIO` or ` *** VER PRIO` (indent ≤ 5); source lines
+            // below them are indented 8: `        500 file:/srv ./ Packages`.
+            let indent = line.len() - line.trim_start().len();
+            let body = trimmed
+                .strip_prefix("***")
+                .map(str::trim)
+                .unwrap_or(trimmed);
+            if trimmed.starts_with("***") || indent <= 5 {
+                let mut toks = body.split_whitespace();
+                if let (Some(ver), Some(prio)) = (toks.next(), toks.next()) {
+                    if let Ok(p) = prio.parse::<i64>() {
+                        cur.versions.push((ver.to_string(), p));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn none_or(v: &str) -> Option<String> {
+    let v = v.trim();
+    (v != "(none)" && !v.is_empty()).then(|| v.to_string())
+}
+
+/// Build an apt command for `root`: plain on `/`; for another root, apt's `Dir` points at it
+/// (its preferences, lists and dpkg status are then read there).
+pub fn apt_command(root: &Path, program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env("LC_ALL", "C")
+        .env("LANGUAGE", "")
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    if root != Path::new("/") {
+        cmd.arg("-o").arg(format!("Dir={}", root.display()));
+        cmd.arg("-o").arg(format!(
+            "Dir::State::status={}",
+            root.join("var/lib/dpkg/status").display()
+        ));
+    }
+    cmd
+}
+
+/// Ask apt (read-only) how it sees `names`.
+pub fn policy(root: &Path, names: &[String]) -> anyhow::Result<Vec<Policy>> {
+    let mut cmd = apt_command(root, "apt-cache");
+    cmd.arg("policy").args(names);
+    let out = cmd
+        .output()
+        .context("cannot run apt-cache policy (is apt installed?)")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "apt-cache policy {} failed ({}): {}",
+            names.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(parse_policy(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// One pin stanza from an apt preferences file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinStanza {
+    pub packages: Vec<String>,
+    pub pin: String,
+    pub priority: i64,
+}
+
+/// Parse an apt preferences file into stanzas (Explanation lines and comments ignored).
+pub fn parse_preferences(text: &str) -> anyhow::Result<Vec<PinStanza>> {
+    let mut out = Vec::new();
+    for para in text.split("\n\n") {
+        let mut packages = None;
+        let mut pin = None;
+        let mut prio = None;
+        for line in para.lines() {
+            let line = line.trim_end();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((k, v)) = line.split_once(':') else {
+                anyhow::bail!("not a field: {line:?}");
+            };
+            match k.trim().to_ascii_lowercase().as_str() {
+                "package" => {
+                    packages = Some(v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+                }
+                "pin" => pin = Some(v.trim().to_string()),
+                "pin-priority" => {
+                    prio = Some(
+                        v.trim()
+                            .parse::<i64>()
+                            .with_context(|| format!("bad Pin-Priority {:?}", v.trim()))?,
+                    )
+                }
+                _ => {}
+            }
+        }
+        match (packages, pin, prio) {
+            (Some(packages), Some(pin), Some(priority)) => out.push(PinStanza {
+                packages,
+                pin,
+                priority,
+            }),
+            (None, None, None) => {}
+            _ => anyhow::bail!("incomplete stanza (needs Package, Pin and Pin-Priority)"),
+        }
+    }
+    Ok(out)
+}
+
+/// Run a command, capturing its output; the error names the command.
+pub fn run_captured(cmd: &mut Command) -> anyhow::Result<Output> {
+    let desc = format!("{cmd:?}");
+    cmd.output().with_context(|| format!("cannot run {desc}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: &str = "hsa-rocr:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n     1.18.0.70205-1~24.04 -1\n        500 file:/srv/repo ./ Packages\n     1.18.0.70204-93~24.04 -1\n        500 file:/srv/repo ./ Packages\nhip-runtime-amd:\n  Installed: (none)\n  Candidate: 7.2.70204-93~24.04\n  Version table:\n     7.2.70204-93~24.04 500\n        500 file:/srv/repo ./ Packages\nrocm-core:\n  Installed: 7.2.4.70204-93~24.04\n  Candidate: 7.2.4.70204-93~24.04\n  Version table:\n *** 7.2.4.70204-93~24.04 100\n        100 /var/lib/dpkg/status\nvirt:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n";
+
+    #[test]
+    fn parses_policy_blocks() {
+        let p = parse_policy(POLICY);
+        assert_eq!(p.len(), 4);
+        assert!(p[0].is_pinned_away());
+        assert_eq!(p[0].versions.len(), 2);
+        assert!(!p[1].is_pinned_away());
+        assert_eq!(p[2].versions, vec![("7.2.4.70204-93~24.04".into(), 100)]);
+        assert_eq!(p[2].installed.as_deref(), Some("7.2.4.70204-93~24.04"));
+        assert!(p[3].is_pinned_away() && p[3].versions.is_empty());
+    }
+
+    #[test]
+    fn parses_preferences() {
+        let s = parse_preferences(
+            "# rocm-pin\nExplanation: x\nPackage: hsa-rocr\nPin: version *\nPin-Priority: -1\n",
+        )
+        .unwrap();
+        assert_eq!(s[0].packages, vec!["hsa-rocr"]);
+        assert_eq!(s[0].priority, -1);
+        assert!(parse_preferences("Package: a\nPin-Priority: x\nPin: version *\n").is_err());
+        assert!(parse_preferences("Package: a\n").is_err());
+    }
+}

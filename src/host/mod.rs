@@ -6,3 +6,4 @@ pub mod apt;
 pub mod dpkgdb;
 pub mod excludes;
 pub mod loader;
+pub mod status;

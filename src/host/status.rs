@@ -1,0 +1,333 @@
+//! A narrow, fast reader of the dpkg status database for `verify`, `install` and `status`:
+//! one pass over `var/lib/dpkg/status` keeping the handful of fields these commands judge
+//! (Package, Status, Version, Architecture, Protected, Provides, Conffiles, X-Rocm-Pin-Commit),
+//! plus a package's `info/<pkg>.list` and `.md5sums`. Read-only.
+//!
+//! Kept separate from `dpkgdb` (the packaging side's full reader) because `verify` runs in
+//! every Dockerfile and CI job and is benchmarked against `dpkg --verify`: it must not build
+//! more than it reads.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// The status database under `root`.
+pub fn status_path(root: &Path) -> PathBuf {
+    root.join("var/lib/dpkg/status")
+}
+
+/// One package paragraph of the status file, with the fields rocm-pin judges.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StatusEntry {
+    pub package: String,
+    pub version: String,
+    pub architecture: String,
+    /// The three words of `Status:`, e.g. `install ok installed`.
+    pub status: String,
+    pub protected: bool,
+    pub provides: String,
+    /// `X-Rocm-Pin-Commit` (or any field named by [`read_status_with`]'s `extra`), when present.
+    pub extra: BTreeMap<String, String>,
+    /// Conffiles: path → md5 (`newconffile` and obsolete markers kept as dpkg wrote them).
+    pub conffiles: Vec<(String, String)>,
+}
+
+impl StatusEntry {
+    /// Installed and configured: dpkg-query's `ii`.
+    pub fn is_installed_ok(&self) -> bool {
+        self.status == "install ok installed"
+    }
+    /// dpkg's current-state word (last of the three): `installed`, `config-files`, `not-installed`, …
+    pub fn state(&self) -> &str {
+        self.status.rsplit(' ').next().unwrap_or("")
+    }
+    /// Has files on disk in any state (everything except `not-installed` and `config-files`).
+    pub fn has_files(&self) -> bool {
+        !matches!(self.state(), "not-installed" | "config-files" | "")
+    }
+    /// dpkg-query's two-letter abbreviation (`ii`, `rc`, `iU`, …) for messages.
+    pub fn abbrev(&self) -> String {
+        let mut words = self.status.split(' ');
+        let want = match words.next() {
+            Some("install") => 'i',
+            Some("hold") => 'h',
+            Some("deinstall") => 'r',
+            Some("purge") => 'p',
+            _ => 'u',
+        };
+        let cur = match self.state() {
+            "installed" => 'i',
+            "config-files" => 'c',
+            "unpacked" => 'U',
+            "half-installed" => 'H',
+            "half-configured" => 'F',
+            "triggers-awaited" => 'W',
+            "triggers-pending" => 't',
+            _ => 'n',
+        };
+        format!("{want}{cur}")
+    }
+}
+
+/// Read every paragraph of the status file under `root`, keeping the standard fields above and
+/// any field named in `extra` (compared case-insensitively).
+pub fn read_status_with(root: &Path, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
+    let path = status_path(root);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the dpkg status database {}", path.display()))?;
+    parse_status(&text, extra).with_context(|| format!("in {}", path.display()))
+}
+
+/// Read the status file keeping `X-Rocm-Pin-Commit`.
+pub fn read_status(root: &Path) -> anyhow::Result<Vec<StatusEntry>> {
+    read_status_with(root, &[crate::rocm::COMMIT_FIELD])
+}
+
+/// Parse status-file text (deb822 paragraphs). Only the fields rocm-pin needs are kept;
+/// continuation lines are kept for Conffiles and joined for the others.
+pub fn parse_status(text: &str, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
+    let mut out = Vec::new();
+    let mut cur = StatusEntry::default();
+    let mut in_para = false;
+    // Which field the continuation lines belong to.
+    let mut last: Option<String> = None;
+    for (lineno, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            if in_para {
+                finish(&mut out, std::mem::take(&mut cur), lineno)?;
+            }
+            in_para = false;
+            last = None;
+            continue;
+        }
+        in_para = true;
+        if line.starts_with(' ') || line.starts_with('\t') {
+            match last.as_deref() {
+                Some("conffiles") => {
+                    let mut parts = line.split_whitespace();
+                    if let (Some(p), Some(m)) = (parts.next(), parts.next()) {
+                        cur.conffiles.push((p.to_string(), m.to_string()));
+                    }
+                }
+                Some("provides") => {
+                    cur.provides.push(' ');
+                    cur.provides.push_str(line.trim());
+                }
+                None => anyhow::bail!(
+                    "line {}: continuation line outside a field: {line:?}",
+                    lineno + 1
+                ),
+                _ => {}
+            }
+            continue;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            anyhow::bail!("line {}: not a field: {line:?}", lineno + 1);
+        };
+        let lname = name.to_ascii_lowercase();
+        let value = value.trim();
+        match lname.as_str() {
+            "package" => cur.package = value.to_string(),
+            "version" => cur.version = value.to_string(),
+            "architecture" => cur.architecture = value.to_string(),
+            "status" => cur.status = value.split_whitespace().collect::<Vec<_>>().join(" "),
+            "protected" => cur.protected = value.eq_ignore_ascii_case("yes"),
+            "provides" => cur.provides = value.to_string(),
+            _ => {
+                if let Some(x) = extra.iter().find(|x| x.eq_ignore_ascii_case(name)) {
+                    cur.extra.insert(x.to_string(), value.to_string());
+                }
+            }
+        }
+        last = Some(lname);
+    }
+    if in_para {
+        finish(&mut out, cur, text.lines().count())?;
+    }
+    Ok(out)
+}
+
+fn finish(out: &mut Vec<StatusEntry>, entry: StatusEntry, lineno: usize) -> anyhow::Result<()> {
+    if entry.package.is_empty() {
+        anyhow::bail!("paragraph ending at line {lineno} has no Package field");
+    }
+    out.push(entry);
+    Ok(())
+}
+
+fn info_file(root: &Path, package: &str, arch: &str, suffix: &str) -> Option<PathBuf> {
+    let info = root.join("var/lib/dpkg/info");
+    let plain = info.join(format!("{package}.{suffix}"));
+    if plain.exists() {
+        return Some(plain);
+    }
+    // Multi-Arch: same packages use `<pkg>:<arch>.<suffix>`.
+    let qualified = info.join(format!("{package}:{arch}.{suffix}"));
+    qualified.exists().then_some(qualified)
+}
+
+/// The paths dpkg lists for an installed package (`info/<pkg>.list`), directories included.
+pub fn package_list(root: &Path, package: &str, arch: &str) -> anyhow::Result<Vec<String>> {
+    let path = info_file(root, package, arch, "list").with_context(|| {
+        format!(
+            "dpkg has no file list for {package} (var/lib/dpkg/info/{package}.list under {})",
+            root.display()
+        )
+    })?;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// dpkg's md5sums for an installed package: absolute path → md5 hex. Absent file → empty
+/// (dpkg writes one for every package it installs, so an absent file is reported by callers).
+pub fn package_md5sums(
+    root: &Path,
+    package: &str,
+    arch: &str,
+) -> anyhow::Result<Option<Vec<(String, String)>>> {
+    let Some(path) = info_file(root, package, arch, "md5sums") else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        // `<32 hex>  <path without leading slash>`
+        let (sum, file) = line
+            .split_once(char::is_whitespace)
+            .with_context(|| format!("{}:{}: malformed line {line:?}", path.display(), i + 1))?;
+        let file = file.trim_start();
+        if sum.len() != 32 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) {
+            anyhow::bail!("{}:{}: malformed md5 {sum:?}", path.display(), i + 1);
+        }
+        let file = if file.starts_with('/') {
+            file.to_string()
+        } else {
+            format!("/{file}")
+        };
+        out.push((file, sum.to_ascii_lowercase()));
+    }
+    Ok(Some(out))
+}
+
+/// Map an absolute in-root path (`/opt/x`) to the host path under `root`.
+pub fn in_root(root: &Path, path: &str) -> PathBuf {
+    root.join(path.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUS: &str = "Package: hsa-rocr-pinned\nStatus: install ok installed\nProtected: yes\nArchitecture: amd64\nVersion: 1.18.0.70204-93~24.04+pin1.gb539bf7\nProvides: hsa-rocr (= 1.18.0.70204-93~24.04)\nConffiles:\n /etc/apt/preferences.d/hsa-rocr-pinned 0123456789abcdef0123456789abcdef\nDescription: x\n more\nX-Rocm-Pin-Commit: b539\n\nPackage: hsa-rocr\nStatus: deinstall ok config-files\nVersion: 1\nArchitecture: amd64\n";
+
+    #[test]
+    fn parses_the_fields_verify_needs() {
+        let e = parse_status(STATUS, &[crate::rocm::COMMIT_FIELD]).unwrap();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].is_installed_ok() && e[0].protected);
+        assert_eq!(e[0].abbrev(), "ii");
+        assert_eq!(e[0].extra.get("X-Rocm-Pin-Commit").unwrap(), "b539");
+        assert_eq!(e[0].conffiles.len(), 1);
+        assert_eq!(e[0].provides, "hsa-rocr (= 1.18.0.70204-93~24.04)");
+        assert_eq!(e[1].abbrev(), "rc");
+        assert!(!e[1].has_files());
+    }
+
+    #[test]
+    fn refuses_garbage() {
+        assert!(parse_status("no colon here\n", &[]).is_err());
+        assert!(parse_status(" leading continuation\n", &[]).is_err());
+        assert!(parse_status("Version: 1\n", &[]).is_err());
+    }
+}
+
+/// Resolve `path` (absolute, in-root) through every symlink, each absolute link target taken
+/// inside `root`, like the kernel would inside a chroot. Returns the in-root path of the final
+/// file, or an error naming the dangling or looping hop.
+pub fn canonicalize_in_root(root: &Path, path: &str) -> anyhow::Result<String> {
+    use std::path::Component;
+    let mut pending: Vec<String> = Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .rev()
+        .collect();
+    let mut done: Vec<String> = Vec::new();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            done.pop();
+            continue;
+        }
+        if part == "." {
+            continue;
+        }
+        done.push(part);
+        let cur = format!("/{}", done.join("/"));
+        let host = in_root(root, &cur);
+        let meta = std::fs::symlink_metadata(&host)
+            .with_context(|| format!("{path}: {cur} does not exist (dangling)"))?;
+        if meta.file_type().is_symlink() {
+            hops += 1;
+            if hops > 40 {
+                anyhow::bail!("{path}: too many levels of symbolic links");
+            }
+            let target = std::fs::read_link(&host)
+                .with_context(|| format!("cannot read link {}", host.display()))?;
+            done.pop();
+            if target.is_absolute() {
+                done.clear();
+            }
+            let parts: Vec<String> = target
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                    Component::ParentDir => Some("..".into()),
+                    _ => None,
+                })
+                .collect();
+            pending.extend(parts.into_iter().rev());
+        }
+    }
+    Ok(format!("/{}", done.join("/")))
+}
+
+#[cfg(test)]
+mod canon_tests {
+    use super::*;
+
+    #[test]
+    fn follows_relative_and_absolute_links_inside_root() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/lib")).unwrap();
+        std::fs::create_dir_all(r.join("usr/lib")).unwrap();
+        std::fs::write(r.join("opt/rocm-7.2.4/lib/libx.so.1.2"), b"x").unwrap();
+        std::os::unix::fs::symlink("libx.so.1.2", r.join("opt/rocm-7.2.4/lib/libx.so.1")).unwrap();
+        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        std::os::unix::fs::symlink("usr/lib", r.join("lib")).unwrap();
+        assert_eq!(
+            canonicalize_in_root(r, "/opt/rocm/lib/libx.so.1").unwrap(),
+            "/opt/rocm-7.2.4/lib/libx.so.1.2"
+        );
+        assert_eq!(canonicalize_in_root(r, "/lib").unwrap(), "/usr/lib");
+        std::os::unix::fs::symlink("gone", r.join("opt/rocm-7.2.4/lib/libx.so")).unwrap();
+        let e = canonicalize_in_root(r, "/opt/rocm-7.2.4/lib/libx.so").unwrap_err();
+        assert!(e.to_string().contains("dangling"), "{e}");
+        std::os::unix::fs::symlink("loop", r.join("loop")).unwrap();
+        assert!(canonicalize_in_root(r, "/loop").is_err());
+    }
+}
