@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::deb::control::{format_many, package_name_problem, Paragraph};
 use crate::deb::Version;
 use crate::error::ExitError;
-use crate::progress::Listener;
+use crate::progress::{step, Listener};
 
 pub const DEFAULT_SUITE: &str = "stable";
 pub const DEFAULT_COMPONENT: &str = "main";
@@ -138,7 +138,9 @@ fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
     } else {
         let comp = root.join(&opts.component);
         if comp.is_dir() {
-            for entry in fs::read_dir(&comp).with_context(|| format!("reading {}", comp.display()))? {
+            for entry in
+                fs::read_dir(&comp).with_context(|| format!("reading {}", comp.display()))?
+            {
                 let entry = entry?;
                 let name = entry.file_name();
                 if name.to_string_lossy().starts_with("binary-") {
@@ -159,8 +161,15 @@ fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
         for stanza in stanzas {
             let listed = listed_from_stanza(stanza)
                 .with_context(|| format!("in the existing index {}", file.display()))?;
-            let deb = opts.out.join(listed.stanza.get("Filename").unwrap_or_default());
-            let size: u64 = listed.stanza.get("Size").unwrap_or_default().parse().unwrap_or(0);
+            let deb = opts
+                .out
+                .join(listed.stanza.get("Filename").unwrap_or_default());
+            let size: u64 = listed
+                .stanza
+                .get("Size")
+                .unwrap_or_default()
+                .parse()
+                .unwrap_or(0);
             match fs::metadata(&deb) {
                 Ok(m) if m.len() == size => {}
                 Ok(m) => bail!(
@@ -243,7 +252,13 @@ fn deb_control(path: &Path) -> anyhow::Result<Paragraph> {
 }
 
 /// `pool/<component>/<first letter>/<source>/<name>_<version without epoch>_<arch>.deb`
-fn pool_path(component: &str, control: &Paragraph, name: &str, version: &Version, arch: &str) -> String {
+fn pool_path(
+    component: &str,
+    control: &Paragraph,
+    name: &str,
+    version: &Version,
+    arch: &str,
+) -> String {
     // Source may read "src (1.2-3)" when the binary version differs.
     let source = control
         .get("Source")
@@ -267,7 +282,8 @@ struct Incoming {
 }
 
 fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
-    let control = deb_control(deb).with_context(|| format!("reading the control file of {}", deb.display()))?;
+    let control = deb_control(deb)
+        .with_context(|| format!("reading the control file of {}", deb.display()))?;
     control
         .validate_binary()
         .with_context(|| format!("{}: invalid control file", deb.display()))?;
@@ -390,17 +406,62 @@ pub fn rfc2822_utc(secs: i64) -> String {
 }
 
 /// Write (or extend) a repository with `debs`.
-pub fn publish(debs: &[PathBuf], opts: &RepoOptions, listener: &dyn Listener) -> anyhow::Result<PublishSummary> {
+pub fn publish(
+    debs: &[PathBuf],
+    opts: &RepoOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<PublishSummary> {
     check_name("suite", &opts.suite)?;
     check_name("component", &opts.component)?;
     if debs.is_empty() {
         return Err(usage("no .deb files given: rocm-pin repo DEB... --out DIR"));
     }
     // Everything that can fail on bad input is checked before the first write.
-    let key = opts.sign_key.as_deref().map(signing::load_secret_key).transpose()?;
-    listener.step_started("read the repository and the new packages");
+    let key = opts
+        .sign_key
+        .as_deref()
+        .map(signing::load_secret_key)
+        .transpose()?;
+    let date = rfc2822_utc(release_time()?);
+    let (mut by_id, incoming, unchanged) =
+        step(listener, "read the repository and the new packages", || {
+            plan_additions(debs, opts)
+        })?;
+    let added = step(listener, "copy packages into the pool", || {
+        let mut added = Vec::new();
+        for new in incoming {
+            let target = opts.out.join(&new.pool_rel);
+            if !target.exists() {
+                let bytes = fs::read(&new.source)
+                    .with_context(|| format!("reading {}", new.source.display()))?;
+                write_atomic(&target, &bytes)?;
+            }
+            listener.info(&format!("added {}", new.pool_rel));
+            added.push(new.listed.id());
+            by_id.insert(new.listed.id(), new.listed);
+        }
+        anyhow::Ok(added)
+    })?;
+    let release = step(listener, "write the indices and Release", || {
+        write_indices(opts, &by_id, &date, key.as_ref())
+    })?;
+    let architectures = index_architectures(&by_id);
+    Ok(PublishSummary {
+        added,
+        unchanged,
+        total: by_id.len(),
+        architectures,
+        release,
+        signed_by: key.as_ref().map(signing::fingerprint),
+    })
+}
+
+type Plan = (BTreeMap<String, Listed>, Vec<Incoming>, Vec<String>);
+
+/// What is already published, what is new, what is given again unchanged; refuses conflicts.
+fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> {
     let existing = existing_packages(opts)?;
-    let mut by_id: BTreeMap<String, Listed> = existing.into_iter().map(|l| (l.id(), l)).collect();
+    let by_id: BTreeMap<String, Listed> = existing.into_iter().map(|l| (l.id(), l)).collect();
     let mut incoming: Vec<Incoming> = Vec::new();
     let mut unchanged = Vec::new();
     let mut conflicts = Vec::new();
@@ -441,36 +502,12 @@ pub fn publish(debs: &[PathBuf], opts: &RepoOptions, listener: &dyn Listener) ->
         }
     }
     if !conflicts.is_empty() {
-        return Err(usage(format!("refused, nothing written:\n  {}", conflicts.join("\n  "))));
+        return Err(usage(format!(
+            "refused, nothing written:\n  {}",
+            conflicts.join("\n  ")
+        )));
     }
-    listener.step_finished("read the repository and the new packages", std::time::Duration::ZERO, true);
-
-    listener.step_started("copy packages into the pool");
-    let mut added = Vec::new();
-    for new in incoming {
-        let target = opts.out.join(&new.pool_rel);
-        if !target.exists() {
-            let bytes = fs::read(&new.source).with_context(|| format!("reading {}", new.source.display()))?;
-            write_atomic(&target, &bytes)?;
-        }
-        listener.info(&format!("added {}", new.pool_rel));
-        added.push(new.listed.id());
-        by_id.insert(new.listed.id(), new.listed);
-    }
-    listener.step_finished("copy packages into the pool", std::time::Duration::ZERO, true);
-
-    listener.step_started("write the indices and Release");
-    let release = write_indices(opts, &by_id, key.as_ref())?;
-    listener.step_finished("write the indices and Release", std::time::Duration::ZERO, true);
-    let architectures = index_architectures(&by_id);
-    Ok(PublishSummary {
-        added,
-        unchanged,
-        total: by_id.len(),
-        architectures,
-        release,
-        signed_by: key.as_ref().map(signing::fingerprint),
-    })
+    Ok((by_id, incoming, unchanged))
 }
 
 /// The binary-<arch> indices to write: every concrete architecture (arch-all packages go into
@@ -491,6 +528,7 @@ fn index_architectures(by_id: &BTreeMap<String, Listed>) -> Vec<String> {
 fn write_indices(
     opts: &RepoOptions,
     by_id: &BTreeMap<String, Listed>,
+    date: &str,
     key: Option<&pgp::composed::SignedSecretKey>,
 ) -> anyhow::Result<PathBuf> {
     let root = index_root(opts);
@@ -498,7 +536,10 @@ fn write_indices(
     listed.sort_by(|a, b| {
         a.name
             .cmp(&b.name)
-            .then_with(|| crate::deb::version::compare(&a.version, &b.version).unwrap_or(a.version.cmp(&b.version)))
+            .then_with(|| {
+                crate::deb::version::compare(&a.version, &b.version)
+                    .unwrap_or(a.version.cmp(&b.version))
+            })
             .then_with(|| a.arch.cmp(&b.arch))
     });
     let arches = index_architectures(by_id);
@@ -526,18 +567,31 @@ fn write_indices(
     release.set("Label", &opts.label)?;
     release.set("Suite", &opts.suite)?;
     release.set("Codename", &opts.suite)?;
-    release.set("Date", &rfc2822_utc(release_time()?))?;
+    release.set("Date", date)?;
     release.set("Architectures", &arches.join(" "))?;
     if !opts.flat {
         release.set("Components", &opts.component)?;
     }
     release.set("Description", "apt repository written by rocm-pin")?;
-    let width = indices.iter().map(|(_, b)| b.len().to_string().len()).max().unwrap_or(1).max(8);
+    let width = indices
+        .iter()
+        .map(|(_, b)| b.len().to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(8);
     let mut md5_lines = String::new();
     let mut sha_lines = String::new();
     for (rel, bytes) in &indices {
-        md5_lines.push_str(&format!("\n {} {:>width$} {rel}", hex::encode(Md5::digest(bytes)), bytes.len()));
-        sha_lines.push_str(&format!("\n {} {:>width$} {rel}", hex::encode(Sha256::digest(bytes)), bytes.len()));
+        md5_lines.push_str(&format!(
+            "\n {} {:>width$} {rel}",
+            hex::encode(Md5::digest(bytes)),
+            bytes.len()
+        ));
+        sha_lines.push_str(&format!(
+            "\n {} {:>width$} {rel}",
+            hex::encode(Sha256::digest(bytes)),
+            bytes.len()
+        ));
     }
     release.set("MD5Sum", &md5_lines)?;
     release.set("SHA256", &sha_lines)?;
@@ -560,7 +614,8 @@ fn write_indices(
             // Signatures over an older Release would make apt refuse the repository.
             for stale in [&inrelease, &detached] {
                 if stale.exists() {
-                    fs::remove_file(stale).with_context(|| format!("removing the stale {}", stale.display()))?;
+                    fs::remove_file(stale)
+                        .with_context(|| format!("removing the stale {}", stale.display()))?;
                 }
             }
         }
@@ -568,7 +623,11 @@ fn write_indices(
     Ok(release_path)
 }
 
-fn push_packages(indices: &mut Vec<(String, Vec<u8>)>, rel: &str, stanzas: &[Paragraph]) -> anyhow::Result<()> {
+fn push_packages(
+    indices: &mut Vec<(String, Vec<u8>)>,
+    rel: &str,
+    stanzas: &[Paragraph],
+) -> anyhow::Result<()> {
     let mut text = format_many(stanzas);
     if !text.is_empty() {
         text.push('\n');
@@ -600,11 +659,14 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
         .and_then(|n| n.to_str())
         .with_context(|| format!("{} is not a file name", out.display()))?;
     let stem = file_name.strip_suffix(".asc").unwrap_or(file_name);
-    let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let files = KeyFiles {
         secret: out.to_path_buf(),
-        public_asc: dir.join(format!("{stem}.pub.asc")),
-        public_gpg: dir.join(format!("{stem}.pub.gpg")),
+        public_asc: out.with_file_name(format!("{stem}.pub.asc")),
+        public_gpg: out.with_file_name(format!("{stem}.pub.gpg")),
         fingerprint: String::new(),
     };
     for path in [&files.secret, &files.public_asc, &files.public_gpg] {
@@ -634,8 +696,10 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
             .with_context(|| format!("writing {}", files.secret.display()))?;
     }
     let (asc, gpg) = signing::public_key_bytes(&key)?;
-    fs::write(&files.public_asc, asc).with_context(|| format!("writing {}", files.public_asc.display()))?;
-    fs::write(&files.public_gpg, gpg).with_context(|| format!("writing {}", files.public_gpg.display()))?;
+    fs::write(&files.public_asc, asc)
+        .with_context(|| format!("writing {}", files.public_asc.display()))?;
+    fs::write(&files.public_gpg, gpg)
+        .with_context(|| format!("writing {}", files.public_gpg.display()))?;
     Ok(KeyFiles {
         fingerprint: signing::fingerprint(&key),
         ..files
@@ -663,7 +727,11 @@ pub mod signing {
             .can_certify(true)
             .can_sign(true)
             .primary_user_id(user_id.to_string())
-            .preferred_hash_algorithms([HashAlgorithm::Sha256, HashAlgorithm::Sha512].into_iter().collect());
+            .preferred_hash_algorithms(
+                [HashAlgorithm::Sha256, HashAlgorithm::Sha512]
+                    .into_iter()
+                    .collect(),
+            );
         let params = params.build().context("key parameters")?;
         let key = params
             .generate(rand::thread_rng())
@@ -680,8 +748,12 @@ pub mod signing {
                 path.display()
             )
         })?;
-        key.verify_bindings()
-            .with_context(|| format!("{}: the key's self-signatures do not verify", path.display()))?;
+        key.verify_bindings().with_context(|| {
+            format!(
+                "{}: the key's self-signatures do not verify",
+                path.display()
+            )
+        })?;
         // Fail now, not half-way through writing, if the key cannot sign without a passphrase.
         DetachedSignature::sign_binary_data(
             rand::thread_rng(),
@@ -705,10 +777,18 @@ pub mod signing {
 
     /// (InRelease: cleartext-signed Release, Release.gpg: armored detached signature).
     pub fn sign_release(key: &SignedSecretKey, release: &str) -> anyhow::Result<(String, String)> {
-        let clear = CleartextSignedMessage::sign(rand::thread_rng(), release, &key.primary_key, &Password::empty())
-            .context("signing InRelease")?
-            .to_armored_string(ArmorOptions::default())
-            .context("armoring InRelease")?;
+        // In a cleartext signature the line break before the signature block belongs to the
+        // framing, not the text (RFC 9580 §7.1): sign the text without its final newline so the
+        // InRelease layout and what gpgv verifies are exactly Release, as `gpg --clearsign` does.
+        let clear = CleartextSignedMessage::sign(
+            rand::thread_rng(),
+            release.strip_suffix('\n').unwrap_or(release),
+            &key.primary_key,
+            &Password::empty(),
+        )
+        .context("signing InRelease")?
+        .to_armored_string(ArmorOptions::default())
+        .context("armoring InRelease")?;
         let detached = DetachedSignature::sign_binary_data(
             rand::thread_rng(),
             &key.primary_key,
