@@ -49,6 +49,15 @@ pub const DPKG_EXCLUDES_PATH: &str = "/etc/dpkg/dpkg.cfg.d/excludes";
 /// Where [`Sandbox::add_local_repo`] puts repositories inside the chroot.
 pub const LOCAL_REPOS_DIR: &str = "/srv/rocm-pin-test-repos";
 
+/// The cache directory tests use: `$ROCM_PIN_CACHE`, else `.cache` in this crate's source tree
+/// (where `scripts/test-setup` puts it). Meant for tests; a CLI takes its own cache location.
+pub fn test_cache_dir() -> PathBuf {
+    std::env::var_os("ROCM_PIN_CACHE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
+}
+
 /// A cached chroot tarball made by `mmdebstrap --variant=apt <suite>`.
 #[derive(Debug, Clone)]
 pub struct ChrootImage {
@@ -108,6 +117,21 @@ impl ChrootImage {
         fs::rename(&tmp, &tarball)
             .with_context(|| format!("cannot move {} to {}", tmp.display(), tarball.display()))?;
         Ok(image)
+    }
+
+    /// The cached image for tests: Err saying "run scripts/test-setup" when the tarball is not
+    /// there yet (tests must not silently build or skip; the setup script makes it).
+    pub fn existing(suite: &str, cache_dir: &Path) -> Result<ChrootImage> {
+        let tarball = cache_dir
+            .join("chroot")
+            .join(format!("{suite}-apt.tar.zst"));
+        if !tarball.is_file() {
+            bail!(
+                "{} is missing: run scripts/test-setup (scripts/setup.d/20-chroot.sh makes it)",
+                tarball.display()
+            );
+        }
+        Self::cached(suite, cache_dir)
     }
 
     /// An existing tarball (any `mmdebstrap` output in tar.zst form).
@@ -556,6 +580,33 @@ impl Sandbox {
             chroot_dir,
             host_dir,
         })
+    }
+
+    /// The version of `pkg` when dpkg has it fully installed (`ii`), else None.
+    pub fn installed_version(&self, pkg: &str) -> Result<Option<String>> {
+        Ok(self.installed_packages()?.remove(pkg))
+    }
+
+    /// Every fully installed (`ii`) package with its version (`name` or `name:arch` for
+    /// foreign-architecture packages), read with dpkg-query: a snapshot to compare before and
+    /// after a transaction.
+    pub fn installed_packages(&self) -> Result<std::collections::BTreeMap<String, String>> {
+        let out = self.run_ok(&[
+            "dpkg-query",
+            "-W",
+            "-f",
+            "${db:Status-Abbrev}\t${binary:Package}\t${Version}\n",
+        ])?;
+        Ok(out
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split('\t');
+                let status = f.next()?;
+                let name = f.next()?;
+                let version = f.next()?;
+                (status.trim() == "ii").then(|| (name.to_string(), version.to_string()))
+            })
+            .collect())
     }
 
     /// `apt-get update` inside; Err with its output on failure.

@@ -5,22 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use rocm_pin::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+use rocm_pin::sandbox::{test_cache_dir, Backend, ChrootImage, Sandbox, SandboxOptions};
 
 fn image(suite: &str) -> ChrootImage {
-    let tarball = cache_dir().join(format!("chroot/{suite}-apt.tar.zst"));
-    assert!(
-        tarball.is_file(),
-        "{} is missing: run scripts/test-setup",
-        tarball.display()
-    );
-    ChrootImage::cached(suite, &cache_dir()).expect("cached chroot image")
+    ChrootImage::existing(suite, &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn run(cmd: &mut Command) {
@@ -151,6 +139,13 @@ fn apt_installs_from_a_local_repo_in_each_backend() {
         sb.add_local_repo("hello", newer.path()).unwrap();
         sb.run_ok(&["apt-get", "upgrade", "-y"]).unwrap();
         assert_eq!(installed_version(&sb, "hello-lib").as_deref(), Some("2.0"));
+        // The snapshot lists the image's own packages too.
+        let all = sb.installed_packages().unwrap();
+        assert!(
+            all.contains_key("apt") && all.contains_key("dpkg"),
+            "{all:?}"
+        );
+        assert_eq!(all.get("hello-app").map(String::as_str), Some("1.0"));
     }
 }
 
@@ -190,6 +185,41 @@ fn fresh_copies_are_independent_and_removed_on_drop() {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(!mountinfo.contains(root.to_str().unwrap()));
     }
+}
+
+#[test]
+fn missing_image_says_run_test_setup() {
+    let empty = tempfile::tempdir().unwrap();
+    let err = ChrootImage::existing("bookworm", empty.path()).unwrap_err();
+    assert!(err.to_string().contains("run scripts/test-setup"), "{err}");
+    let err = ChrootImage::cached("../evil", empty.path()).unwrap_err();
+    assert!(err.to_string().contains("invalid suite"), "{err}");
+}
+
+/// Run as `nobody` (this same test binary, re-executed), a sandbox is refused with a clear
+/// error instead of failing half-way.
+#[test]
+fn non_root_is_refused_clearly() {
+    if std::env::var_os("ROCM_PIN_SANDBOX_NONROOT_CHILD").is_some() {
+        let img = ChrootImage::from_tarball("bookworm", Path::new("/etc/hostname")).unwrap();
+        let err = Sandbox::new(&img).unwrap_err().to_string();
+        assert!(err.contains("needs root"), "{err}");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["--exact", "non_root_is_refused_clearly", "--nocapture"])
+        .env("ROCM_PIN_SANDBOX_NONROOT_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "child as nobody: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

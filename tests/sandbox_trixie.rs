@@ -1,25 +1,13 @@
 //! apt 3 in a trixie sandbox with `APT::Solver "3.0"`: the same local-repository install works.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+use rocm_pin::sandbox::{test_cache_dir, ChrootImage, Sandbox, SandboxOptions};
 
 #[test]
 fn trixie_with_apt3_solver_installs_from_a_local_repo() {
-    let tarball = cache_dir().join("chroot/trixie-apt.tar.zst");
-    assert!(
-        tarball.is_file(),
-        "{} is missing: run scripts/test-setup",
-        tarball.display()
-    );
-    let img = ChrootImage::cached("trixie", &cache_dir()).unwrap();
+    let img =
+        ChrootImage::existing("trixie", &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"));
     let sb = Sandbox::with_options(
         &img,
         &SandboxOptions {

@@ -47,6 +47,12 @@ fn every_deb_is_valid_and_matches_its_facts() {
     let spec = StockSetSpec::for_host().unwrap().with_roles(StockRole::ALL);
     let (_dir, set) = build(&spec);
     assert_eq!(set.packages.len(), StockRole::ALL.len());
+    let facts_path = set.out_dir.join("stock-set.json");
+    set.write_facts(&facts_path).unwrap();
+    let facts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&facts_path).unwrap()).unwrap();
+    assert_eq!(facts["prefix"], "/opt/rocm-7.2.4");
+    assert_eq!(facts["packages"][1]["name"], "hsa-rocr");
     for pkg in &set.packages {
         sh(Command::new("dpkg-deb").arg("--info").arg(&pkg.deb));
         let listing = sh(Command::new("dpkg-deb").arg("--contents").arg(&pkg.deb));

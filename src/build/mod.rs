@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod prereq;
 pub mod recipe;
 pub mod source;
+pub mod standin_tree;
 pub mod steps;
 pub mod validate;
 
@@ -291,6 +292,14 @@ fn step_inputs<'a>(
     }
 }
 
+/// The shell form of the commit time, for a dry run that cannot know it yet.
+fn commit_time_substitution(dir: &Path, commit: &str) -> String {
+    format!(
+        "$(git -C {} show -s --format=%ct {commit})",
+        steps::shell_quote(&dir.display().to_string())
+    )
+}
+
 /// The `--dry-run` output: the exact commands a build would run, in order, as shell lines, with
 /// `#` comments for what is not a command (checks, files written, validation). Runs nothing that
 /// changes anything; a URL source is assumed to be the real rocm-systems tree.
@@ -308,12 +317,12 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
             }
             let epoch = source::commit_time(dir, &p.commit)
                 .map(|t| t.to_string())
-                .unwrap_or_else(|_| format!("<committer time of {}>", p.commit));
+                .unwrap_or_else(|_| commit_time_substitution(dir, &p.commit));
             (recipe::tree_kind(dir), epoch)
         }
         SourceSpec::Url(_) => (
             TreeKind::RocmSystems,
-            format!("<committer time of {}>", p.commit),
+            commit_time_substitution(&p.layout.checkout, &p.commit),
         ),
     };
     let generator = choose_generator(&p.env);
@@ -428,7 +437,7 @@ fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
         }
         for entry in entries {
             let path = entry.path();
-            if path == layout.work {
+            if path == layout.work || path == manifest {
                 continue;
             }
             remove_any(&path)?;
@@ -526,6 +535,14 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
                     dir.display()
                 )));
             }
+            let missing = recipe::missing_projects(dir);
+            if !missing.is_empty() {
+                return Err(usage(format!(
+                    "source {} lacks {} (not a rocm-systems checkout?)",
+                    dir.display(),
+                    missing.join(", ")
+                )));
+            }
             let kind = recipe::tree_kind(dir);
             progress::step(listener, "check prerequisites", || {
                 prereq::check(
@@ -550,19 +567,6 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
             None
         }
     };
-    if let Some(dir) = match &p.spec {
-        SourceSpec::Local(dir) => Some(dir),
-        SourceSpec::Url(_) => None,
-    } {
-        let missing = recipe::missing_projects(dir);
-        if !missing.is_empty() {
-            return Err(usage(format!(
-                "source {} lacks {} (not a rocm-systems checkout?)",
-                dir.display(),
-                missing.join(", ")
-            )));
-        }
-    }
     if !p.rocm_resolved {
         listener.warn(&format!(
             "ROCm path {} does not exist; building without a ROCm install",
@@ -596,29 +600,34 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
     } else {
         match cache::lookup(&p.staging, &p.layout.work, &key) {
             cache::Lookup::Candidate(manifest) => {
-                let validated =
-                    validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts)?;
-                if validated.libraries == manifest.libraries {
-                    for w in &validated.warnings {
-                        listener.warn(w);
-                    }
-                    listener.info(&format!(
+                match validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts) {
+                    Ok(validated) if validated.libraries == manifest.libraries => {
+                        for w in &validated.warnings {
+                            listener.warn(w);
+                        }
+                        listener.info(&format!(
                         "cache hit: reusing the staging in {} built from {} (same commit, options \
                          and toolchain; checked in {:.2}s; --rebuild forces a clean build)",
                         p.staging.display(),
                         p.commit,
                         started.elapsed().as_secs_f64()
                     ));
-                    let tree = kind.unwrap_or(TreeKind::RocmSystems);
-                    return Ok(BuildOutcome {
-                        staging: p.staging.clone(),
-                        manifest: *manifest,
-                        cache_hit: true,
-                        tree,
-                        warnings: validated.warnings,
-                    });
+                        // A URL's tree kind is known from the checkout the cached build used.
+                        let tree = kind.unwrap_or_else(|| recipe::tree_kind(&p.layout.checkout));
+                        return Ok(BuildOutcome {
+                            staging: p.staging.clone(),
+                            manifest: *manifest,
+                            cache_hit: true,
+                            tree,
+                            warnings: validated.warnings,
+                        });
+                    }
+                    Ok(_) => listener
+                        .info("cache miss: the staging no longer matches its manifest; rebuilding"),
+                    Err(e) => listener.info(&format!(
+                        "cache miss: the cached staging fails validation now ({e}); rebuilding"
+                    )),
                 }
-                listener.info("cache miss: the staging no longer matches its manifest; rebuilding");
             }
             cache::Lookup::Miss(reason) => listener.info(&format!("cache miss: {reason}")),
         }

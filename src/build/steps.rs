@@ -77,7 +77,13 @@ impl fmt::Display for Cmd {
                 words.push(format!("PATH={}:\"$PATH\"", shell_quote(&dirs.join(":"))));
             }
             for (k, v) in &self.env {
-                words.push(format!("{k}={}", shell_quote(v)));
+                // A `$(…)` value is a command substitution the dry run shows for a value only
+                // known after an earlier step (the commit time of a URL checkout): keep it live.
+                if v.starts_with("$(") && v.ends_with(')') && !v.contains('"') {
+                    words.push(format!("{k}=\"{v}\""));
+                } else {
+                    words.push(format!("{k}={}", shell_quote(v)));
+                }
             }
         }
         words.push(shell_quote(&self.program));
