@@ -60,7 +60,19 @@ fn every_deb_is_valid_and_matches_its_facts() {
         let mut listed = BTreeSet::new();
         for line in listing.lines() {
             if line.starts_with('d') {
+                assert!(
+                    line.starts_with("drwxr-xr-x root/root"),
+                    "{}: {line}",
+                    pkg.name
+                );
                 continue;
+            }
+            if line.starts_with('-') {
+                assert!(
+                    line.starts_with("-rw-r--r-- root/root"),
+                    "{}: {line}",
+                    pkg.name
+                );
             }
             let name = line.split_whitespace().nth(5).expect("name column");
             listed.insert(name.trim_start_matches('.').to_string());
