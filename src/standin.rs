@@ -1292,24 +1292,19 @@ fn write_package(
 }
 
 fn make_dir(p: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
+}
+
+/// Every directory of the tree (its root included) gets mode 0755, so the archive does not
+/// depend on the umask of whoever runs the build.
+fn normalize_dir_modes(tree: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
-    // Modes must not depend on the umask of whoever runs the build.
-    let mut cur = Some(p);
-    while let Some(d) = cur {
-        if d.file_name().is_none() {
-            break;
+    for entry in walkdir::WalkDir::new(tree) {
+        let entry = entry.with_context(|| format!("walking {}", tree.display()))?;
+        if entry.file_type().is_dir() {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("setting the mode of {}", entry.path().display()))?;
         }
-        if let Ok(meta) = d.symlink_metadata() {
-            if meta.is_dir() && meta.permissions().mode() & 0o7777 != 0o755 {
-                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
-                    .with_context(|| format!("setting the mode of {}", d.display()))?;
-            }
-        }
-        if d.ends_with("DEBIAN") || d.parent().is_some_and(|x| x.ends_with("trees")) {
-            break;
-        }
-        cur = d.parent();
     }
     Ok(())
 }
@@ -1327,6 +1322,7 @@ fn write_file(p: &Path, contents: &[u8], mode: u32) -> anyhow::Result<()> {
 /// Turn a package tree into a .deb with the crate's own reproducible writer (every mtime set
 /// to `epoch`, members sorted, owner root).
 fn pack_tree(tree: &Path, deb: &Path, epoch: u64, listener: &dyn Listener) -> anyhow::Result<()> {
+    normalize_dir_modes(tree)?;
     let opts = crate::deb::BuildOptions {
         compression: crate::deb::Compression::Xz,
         level: None,

@@ -259,6 +259,59 @@ fn from_stock_debs_multi_version_names() {
     }
 }
 
+#[test]
+fn vendored_library_ships_with_the_package_that_needs_it() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let staging = w.join("staging");
+    build_staging(
+        &staging,
+        &StagingSpec {
+            vendored: true,
+            manifest: true,
+            ..Default::default()
+        },
+    );
+    let out = w.join("out");
+    let res = package_cmd(&[
+        os("--staging"),
+        staging.as_os_str(),
+        os("--out"),
+        out.as_os_str(),
+        os("--stock-deb"),
+        set.require(StockRole::HsaRocr).unwrap().deb.as_os_str(),
+        set.require(StockRole::HipRuntime).unwrap().deb.as_os_str(),
+    ]);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let debs = debs_in(&out);
+    let hip = debs
+        .iter()
+        .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
+        .unwrap();
+    let hsa = debs
+        .iter()
+        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
+        .unwrap();
+    let hip_c = contents(hip);
+    assert!(
+        hip_c
+            .iter()
+            .any(|(k, p, _)| *k == '-' && p == "/opt/rocm-7.2.4/lib/libvendored.so.3.1.0"),
+        "{hip_c:?}"
+    );
+    assert!(hip_c.iter().any(|(k, p, l)| *k == 'l'
+        && p == "/opt/rocm-7.2.4/lib/libvendored.so.3"
+        && l == "libvendored.so.3.1.0"));
+    assert!(contents(hsa)
+        .iter()
+        .all(|(_, p, _)| !p.contains("libvendored")));
+}
+
 fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     run(std::process::Command::new("dpkg-deb")

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use rocm_pin::progress::Silent;
-use rocm_pin::sandbox::{ChrootImage, Sandbox};
+use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin::standin::chroot::{
     install_probe, install_stock, prepare_stock_host, publish, run_probe,
 };
@@ -301,4 +301,41 @@ fn newer_release_upgrades_in_place_and_multi_version_naming_installs() {
         sb.resolve("/opt/rocm").unwrap(),
         PathBuf::from("/opt/rocm-7.2.4")
     );
+}
+
+#[test]
+fn stock_set_installs_on_trixie_with_apt3_solver() {
+    let work = tempfile::tempdir().unwrap();
+    let set = build(&StockSetSpec::for_host().unwrap(), &work.path().join("r1"));
+    let probe = build_loader_probe(&work.path().join("probe")).unwrap();
+    assert!(rustix_is_root(), "the chroot tests need root");
+    let image = ChrootImage::cached("trixie", &cache_dir())
+        .expect("trixie chroot image (run scripts/test-setup)");
+    let options = SandboxOptions {
+        apt_solver3: true,
+        // Ubuntu-like image: /usr/share/doc dropped; the stock set lives in /opt and is unaffected.
+        dpkg_excludes: true,
+        ..Default::default()
+    };
+    let sb = Sandbox::with_options(&image, &options).unwrap();
+    prepare_stock_host(&sb, &set, &probe).unwrap();
+    for role in [
+        StockRole::HsaRocr,
+        StockRole::HipRuntime,
+        StockRole::RocmHipRuntime,
+    ] {
+        let p = set.require(role).unwrap();
+        assert_installed(&sb, &p.name, &p.version);
+    }
+    assert_eq!(
+        sb.resolve("/opt/rocm").unwrap(),
+        PathBuf::from("/opt/rocm-7.2.4")
+    );
+    let (lines, ok) = run_probe(&sb, &["libamdhip64.so.7", "libhsa-runtime64.so.1"]).unwrap();
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines[0].identity.as_deref(), Some("hip-STOCK-70204"));
+    assert_eq!(lines[1].identity.as_deref(), Some("hsa-STOCK-70204"));
+    assert!(sb
+        .path("/opt/rocm-7.2.4/share/doc/hip-runtime-amd/LICENSE.md")
+        .is_file());
 }
