@@ -45,8 +45,11 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
     let secret = keys.join("repo-key.asc");
     let public = keys.join("repo-key.pub.gpg");
     if !secret.exists() {
-        repo::keygen(&secret, "rocm-pin local repository (generated on this host)")
-            .context("generating the local repository's signing key")?;
+        repo::keygen(
+            &secret,
+            "rocm-pin local repository (generated on this host)",
+        )
+        .context("generating the local repository's signing key")?;
     }
     let out = in_root(root, &repo_dir().to_string_lossy());
     let mut opts = RepoOptions::new(&out);
@@ -87,11 +90,21 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
         .args(["update", "-q"])
         .arg("-o")
         .arg(format!("Dir::Etc::sourcelist={}", sources_path().display()))
-        .args(["-o", "Dir::Etc::sourceparts=-", "-o", "APT::Get::List-Cleanup=0"])
+        .args([
+            "-o",
+            "Dir::Etc::sourceparts=-",
+            "-o",
+            "APT::Get::List-Cleanup=0",
+        ])
         .output()
         .context("cannot run apt-get update")?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() || text.contains("\nW: ") || text.contains("\nE: ") || text.starts_with("E: ") {
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success()
+        || text.contains("\nW: ")
+        || text.contains("\nE: ")
+        || text.starts_with("E: ")
+    {
         anyhow::bail!(
             "apt-get update of the local repository failed ({}):\n{}",
             out.status,
@@ -128,7 +141,10 @@ mod tests {
         let p = preferences(&["hsa-rocr-pinned".into(), "hip-runtime-amd-pinned".into()]);
         let s = crate::host::apt::parse_preferences(&p).unwrap();
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0].packages, vec!["hsa-rocr-pinned", "hip-runtime-amd-pinned"]);
+        assert_eq!(
+            s[0].packages,
+            vec!["hsa-rocr-pinned", "hip-runtime-amd-pinned"]
+        );
         assert_eq!(s[0].priority, 500);
         assert_eq!(s[1].packages, vec!["*"]);
         assert_eq!(s[1].priority, -1);
