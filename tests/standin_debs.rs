@@ -371,6 +371,13 @@ fn loader_probe_names_the_file_and_identity() {
     assert_eq!(lines[2].identity.as_deref(), Some("hiprtc-STOCK-70204"));
     assert_eq!(lines[3].path, None);
 
+    // An absolute path (a stock versioned file name) loads that very file.
+    let abs = lib.join("libhsa-runtime64.so.1.18.70204");
+    let out = sh(Command::new(&probe).arg(&abs));
+    let lines = parse_probe_output(&out).unwrap();
+    assert_eq!(lines[0].identity.as_deref(), Some("hsa-STOCK-70204"));
+    assert_eq!(lines[0].path.as_deref(), abs.to_str());
+
     // A library without the identity function: the probe falls back to the data string.
     let plain = root.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
@@ -392,4 +399,19 @@ fn loader_probe_names_the_file_and_identity() {
         .env("LD_LIBRARY_PATH", &plain));
     let lines = parse_probe_output(&out).unwrap();
     assert_eq!(lines[0].identity.as_deref(), Some("plain-X-1"));
+}
+
+#[test]
+fn a_bad_spec_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let mut spec = StockSetSpec::for_host().unwrap();
+    spec.rocm_version = "7.2".into();
+    let err = build_stock_set(&spec, &out, &Silent).unwrap_err();
+    assert!(err.to_string().contains("7.2"), "{err:#}");
+    assert!(!out.exists());
+    let mut spec = StockSetSpec::for_host().unwrap();
+    spec.loader_entry_name = "../../etc/passwd".into();
+    assert!(build_stock_set(&spec, &out, &Silent).is_err());
+    assert!(!out.exists());
 }

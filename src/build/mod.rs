@@ -404,6 +404,62 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
     Ok(lines)
 }
 
+/// Held for the whole build: a second `rocm-pin build` into the same `DIR` is refused rather
+/// than left to delete the first one's files mid-build. Released when dropped (the file stays).
+pub struct StagingLock {
+    _file: std::fs::File,
+}
+
+const LOCK_FILE: &str = "lock";
+
+/// Check that `DIR` is new, empty or a previous rocm-pin staging, create its work directory and
+/// take the build lock.
+fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
+    use std::os::unix::io::AsRawFd;
+    let staging = &layout.staging;
+    if staging.exists() {
+        if !staging.is_dir() {
+            return Err(usage(format!(
+                "--out {} is not a directory",
+                staging.display()
+            )));
+        }
+        let non_empty = std::fs::read_dir(staging)
+            .with_context(|| format!("reading {}", staging.display()))?
+            .next()
+            .is_some();
+        let ours = [MANIFEST_FILE, steps::WORK_DIR, steps::LOGS_DIR]
+            .iter()
+            .any(|n| staging.join(n).exists());
+        if non_empty && !ours {
+            return Err(usage(format!(
+                "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
+                 empty directory",
+                staging.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(&layout.work)
+        .with_context(|| format!("creating {}", layout.work.display()))?;
+    let path = layout.work.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a file descriptor we own; no memory is shared.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(usage(format!(
+            "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
+            staging.display(),
+            path.display()
+        )));
+    }
+    Ok(StagingLock { _file: file })
+}
+
 /// Make `DIR` an empty staging directory (keeping a URL checkout for reuse). Refuses a
 /// non-empty directory that is not a previous rocm-pin staging.
 fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
@@ -449,7 +505,7 @@ fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
                 let path = entry
                     .with_context(|| format!("reading {}", layout.work.display()))?
                     .path();
-                if path != layout.checkout {
+                if path != layout.checkout && path != layout.work.join(LOCK_FILE) {
                     remove_any(&path)?;
                 }
             }
@@ -595,6 +651,7 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
         clr_cmake_args: opts.clr_cmake_args.clone(),
     };
 
+    let _lock = claim_staging(&p.layout)?;
     if opts.rebuild {
         listener.info("--rebuild: ignoring any cached staging");
     } else {
@@ -702,6 +759,19 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_build_into_the_same_directory_is_refused_while_the_first_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout::new(&d.path().join("out"));
+        let first = claim_staging(&layout).unwrap();
+        let err = claim_staging(&layout).err().unwrap().to_string();
+        assert!(err.contains("another rocm-pin build"), "{err}");
+        drop(first);
+        let _again = claim_staging(&layout).unwrap();
+        clean_staging(&layout).unwrap();
+        assert!(layout.work.join(LOCK_FILE).exists());
+    }
 
     #[test]
     fn jobs_come_from_flag_then_env_then_cpus() {
