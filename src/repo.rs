@@ -561,6 +561,9 @@ fn write_indices(
     for (rel, bytes) in &indices {
         write_atomic(&root.join(rel), bytes)?;
     }
+    if !opts.flat {
+        remove_stale_indices(&root.join(&opts.component), &arches)?;
+    }
 
     let mut release = Paragraph::new();
     release.set("Origin", &opts.origin)?;
@@ -621,6 +624,34 @@ fn write_indices(
         }
     }
     Ok(release_path)
+}
+
+/// A `binary-all` index written while the repository held only arch-all packages is replaced by
+/// the per-architecture indices once a concrete architecture arrives: remove it, so no index
+/// outside Release is left to be read back.
+fn remove_stale_indices(component_dir: &Path, arches: &[String]) -> anyhow::Result<()> {
+    let entries = fs::read_dir(component_dir)
+        .with_context(|| format!("reading {}", component_dir.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(arch) = name.strip_prefix("binary-") else {
+            continue;
+        };
+        if arches.iter().any(|a| a == arch) {
+            continue;
+        }
+        for file in ["Packages", "Packages.gz", "Packages.xz"] {
+            let path = entry.path().join(file);
+            if path.exists() {
+                fs::remove_file(&path)
+                    .with_context(|| format!("removing the stale index {}", path.display()))?;
+            }
+        }
+        // Only if nothing else is in there.
+        let _ = fs::remove_dir(entry.path());
+    }
+    Ok(())
 }
 
 fn push_packages(

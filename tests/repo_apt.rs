@@ -9,24 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use rocm_pin::sandbox::{ChrootImage, Sandbox};
+use rocm_pin::sandbox::{test_cache_dir, ChrootImage, Sandbox};
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-test.gpg";
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
-
-fn image() -> ChrootImage {
-    let tarball = cache_dir().join("chroot/bookworm-apt.tar.zst");
-    assert!(
-        tarball.is_file(),
-        "{} is missing: run scripts/test-setup",
-        tarball.display()
-    );
-    ChrootImage::cached("bookworm", &cache_dir()).expect("cached chroot image")
+fn image(suite: &str) -> ChrootImage {
+    ChrootImage::existing(suite, &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn rocm_pin() -> Command {
@@ -155,8 +143,8 @@ fn fixture() -> Fixture {
     }
 }
 
-fn sandbox_with_key(keyring: &Path) -> Sandbox {
-    let sb = Sandbox::new(&image()).expect("sandbox");
+fn sandbox_with_key(suite: &str, keyring: &Path) -> Sandbox {
+    let sb = Sandbox::new(&image(suite)).expect("sandbox");
     sb.copy_in(keyring, KEYRING).expect("copy the key in");
     sb
 }
@@ -229,11 +217,22 @@ fn install_and_check(sb: &Sandbox) {
     );
 }
 
+/// bookworm: apt 2.6 verifies with gpgv.
 #[test]
-fn apt_installs_from_the_signed_repository_and_refuses_tampering() {
+fn bookworm_apt_installs_from_the_signed_repository_and_refuses_tampering() {
+    signed_repository_scenarios("bookworm");
+}
+
+/// trixie: apt 3.0 verifies with Sequoia's sqv and its signature policy.
+#[test]
+fn trixie_apt_installs_from_the_signed_repository_and_refuses_tampering() {
+    signed_repository_scenarios("trixie");
+}
+
+fn signed_repository_scenarios(suite: &str) {
     let fx = fixture();
     let server = HttpServer::serve(fx.repo.parent().unwrap());
-    let sb = sandbox_with_key(&fx.keyring);
+    let sb = sandbox_with_key(suite, &fx.keyring);
     sb.write(
         "/etc/apt/sources.list.d/served.list",
         format!(
@@ -338,7 +337,7 @@ fn apt_installs_from_the_signed_repository_and_refuses_tampering() {
 fn apt_installs_from_a_flat_repository() {
     let fx = fixture();
     let server = HttpServer::serve(&fx.flat);
-    let sb = sandbox_with_key(&fx.keyring);
+    let sb = sandbox_with_key("bookworm", &fx.keyring);
     sb.write(
         "/etc/apt/sources.list.d/served-flat.list",
         format!("deb [signed-by={KEYRING}] {} ./\n", server.url()),

@@ -302,7 +302,7 @@ pub fn plan(
 ) -> anyhow::Result<PackagePlan> {
     let prefix = target.prefix.trim_end_matches('/').to_string();
     let lib_dir = format!("{prefix}/lib");
-    let mut warnings = vec![];
+    let mut warnings: Vec<String> = stock.iter().flat_map(|(_, s)| s.notes.clone()).collect();
     if opts.flavor.is_empty()
         || !opts
             .flavor
@@ -1042,6 +1042,7 @@ mod tests {
             conffiles: vec![],
             scripts: BTreeMap::new(),
             origin: "test".into(),
+            notes: vec![],
         }
     }
 
