@@ -277,3 +277,85 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt() {
     assert!(text(&out).contains("is not installed"), "{}", text(&out));
     assert_eq!(before, status_of(&sb));
 }
+
+/// A run killed between dpkg's unpack and configure (the state SIGKILL during apt leaves):
+/// the next `rocm-pin install` completes it.
+#[test]
+fn an_interrupted_install_is_completed_by_the_next_run() {
+    let a = artifacts("bookworm");
+    let sb = fresh(a, &a.stock_snapshot);
+    let argv = install_argv(&a.ours);
+    let mut unpack = vec!["dpkg", "--unpack"];
+    unpack.extend(&argv[2..]);
+    let out = sb.run(&unpack).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let state = sb
+        .run_ok(&[
+            "dpkg-query",
+            "-W",
+            "-f=${db:Status-Abbrev}",
+            "hsa-rocr-pinned",
+        ])
+        .unwrap();
+    assert_eq!(state.trim(), "iU", "the interrupted state must be set up");
+    assert_eq!(rc(&verify(&sb)), 1);
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("dpkg --configure -a"), "{}", text(&out));
+    assert!(verify(&sb).status.success());
+    assert!(all_patched(&probe(&sb)));
+    assert!(dependants_installed(&sb));
+}
+
+/// status: the facts, and a process still mapping the replaced (deleted) stock library.
+#[test]
+fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
+    let a = artifacts("bookworm");
+    let sb = rocm_pin::sandbox::Sandbox::with_options(
+        &image(&a.suite),
+        &rocm_pin::sandbox::SandboxOptions {
+            mount_proc: true,
+            ..opts(&a.suite)
+        },
+    )
+    .unwrap();
+    must(
+        std::process::Command::new("tar")
+            .arg("-C")
+            .arg(sb.root())
+            .arg("-xf")
+            .arg(&a.stock_snapshot),
+    );
+    // A long-running process with the stock runtime mapped, like a serving process.
+    let mut holder = sb
+        .command(&["sleep", "120"])
+        .env("LD_PRELOAD", "/opt/rocm-7.2.4/lib/libamdhip64.so.7")
+        .spawn()
+        .unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    let out_status = sb.run(&["rocm-pin", "status"]).unwrap();
+    let json = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert_eq!(rc(&out_status), 0, "{}", text(&out_status));
+    let human = text(&out_status);
+    assert!(human.contains("7.2.4-93"), "{human}");
+    assert!(
+        human.contains("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4"),
+        "{human}"
+    );
+    assert!(human.contains("verify:      all"), "{human}");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["flavor"], "pinned");
+    assert_eq!(v["verify_ok"], true);
+    let stale = v["stale_processes"].as_array().unwrap();
+    assert!(
+        stale.iter().any(|p| p["pid"] == holder.id()
+            && p["path"]
+                .as_str()
+                .unwrap()
+                .contains("libamdhip64.so.7.2.70204")),
+        "the sleeping process must be listed: {v}"
+    );
+}

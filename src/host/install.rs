@@ -344,6 +344,47 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         _ => {}
     }
 
+    // An earlier run killed in the middle leaves dpkg interrupted (packages unpacked but not
+    // configured); apt refuses to do anything until `dpkg --configure -a` finishes the job.
+    // Only our own packages' states decide this: anything else is the admin's to fix.
+    let interrupted: Vec<String> = status::read_status(root)?
+        .into_iter()
+        .filter(|e| {
+            facts
+                .iter()
+                .any(|f| f.package == e.package || f.stock_name == e.package)
+        })
+        .filter(|e| e.has_files() && !e.is_installed_ok())
+        .map(|e| format!("{} ({})", e.package, e.abbrev()))
+        .collect();
+    if !interrupted.is_empty() {
+        let out = progress::step(
+            listener,
+            "complete the interrupted run (dpkg --configure -a)",
+            || {
+                Command::new("dpkg")
+                    .arg("--configure")
+                    .arg("-a")
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .output()
+                    .context("cannot run dpkg --configure -a")
+            },
+        )?;
+        if !out.status.success() {
+            return Err(ExitError::check_failed(format!(
+                "an earlier run was interrupted ({}) and `dpkg --configure -a` failed ({}):\n{}",
+                interrupted.join(", "),
+                out.status,
+                tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
+            ))
+            .into());
+        }
+        report.actions.push(format!(
+            "completed an interrupted run: dpkg --configure -a ({})",
+            interrupted.join(", ")
+        ));
+    }
+
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
     let before = status::read_status(root)?;
     let by_name: BTreeMap<&str, &StatusEntry> =
