@@ -423,10 +423,38 @@ pub fn publish(
         .map(signing::load_secret_key)
         .transpose()?;
     let date = rfc2822_utc(release_time()?);
+    // One writer at a time per repository: an existing one is locked before it is read; a new
+    // one is created (exclusively) and locked only once the inputs have been checked.
+    let existing_lock = match fs::metadata(&opts.out) {
+        Ok(m) if m.is_dir() => Some(lock_repository(&opts.out, listener)?),
+        Ok(_) => {
+            return Err(usage(format!(
+                "--out {} exists and is not a directory",
+                opts.out.display()
+            )))
+        }
+        Err(_) => None,
+    };
     let (mut by_id, incoming, unchanged) =
         step(listener, "read the repository and the new packages", || {
             plan_additions(debs, opts)
         })?;
+    let _lock = match existing_lock {
+        Some(lock) => lock,
+        None => {
+            if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            fs::create_dir(&opts.out).with_context(|| {
+                format!(
+                    "creating {} (if another rocm-pin repo created it meanwhile, run again)",
+                    opts.out.display()
+                )
+            })?;
+            lock_repository(&opts.out, listener)?
+        }
+    };
     let added = step(listener, "copy packages into the pool", || {
         let mut added = Vec::new();
         for new in incoming {
@@ -454,6 +482,27 @@ pub fn publish(
         release,
         signed_by: key.as_ref().map(signing::fingerprint),
     })
+}
+
+/// An exclusive flock on the repository directory, released when the returned file is dropped.
+fn lock_repository(dir: &Path, listener: &dyn Listener) -> anyhow::Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    let file =
+        fs::File::open(dir).with_context(|| format!("opening {} to lock it", dir.display()))?;
+    // SAFETY: flock on a file descriptor we own; no memory is shared with the call.
+    let try_lock = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if try_lock != 0 {
+        listener.info(&format!(
+            "waiting for another rocm-pin repo writing {}",
+            dir.display()
+        ));
+        // SAFETY: as above.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("locking {}", dir.display()));
+        }
+    }
+    Ok(file)
 }
 
 type Plan = (BTreeMap<String, Listed>, Vec<Incoming>, Vec<String>);
