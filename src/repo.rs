@@ -341,6 +341,42 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Copy `from` to `to` through a temporary file beside `to` (streamed: ROCm packages are
+/// hundreds of megabytes) and a rename. The bytes copied must still have the SHA-256 the index
+/// will list; a file changed since it was read is refused.
+fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
+    let dir = to
+        .parent()
+        .with_context(|| format!("{} has no parent directory", to.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut source = fs::File::open(from).with_context(|| format!("opening {}", from.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = source
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", from.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .with_context(|| format!("writing {}", to.display()))?;
+    }
+    if hex::encode(hasher.finalize()) != sha256 {
+        bail!(
+            "{} changed while it was being published; run again",
+            from.display()
+        );
+    }
+    tmp.as_file().sync_all().ok();
+    tmp.persist(to)
+        .with_context(|| format!("renaming into {}", to.display()))?;
+    set_mode(to, 0o644)
+}
+
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
@@ -460,9 +496,7 @@ pub fn publish(
         for new in incoming {
             let target = opts.out.join(&new.pool_rel);
             if !target.exists() {
-                let bytes = fs::read(&new.source)
-                    .with_context(|| format!("reading {}", new.source.display()))?;
-                write_atomic(&target, &bytes)?;
+                copy_atomic(&new.source, &target, &new.listed.sha256)?;
             }
             listener.info(&format!("added {}", new.pool_rel));
             added.push(new.listed.id());
