@@ -1,1 +1,835 @@
 //! Apt repository writer and OpenPGP signing. (Issue 6.)
+//!
+//! Layout (the one Debian archives and `apt-ftparchive` use):
+//! ```text
+//! pool/<component>/<first letter>/<source>/<name>_<version>_<arch>.deb
+//! dists/<suite>/<component>/binary-<arch>/Packages{,.gz,.xz}
+//! dists/<suite>/Release, InRelease, Release.gpg
+//! ```
+//! or, with `flat`, `Packages{,.gz,.xz}` and `Release`/`InRelease`/`Release.gpg` at the top (the
+//! `.deb` files still go under `pool/`). The repository is regenerated from the union of the
+//! packages it already lists and the new ones, so adding keeps what is there; the same
+//! name + version + architecture with different bytes is refused before anything is written.
+//!
+//! Signing uses rpgp (pure Rust). Keys are v4 EdDSA (Ed25519, "legacy" encoding): the
+//! algorithm GnuPG 2.2 (bookworm's gpgv, which apt uses) and Sequoia's sqv (trixie) both verify.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use md5::Md5;
+use sha2::{Digest, Sha256};
+
+use crate::deb::control::{format_many, package_name_problem, Paragraph};
+use crate::deb::Version;
+use crate::error::ExitError;
+use crate::progress::{step, Listener};
+
+pub const DEFAULT_SUITE: &str = "stable";
+pub const DEFAULT_COMPONENT: &str = "main";
+/// Public key files written into a signed repository, for clients that fetch the key with it.
+pub const REPO_KEY_ASC: &str = "archive-key.asc";
+pub const REPO_KEY_GPG: &str = "archive-key.gpg";
+
+#[derive(Debug, Clone)]
+pub struct RepoOptions {
+    pub out: PathBuf,
+    pub suite: String,
+    pub component: String,
+    /// Armored OpenPGP secret key (unprotected) to sign Release with.
+    pub sign_key: Option<PathBuf>,
+    pub flat: bool,
+    pub origin: String,
+    pub label: String,
+}
+
+impl RepoOptions {
+    pub fn new(out: impl Into<PathBuf>) -> Self {
+        RepoOptions {
+            out: out.into(),
+            suite: DEFAULT_SUITE.to_string(),
+            component: DEFAULT_COMPONENT.to_string(),
+            sign_key: None,
+            flat: false,
+            origin: "rocm-pin".to_string(),
+            label: "rocm-pin".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PublishSummary {
+    /// `name_version_arch` of packages copied into the pool by this run.
+    pub added: Vec<String>,
+    /// Packages given again with identical bytes (nothing to do).
+    pub unchanged: Vec<String>,
+    /// Packages in the repository after this run.
+    pub total: usize,
+    pub architectures: Vec<String>,
+    /// The Release file (InRelease / Release.gpg beside it when signed).
+    pub release: PathBuf,
+    /// Fingerprint of the signing key, when signed.
+    pub signed_by: Option<String>,
+}
+
+/// One package as listed in the index: its Packages stanza and where the .deb lives.
+#[derive(Debug, Clone)]
+struct Listed {
+    stanza: Paragraph,
+    name: String,
+    version: String,
+    arch: String,
+    sha256: String,
+}
+
+impl Listed {
+    fn id(&self) -> String {
+        format!("{}_{}_{}", self.name, self.version, self.arch)
+    }
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(ExitError::new(crate::error::ExitKind::Usage, message))
+}
+
+/// Suite and component names become path components and Release values.
+fn check_name(what: &str, name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+    if !ok {
+        return Err(usage(format!(
+            "invalid {what} name {name:?}: use letters, digits and . _ + - only"
+        )));
+    }
+    Ok(())
+}
+
+/// Where the index files (Packages, Release) of this repository live.
+fn index_root(opts: &RepoOptions) -> PathBuf {
+    if opts.flat {
+        opts.out.clone()
+    } else {
+        opts.out.join("dists").join(&opts.suite)
+    }
+}
+
+/// Path of a Packages file relative to `index_root`.
+fn packages_rel(opts: &RepoOptions, arch: &str) -> String {
+    if opts.flat {
+        "Packages".to_string()
+    } else {
+        format!("{}/binary-{arch}/Packages", opts.component)
+    }
+}
+
+/// Read the packages an existing repository already lists (nothing when `out` is new).
+fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
+    let root = index_root(opts);
+    let mut files = Vec::new();
+    if opts.flat {
+        files.push(root.join("Packages"));
+    } else {
+        let comp = root.join(&opts.component);
+        if comp.is_dir() {
+            for entry in
+                fs::read_dir(&comp).with_context(|| format!("reading {}", comp.display()))?
+            {
+                let entry = entry?;
+                let name = entry.file_name();
+                if name.to_string_lossy().starts_with("binary-") {
+                    files.push(entry.path().join("Packages"));
+                }
+            }
+        }
+    }
+    let mut by_id: BTreeMap<String, Listed> = BTreeMap::new();
+    for file in files {
+        if !file.exists() {
+            continue;
+        }
+        let text = fs::read_to_string(&file)
+            .with_context(|| format!("reading the existing index {}", file.display()))?;
+        let stanzas = Paragraph::parse_many(&text)
+            .with_context(|| format!("parsing the existing index {}", file.display()))?;
+        for stanza in stanzas {
+            let listed = listed_from_stanza(stanza)
+                .with_context(|| format!("in the existing index {}", file.display()))?;
+            let deb = opts
+                .out
+                .join(listed.stanza.get("Filename").unwrap_or_default());
+            let size: u64 = listed
+                .stanza
+                .get("Size")
+                .unwrap_or_default()
+                .parse()
+                .unwrap_or(0);
+            match fs::metadata(&deb) {
+                Ok(m) if m.len() == size => {}
+                Ok(m) => bail!(
+                    "{} lists {} with Size {size}, but {} has {} bytes: the repository is inconsistent; \
+                     restore the file or start a new repository",
+                    file.display(),
+                    listed.id(),
+                    deb.display(),
+                    m.len()
+                ),
+                Err(e) => bail!(
+                    "{} lists {}, but {} is missing ({e}): restore the pool or start a new repository",
+                    file.display(),
+                    listed.id(),
+                    deb.display()
+                ),
+            }
+            // Arch-all packages appear once per binary-<arch>; keep one.
+            by_id.entry(listed.id()).or_insert(listed);
+        }
+    }
+    Ok(by_id.into_values().collect())
+}
+
+fn listed_from_stanza(stanza: Paragraph) -> anyhow::Result<Listed> {
+    let field = |name: &str| -> anyhow::Result<String> {
+        stanza
+            .get(name)
+            .map(str::to_string)
+            .with_context(|| format!("a stanza has no {name} field"))
+    };
+    let name = field("Package")?;
+    let version = field("Version")?;
+    let arch = field("Architecture")?;
+    let sha256 = field("SHA256")?;
+    field("Filename")?;
+    field("Size")?;
+    Ok(Listed {
+        stanza,
+        name,
+        version,
+        arch,
+        sha256,
+    })
+}
+
+struct Hashed {
+    size: u64,
+    md5: String,
+    sha256: String,
+}
+
+fn hash_file(path: &Path) -> anyhow::Result<Hashed> {
+    let mut file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let (mut md5, mut sha) = (Md5::new(), Sha256::new());
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        md5.update(&buf[..n]);
+        sha.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok(Hashed {
+        size,
+        md5: hex::encode(md5.finalize()),
+        sha256: hex::encode(sha.finalize()),
+    })
+}
+
+/// Control paragraph of a .deb.
+fn deb_control(path: &Path) -> anyhow::Result<Paragraph> {
+    let info = crate::deb::reader::read_deb(path, &crate::deb::ReadLimits::default())?;
+    Ok(info.control)
+}
+
+/// `pool/<component>/<first letter>/<source>/<name>_<version without epoch>_<arch>.deb`
+fn pool_path(
+    component: &str,
+    control: &Paragraph,
+    name: &str,
+    version: &Version,
+    arch: &str,
+) -> String {
+    // Source may read "src (1.2-3)" when the binary version differs.
+    let source = control
+        .get("Source")
+        .and_then(|s| s.split_whitespace().next())
+        .filter(|s| package_name_problem(s).is_none())
+        .unwrap_or(name);
+    let letter = &source[..1];
+    let mut file_version = version.upstream.clone();
+    if !version.revision.is_empty() {
+        file_version.push('-');
+        file_version.push_str(&version.revision);
+    }
+    format!("pool/{component}/{letter}/{source}/{name}_{file_version}_{arch}.deb")
+}
+
+/// A new package: checked and hashed, not yet copied.
+struct Incoming {
+    source: PathBuf,
+    listed: Listed,
+    pool_rel: String,
+}
+
+fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
+    let control = deb_control(deb)
+        .with_context(|| format!("reading the control file of {}", deb.display()))?;
+    control
+        .validate_binary()
+        .with_context(|| format!("{}: invalid control file", deb.display()))?;
+    let name = control.get("Package").unwrap_or_default().to_string();
+    let version_text = control.get("Version").unwrap_or_default().to_string();
+    let arch = control.get("Architecture").unwrap_or_default().to_string();
+    if !arch.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        bail!("{}: invalid Architecture {arch:?}", deb.display());
+    }
+    let version: Version = version_text.parse()?;
+    let hashed = hash_file(deb)?;
+    let pool_rel = pool_path(component, &control, &name, &version, &arch);
+    // The Packages stanza: the control fields, then where and what the file is. Description
+    // stays last, as dpkg-scanpackages writes it.
+    let mut stanza = Paragraph::new();
+    for (field, value) in control.fields() {
+        if !field.eq_ignore_ascii_case("Description") {
+            stanza.set(field, value)?;
+        }
+    }
+    stanza.set("Filename", &pool_rel)?;
+    stanza.set("Size", &hashed.size.to_string())?;
+    stanza.set("MD5sum", &hashed.md5)?;
+    stanza.set("SHA256", &hashed.sha256)?;
+    if let Some(description) = control.get("Description") {
+        stanza.set("Description", description)?;
+    }
+    Ok(Incoming {
+        source: deb.to_path_buf(),
+        listed: Listed {
+            stanza,
+            name,
+            version: version_text,
+            arch,
+            sha256: hashed.sha256,
+        },
+        pool_rel,
+    })
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent directory", path.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.as_file().sync_all().ok();
+    tmp.persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    set_mode(path, 0o644)?;
+    Ok(())
+}
+
+fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+fn gzip(data: &[u8]) -> anyhow::Result<Vec<u8>> {
+    // No file name and mtime 0 in the header: the same index gives the same bytes.
+    let mut enc = flate2::GzBuilder::new().write(Vec::new(), flate2::Compression::best());
+    enc.write_all(data)?;
+    Ok(enc.finish()?)
+}
+
+fn xz(data: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
+    enc.write_all(data)?;
+    Ok(enc.finish()?)
+}
+
+/// Seconds since the epoch: SOURCE_DATE_EPOCH when set (reproducible builds), else now.
+pub fn release_time() -> anyhow::Result<i64> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(text) => text.trim().parse::<i64>().map_err(|_| {
+            usage(format!(
+                "SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970-01-01"
+            ))
+        }),
+        Err(_) => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)),
+    }
+}
+
+/// RFC 2822 date in UTC, as Debian's Release files carry it: `Thu, 03 Dec 2026 02:08:07 UTC`.
+pub fn rfc2822_utc(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} UTC",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Write (or extend) a repository with `debs`.
+pub fn publish(
+    debs: &[PathBuf],
+    opts: &RepoOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<PublishSummary> {
+    check_name("suite", &opts.suite)?;
+    check_name("component", &opts.component)?;
+    if debs.is_empty() {
+        return Err(usage("no .deb files given: rocm-pin repo DEB... --out DIR"));
+    }
+    // Everything that can fail on bad input is checked before the first write.
+    let key = opts
+        .sign_key
+        .as_deref()
+        .map(signing::load_secret_key)
+        .transpose()?;
+    let date = rfc2822_utc(release_time()?);
+    let (mut by_id, incoming, unchanged) =
+        step(listener, "read the repository and the new packages", || {
+            plan_additions(debs, opts)
+        })?;
+    let added = step(listener, "copy packages into the pool", || {
+        let mut added = Vec::new();
+        for new in incoming {
+            let target = opts.out.join(&new.pool_rel);
+            if !target.exists() {
+                let bytes = fs::read(&new.source)
+                    .with_context(|| format!("reading {}", new.source.display()))?;
+                write_atomic(&target, &bytes)?;
+            }
+            listener.info(&format!("added {}", new.pool_rel));
+            added.push(new.listed.id());
+            by_id.insert(new.listed.id(), new.listed);
+        }
+        anyhow::Ok(added)
+    })?;
+    let release = step(listener, "write the indices and Release", || {
+        write_indices(opts, &by_id, &date, key.as_ref())
+    })?;
+    let architectures = index_architectures(&by_id);
+    Ok(PublishSummary {
+        added,
+        unchanged,
+        total: by_id.len(),
+        architectures,
+        release,
+        signed_by: key.as_ref().map(signing::fingerprint),
+    })
+}
+
+type Plan = (BTreeMap<String, Listed>, Vec<Incoming>, Vec<String>);
+
+/// What is already published, what is new, what is given again unchanged; refuses conflicts.
+fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> {
+    let existing = existing_packages(opts)?;
+    let by_id: BTreeMap<String, Listed> = existing.into_iter().map(|l| (l.id(), l)).collect();
+    let mut incoming: Vec<Incoming> = Vec::new();
+    let mut unchanged = Vec::new();
+    let mut conflicts = Vec::new();
+    for deb in debs {
+        let new = read_incoming(deb, &opts.component)?;
+        let id = new.listed.id();
+        let earlier = by_id
+            .get(&id)
+            .map(|l| (l.sha256.clone(), "the repository"))
+            .or_else(|| {
+                incoming
+                    .iter()
+                    .find(|i| i.listed.id() == id)
+                    .map(|i| (i.listed.sha256.clone(), "an earlier argument"))
+            });
+        match earlier {
+            Some((sha, _)) if sha == new.listed.sha256 => unchanged.push(id),
+            Some((sha, place)) => conflicts.push(format!(
+                "{}: {} {} ({}) is already in {place} with different contents (sha256 {sha}, this file {}); \
+                 a published version must never change: bump the version",
+                deb.display(),
+                new.listed.name,
+                new.listed.version,
+                new.listed.arch,
+                new.listed.sha256
+            )),
+            None => {
+                let target = opts.out.join(&new.pool_rel);
+                if target.exists() && hash_file(&target)?.sha256 != new.listed.sha256 {
+                    conflicts.push(format!(
+                        "{} already exists with different contents but is not in the index; \
+                         remove it or start a new repository",
+                        target.display()
+                    ));
+                }
+                incoming.push(new);
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(usage(format!(
+            "refused, nothing written:\n  {}",
+            conflicts.join("\n  ")
+        )));
+    }
+    Ok((by_id, incoming, unchanged))
+}
+
+/// The binary-<arch> indices to write: every concrete architecture (arch-all packages go into
+/// each of them, as apt expects), or `all` alone when there is no other.
+fn index_architectures(by_id: &BTreeMap<String, Listed>) -> Vec<String> {
+    let concrete: BTreeSet<&str> = by_id
+        .values()
+        .map(|l| l.arch.as_str())
+        .filter(|a| *a != "all")
+        .collect();
+    if concrete.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        concrete.into_iter().map(str::to_string).collect()
+    }
+}
+
+fn write_indices(
+    opts: &RepoOptions,
+    by_id: &BTreeMap<String, Listed>,
+    date: &str,
+    key: Option<&pgp::composed::SignedSecretKey>,
+) -> anyhow::Result<PathBuf> {
+    let root = index_root(opts);
+    let mut listed: Vec<&Listed> = by_id.values().collect();
+    listed.sort_by(|a, b| {
+        a.name
+            .cmp(&b.name)
+            .then_with(|| {
+                crate::deb::version::compare(&a.version, &b.version)
+                    .unwrap_or(a.version.cmp(&b.version))
+            })
+            .then_with(|| a.arch.cmp(&b.arch))
+    });
+    let arches = index_architectures(by_id);
+    // (relative path, bytes) of every index file, for the Release checksums.
+    let mut indices: Vec<(String, Vec<u8>)> = Vec::new();
+    if opts.flat {
+        let all: Vec<Paragraph> = listed.iter().map(|l| l.stanza.clone()).collect();
+        push_packages(&mut indices, "Packages", &all)?;
+    } else {
+        for arch in &arches {
+            let stanzas: Vec<Paragraph> = listed
+                .iter()
+                .filter(|l| l.arch == *arch || l.arch == "all")
+                .map(|l| l.stanza.clone())
+                .collect();
+            push_packages(&mut indices, &packages_rel(opts, arch), &stanzas)?;
+        }
+    }
+    for (rel, bytes) in &indices {
+        write_atomic(&root.join(rel), bytes)?;
+    }
+
+    let mut release = Paragraph::new();
+    release.set("Origin", &opts.origin)?;
+    release.set("Label", &opts.label)?;
+    release.set("Suite", &opts.suite)?;
+    release.set("Codename", &opts.suite)?;
+    release.set("Date", date)?;
+    release.set("Architectures", &arches.join(" "))?;
+    if !opts.flat {
+        release.set("Components", &opts.component)?;
+    }
+    release.set("Description", "apt repository written by rocm-pin")?;
+    let width = indices
+        .iter()
+        .map(|(_, b)| b.len().to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(8);
+    let mut md5_lines = String::new();
+    let mut sha_lines = String::new();
+    for (rel, bytes) in &indices {
+        md5_lines.push_str(&format!(
+            "\n {} {:>width$} {rel}",
+            hex::encode(Md5::digest(bytes)),
+            bytes.len()
+        ));
+        sha_lines.push_str(&format!(
+            "\n {} {:>width$} {rel}",
+            hex::encode(Sha256::digest(bytes)),
+            bytes.len()
+        ));
+    }
+    release.set("MD5Sum", &md5_lines)?;
+    release.set("SHA256", &sha_lines)?;
+    let release_text = release.to_string();
+    let release_path = root.join("Release");
+    write_atomic(&release_path, release_text.as_bytes())?;
+
+    let inrelease = root.join("InRelease");
+    let detached = root.join("Release.gpg");
+    match key {
+        Some(key) => {
+            let (clear, det) = signing::sign_release(key, &release_text)?;
+            write_atomic(&inrelease, clear.as_bytes())?;
+            write_atomic(&detached, det.as_bytes())?;
+            let (asc, gpg) = signing::public_key_bytes(key)?;
+            write_atomic(&opts.out.join(REPO_KEY_ASC), &asc)?;
+            write_atomic(&opts.out.join(REPO_KEY_GPG), &gpg)?;
+        }
+        None => {
+            // Signatures over an older Release would make apt refuse the repository.
+            for stale in [&inrelease, &detached] {
+                if stale.exists() {
+                    fs::remove_file(stale)
+                        .with_context(|| format!("removing the stale {}", stale.display()))?;
+                }
+            }
+        }
+    }
+    Ok(release_path)
+}
+
+fn push_packages(
+    indices: &mut Vec<(String, Vec<u8>)>,
+    rel: &str,
+    stanzas: &[Paragraph],
+) -> anyhow::Result<()> {
+    let mut text = format_many(stanzas);
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    let bytes = text.into_bytes();
+    indices.push((format!("{rel}.gz"), gzip(&bytes)?));
+    indices.push((format!("{rel}.xz"), xz(&bytes)?));
+    indices.push((rel.to_string(), bytes));
+    Ok(())
+}
+
+/// Files written by [`keygen`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KeyFiles {
+    /// Armored secret key (mode 0600, no passphrase): give it to `--sign-key`.
+    pub secret: PathBuf,
+    /// Armored public key.
+    pub public_asc: PathBuf,
+    /// Binary public key, for `signed-by=` in an apt sources entry.
+    pub public_gpg: PathBuf,
+    pub fingerprint: String,
+}
+
+/// Make a signing key. `out` names the secret key (`KEY.asc`); the public key goes beside it as
+/// `KEY.pub.asc` and `KEY.pub.gpg`. Refuses to overwrite any of them.
+pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
+    let file_name = out
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} is not a file name", out.display()))?;
+    let stem = file_name.strip_suffix(".asc").unwrap_or(file_name);
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let files = KeyFiles {
+        secret: out.to_path_buf(),
+        public_asc: out.with_file_name(format!("{stem}.pub.asc")),
+        public_gpg: out.with_file_name(format!("{stem}.pub.gpg")),
+        fingerprint: String::new(),
+    };
+    for path in [&files.secret, &files.public_asc, &files.public_gpg] {
+        if path.exists() {
+            return Err(usage(format!(
+                "{} already exists: refusing to overwrite a key; choose another --out",
+                path.display()
+            )));
+        }
+    }
+    if !dir.is_dir() {
+        return Err(usage(format!("directory {} does not exist", dir.display())));
+    }
+    let key = signing::generate(user_id)?;
+    let secret = key
+        .to_armored_string(pgp::composed::ArmorOptions::default())
+        .context("armoring the secret key")?;
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&files.secret)
+            .with_context(|| format!("creating {}", files.secret.display()))?;
+        f.write_all(secret.as_bytes())
+            .with_context(|| format!("writing {}", files.secret.display()))?;
+    }
+    let (asc, gpg) = signing::public_key_bytes(&key)?;
+    fs::write(&files.public_asc, asc)
+        .with_context(|| format!("writing {}", files.public_asc.display()))?;
+    fs::write(&files.public_gpg, gpg)
+        .with_context(|| format!("writing {}", files.public_gpg.display()))?;
+    Ok(KeyFiles {
+        fingerprint: signing::fingerprint(&key),
+        ..files
+    })
+}
+
+/// OpenPGP through rpgp.
+pub mod signing {
+    use std::path::Path;
+
+    use anyhow::Context;
+    use pgp::composed::{
+        ArmorOptions, CleartextSignedMessage, Deserializable, DetachedSignature, KeyType,
+        SecretKeyParamsBuilder, SignedSecretKey,
+    };
+    use pgp::crypto::hash::HashAlgorithm;
+    use pgp::ser::Serialize;
+    use pgp::types::{KeyDetails, Password};
+
+    /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
+    pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
+        let mut params = SecretKeyParamsBuilder::default();
+        params
+            .key_type(KeyType::Ed25519Legacy)
+            .can_certify(true)
+            .can_sign(true)
+            .primary_user_id(user_id.to_string())
+            .preferred_hash_algorithms(
+                [HashAlgorithm::Sha256, HashAlgorithm::Sha512]
+                    .into_iter()
+                    .collect(),
+            );
+        let params = params.build().context("key parameters")?;
+        let key = params
+            .generate(rand::thread_rng())
+            .context("generating the key")?;
+        Ok(key)
+    }
+
+    pub fn load_secret_key(path: &Path) -> anyhow::Result<SignedSecretKey> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the signing key {}", path.display()))?;
+        let (key, _) = SignedSecretKey::from_string(&text).with_context(|| {
+            format!(
+                "{} is not an armored OpenPGP secret key (make one with `rocm-pin repo keygen --out KEY.asc`)",
+                path.display()
+            )
+        })?;
+        key.verify_bindings().with_context(|| {
+            format!(
+                "{}: the key's self-signatures do not verify",
+                path.display()
+            )
+        })?;
+        // Fail now, not half-way through writing, if the key cannot sign without a passphrase.
+        DetachedSignature::sign_binary_data(
+            rand::thread_rng(),
+            &key.primary_key,
+            &Password::empty(),
+            HashAlgorithm::Sha256,
+            &b"probe"[..],
+        )
+        .with_context(|| {
+            format!(
+                "{}: cannot sign with this key (passphrase-protected keys are not supported)",
+                path.display()
+            )
+        })?;
+        Ok(key)
+    }
+
+    pub fn fingerprint(key: &SignedSecretKey) -> String {
+        hex::encode_upper(key.fingerprint().as_bytes())
+    }
+
+    /// (InRelease: cleartext-signed Release, Release.gpg: armored detached signature).
+    pub fn sign_release(key: &SignedSecretKey, release: &str) -> anyhow::Result<(String, String)> {
+        // In a cleartext signature the line break before the signature block belongs to the
+        // framing, not the text (RFC 9580 §7.1): sign the text without its final newline so the
+        // InRelease layout and what gpgv verifies are exactly Release, as `gpg --clearsign` does.
+        let clear = CleartextSignedMessage::sign(
+            rand::thread_rng(),
+            release.strip_suffix('\n').unwrap_or(release),
+            &key.primary_key,
+            &Password::empty(),
+        )
+        .context("signing InRelease")?
+        .to_armored_string(ArmorOptions::default())
+        .context("armoring InRelease")?;
+        let detached = DetachedSignature::sign_binary_data(
+            rand::thread_rng(),
+            &key.primary_key,
+            &Password::empty(),
+            HashAlgorithm::Sha256,
+            release.as_bytes(),
+        )
+        .context("signing Release.gpg")?
+        .to_armored_string(ArmorOptions::default())
+        .context("armoring Release.gpg")?;
+        Ok((clear, detached))
+    }
+
+    /// (armored, binary) public key.
+    pub fn public_key_bytes(key: &SignedSecretKey) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+        let public = key.to_public_key();
+        let asc = public
+            .to_armored_bytes(ArmorOptions::default())
+            .context("armoring the public key")?;
+        let gpg = public.to_bytes().context("serializing the public key")?;
+        Ok((asc, gpg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc2822_dates() {
+        assert_eq!(rfc2822_utc(0), "Thu, 01 Jan 1970 00:00:00 UTC");
+        assert_eq!(rfc2822_utc(951_782_400), "Tue, 29 Feb 2000 00:00:00 UTC");
+        assert_eq!(rfc2822_utc(1_764_727_687), "Wed, 03 Dec 2025 02:08:07 UTC");
+        assert_eq!(rfc2822_utc(4_102_444_799), "Thu, 31 Dec 2099 23:59:59 UTC");
+    }
+
+    #[test]
+    fn names_are_checked() {
+        for bad in ["", "a/b", "..", "a b", "ü"] {
+            assert!(check_name("suite", bad).is_err(), "{bad:?}");
+        }
+        check_name("suite", "bookworm-rocm_7.2+x").unwrap();
+    }
+}

@@ -290,3 +290,75 @@ pub struct Marker {
     /// rocm-pin version that made the packages.
     pub tool_version: String,
 }
+
+/// The runtime library family of `path` when it is a replaceable runtime library of the target
+/// prefix: directly in `<prefix>/lib/` (not `lib/asan/`, not `/usr/lib`, not another
+/// `/opt/rocm-*` tree) and named like a family member. This is the stock-discovery rule: a
+/// package owning such a path is a replacement target.
+pub fn runtime_library_family_at(prefix: &str, path: &str) -> Option<&'static LibraryFamily> {
+    let lib_dir = format!("{}/lib/", prefix.trim_end_matches('/'));
+    let name = path.strip_prefix(&lib_dir)?;
+    if name.contains('/') {
+        return None;
+    }
+    family_of(name)
+}
+
+/// The SONAME major of `libamdhip64.so.7` → `Some("7")`; None when the soname has no version.
+pub fn soname_major(soname: &str) -> Option<&str> {
+    soname
+        .split_once(".so.")
+        .map(|(_, rest)| rest.split('.').next().unwrap_or(rest))
+}
+
+/// The ROCm prefix a stock file list installs into: the `/opt/rocm-X.Y.Z` holding a runtime
+/// library in its `lib/`. None when no such path is listed.
+pub fn prefix_of_runtime_path(path: &str) -> Option<String> {
+    let (dir, name) = path.rsplit_once('/')?;
+    let prefix = dir.strip_suffix("/lib")?;
+    let leaf = prefix.rsplit('/').next()?;
+    (leaf.starts_with("rocm-") && prefix.starts_with("/opt/") && family_of(name).is_some())
+        .then(|| prefix.to_string())
+}
+
+/// What a replacement's short description calls each half.
+pub fn half_description(half: Half) -> &'static str {
+    match half {
+        Half::Hsa => "ROCm HSA runtime (ROCr)",
+        Half::Hip => "ROCm HIP runtime (CLR)",
+    }
+}
+
+#[cfg(test)]
+mod discovery_tests {
+    use super::*;
+
+    #[test]
+    fn discovery_rule_takes_only_the_prefix_lib_dir() {
+        let p = "/opt/rocm-7.2.4";
+        assert_eq!(
+            runtime_library_family_at(p, "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1")
+                .unwrap()
+                .half,
+            Half::Hsa
+        );
+        assert!(
+            runtime_library_family_at(p, "/opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1")
+                .is_none()
+        );
+        assert!(
+            runtime_library_family_at(p, "/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1")
+                .is_none()
+        );
+        assert!(runtime_library_family_at(p, "/opt/rocm-7.2.3/lib/libamdhip64.so.7").is_none());
+        assert!(runtime_library_family_at(p, "/opt/rocm-7.2.4/lib/cmake/libamdhip64.so").is_none());
+        assert_eq!(soname_major("libamdhip64.so.7"), Some("7"));
+        assert_eq!(soname_major("libhsa-runtime64.so.1.18.0"), Some("1"));
+        assert_eq!(soname_major("libfoo.so"), None);
+        assert_eq!(
+            prefix_of_runtime_path("/opt/rocm-7.2.4/lib/libamdhip64.so.7").as_deref(),
+            Some("/opt/rocm-7.2.4")
+        );
+        assert!(prefix_of_runtime_path("/usr/lib/libamdhip64.so.7").is_none());
+    }
+}

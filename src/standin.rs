@@ -24,6 +24,7 @@
 //! builds the program that reports, per soname, which file the loader used and its identity.
 //! Same spec → byte-identical .debs.
 
+pub mod chroot;
 mod csrc;
 
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
@@ -217,12 +218,13 @@ impl StockSetSpec {
         next
     }
 
-    /// "r3": [`Self::newer_release`] plus `rocm-core` and a `rocm-hip-runtime` meta with exact
-    /// deps on the new versions.
+    /// "r3": [`Self::newer_release`] plus `rocm-core`, and the exact-`=` dependants
+    /// `rocm-hip-runtime` and `hip-dev` at the new versions (what a point release publishes).
     pub fn newer_release_with_meta(&self) -> Self {
         let mut next = self.newer_release();
         next.roles.insert(StockRole::RocmCore);
         next.roles.insert(StockRole::RocmHipRuntime);
+        next.roles.insert(StockRole::HipDev);
         next
     }
 
@@ -232,6 +234,26 @@ impl StockSetSpec {
         next.build_number = build_number;
         next.roles = [StockRole::HsaRocr, StockRole::HipRuntime].into();
         next
+    }
+
+    /// Decoy: another ROCm release installed side by side in its own prefix
+    /// (`/opt/rocm-7.1.0`), multi-version names (`hsa-rocr7.1.0`), its own loader entry
+    /// (`rocr-runtime-7.1.0.conf`) and a lower alternatives priority, so `/opt/rocm` keeps
+    /// pointing at the target. Discovery for the target prefix must not pick its packages.
+    pub fn other_release(&self, rocm_version: &str) -> Self {
+        let mut other = self.clone();
+        other.rocm_version = rocm_version.to_string();
+        other.release_number = None;
+        other.naming = Naming::MultiVersion;
+        other.version_file = VersionFile::Standard;
+        other.loader_entry_name = format!("rocr-runtime-{rocm_version}.conf");
+        other.roles = [
+            StockRole::RocmCore,
+            StockRole::HsaRocr,
+            StockRole::HipRuntime,
+        ]
+        .into();
+        other
     }
 
     /// Builder: this spec with `roles` added.
@@ -502,6 +524,13 @@ impl StockSet {
             .collect()
     }
 
+    /// Write the set's facts (spec, packages, files, libraries, identities) as JSON, for
+    /// scripts and the demo's report.
+    pub fn write_facts(&self, path: &Path) -> anyhow::Result<()> {
+        let json = serde_json::to_vec_pretty(self).context("serialising the stand-in facts")?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))
+    }
+
     /// The library with this soname in any package of the set (first match in build order).
     pub fn library(&self, soname: &str) -> Option<&StockLibrary> {
         self.packages
@@ -579,7 +608,7 @@ pub fn build_stock_set(
     for plan in plans {
         let name = format!("package {} {}", plan.name, plan.version);
         let pkg = progress::step(listener, &name, || {
-            write_package(spec, &plan, work.path(), out_dir)
+            write_package(spec, &plan, work.path(), out_dir, listener)
         })?;
         listener.info(&format!("{}", pkg.deb.display()));
         packages.push(pkg);
@@ -1174,6 +1203,7 @@ fn write_package(
     plan: &PackagePlan,
     work: &Path,
     out_dir: &Path,
+    listener: &dyn Listener,
 ) -> anyhow::Result<StockPackage> {
     let tree = work.join("trees").join(&plan.name);
     if tree.exists() {
@@ -1243,7 +1273,7 @@ fn write_package(
         "{}_{}_{}.deb",
         plan.name, plan.version, spec.architecture
     ));
-    pack_tree(&tree, &deb, spec.source_date_epoch)?;
+    pack_tree(&tree, &deb, spec.source_date_epoch, listener)?;
 
     let mut files: Vec<String> = plan.payload.iter().map(|p| p.path().to_string()).collect();
     files.sort();
@@ -1262,24 +1292,19 @@ fn write_package(
 }
 
 fn make_dir(p: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
+}
+
+/// Every directory of the tree (its root included) gets mode 0755, so the archive does not
+/// depend on the umask of whoever runs the build.
+fn normalize_dir_modes(tree: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
-    // Modes must not depend on the umask of whoever runs the build.
-    let mut cur = Some(p);
-    while let Some(d) = cur {
-        if d.file_name().is_none() {
-            break;
+    for entry in walkdir::WalkDir::new(tree) {
+        let entry = entry.with_context(|| format!("walking {}", tree.display()))?;
+        if entry.file_type().is_dir() {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("setting the mode of {}", entry.path().display()))?;
         }
-        if let Ok(meta) = d.symlink_metadata() {
-            if meta.is_dir() && meta.permissions().mode() & 0o7777 != 0o755 {
-                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
-                    .with_context(|| format!("setting the mode of {}", d.display()))?;
-            }
-        }
-        if d.ends_with("DEBIAN") || d.parent().is_some_and(|x| x.ends_with("trees")) {
-            break;
-        }
-        cur = d.parent();
     }
     Ok(())
 }
@@ -1294,54 +1319,18 @@ fn write_file(p: &Path, contents: &[u8], mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Turn a package tree into a .deb. Until the crate's own writer (`deb::build_from_dir`) has
-/// landed this uses `dpkg-deb --root-owner-group --build` with every mtime set to `epoch`.
-fn pack_tree(tree: &Path, deb: &Path, epoch: u64) -> anyhow::Result<()> {
-    set_mtimes(tree, epoch)?;
-    let tmp = deb.with_extension("deb.partial");
-    let mut cmd = Command::new("dpkg-deb");
-    cmd.env("SOURCE_DATE_EPOCH", epoch.to_string())
-        .env("LC_ALL", "C")
-        .args(["--root-owner-group", "-Zxz", "--threads-max=1", "--build"])
-        .arg(tree)
-        .arg(&tmp);
-    if let Err(e) = csrc::run(&mut cmd, &format!("building {}", deb.display())) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, deb)
-        .with_context(|| format!("moving {} to {}", tmp.display(), deb.display()))?;
-    Ok(())
-}
-
-fn set_mtimes(tree: &Path, epoch: u64) -> anyhow::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    for entry in walkdir::WalkDir::new(tree).contents_first(true) {
-        let entry = entry.with_context(|| format!("walking {}", tree.display()))?;
-        let c = std::ffi::CString::new(entry.path().as_os_str().as_bytes())
-            .with_context(|| format!("path with NUL: {}", entry.path().display()))?;
-        let ts = libc::timespec {
-            tv_sec: epoch as libc::time_t,
-            tv_nsec: 0,
-        };
-        let times = [ts, ts];
-        // SAFETY: `c` is a valid NUL-terminated path and `times` holds two timespecs.
-        let rc = unsafe {
-            libc::utimensat(
-                libc::AT_FDCWD,
-                c.as_ptr(),
-                times.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc != 0 {
-            bail!(
-                "setting the mtime of {}: {}",
-                entry.path().display(),
-                std::io::Error::last_os_error()
-            );
-        }
-    }
+/// Turn a package tree into a .deb with the crate's own reproducible writer (every mtime set
+/// to `epoch`, members sorted, owner root).
+fn pack_tree(tree: &Path, deb: &Path, epoch: u64, listener: &dyn Listener) -> anyhow::Result<()> {
+    normalize_dir_modes(tree)?;
+    let opts = crate::deb::BuildOptions {
+        compression: crate::deb::Compression::Xz,
+        level: None,
+        threads: Some(1),
+        source_date_epoch: Some(epoch),
+    };
+    crate::deb::build_from_dir(tree, deb, &opts, listener)
+        .with_context(|| format!("building {} from {}", deb.display(), tree.display()))?;
     Ok(())
 }
 
@@ -1400,6 +1389,15 @@ mod tests {
             .newer_release_with_meta()
             .roles
             .contains(&StockRole::RocmHipRuntime));
+        let old = s.other_release("7.1.0");
+        assert_eq!(old.prefix(), "/opt/rocm-7.1.0");
+        assert_eq!(old.package_name(StockRole::HsaRocr), "hsa-rocr7.1.0");
+        assert_eq!(
+            old.package_version(StockRole::HsaRocr),
+            "1.18.0.70100-93~24.04"
+        );
+        assert_eq!(old.loader_entry_name, "rocr-runtime-7.1.0.conf");
+        old.validate().unwrap();
         assert_eq!(
             s.rebuild(94).package_version(StockRole::HsaRocr),
             "1.18.0.70204-94~24.04"

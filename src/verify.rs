@@ -117,7 +117,7 @@ impl Default for VerifyOptions {
 
 /// The skip record the version gate writes (in-root path).
 pub fn skip_record_path() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("skipped")
+    crate::host::gate::skip_record_path()
 }
 
 struct Checks(Vec<Check>);

@@ -47,6 +47,12 @@ fn every_deb_is_valid_and_matches_its_facts() {
     let spec = StockSetSpec::for_host().unwrap().with_roles(StockRole::ALL);
     let (_dir, set) = build(&spec);
     assert_eq!(set.packages.len(), StockRole::ALL.len());
+    let facts_path = set.out_dir.join("stock-set.json");
+    set.write_facts(&facts_path).unwrap();
+    let facts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&facts_path).unwrap()).unwrap();
+    assert_eq!(facts["prefix"], "/opt/rocm-7.2.4");
+    assert_eq!(facts["packages"][1]["name"], "hsa-rocr");
     for pkg in &set.packages {
         sh(Command::new("dpkg-deb").arg("--info").arg(&pkg.deb));
         let listing = sh(Command::new("dpkg-deb").arg("--contents").arg(&pkg.deb));
@@ -54,7 +60,19 @@ fn every_deb_is_valid_and_matches_its_facts() {
         let mut listed = BTreeSet::new();
         for line in listing.lines() {
             if line.starts_with('d') {
+                assert!(
+                    line.starts_with("drwxr-xr-x root/root"),
+                    "{}: {line}",
+                    pkg.name
+                );
                 continue;
+            }
+            if line.starts_with('-') {
+                assert!(
+                    line.starts_with("-rw-r--r-- root/root"),
+                    "{}: {line}",
+                    pkg.name
+                );
             }
             let name = line.split_whitespace().nth(5).expect("name column");
             listed.insert(name.trim_start_matches('.').to_string());
@@ -353,6 +371,13 @@ fn loader_probe_names_the_file_and_identity() {
     assert_eq!(lines[2].identity.as_deref(), Some("hiprtc-STOCK-70204"));
     assert_eq!(lines[3].path, None);
 
+    // An absolute path (a stock versioned file name) loads that very file.
+    let abs = lib.join("libhsa-runtime64.so.1.18.70204");
+    let out = sh(Command::new(&probe).arg(&abs));
+    let lines = parse_probe_output(&out).unwrap();
+    assert_eq!(lines[0].identity.as_deref(), Some("hsa-STOCK-70204"));
+    assert_eq!(lines[0].path.as_deref(), abs.to_str());
+
     // A library without the identity function: the probe falls back to the data string.
     let plain = root.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
@@ -374,4 +399,19 @@ fn loader_probe_names_the_file_and_identity() {
         .env("LD_LIBRARY_PATH", &plain));
     let lines = parse_probe_output(&out).unwrap();
     assert_eq!(lines[0].identity.as_deref(), Some("plain-X-1"));
+}
+
+#[test]
+fn a_bad_spec_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let mut spec = StockSetSpec::for_host().unwrap();
+    spec.rocm_version = "7.2".into();
+    let err = build_stock_set(&spec, &out, &Silent).unwrap_err();
+    assert!(err.to_string().contains("7.2"), "{err:#}");
+    assert!(!out.exists());
+    let mut spec = StockSetSpec::for_host().unwrap();
+    spec.loader_entry_name = "../../etc/passwd".into();
+    assert!(build_stock_set(&spec, &out, &Silent).is_err());
+    assert!(!out.exists());
 }

@@ -1,6 +1,793 @@
 //! `rocm-pin build`: check out the pinned source, build ROCr, then CLR against it, into a
 //! staging tree with a `rocm-pin-build.json` manifest. (Issue 3.)
+//!
+//! Order: options → source (local checks or sparse blobless fetch) → prerequisites (all missing
+//! items in one error) → cache lookup → clean staging → cmake steps (logs in `DIR/logs`) →
+//! validation (fail closed) → cache key → manifest, written last: its presence means success.
+//!
+//! `DIR` holds the install as `cmake --install` lays it out (`lib/`, `include/`, …), the manifest,
+//! and two by-products that are not part of the install: `DIR/logs/` and `DIR/.work/` (checkout,
+//! build trees, ROCr's private prefix, cache key).
 
+pub mod cache;
 pub mod manifest;
+pub mod prereq;
+pub mod recipe;
+pub mod source;
+pub mod standin_tree;
+pub mod steps;
+pub mod validate;
 
 pub use manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
+pub use recipe::TreeKind;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::error::{ExitError, ExitKind};
+use crate::progress::{self, Listener};
+use prereq::ProbeEnv;
+use source::SourceSpec;
+use steps::{Generator, Layout, Step, StepInputs};
+
+/// Environment variable that sets the job count when `--jobs` is not given.
+pub const JOBS_ENV: &str = "MAX_JOBS";
+
+/// What to build and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// Git URL or local checkout.
+    pub source: String,
+    /// Full commit id; defaults to [`crate::rocm::PIN_COMMIT`].
+    pub commit: String,
+    /// The ROCm install the build uses (resolved through its symlink chain).
+    pub rocm_path: PathBuf,
+    /// `--jobs`; None → `MAX_JOBS`, else the number of CPUs.
+    pub jobs: Option<u32>,
+    /// The staging directory `DIR`.
+    pub out: PathBuf,
+    /// Ignore the cache and build from clean.
+    pub rebuild: bool,
+    /// Refuse an HSA library without the backport symbol (default true).
+    pub backport_check: bool,
+    /// `ROCM_PATCH_VERSION` for ROCr and CLR (e.g. 70204: library names then match stock ones).
+    pub rocm_patch_version: Option<String>,
+    /// Extra arguments appended to ROCr's / CLR's configure command.
+    pub rocr_cmake_args: Vec<String>,
+    pub clr_cmake_args: Vec<String>,
+}
+
+impl BuildOptions {
+    pub fn new(source: impl Into<String>, out: impl Into<PathBuf>) -> Self {
+        BuildOptions {
+            source: source.into(),
+            commit: crate::rocm::PIN_COMMIT.to_string(),
+            rocm_path: PathBuf::from(crate::rocm::DEFAULT_ROCM_PATH),
+            jobs: None,
+            out: out.into(),
+            rebuild: false,
+            backport_check: true,
+            rocm_patch_version: None,
+            rocr_cmake_args: vec![],
+            clr_cmake_args: vec![],
+        }
+    }
+}
+
+/// The result of a build.
+#[derive(Debug, Clone)]
+pub struct BuildOutcome {
+    /// `DIR`, absolute.
+    pub staging: PathBuf,
+    pub manifest: BuildManifest,
+    /// True when the staging was reused without building.
+    pub cache_hit: bool,
+    pub tree: TreeKind,
+    pub warnings: Vec<String>,
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    ExitError::new(ExitKind::Usage, message).into()
+}
+
+/// Where the job count came from, for the plan header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobsSource {
+    Flag,
+    Env,
+    Cpus,
+}
+
+/// `--jobs`, else `MAX_JOBS` (must be a positive integer), else the number of CPUs.
+pub fn resolve_jobs(
+    flag: Option<u32>,
+    env_value: Option<&str>,
+) -> anyhow::Result<(u32, JobsSource)> {
+    if let Some(n) = flag {
+        if n == 0 {
+            return Err(usage("--jobs must be at least 1"));
+        }
+        return Ok((n, JobsSource::Flag));
+    }
+    if let Some(v) = env_value {
+        return match v.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok((n, JobsSource::Env)),
+            _ => Err(usage(format!(
+                "{JOBS_ENV}={v:?} is not a positive integer (unset it or pass --jobs N)"
+            ))),
+        };
+    }
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    Ok((u32::try_from(cpus).unwrap_or(u32::MAX), JobsSource::Cpus))
+}
+
+fn jobs_from_env(opts: &BuildOptions) -> anyhow::Result<(u32, JobsSource)> {
+    let env = std::env::var(JOBS_ENV).ok();
+    resolve_jobs(opts.jobs, env.as_deref())
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Ok(std::env::current_dir()
+            .context("reading the current directory")?
+            .join(path))
+    }
+}
+
+/// The ROCm path resolved through its symlink chain; when it does not resolve, the path as given
+/// (the real tree then fails its prerequisite check on ROCm's LLVM; the stand-in does not need it).
+fn resolve_rocm(path: &Path) -> anyhow::Result<(PathBuf, bool)> {
+    let path = absolute(path)?;
+    match crate::rocm::resolve_rocm_path(Path::new("/"), &path) {
+        Ok((resolved, _hops)) => Ok((resolved, true)),
+        Err(_) => Ok((path, false)),
+    }
+}
+
+fn choose_generator(env: &ProbeEnv) -> Generator {
+    if prereq::find_program(env, "ninja").is_some() {
+        Generator::Ninja
+    } else {
+        Generator::Make
+    }
+}
+
+/// Tool name → first line of its version output, for the manifest and the cache key.
+fn tool_versions(
+    env: &ProbeEnv,
+    generator: Generator,
+    kind: TreeKind,
+    rocm: &Path,
+) -> BTreeMap<String, String> {
+    let mut tools = BTreeMap::new();
+    let mut add = |name: &str, program: Option<PathBuf>, args: &[&str]| {
+        if let Some(p) = program {
+            if let Some(v) = prereq::version_line(&p, args, env) {
+                tools.insert(name.to_string(), v);
+            }
+        }
+    };
+    let from_env_or = |var: &str, names: &[&str]| -> Option<PathBuf> {
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .and_then(|v| prereq::find_program(env, v.split_whitespace().next().unwrap_or("")))
+            .or_else(|| {
+                prereq::find_any_program(
+                    env,
+                    &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                )
+            })
+    };
+    add("cmake", prereq::find_program(env, "cmake"), &["--version"]);
+    add("git", prereq::find_program(env, "git"), &["--version"]);
+    add(
+        "cc",
+        from_env_or("CC", &["cc", "gcc", "clang"]),
+        &["--version"],
+    );
+    add(
+        "c++",
+        from_env_or("CXX", &["c++", "g++", "clang++"]),
+        &["--version"],
+    );
+    add(
+        generator.program(),
+        prereq::find_program(env, generator.program()),
+        &["--version"],
+    );
+    if kind == TreeKind::RocmSystems {
+        let clang = rocm.join("llvm/bin/clang");
+        add(
+            "rocm-llvm",
+            clang.is_file().then_some(clang),
+            &["--version"],
+        );
+    }
+    tools
+}
+
+/// What the source and the tree are, before anything runs.
+struct Prepared {
+    spec: SourceSpec,
+    commit: String,
+    staging: PathBuf,
+    layout: Layout,
+    rocm: PathBuf,
+    rocm_resolved: bool,
+    jobs: u32,
+    jobs_source: JobsSource,
+    env: ProbeEnv,
+}
+
+fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
+    let commit = source::normalize_commit(&opts.commit)?;
+    let spec = SourceSpec::parse(&opts.source)?;
+    let staging = absolute(&opts.out)?;
+    let (rocm, rocm_resolved) = resolve_rocm(&opts.rocm_path)?;
+    let (jobs, jobs_source) = jobs_from_env(opts)?;
+    if let Some(v) = &opts.rocm_patch_version {
+        if v.is_empty() || !v.chars().all(|c| c.is_ascii_digit()) {
+            return Err(usage(format!(
+                "--rocm-patch-version {v:?} must be digits (e.g. 70204)"
+            )));
+        }
+    }
+    if let SourceSpec::Local(dir) = &spec {
+        if staging.starts_with(dir) {
+            return Err(usage(format!(
+                "--out {} is inside the source checkout {}: the build would dirty the tree it \
+                 checks; choose a directory outside it",
+                staging.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(Prepared {
+        layout: Layout::new(&staging),
+        spec,
+        commit,
+        staging,
+        rocm,
+        rocm_resolved,
+        jobs,
+        jobs_source,
+        env: ProbeEnv::default(),
+    })
+}
+
+fn source_dir(p: &Prepared) -> PathBuf {
+    match &p.spec {
+        SourceSpec::Local(dir) => dir.clone(),
+        SourceSpec::Url(_) => p.layout.checkout.clone(),
+    }
+}
+
+fn step_inputs<'a>(
+    p: &'a Prepared,
+    opts: &'a BuildOptions,
+    kind: TreeKind,
+    source_dir: &'a Path,
+    generator: Generator,
+    source_date_epoch: String,
+) -> StepInputs<'a> {
+    StepInputs {
+        kind,
+        source_dir,
+        rocm: &p.rocm,
+        layout: &p.layout,
+        jobs: p.jobs,
+        generator,
+        source_date_epoch,
+        rocm_patch_version: opts.rocm_patch_version.as_deref(),
+        rocr_cmake_args: &opts.rocr_cmake_args,
+        clr_cmake_args: &opts.clr_cmake_args,
+    }
+}
+
+/// The shell form of the commit time, for a dry run that cannot know it yet.
+fn commit_time_substitution(dir: &Path, commit: &str) -> String {
+    format!(
+        "$(git -C {} show -s --format=%ct {commit})",
+        steps::shell_quote(&dir.display().to_string())
+    )
+}
+
+/// The `--dry-run` output: the exact commands a build would run, in order, as shell lines, with
+/// `#` comments for what is not a command (checks, files written, validation). Runs nothing that
+/// changes anything; a URL source is assumed to be the real rocm-systems tree.
+pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
+    let p = prepare(opts)?;
+    let src = source_dir(&p);
+    let mut lines = vec![];
+    let (kind, epoch) = match &p.spec {
+        SourceSpec::Local(dir) => {
+            if !dir.is_dir() {
+                return Err(usage(format!(
+                    "source {} is not a directory",
+                    dir.display()
+                )));
+            }
+            let epoch = source::commit_time(dir, &p.commit)
+                .map(|t| t.to_string())
+                .unwrap_or_else(|_| commit_time_substitution(dir, &p.commit));
+            (recipe::tree_kind(dir), epoch)
+        }
+        SourceSpec::Url(_) => (
+            TreeKind::RocmSystems,
+            commit_time_substitution(&p.layout.checkout, &p.commit),
+        ),
+    };
+    let generator = choose_generator(&p.env);
+    let jobs_from = match p.jobs_source {
+        JobsSource::Flag => "--jobs",
+        JobsSource::Env => JOBS_ENV,
+        JobsSource::Cpus => "the number of CPUs",
+    };
+    lines.push(format!(
+        "# rocm-pin build: {}, commit {}, {} jobs (from {jobs_from})",
+        kind.describe(),
+        p.commit,
+        p.jobs
+    ));
+    lines.push(format!(
+        "# ROCm path: {}{}",
+        p.rocm.display(),
+        if p.rocm_resolved {
+            ""
+        } else {
+            " (does not exist here)"
+        }
+    ));
+    match &p.spec {
+        SourceSpec::Local(dir) => {
+            lines.push(format!(
+                "# source: local checkout {}; refused unless HEAD is {} and the build paths are clean",
+                dir.display(),
+                p.commit
+            ));
+            lines.extend(
+                source::local_check_commands(dir, crate::rocm::SOURCE_PATHS)
+                    .iter()
+                    .map(|c| c.to_string()),
+            );
+        }
+        SourceSpec::Url(url) => {
+            lines.push(format!(
+                "# step fetch (sparse, blobless, depth 1) from {url}"
+            ));
+            lines.extend(
+                source::fetch_commands(
+                    url,
+                    &p.commit,
+                    &p.layout.checkout,
+                    crate::rocm::SOURCE_PATHS,
+                )
+                .iter()
+                .map(|c| c.to_string()),
+            );
+        }
+    }
+    lines.push(format!(
+        "# prerequisites checked for {}: {}",
+        kind.describe(),
+        recipe::requirements(kind, &p.rocm)
+            .iter()
+            .map(|r| r.package.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    let inputs = step_inputs(&p, opts, kind, &src, generator, epoch);
+    for step in steps::build_steps(&inputs) {
+        lines.push(format!(
+            "# step {} (log: {})",
+            step.name,
+            p.layout.logs.join(format!("{}.log", step.name)).display()
+        ));
+        for (path, _) in &step.writes {
+            lines.push(format!("# write {}", path.display()));
+        }
+        lines.extend(step.commands.iter().map(|c| c.to_string()));
+    }
+    lines.push(format!(
+        "# then: validate the install in {} and write {}",
+        p.staging.display(),
+        p.staging.join(MANIFEST_FILE).display()
+    ));
+    Ok(lines)
+}
+
+/// Held for the whole build: a second `rocm-pin build` into the same `DIR` is refused rather
+/// than left to delete the first one's files mid-build. Released when dropped (the file stays).
+pub struct StagingLock {
+    _file: std::fs::File,
+}
+
+const LOCK_FILE: &str = "lock";
+
+/// Check that `DIR` is new, empty or a previous rocm-pin staging, create its work directory and
+/// take the build lock.
+fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
+    use std::os::unix::io::AsRawFd;
+    let staging = &layout.staging;
+    if staging.exists() {
+        if !staging.is_dir() {
+            return Err(usage(format!(
+                "--out {} is not a directory",
+                staging.display()
+            )));
+        }
+        let non_empty = std::fs::read_dir(staging)
+            .with_context(|| format!("reading {}", staging.display()))?
+            .next()
+            .is_some();
+        let ours = [MANIFEST_FILE, steps::WORK_DIR, steps::LOGS_DIR]
+            .iter()
+            .any(|n| staging.join(n).exists());
+        if non_empty && !ours {
+            return Err(usage(format!(
+                "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
+                 empty directory",
+                staging.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(&layout.work)
+        .with_context(|| format!("creating {}", layout.work.display()))?;
+    let path = layout.work.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a file descriptor we own; no memory is shared.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(usage(format!(
+            "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
+            staging.display(),
+            path.display()
+        )));
+    }
+    Ok(StagingLock { _file: file })
+}
+
+/// Make `DIR` an empty staging directory (keeping a URL checkout for reuse). Refuses a
+/// non-empty directory that is not a previous rocm-pin staging.
+fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
+    let staging = &layout.staging;
+    if staging.exists() {
+        if !staging.is_dir() {
+            return Err(usage(format!(
+                "--out {} is not a directory",
+                staging.display()
+            )));
+        }
+        let entries: Vec<_> = std::fs::read_dir(staging)
+            .with_context(|| format!("reading {}", staging.display()))?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("reading {}", staging.display()))?;
+        let ours = [MANIFEST_FILE, steps::WORK_DIR, steps::LOGS_DIR]
+            .iter()
+            .any(|n| staging.join(n).exists());
+        if !entries.is_empty() && !ours {
+            return Err(usage(format!(
+                "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
+                 empty directory",
+                staging.display()
+            )));
+        }
+        // The manifest goes first: an interrupted clean must not leave a "finished" staging.
+        let manifest = staging.join(MANIFEST_FILE);
+        if manifest.exists() {
+            std::fs::remove_file(&manifest)
+                .with_context(|| format!("removing {}", manifest.display()))?;
+        }
+        for entry in entries {
+            let path = entry.path();
+            if path == layout.work || path == manifest {
+                continue;
+            }
+            remove_any(&path)?;
+        }
+        if layout.work.is_dir() {
+            for entry in std::fs::read_dir(&layout.work)
+                .with_context(|| format!("reading {}", layout.work.display()))?
+            {
+                let path = entry
+                    .with_context(|| format!("reading {}", layout.work.display()))?
+                    .path();
+                if path != layout.checkout && path != layout.work.join(LOCK_FILE) {
+                    remove_any(&path)?;
+                }
+            }
+        }
+    }
+    std::fs::create_dir_all(&layout.work)
+        .with_context(|| format!("creating {}", layout.work.display()))?;
+    Ok(())
+}
+
+fn remove_any(path: &Path) -> anyhow::Result<()> {
+    let meta =
+        std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    if meta.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    }
+    .with_context(|| format!("removing {}", path.display()))
+}
+
+fn run_steps(steps: &[Step], logs: &Path, listener: &dyn Listener) -> anyhow::Result<()> {
+    for step in steps {
+        progress::step(listener, &step.name, || steps::run_step(step, logs))?;
+    }
+    Ok(())
+}
+
+/// Fetch the URL source into the work directory (reusing a clean checkout at the commit).
+fn fetch(url: &str, p: &Prepared, listener: &dyn Listener) -> anyhow::Result<()> {
+    let dir = &p.layout.checkout;
+    if dir.join(".git").exists()
+        && source::check_local(dir, &p.commit, crate::rocm::SOURCE_PATHS).is_ok()
+    {
+        listener.info(&format!(
+            "reusing the checkout of {} in {}",
+            p.commit,
+            dir.display()
+        ));
+        return Ok(());
+    }
+    if dir.exists() {
+        remove_any(dir)?;
+    }
+    std::fs::create_dir_all(&p.layout.work)
+        .with_context(|| format!("creating {}", p.layout.work.display()))?;
+    let step = Step {
+        name: "fetch".into(),
+        writes: vec![],
+        commands: source::fetch_commands(url, &p.commit, dir, crate::rocm::SOURCE_PATHS),
+    };
+    run_steps(std::slice::from_ref(&step), &p.layout.logs, listener)?;
+    source::verify_fetched(dir, &p.commit)
+}
+
+fn write_manifest(staging: &Path, manifest: &BuildManifest) -> anyhow::Result<()> {
+    let path = staging.join(MANIFEST_FILE);
+    let tmp = staging.join(format!(".{MANIFEST_FILE}.tmp"));
+    let mut text = serde_json::to_string_pretty(manifest)?;
+    text.push('\n');
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+}
+
+const SKIP_IN_STAGING: &[&str] = &[steps::WORK_DIR, steps::LOGS_DIR, MANIFEST_FILE];
+
+/// Build (or reuse) the staging tree. See the module documentation for the order of things.
+pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<BuildOutcome> {
+    let started = Instant::now();
+    let p = prepare(opts)?;
+    let validate_opts = validate::ValidateOptions {
+        backport_check: opts.backport_check,
+    };
+    let generator = choose_generator(&p.env);
+
+    // Source and prerequisites. A local tree is checked in full before anything else; a URL can
+    // only be told apart after the fetch, so the base set is checked first, the rest after.
+    let mut kind = match &p.spec {
+        SourceSpec::Local(dir) => {
+            if !dir.is_dir() {
+                return Err(usage(format!(
+                    "source {} is not a directory (give a local rocm-systems checkout or a git URL)",
+                    dir.display()
+                )));
+            }
+            let missing = recipe::missing_projects(dir);
+            if !missing.is_empty() {
+                return Err(usage(format!(
+                    "source {} lacks {} (not a rocm-systems checkout?)",
+                    dir.display(),
+                    missing.join(", ")
+                )));
+            }
+            let kind = recipe::tree_kind(dir);
+            progress::step(listener, "check prerequisites", || {
+                prereq::check(
+                    &p.env,
+                    &recipe::requirements(kind, &p.rocm),
+                    &format!("{} at {}", kind.describe(), dir.display()),
+                )
+            })?;
+            progress::step(listener, "check source", || {
+                source::check_local(dir, &p.commit, crate::rocm::SOURCE_PATHS)
+            })?;
+            Some(kind)
+        }
+        SourceSpec::Url(url) => {
+            progress::step(listener, "check prerequisites", || {
+                prereq::check(
+                    &p.env,
+                    &recipe::base_requirements(),
+                    &format!("fetching {url}"),
+                )
+            })?;
+            None
+        }
+    };
+    if !p.rocm_resolved {
+        listener.warn(&format!(
+            "ROCm path {} does not exist; building without a ROCm install",
+            p.rocm.display()
+        ));
+    }
+    let rocm_version = recipe::rocm_version(&p.rocm);
+
+    let tools = tool_versions(
+        &p.env,
+        generator,
+        kind.unwrap_or(TreeKind::RocmSystems),
+        &p.rocm,
+    );
+    let key = cache::CacheKey {
+        format: cache::CACHE_FORMAT,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: p.commit.clone(),
+        source: p.spec.display(),
+        rocm_path: p.rocm.display().to_string(),
+        rocm_version: rocm_version.clone(),
+        generator: generator.cmake_name().to_string(),
+        tools: tools.clone(),
+        rocm_patch_version: opts.rocm_patch_version.clone(),
+        rocr_cmake_args: opts.rocr_cmake_args.clone(),
+        clr_cmake_args: opts.clr_cmake_args.clone(),
+    };
+
+    let _lock = claim_staging(&p.layout)?;
+    if opts.rebuild {
+        listener.info("--rebuild: ignoring any cached staging");
+    } else {
+        match cache::lookup(&p.staging, &p.layout.work, &key) {
+            cache::Lookup::Candidate(manifest) => {
+                match validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts) {
+                    Ok(validated) if validated.libraries == manifest.libraries => {
+                        for w in &validated.warnings {
+                            listener.warn(w);
+                        }
+                        listener.info(&format!(
+                        "cache hit: reusing the staging in {} built from {} (same commit, options \
+                         and toolchain; checked in {:.2}s; --rebuild forces a clean build)",
+                        p.staging.display(),
+                        p.commit,
+                        started.elapsed().as_secs_f64()
+                    ));
+                        // A URL's tree kind is known from the checkout the cached build used.
+                        let tree = kind.unwrap_or_else(|| recipe::tree_kind(&p.layout.checkout));
+                        return Ok(BuildOutcome {
+                            staging: p.staging.clone(),
+                            manifest: *manifest,
+                            cache_hit: true,
+                            tree,
+                            warnings: validated.warnings,
+                        });
+                    }
+                    Ok(_) => listener
+                        .info("cache miss: the staging no longer matches its manifest; rebuilding"),
+                    Err(e) => listener.info(&format!(
+                        "cache miss: the cached staging fails validation now ({e}); rebuilding"
+                    )),
+                }
+            }
+            cache::Lookup::Miss(reason) => listener.info(&format!("cache miss: {reason}")),
+        }
+    }
+
+    clean_staging(&p.layout)?;
+    let src = source_dir(&p);
+    if let SourceSpec::Url(url) = &p.spec {
+        fetch(url, &p, listener)?;
+        let missing = recipe::missing_projects(&src);
+        if !missing.is_empty() {
+            return Err(usage(format!(
+                "{url} at {} lacks {} (not a rocm-systems repository?)",
+                p.commit,
+                missing.join(", ")
+            )));
+        }
+        let k = recipe::tree_kind(&src);
+        progress::step(listener, "check prerequisites", || {
+            prereq::check(
+                &p.env,
+                &recipe::requirements(k, &p.rocm),
+                &format!("{} fetched from {url}", k.describe()),
+            )
+        })?;
+        kind = Some(k);
+    }
+    let kind = kind.unwrap_or(TreeKind::RocmSystems);
+    let commit_time = source::commit_time(&src, &p.commit)?;
+
+    let inputs = step_inputs(&p, opts, kind, &src, generator, commit_time.to_string());
+    let steps = steps::build_steps(&inputs);
+    listener.info(&format!(
+        "building {} at {} with {} jobs",
+        kind.describe(),
+        p.commit,
+        p.jobs
+    ));
+    run_steps(&steps, &p.layout.logs, listener)?;
+
+    let validated = progress::step(listener, "validate install", || {
+        validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts)
+    })?;
+    for w in &validated.warnings {
+        listener.warn(w);
+    }
+    let manifest = BuildManifest {
+        commit: p.commit.clone(),
+        commit_time,
+        source: p.spec.display(),
+        rocm_version,
+        jobs: p.jobs,
+        tools,
+        libraries: validated.libraries,
+    };
+    cache::store(&p.layout.work, &key)?;
+    write_manifest(&p.staging, &manifest)?;
+    listener.info(&format!(
+        "built in {:.1}s; manifest {}",
+        started.elapsed().as_secs_f64(),
+        p.staging.join(MANIFEST_FILE).display()
+    ));
+    Ok(BuildOutcome {
+        staging: p.staging.clone(),
+        manifest,
+        cache_hit: false,
+        tree: kind,
+        warnings: validated.warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_build_into_the_same_directory_is_refused_while_the_first_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout::new(&d.path().join("out"));
+        let first = claim_staging(&layout).unwrap();
+        let err = claim_staging(&layout).err().unwrap().to_string();
+        assert!(err.contains("another rocm-pin build"), "{err}");
+        drop(first);
+        let _again = claim_staging(&layout).unwrap();
+        clean_staging(&layout).unwrap();
+        assert!(layout.work.join(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn jobs_come_from_flag_then_env_then_cpus() {
+        assert_eq!(
+            resolve_jobs(Some(5), Some("3")).unwrap(),
+            (5, JobsSource::Flag)
+        );
+        assert_eq!(resolve_jobs(None, Some("3")).unwrap(), (3, JobsSource::Env));
+        let (n, src) = resolve_jobs(None, None).unwrap();
+        assert_eq!(src, JobsSource::Cpus);
+        assert_eq!(
+            n as usize,
+            std::thread::available_parallelism().unwrap().get()
+        );
+        assert!(resolve_jobs(None, Some("0")).is_err());
+        assert!(resolve_jobs(None, Some("many")).is_err());
+        assert!(resolve_jobs(Some(0), None).is_err());
+    }
+}

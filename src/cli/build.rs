@@ -1,10 +1,108 @@
 //! `rocm-pin build`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct BuildArgs {}
+use crate::build::{self, BuildOptions};
 
-pub fn run(_args: BuildArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin build is not implemented yet")
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+  rocm-pin build --source https://github.com/ROCm/rocm-systems.git --rocm-path /opt/rocm --out /staging\n  \
+  MAX_JOBS=8 rocm-pin build --source ~/src/rocm-systems --out /staging --dry-run")]
+pub struct BuildArgs {
+    /// Git URL (fetched sparse and blobless at the commit) or local checkout (must be at the commit, clean)
+    #[arg(long)]
+    pub source: String,
+    /// Full commit to build
+    #[arg(long, default_value = crate::rocm::PIN_COMMIT)]
+    pub commit: String,
+    /// The ROCm install the build uses (resolved through its symlink chain)
+    #[arg(long, default_value = crate::rocm::DEFAULT_ROCM_PATH)]
+    pub rocm_path: PathBuf,
+    /// Parallel jobs [default: $MAX_JOBS, else the number of CPUs]
+    #[arg(long)]
+    pub jobs: Option<u32>,
+    /// Staging directory: the install, logs/ and rocm-pin-build.json
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Print the exact commands that would run, in order, and exit
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Ignore a cached staging and build from clean
+    #[arg(long)]
+    pub rebuild: bool,
+    /// Accept an HSA library without the backport symbol (warns instead of failing)
+    #[arg(long)]
+    pub no_backport_check: bool,
+    /// ROCM_PATCH_VERSION for ROCr and CLR (e.g. 70204, so library file names match stock ones)
+    #[arg(long, value_name = "DIGITS")]
+    pub rocm_patch_version: Option<String>,
+    /// Extra argument for ROCr's cmake configure (repeatable), e.g. --rocr-cmake-arg=-DFOO=ON
+    #[arg(
+        long = "rocr-cmake-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
+    pub rocr_cmake_args: Vec<String>,
+    /// Extra argument for CLR's cmake configure (repeatable)
+    #[arg(long = "clr-cmake-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub clr_cmake_args: Vec<String>,
+    /// No progress output
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+    let opts = BuildOptions {
+        source: args.source,
+        commit: args.commit,
+        rocm_path: args.rocm_path,
+        jobs: args.jobs,
+        out: args.out,
+        rebuild: args.rebuild,
+        backport_check: !args.no_backport_check,
+        rocm_patch_version: args.rocm_patch_version,
+        rocr_cmake_args: args.rocr_cmake_args,
+        clr_cmake_args: args.clr_cmake_args,
+    };
+    if args.dry_run {
+        for line in build::plan(&opts)? {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    let listener = crate::progress::for_cli(args.quiet);
+    let outcome = build::build(&opts, listener.as_ref())?;
+    let m = &outcome.manifest;
+    println!(
+        "{} {} ({}) in {}",
+        if outcome.cache_hit {
+            "reused cached staging of"
+        } else {
+            "built"
+        },
+        m.commit,
+        outcome.tree.describe(),
+        outcome.staging.display()
+    );
+    for lib in &m.libraries {
+        let mut facts = vec![format!(
+            "soname {}",
+            lib.soname.as_deref().unwrap_or("(none)")
+        )];
+        if let Some(b) = lib.backport_symbol {
+            facts.push(format!(
+                "{} {}",
+                crate::rocm::BACKPORT_SYMBOL,
+                if b { "exported" } else { "MISSING" }
+            ));
+        }
+        println!("  {}  [{}]", lib.path, facts.join(", "));
+    }
+    println!(
+        "manifest: {}",
+        outcome.staging.join(build::MANIFEST_FILE).display()
+    );
+    Ok(())
 }

@@ -1,10 +1,74 @@
 //! `rocm-pin install`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct InstallArgs {}
+use crate::host::install::{install, InstallOptions};
+use crate::rocm::{GateMode, MODE_ENV};
 
-pub fn run(_args: InstallArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin install is not implemented yet")
+/// Gate on the ROCm version, install the replacement .debs through apt, pin, verify.
+///
+/// Refuses (exit 2, nothing changed) when the host's ROCm is not the target release (mode
+/// require), when the installed stock packages are not exactly the versions the replacements
+/// were built against, or when apt would remove anything but the stock pair. Idempotent.
+///
+/// Example: `rocm-pin install hsa-rocr-pinned_*.deb hip-runtime-amd-pinned_*.deb`
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The replacement .debs made by `rocm-pin package` (both of them)
+    #[arg(required = true)]
+    pub debs: Vec<PathBuf>,
+    /// What to do on a host whose ROCm version does not match: require (refuse), auto (skip
+    /// with exit 0 and a skip record), off (do nothing)
+    #[arg(long, value_enum, env = MODE_ENV, default_value = "require")]
+    pub mode: GateMode,
+    /// Seconds to wait for another apt/dpkg holding the lock
+    #[arg(long, default_value_t = 120)]
+    pub lock_timeout: u32,
+    /// Also install an apt DPkg::Post-Invoke hook running `rocm-pin verify --quiet`, so any
+    /// later apt command that breaks the runtime fails
+    #[arg(long)]
+    pub guard: bool,
+    /// Print the result as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: InstallArgs) -> anyhow::Result<()> {
+    let listener = crate::progress::for_cli(args.json);
+    let opts = InstallOptions {
+        debs: args.debs,
+        mode: args.mode,
+        lock_timeout: args.lock_timeout,
+        guard: args.guard,
+    };
+    let report = install(&opts, listener.as_ref())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    for a in &report.actions {
+        println!("{a}");
+    }
+    for w in &report.warnings {
+        println!("warning: {w}");
+    }
+    match report.outcome.as_str() {
+        "off" | "skipped" => println!(
+            "rocm-pin install: {}",
+            report
+                .gate
+                .as_ref()
+                .map(|g| g.reason.as_str())
+                .unwrap_or("")
+        ),
+        _ => {
+            if let Some(v) = &report.verify {
+                print!("{}", v.to_human());
+            }
+            println!("rocm-pin install: {}", report.outcome);
+        }
+    }
+    Ok(())
 }

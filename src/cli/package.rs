@@ -1,10 +1,132 @@
 //! `rocm-pin package`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct PackageArgs {}
+use crate::deb::Compression;
+use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 
-pub fn run(_args: PackageArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin package is not implemented yet")
+#[derive(Args, Debug)]
+#[command(
+    about = "Wrap a staging tree as replacement .debs for the stock hsa-rocr / hip-runtime-amd",
+    after_help = "Examples:\n  rocm-pin package --staging build/staging --out debs/\n  rocm-pin package --staging build/staging --stock-deb hsa-rocr_*.deb hip-runtime-amd_*.deb --out debs/\n  rocm-pin package --staging /tmp/install --commit <sha> --commit-time 1764720000 --stock-root /srv/chroot --out debs/"
+)]
+pub struct PackageArgs {
+    // Boxed so the subcommand enum stays small (clippy::large_enum_variant).
+    #[command(flatten)]
+    pub inner: Box<PackageOptions>,
+}
+
+#[derive(Args, Debug)]
+pub struct PackageOptions {
+    /// The output of `rocm-pin build`, or a `cmake --install` tree (lib/…)
+    #[arg(long, value_name = "DIR")]
+    pub staging: PathBuf,
+    /// Read stock facts from the dpkg database under ROOT (default /)
+    #[arg(long, value_name = "ROOT", conflicts_with = "stock_deb")]
+    pub stock_root: Option<PathBuf>,
+    /// Read stock facts from these stock .debs instead of a dpkg database
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub stock_deb: Vec<PathBuf>,
+    /// With --stock-deb: resolve NEEDED libraries against the dpkg database under ROOT (default /)
+    #[arg(long, value_name = "ROOT")]
+    pub target_root: Option<PathBuf>,
+    /// The real versioned ROCm prefix (default: /opt/rocm resolved through its symlinks)
+    #[arg(long, value_name = "PATH")]
+    pub prefix: Option<String>,
+    /// Replacement packages are named <stock>-<flavor>
+    #[arg(long, default_value = crate::rocm::DEFAULT_FLAVOR)]
+    pub flavor: String,
+    /// Full source commit (required when the staging has no rocm-pin-build.json)
+    #[arg(long)]
+    pub commit: Option<String>,
+    /// Committer timestamp of --commit (default: SOURCE_DATE_EPOCH)
+    #[arg(long, value_name = "SECONDS")]
+    pub commit_time: Option<i64>,
+    /// Directory that receives the .debs (written only when everything succeeded)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// data.tar compression
+    #[arg(short = 'Z', long = "compression", value_enum, default_value = "xz")]
+    pub compression: CompressionArg,
+    /// Keep debug information in the rebuilt libraries
+    #[arg(long)]
+    pub no_strip: bool,
+    /// Accept a rebuilt library whose SONAME major differs from the stock one (an ABI change)
+    #[arg(long)]
+    pub allow_soname_change: bool,
+    /// Maintainer field of the replacement packages
+    #[arg(long, env = "ROCM_PIN_MAINTAINER", default_value = plan::templates::DEFAULT_MAINTAINER)]
+    pub maintainer: String,
+    /// Say nothing but errors and the written .deb paths
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum CompressionArg {
+    Xz,
+    Gzip,
+    Zstd,
+    None,
+}
+
+impl From<CompressionArg> for Compression {
+    fn from(c: CompressionArg) -> Self {
+        match c {
+            CompressionArg::Xz => Compression::Xz,
+            CompressionArg::Gzip => Compression::Gzip,
+            CompressionArg::Zstd => Compression::Zstd,
+            CompressionArg::None => Compression::None,
+        }
+    }
+}
+
+fn source_date_epoch() -> anyhow::Result<Option<u64>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a Unix timestamp")),
+        _ => Ok(None),
+    }
+}
+
+pub fn run(args: PackageArgs) -> anyhow::Result<()> {
+    let args = *args.inner;
+    let sde = source_date_epoch()?;
+    let stock = if args.stock_deb.is_empty() {
+        StockInput::Root(args.stock_root.unwrap_or_else(|| PathBuf::from("/")))
+    } else {
+        StockInput::Debs {
+            debs: args.stock_deb,
+            target_root: args.target_root.unwrap_or_else(|| PathBuf::from("/")),
+        }
+    };
+    let req = PackageRequest {
+        staging: args.staging,
+        commit: CommitOverride {
+            commit: args.commit,
+            commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
+        },
+        stock,
+        prefix: args.prefix,
+        out: args.out,
+        compression: args.compression.into(),
+        source_date_epoch: sde,
+        options: PlanOptions {
+            flavor: args.flavor,
+            strip: !args.no_strip,
+            allow_soname_change: args.allow_soname_change,
+            maintainer: args.maintainer,
+        },
+    };
+    let listener = crate::progress::for_cli(args.quiet);
+    let outcome = plan::package(&req, listener.as_ref())?;
+    for d in &outcome.debs {
+        println!("{}", d.output.display());
+    }
+    Ok(())
 }

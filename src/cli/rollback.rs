@@ -2,9 +2,39 @@
 
 use clap::Args;
 
+/// Put the stock runtime back, offline, and purge the replacement packages, in one apt
+/// transaction with the stock .debs kept by `rocm-pin install` (/var/lib/rocm-pin/stock/).
+/// Then checks that the loader resolves the stock libraries and that every dependant is still
+/// installed; exit 1 if not.
+///
+/// Example: `rocm-pin rollback`
 #[derive(Args, Debug)]
-pub struct RollbackArgs {}
+pub struct RollbackArgs {
+    /// Seconds to wait for another apt/dpkg holding the lock
+    #[arg(long, default_value_t = 120)]
+    pub lock_timeout: u32,
+    /// Print the result as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: RollbackArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin rollback is not implemented yet")
+pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
+    let listener = crate::progress::for_cli(args.json);
+    let r = crate::host::rollback::rollback(args.lock_timeout, listener.as_ref())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!("installed: {}", r.stock_debs.join(" "));
+        println!("purged:    {}", r.purged.join(" "));
+        for c in &r.checks {
+            println!(
+                "{} {:<16} {}",
+                if c.ok { "ok  " } else { "FAIL" },
+                c.name,
+                c.detail
+            );
+        }
+        println!("rocm-pin rollback: the stock runtime is back");
+    }
+    Ok(())
 }

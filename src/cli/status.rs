@@ -1,10 +1,29 @@
 //! `rocm-pin status`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
+/// Report ROCm version and prefix, gate decision, installed flavor/commit, verify summary and
+/// the processes that still map a deleted copy of the old runtime. Always exits 0.
+///
+/// Example: `rocm-pin status --json`
 #[derive(Args, Debug)]
-pub struct StatusArgs {}
+pub struct StatusArgs {
+    /// Print the report as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Report on the installation under this root instead of /
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+}
 
-pub fn run(_args: StatusArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin status is not implemented yet")
+pub fn run(args: StatusArgs) -> anyhow::Result<()> {
+    let s = crate::host::hoststatus::host_status(&args.root)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", s.to_human());
+    }
+    Ok(())
 }

@@ -1,1 +1,713 @@
-//! Reading the dpkg database under a root: status, info/<pkg>.list, .md5sums, .conffiles, scripts.
+//! Read-only access to a dpkg database under a root (`/` on a host, a chroot directory in tests):
+//! `var/lib/dpkg/status` paragraphs, `info/<pkg>.list`, `.md5sums`, `.conffiles`, maintainer
+//! scripts, and the files themselves as seen inside that root.
+//!
+//! Nothing here writes. Paths handed in and out are absolute paths *inside* the root
+//! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`); [`DpkgDb::host_path`] maps one onto the host.
+
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+
+use crate::deb::Paragraph;
+
+/// dpkg's administrative directory, relative to the root.
+pub const ADMIN_DIR: &str = "var/lib/dpkg";
+
+/// One package paragraph of the status file.
+#[derive(Debug, Clone)]
+pub struct InstalledPackage {
+    pub name: String,
+    pub version: String,
+    pub architecture: String,
+    /// The three words of `Status:` (want, flag, state), e.g. `install ok installed`.
+    pub want: String,
+    pub flag: String,
+    pub state: String,
+    /// The whole status paragraph as dpkg wrote it.
+    pub control: Paragraph,
+}
+
+impl InstalledPackage {
+    /// True for `install ok installed` style states where the package's files are all on disk
+    /// and configured.
+    pub fn is_installed(&self) -> bool {
+        self.state == "installed"
+    }
+    /// True when the package has files on disk (anything between unpacked and installed).
+    pub fn has_files(&self) -> bool {
+        matches!(
+            self.state.as_str(),
+            "installed"
+                | "unpacked"
+                | "half-configured"
+                | "half-installed"
+                | "triggers-awaited"
+                | "triggers-pending"
+        )
+    }
+}
+
+/// A conffile as recorded in the status file's `Conffiles:` field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conffile {
+    pub path: String,
+    /// md5 of the file as the package shipped it (`newconffile` while unpacked).
+    pub md5: String,
+    /// `obsolete` / `remove-on-upgrade` flags dpkg appends.
+    pub flags: Vec<String>,
+}
+
+/// The maintainer scripts dpkg keeps in `info/`.
+pub const MAINTAINER_SCRIPTS: &[&str] = &["preinst", "postinst", "prerm", "postrm", "config"];
+
+/// The dpkg database under one root.
+pub struct DpkgDb {
+    root: PathBuf,
+    admin: PathBuf,
+    packages: Vec<InstalledPackage>,
+    by_name: HashMap<String, Vec<usize>>,
+    /// path → owning package names; built on first `owner_of`.
+    owners: OnceCell<HashMap<String, Vec<String>>>,
+}
+
+impl std::fmt::Debug for DpkgDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DpkgDb")
+            .field("root", &self.root)
+            .field("packages", &self.packages.len())
+            .finish()
+    }
+}
+
+impl DpkgDb {
+    /// Open the database at `<root>/var/lib/dpkg`. Reads the status file once.
+    pub fn open(root: &Path) -> anyhow::Result<Self> {
+        Self::open_admin_dir(root, &root.join(ADMIN_DIR))
+    }
+
+    /// Open with an explicit admin directory (dpkg's `--admindir`).
+    pub fn open_admin_dir(root: &Path, admin: &Path) -> anyhow::Result<Self> {
+        let status_path = admin.join("status");
+        let text = std::fs::read_to_string(&status_path).with_context(|| {
+            format!(
+                "cannot read the dpkg status file {} (is {} a Debian system root?)",
+                status_path.display(),
+                root.display()
+            )
+        })?;
+        let paragraphs =
+            Paragraph::parse_many(&text).map_err(|e| anyhow!("{}: {e}", status_path.display()))?;
+        let mut packages = Vec::with_capacity(paragraphs.len());
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for p in paragraphs {
+            let Some(name) = p.get("Package").map(str::to_string) else {
+                continue;
+            };
+            let status = p.get("Status").unwrap_or("");
+            let mut words = status.split_whitespace();
+            let want = words.next().unwrap_or("").to_string();
+            let flag = words.next().unwrap_or("").to_string();
+            let state = words.next().unwrap_or("").to_string();
+            let pkg = InstalledPackage {
+                version: p.get("Version").unwrap_or("").to_string(),
+                architecture: p.get("Architecture").unwrap_or("").to_string(),
+                name: name.clone(),
+                want,
+                flag,
+                state,
+                control: p,
+            };
+            by_name.entry(name).or_default().push(packages.len());
+            packages.push(pkg);
+        }
+        Ok(DpkgDb {
+            root: root.to_path_buf(),
+            admin: admin.to_path_buf(),
+            packages,
+            by_name,
+            owners: OnceCell::new(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn admin_dir(&self) -> &Path {
+        &self.admin
+    }
+
+    /// Every package paragraph in the status file (any state, including config-files and
+    /// not-installed leftovers).
+    pub fn packages(&self) -> &[InstalledPackage] {
+        &self.packages
+    }
+
+    /// The paragraph for `name` whose files are on disk (state unpacked … installed). `name` may
+    /// carry an architecture qualifier (`libc6:amd64`).
+    pub fn package(&self, name: &str) -> Option<&InstalledPackage> {
+        let (bare, arch) = split_arch(name);
+        self.by_name
+            .get(bare)?
+            .iter()
+            .map(|&i| &self.packages[i])
+            .filter(|p| arch.map_or(true, |a| p.architecture == a))
+            .find(|p| p.has_files())
+    }
+
+    /// The package `name` when it is fully installed (`Status: install ok installed` or a
+    /// hold on an installed package).
+    pub fn installed(&self, name: &str) -> Option<&InstalledPackage> {
+        self.package(name).filter(|p| p.is_installed())
+    }
+
+    /// The path of `info/<pkg>.<ext>`, honouring the `<pkg>:<arch>.<ext>` naming dpkg uses for
+    /// `Multi-Arch: same` packages. None when neither exists.
+    pub fn info_file(&self, name: &str, ext: &str) -> Option<PathBuf> {
+        let (bare, arch) = split_arch(name);
+        let info = self.admin.join("info");
+        let mut candidates = vec![];
+        if let Some(a) = arch {
+            candidates.push(info.join(format!("{bare}:{a}.{ext}")));
+        }
+        candidates.push(info.join(format!("{bare}.{ext}")));
+        if let Some(p) = self.package(name) {
+            candidates.push(info.join(format!("{bare}:{}.{ext}", p.architecture)));
+        }
+        candidates
+            .into_iter()
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+    }
+
+    /// Every path the package owns (`info/<pkg>.list`: directories included, `/.` dropped),
+    /// in dpkg's order.
+    pub fn files(&self, name: &str) -> anyhow::Result<Vec<String>> {
+        let list = self
+            .info_file(name, "list")
+            .ok_or_else(|| anyhow!("dpkg database {}: no file list for package {name} (info/{name}.list is missing; is it installed?)", self.admin.display()))?;
+        let text = std::fs::read_to_string(&list)
+            .with_context(|| format!("cannot read {}", list.display()))?;
+        Ok(text
+            .lines()
+            .filter(|l| !l.is_empty() && *l != "/.")
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// `info/<pkg>.md5sums` as absolute path → md5 hex. Empty when the package has none (dpkg
+    /// writes one for every package with regular files, so absence means no files).
+    pub fn md5sums(&self, name: &str) -> anyhow::Result<BTreeMap<String, String>> {
+        let Some(path) = self.info_file(name, "md5sums") else {
+            return Ok(BTreeMap::new());
+        };
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        parse_md5sums(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    /// The package's conffiles from its status paragraph (with the shipped md5).
+    pub fn conffiles(&self, name: &str) -> Vec<Conffile> {
+        self.package(name)
+            .and_then(|p| p.control.get("Conffiles"))
+            .map(parse_conffiles_field)
+            .unwrap_or_default()
+    }
+
+    /// A maintainer script's bytes (`preinst`, `postinst`, `prerm`, `postrm`, `config`), None when
+    /// the package has none.
+    pub fn maintainer_script(&self, name: &str, script: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        match self.info_file(name, script) {
+            None => Ok(None),
+            Some(p) => std::fs::read(&p)
+                .map(Some)
+                .with_context(|| format!("cannot read {}", p.display())),
+        }
+    }
+
+    /// Every maintainer script the package has, by name.
+    pub fn maintainer_scripts(&self, name: &str) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        for s in MAINTAINER_SCRIPTS {
+            if let Some(bytes) = self.maintainer_script(name, s)? {
+                out.insert(s.to_string(), bytes);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The packages (with files on disk) whose file list names `path` exactly. dpkg lists
+    /// paths as shipped, so `/lib/x/libc.so.6` and `/usr/lib/x/libc.so.6` are different keys;
+    /// see [`DpkgDb::owner_of_resolved`] for the usrmerge-aware form.
+    pub fn owner_of(&self, path: &str) -> anyhow::Result<Vec<String>> {
+        let index = self.owner_index()?;
+        Ok(index.get(path).cloned().unwrap_or_default())
+    }
+
+    /// Like `owner_of`, but also tries the path with each leading directory replaced by the
+    /// directory a symlink inside the root points at (`/lib` → `/usr/lib` on merged-/usr
+    /// systems) and the reverse.
+    pub fn owner_of_resolved(&self, path: &str) -> anyhow::Result<Vec<String>> {
+        let direct = self.owner_of(path)?;
+        if !direct.is_empty() {
+            return Ok(direct);
+        }
+        let resolved = self.resolve(path);
+        if resolved != path {
+            let r = self.owner_of(&resolved)?;
+            if !r.is_empty() {
+                return Ok(r);
+            }
+        }
+        // The reverse of usrmerge: the package may list /lib/… while we hold /usr/lib/….
+        for (merged, legacy) in [
+            ("/usr/lib/", "/lib/"),
+            ("/usr/lib64/", "/lib64/"),
+            ("/usr/bin/", "/bin/"),
+            ("/usr/sbin/", "/sbin/"),
+        ] {
+            if let Some(rest) = resolved.strip_prefix(merged) {
+                let r = self.owner_of(&format!("{legacy}{rest}"))?;
+                if !r.is_empty() {
+                    return Ok(r);
+                }
+            }
+        }
+        Ok(vec![])
+    }
+
+    fn owner_index(&self) -> anyhow::Result<&HashMap<String, Vec<String>>> {
+        if let Some(i) = self.owners.get() {
+            return Ok(i);
+        }
+        let mut index: HashMap<String, Vec<String>> = HashMap::new();
+        let mut seen = BTreeSet::new();
+        for p in self.packages.iter().filter(|p| p.has_files()) {
+            let key = if self.by_name.get(&p.name).map(Vec::len).unwrap_or(0) > 1 {
+                format!("{}:{}", p.name, p.architecture)
+            } else {
+                p.name.clone()
+            };
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            // A package in a files state without a list is a broken database; say so.
+            for f in self.files(&key)? {
+                index.entry(f).or_default().push(key.clone());
+            }
+        }
+        Ok(self.owners.get_or_init(|| index))
+    }
+
+    /// The host path of an absolute path inside the root (no symlink resolution).
+    pub fn host_path(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    /// Resolve every symlink in `path` inside the root (absolute link targets are taken as
+    /// inside the root, like a chroot would). Returns an absolute in-root path; components that
+    /// do not exist are kept as they are.
+    pub fn resolve(&self, path: &str) -> String {
+        resolve_in_root(&self.root, path)
+    }
+
+    /// Is `path` dropped at unpack time by a `path-exclude` in `<root>/etc/dpkg/dpkg.cfg.d/*`
+    /// (and not brought back by a later `path-include`)? Ubuntu's container images exclude
+    /// `/usr/share/doc/*` except copyright files, so such files are absent by design.
+    pub fn is_path_excluded(&self, path: &str) -> bool {
+        let mut excluded = false;
+        for (include, pattern) in self.path_filters() {
+            if glob_match(&pattern, path) {
+                excluded = !include;
+            }
+        }
+        excluded
+    }
+
+    fn path_filters(&self) -> Vec<(bool, String)> {
+        let mut files = vec![self.root.join("etc/dpkg/dpkg.cfg")];
+        if let Ok(rd) = std::fs::read_dir(self.root.join("etc/dpkg/dpkg.cfg.d")) {
+            let mut names: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            names.sort();
+            files.extend(names);
+        }
+        let mut out = vec![];
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else {
+                continue;
+            };
+            for line in text.lines() {
+                let line = line.trim();
+                let line = line.strip_prefix("--").unwrap_or(line);
+                let (key, value) = match line.split_once(|c: char| c == '=' || c.is_whitespace()) {
+                    Some((k, v)) => (k, v.trim()),
+                    None => continue,
+                };
+                match key {
+                    "path-exclude" => out.push((false, value.to_string())),
+                    "path-include" => out.push((true, value.to_string())),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// Directories the dynamic loader searches inside the root: `/etc/ld.so.conf` and its
+    /// includes (one level of globbing), then the trusted default directories.
+    pub fn library_search_dirs(&self) -> Vec<String> {
+        let mut dirs = vec![];
+        self.read_ld_conf("/etc/ld.so.conf", &mut dirs, 0);
+        for d in [
+            "/lib/x86_64-linux-gnu",
+            "/usr/lib/x86_64-linux-gnu",
+            "/lib/aarch64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/lib64",
+            "/usr/lib64",
+            "/lib",
+            "/usr/lib",
+        ] {
+            if !dirs.iter().any(|x| x == d) {
+                dirs.push(d.to_string());
+            }
+        }
+        dirs
+    }
+
+    fn read_ld_conf(&self, file: &str, dirs: &mut Vec<String>, depth: usize) {
+        if depth > 4 {
+            return;
+        }
+        let Ok(text) = std::fs::read_to_string(self.host_path(file)) else {
+            return;
+        };
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(pattern) = line.strip_prefix("include") {
+                let pattern = pattern.trim();
+                let pattern = if pattern.starts_with('/') {
+                    pattern.to_string()
+                } else {
+                    format!("/etc/{pattern}")
+                };
+                let (dir, file_glob) = match pattern.rsplit_once('/') {
+                    Some((d, f)) => (if d.is_empty() { "/" } else { d }, f),
+                    None => continue,
+                };
+                let mut matched: Vec<String> = std::fs::read_dir(self.host_path(dir))
+                    .map(|rd| {
+                        rd.filter_map(|e| e.ok())
+                            .filter_map(|e| e.file_name().into_string().ok())
+                            .filter(|n| glob_match(file_glob, n))
+                            .map(|n| format!("{}/{n}", dir.trim_end_matches('/')))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                matched.sort();
+                for m in matched {
+                    self.read_ld_conf(&m, dirs, depth + 1);
+                }
+            } else if line.starts_with('/') {
+                let d = line.trim_end_matches('/').to_string();
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+    }
+
+    /// The installed package that owns the file the loader would find for `soname` in
+    /// `dirs` (searched in order; the first directory holding an owned file wins). Returns the
+    /// in-root path found and its owners.
+    pub fn find_library_owner(
+        &self,
+        soname: &str,
+        dirs: &[String],
+    ) -> anyhow::Result<Option<(String, Vec<String>)>> {
+        for d in dirs {
+            let candidate = format!("{}/{soname}", d.trim_end_matches('/'));
+            let host = self.host_path(&self.resolve(&candidate));
+            if std::fs::metadata(&host).is_err() {
+                continue;
+            }
+            let owners = self.owner_of_resolved(&candidate)?;
+            if !owners.is_empty() {
+                return Ok(Some((candidate, owners)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn split_arch(name: &str) -> (&str, Option<&str>) {
+    match name.split_once(':') {
+        Some((n, a)) if a != "any" => (n, Some(a)),
+        Some((n, _)) => (n, None),
+        None => (name, None),
+    }
+}
+
+/// Parse md5sums text (`<md5>  <path without leading slash>`) into absolute path → md5.
+pub fn parse_md5sums(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (sum, path) = line
+            .split_once(' ')
+            .ok_or_else(|| anyhow!("line {}: not `<md5>  <path>`", n + 1))?;
+        let path = path.trim_start_matches([' ', '*']);
+        if sum.len() != 32 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) || path.is_empty() {
+            anyhow::bail!("line {}: not `<md5>  <path>`: {line:?}", n + 1);
+        }
+        let abs = format!("/{}", path.trim_start_matches("./").trim_start_matches('/'));
+        out.insert(abs, sum.to_ascii_lowercase());
+    }
+    Ok(out)
+}
+
+/// Parse a status `Conffiles:` value (` /etc/x 0123… [obsolete]` per line).
+pub fn parse_conffiles_field(value: &str) -> Vec<Conffile> {
+    value
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let path = w.next()?.to_string();
+            let md5 = w.next()?.to_string();
+            Some(Conffile {
+                path,
+                md5,
+                flags: w.map(str::to_string).collect(),
+            })
+        })
+        .collect()
+}
+
+/// Resolve symlinks of an absolute in-root path, treating absolute link targets as in-root.
+pub fn resolve_in_root(root: &Path, path: &str) -> String {
+    let mut done = PathBuf::from("/");
+    let mut pending: Vec<std::ffi::OsString> = Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    pending.reverse();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            done.pop();
+            continue;
+        }
+        let next = done.join(&part);
+        let host = root.join(next.strip_prefix("/").unwrap_or(&next));
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() && hops < 40 => {
+                hops += 1;
+                let Ok(target) = std::fs::read_link(&host) else {
+                    done = next;
+                    continue;
+                };
+                if target.is_absolute() {
+                    done = PathBuf::from("/");
+                }
+                let mut parts: Vec<std::ffi::OsString> = target
+                    .components()
+                    .filter_map(|c| match c {
+                        Component::Normal(s) => Some(s.to_os_string()),
+                        Component::ParentDir => Some("..".into()),
+                        _ => None,
+                    })
+                    .collect();
+                parts.reverse();
+                pending.extend(parts);
+            }
+            _ => done = next,
+        }
+    }
+    done.to_string_lossy().into_owned()
+}
+
+/// fnmatch-style glob as dpkg's path filters use it: `*` and `?` match any character including
+/// `/`, `[...]` classes are supported.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    glob_rec(&p, &t)
+}
+
+fn glob_rec(p: &[char], t: &[char]) -> bool {
+    match p.first() {
+        None => t.is_empty(),
+        Some('*') => (0..=t.len()).any(|i| glob_rec(&p[1..], &t[i..])),
+        Some('?') => !t.is_empty() && glob_rec(&p[1..], &t[1..]),
+        Some('[') => {
+            let Some(end) = p.iter().skip(1).position(|&c| c == ']').map(|i| i + 1) else {
+                return t.first() == Some(&'[') && glob_rec(&p[1..], &t[1..]);
+            };
+            let Some(&c) = t.first() else { return false };
+            let class = &p[1..end];
+            let (negate, class) = match class.first() {
+                Some('!') | Some('^') => (true, &class[1..]),
+                _ => (false, class),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < class.len() {
+                if i + 2 < class.len() && class[i + 1] == '-' {
+                    hit |= class[i] <= c && c <= class[i + 2];
+                    i += 3;
+                } else {
+                    hit |= class[i] == c;
+                    i += 1;
+                }
+            }
+            hit != negate && glob_rec(&p[end + 1..], &t[1..])
+        }
+        Some(&c) => t.first() == Some(&c) && glob_rec(&p[1..], &t[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn fixture() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(
+            r,
+            "var/lib/dpkg/status",
+            "Package: hsa-rocr\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.18.0.70204-93~24.04\nDepends: libc6\nConffiles:\n /etc/hsa.conf 0123456789abcdef0123456789abcdef\n /etc/old.conf 0123456789abcdef0123456789abcdef obsolete\nDescription: x\n\nPackage: gone\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: 1\n\nPackage: libc6\nStatus: install ok installed\nArchitecture: amd64\nMulti-Arch: same\nVersion: 2.36-9\n",
+        );
+        write(
+            r,
+            "var/lib/dpkg/info/hsa-rocr.list",
+            "/.\n/opt\n/opt/rocm-7.2.4\n/opt/rocm-7.2.4/lib\n/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204\n/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1\n",
+        );
+        write(
+            r,
+            "var/lib/dpkg/info/hsa-rocr.md5sums",
+            "d41d8cd98f00b204e9800998ecf8427e  opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204\n",
+        );
+        write(r, "var/lib/dpkg/info/hsa-rocr.postinst", "#!/bin/sh\n");
+        write(
+            r,
+            "var/lib/dpkg/info/libc6:amd64.list",
+            "/lib\n/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu/libc.so.6\n",
+        );
+        write(r, "usr/lib/x86_64-linux-gnu/libc.so.6", "elf");
+        std::os::unix::fs::symlink("usr/lib", r.join("lib")).unwrap();
+        write(r, "etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+        write(r, "etc/ld.so.conf.d/rocm.conf", "/opt/rocm-7.2.4/lib\n");
+        write(
+            r,
+            "etc/dpkg/dpkg.cfg.d/excludes",
+            "path-exclude=/usr/share/doc/*\npath-include=/usr/share/doc/*/copyright\n",
+        );
+        d
+    }
+
+    #[test]
+    fn reads_status_lists_md5sums_conffiles_scripts() {
+        let d = fixture();
+        let db = DpkgDb::open(d.path()).unwrap();
+        assert_eq!(db.packages().len(), 3);
+        let hsa = db.installed("hsa-rocr").unwrap();
+        assert_eq!(hsa.version, "1.18.0.70204-93~24.04");
+        assert!(db.installed("gone").is_none());
+        assert_eq!(db.files("hsa-rocr").unwrap().len(), 5);
+        let sums = db.md5sums("hsa-rocr").unwrap();
+        assert_eq!(
+            sums["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"],
+            "d41d8cd98f00b204e9800998ecf8427e"
+        );
+        let conf = db.conffiles("hsa-rocr");
+        assert_eq!(conf.len(), 2);
+        assert_eq!(conf[1].flags, vec!["obsolete".to_string()]);
+        assert!(db
+            .maintainer_script("hsa-rocr", "postinst")
+            .unwrap()
+            .is_some());
+        assert!(db.maintainer_script("hsa-rocr", "prerm").unwrap().is_none());
+        // Multi-Arch: same list name.
+        assert_eq!(db.files("libc6").unwrap().len(), 3);
+    }
+
+    #[test]
+    fn owners_and_loader_search() {
+        let d = fixture();
+        let db = DpkgDb::open(d.path()).unwrap();
+        assert_eq!(
+            db.owner_of("/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1")
+                .unwrap(),
+            vec!["hsa-rocr".to_string()]
+        );
+        assert!(db.owner_of("/nope").unwrap().is_empty());
+        assert_eq!(
+            db.owner_of_resolved("/usr/lib/x86_64-linux-gnu/libc.so.6")
+                .unwrap(),
+            vec!["libc6".to_string()]
+        );
+        let dirs = db.library_search_dirs();
+        assert_eq!(dirs[0], "/opt/rocm-7.2.4/lib");
+        let (path, owners) = db.find_library_owner("libc.so.6", &dirs).unwrap().unwrap();
+        assert_eq!(owners, vec!["libc6".to_string()]);
+        assert!(path.ends_with("/libc.so.6"));
+        assert!(db
+            .find_library_owner("libnope.so.1", &dirs)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn path_excludes_follow_dpkg_order() {
+        let d = fixture();
+        let db = DpkgDb::open(d.path()).unwrap();
+        assert!(db.is_path_excluded("/usr/share/doc/hsa-rocr/changelog.gz"));
+        assert!(!db.is_path_excluded("/usr/share/doc/hsa-rocr/copyright"));
+        assert!(!db.is_path_excluded("/opt/rocm-7.2.4/lib/libx.so"));
+    }
+
+    #[test]
+    fn missing_status_is_a_clear_error() {
+        let d = tempfile::tempdir().unwrap();
+        let e = DpkgDb::open(d.path()).unwrap_err().to_string();
+        assert!(e.contains("dpkg status file"), "{e}");
+    }
+
+    #[test]
+    fn glob_and_resolve() {
+        assert!(glob_match("/usr/share/doc/*", "/usr/share/doc/a/b"));
+        assert!(glob_match("*.conf", "x.conf"));
+        assert!(!glob_match("*.conf", "x.conf.bak"));
+        assert!(glob_match("lib[0-9].so", "lib7.so"));
+        let d = fixture();
+        assert_eq!(
+            resolve_in_root(d.path(), "/lib/x86_64-linux-gnu/libc.so.6"),
+            "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        );
+    }
+
+    #[test]
+    fn md5sums_parser_rejects_garbage() {
+        assert!(parse_md5sums("zz  a\n").is_err());
+        let m = parse_md5sums("D41D8CD98F00B204E9800998ECF8427E  a/b\n").unwrap();
+        assert_eq!(m["/a/b"], "d41d8cd98f00b204e9800998ecf8427e");
+    }
+}

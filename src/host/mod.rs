@@ -5,5 +5,10 @@
 pub mod apt;
 pub mod dpkgdb;
 pub mod excludes;
+pub mod gate;
+pub mod hoststatus;
+pub mod install;
 pub mod loader;
+pub mod repack;
+pub mod rollback;
 pub mod status;

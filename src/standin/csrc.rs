@@ -133,7 +133,8 @@ pub(crate) fn compile_library(lib: &LibraryBuild, dir: &Path) -> anyhow::Result<
 /// The identity comes from the library's own `rocm_pin_identity()` (checked with dladdr to
 /// belong to that library, not a dependency), else from the `ROCM_PIN_IDENTITY=` string in the
 /// file, else `-`. A soname that does not load prints `<soname> - NOT-LOADED -`, its dlerror on
-/// stderr, and the exit status is 1.
+/// stderr, and the exit status is 1. An argument with a `/` is dlopened as that path (the
+/// absolute-path users the stock versioned file names must keep serving).
 pub const PROBE_SOURCE: &str = r#"/* rocm-pin loader probe: which file does the dynamic loader use for each soname? */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -1,0 +1,340 @@
+//! The ROCm build recipe: which projects of rocm-systems are built, with which CMake options, and
+//! what the tree needs on the build machine (Debian package names). Everything here is ROCm
+//! knowledge (DESIGN.md §6); the orchestration that runs it ([`super::steps`]) is generic.
+
+use std::path::{Path, PathBuf};
+
+use super::prereq::{Probe, Requirement};
+
+/// ROCr, built first and installed into a private prefix.
+pub const ROCR_PROJECT: &str = "projects/rocr-runtime";
+/// CLR (HIP runtime), built against ROCr's private prefix.
+pub const CLR_PROJECT: &str = "projects/clr";
+/// HIP common sources (`VERSION`, headers), passed to CLR as `HIP_COMMON_DIR`.
+pub const HIP_PROJECT: &str = "projects/hip";
+/// Present only in the real CLR: how the real tree is told from the stand-in.
+pub const REAL_TREE_MARKER: &str = "projects/clr/hipamd";
+
+/// Which rocm-systems tree is being built. Both go through the same steps; they differ in
+/// prerequisites and in the LLVM wiring the real tree needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TreeKind {
+    /// ROCm/rocm-systems itself (has `projects/clr/hipamd`).
+    RocmSystems,
+    /// The stand-in shipped in tests/fixtures (cmake + a C compiler only).
+    StandIn,
+}
+
+impl TreeKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            TreeKind::RocmSystems => "the rocm-systems tree",
+            TreeKind::StandIn => "the stand-in rocm-systems tree (no projects/clr/hipamd)",
+        }
+    }
+}
+
+pub fn tree_kind(source_dir: &Path) -> TreeKind {
+    if source_dir.join(REAL_TREE_MARKER).is_dir() {
+        TreeKind::RocmSystems
+    } else {
+        TreeKind::StandIn
+    }
+}
+
+/// Projects the build needs that are missing from `source_dir`.
+pub fn missing_projects(source_dir: &Path) -> Vec<&'static str> {
+    [ROCR_PROJECT, CLR_PROJECT, HIP_PROJECT]
+        .into_iter()
+        .filter(|p| !source_dir.join(p).is_dir())
+        .collect()
+}
+
+fn program(what: &str, names: &[&str], package: &str) -> Requirement {
+    Requirement::new(
+        what,
+        Probe::Program(names.iter().map(|s| s.to_string()).collect()),
+        package,
+    )
+}
+
+/// What every build needs: the checkout and the CMake toolchain.
+pub fn base_requirements() -> Vec<Requirement> {
+    vec![
+        program("git", &["git"], "git"),
+        program("CMake", &["cmake"], "cmake"),
+        program("build tool", &["ninja", "make"], "ninja-build"),
+        program("C compiler", &["cc", "gcc", "clang"], "gcc"),
+    ]
+}
+
+/// What building `kind` needs (the base set included). `rocm` is the resolved ROCm path.
+pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
+    let mut reqs = base_requirements();
+    if kind == TreeKind::StandIn {
+        return reqs;
+    }
+    reqs.extend([
+        program("C++ compiler", &["c++", "g++", "clang++"], "g++"),
+        program("pkg-config", &["pkg-config", "pkgconf"], "pkg-config"),
+        program("xxd (ROCr embeds its blit kernels)", &["xxd"], "xxd"),
+        program("Python 3", &["python3"], "python3"),
+        Requirement::new(
+            "libelf headers",
+            Probe::Header("libelf.h".into()),
+            "libelf-dev",
+        ),
+        Requirement::new(
+            "libdw headers",
+            Probe::Header("elfutils/libdw.h".into()),
+            "libdw-dev",
+        ),
+        Requirement::new(
+            "libdrm headers",
+            Probe::Header("libdrm/amdgpu.h".into()),
+            "libdrm-dev",
+        ),
+        Requirement::new(
+            "libnuma headers",
+            Probe::Header("numa.h".into()),
+            "libnuma-dev",
+        ),
+        Requirement::new(
+            "OpenGL headers (rocclr's find_package(OpenGL REQUIRED))",
+            Probe::Header("GL/gl.h".into()),
+            "libgl1-mesa-dev",
+        ),
+        Requirement::new(
+            "OpenGL library (rocclr's find_package(OpenGL REQUIRED))",
+            Probe::Library("libGL.so".into()),
+            "libglvnd-dev",
+        ),
+        Requirement::new(
+            "Python module CppHeaderParser (hipamd's configure stops without it)",
+            Probe::PythonModule("CppHeaderParser".into()),
+            "python3-pip",
+        )
+        .with_note("no Debian package ships it: then run `pip3 install CppHeaderParser`"),
+        Requirement::new(
+            "Python module ply",
+            Probe::PythonModule("ply".into()),
+            "python3-ply",
+        ),
+        Requirement::new(
+            "ROCm's LLVM (clang under the ROCm path)",
+            Probe::Path(rocm.join("llvm/bin/clang")),
+            "rocm-llvm",
+        )
+        .with_note(&format!(
+            "from the ROCm apt repository; expected at {}",
+            rocm.join("llvm/bin/clang").display()
+        )),
+        Requirement::new(
+            "rocprofiler-register CMake package (hipamd requires it)",
+            Probe::Path(rocm.join("lib/cmake/rocprofiler-register")),
+            "rocprofiler-register",
+        )
+        .with_note("from the ROCm apt repository"),
+        Requirement::new(
+            "comgr CMake package",
+            Probe::Path(rocm.join("lib/cmake/amd_comgr")),
+            "comgr",
+        )
+        .with_note("from the ROCm apt repository"),
+    ]);
+    reqs
+}
+
+/// Where CMake finds LLVM and Clang for the real tree. ROCm images ship `$ROCM/llvm` without
+/// CMake config files, so when they are absent we write small shims pointing at `$ROCM/llvm/bin`
+/// (the known recipes do the same).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlvmWiring {
+    pub llvm_dir: PathBuf,
+    pub clang_dir: PathBuf,
+    /// Files to write before configuring (empty when ROCm ships real config files).
+    pub shims: Vec<(PathBuf, String)>,
+}
+
+pub fn llvm_wiring(rocm: &Path, shim_root: &Path) -> LlvmWiring {
+    let llvm = rocm.join("llvm");
+    let real_llvm = llvm.join("lib/cmake/llvm");
+    let real_clang = llvm.join("lib/cmake/clang");
+    if real_llvm.join("LLVMConfig.cmake").is_file()
+        && real_clang.join("ClangConfig.cmake").is_file()
+    {
+        return LlvmWiring {
+            llvm_dir: real_llvm,
+            clang_dir: real_clang,
+            shims: vec![],
+        };
+    }
+    let llvm_dir = shim_root.join("lib/cmake/llvm");
+    let clang_dir = shim_root.join("lib/cmake/clang");
+    let llvm_root = llvm.display().to_string();
+    let llvm_config = format!(
+        "# Written by rocm-pin: ROCm ships {llvm_root} without CMake config files.\n\
+         set(LLVM_FOUND TRUE)\n\
+         set(LLVM_INSTALL_PREFIX \"{llvm_root}\")\n\
+         set(LLVM_BINARY_DIR \"{llvm_root}\")\n\
+         set(LLVM_TOOLS_BINARY_DIR \"{llvm_root}/bin\")\n\
+         set(LLVM_INCLUDE_DIRS \"{llvm_root}/include\")\n\
+         set(LLVM_LIBRARY_DIRS \"{llvm_root}/lib\")\n\
+         set(LLVM_CMAKE_DIR \"${{CMAKE_CURRENT_LIST_DIR}}\")\n"
+    );
+    let clang_config = format!(
+        "# Written by rocm-pin: ROCm ships {llvm_root} without CMake config files.\n\
+         set(Clang_FOUND TRUE)\n\
+         if(NOT TARGET clang)\n\
+         \x20 add_executable(clang IMPORTED GLOBAL)\n\
+         \x20 set_target_properties(clang PROPERTIES IMPORTED_LOCATION \"{llvm_root}/bin/clang\")\n\
+         endif()\n"
+    );
+    LlvmWiring {
+        shims: vec![
+            (llvm_dir.join("LLVMConfig.cmake"), llvm_config),
+            (clang_dir.join("ClangConfig.cmake"), clang_config),
+        ],
+        llvm_dir,
+        clang_dir,
+    }
+}
+
+/// Inputs of the two configure command lines.
+#[derive(Debug, Clone)]
+pub struct ConfigureInputs<'a> {
+    pub kind: TreeKind,
+    pub source_dir: &'a Path,
+    pub rocm: &'a Path,
+    pub rocr_prefix: &'a Path,
+    pub staging: &'a Path,
+    pub llvm: Option<&'a LlvmWiring>,
+    /// `ROCM_PATCH_VERSION` (e.g. 70204): library file names then match stock ones.
+    pub rocm_patch_version: Option<&'a str>,
+}
+
+fn define(name: &str, value: impl AsRef<str>) -> String {
+    format!("-D{name}={}", value.as_ref())
+}
+
+fn p(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// ROCr: Release, ROCm on CMAKE_PREFIX_PATH, installed into its private prefix.
+pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
+    let mut d = vec![
+        define("CMAKE_BUILD_TYPE", "Release"),
+        define("CMAKE_PREFIX_PATH", p(i.rocm)),
+        define("CMAKE_INSTALL_PREFIX", p(i.rocr_prefix)),
+        define("CMAKE_INSTALL_LIBDIR", "lib"),
+    ];
+    if let Some(llvm) = i.llvm {
+        d.push(define("LLVM_DIR", p(&llvm.llvm_dir)));
+        d.push(define("Clang_DIR", p(&llvm.clang_dir)));
+    }
+    if let Some(v) = i.rocm_patch_version {
+        d.push(define("ROCM_PATCH_VERSION", v));
+    }
+    d
+}
+
+/// CLR: HIP on, OpenCL off, HIP_COMMON_DIR = projects/hip, ROCr's prefix first on
+/// CMAKE_PREFIX_PATH, installed into the staging directory.
+pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
+    let mut d = vec![
+        define("CMAKE_BUILD_TYPE", "Release"),
+        define("CLR_BUILD_HIP", "ON"),
+        define("CLR_BUILD_OCL", "OFF"),
+        define("HIP_COMMON_DIR", p(&i.source_dir.join(HIP_PROJECT))),
+        define("ROCM_PATH", p(i.rocm)),
+        define(
+            "CMAKE_PREFIX_PATH",
+            format!("{};{}", p(i.rocr_prefix), p(i.rocm)),
+        ),
+        define("CMAKE_INSTALL_PREFIX", p(i.staging)),
+        define("CMAKE_INSTALL_LIBDIR", "lib"),
+    ];
+    if i.kind == TreeKind::RocmSystems {
+        // hipcc/hipconfig are not built here; without this hipamd asks $ROCM/bin/hipconfig.
+        d.push(define("HIP_PLATFORM", "amd"));
+        d.push(define("HIP_LLVM_ROOT", p(&i.rocm.join("llvm"))));
+    }
+    if let Some(llvm) = i.llvm {
+        d.push(define("LLVM_DIR", p(&llvm.llvm_dir)));
+        d.push(define("Clang_DIR", p(&llvm.clang_dir)));
+    }
+    if let Some(v) = i.rocm_patch_version {
+        d.push(define("ROCM_PATCH_VERSION", v));
+    }
+    d
+}
+
+/// Directories to put first on PATH while building ROCr: its blit-kernel rules run a bare
+/// `clang`, which must be ROCm's (it targets amdgcn), not a system clang.
+pub fn rocr_path_prepend(kind: TreeKind, rocm: &Path) -> Vec<PathBuf> {
+    match kind {
+        TreeKind::RocmSystems => vec![rocm.join("llvm/bin")],
+        TreeKind::StandIn => vec![],
+    }
+}
+
+/// The ROCm release installed at `rocm` (first line of `.info/version`), if present.
+pub fn rocm_version(rocm: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(rocm.join(crate::rocm::VERSION_RELPATH)).ok()?;
+    let line = text.lines().next()?.trim();
+    (!line.is_empty()).then(|| line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_tree_needs_the_documented_packages() {
+        let reqs = requirements(TreeKind::RocmSystems, Path::new("/opt/rocm-7.2.4"));
+        let packages: Vec<&str> = reqs.iter().map(|r| r.package.as_str()).collect();
+        for p in [
+            "cmake",
+            "ninja-build",
+            "g++",
+            "pkg-config",
+            "libelf-dev",
+            "libdrm-dev",
+            "libnuma-dev",
+            "libdw-dev",
+            "xxd",
+            "libgl1-mesa-dev",
+            "libglvnd-dev",
+            "python3-pip",
+            "python3-ply",
+            "rocm-llvm",
+        ] {
+            assert!(packages.contains(&p), "{p} missing from {packages:?}");
+        }
+        let standin = requirements(TreeKind::StandIn, Path::new("/opt/rocm"));
+        assert!(standin.iter().all(|r| r.package != "libelf-dev"));
+    }
+
+    #[test]
+    fn clr_gets_rocr_prefix_first() {
+        let llvm = llvm_wiring(Path::new("/nonexistent-rocm"), Path::new("/w/llvm-shim"));
+        assert_eq!(llvm.shims.len(), 2);
+        let i = ConfigureInputs {
+            kind: TreeKind::RocmSystems,
+            source_dir: Path::new("/src"),
+            rocm: Path::new("/opt/rocm-7.2.4"),
+            rocr_prefix: Path::new("/w/rocr-prefix"),
+            staging: Path::new("/out"),
+            llvm: Some(&llvm),
+            rocm_patch_version: None,
+        };
+        let d = clr_defines(&i);
+        assert!(d.contains(&"-DCMAKE_PREFIX_PATH=/w/rocr-prefix;/opt/rocm-7.2.4".to_string()));
+        assert!(d.contains(&"-DHIP_COMMON_DIR=/src/projects/hip".to_string()));
+        assert!(d.contains(&"-DCLR_BUILD_OCL=OFF".to_string()));
+        assert!(d.contains(&"-DHIP_LLVM_ROOT=/opt/rocm-7.2.4/llvm".to_string()));
+        assert!(d.contains(&"-DLLVM_DIR=/w/llvm-shim/lib/cmake/llvm".to_string()));
+    }
+}

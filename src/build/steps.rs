@@ -1,0 +1,432 @@
+//! The command list: one function ([`build_steps`]) returns the exact commands of a build for a
+//! given tree and options, so `--dry-run` prints exactly what [`run_step`] runs. Generic CMake
+//! orchestration; the ROCm specifics (options, LLVM wiring) come from [`super::recipe`].
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::Context;
+
+use super::recipe::{self, ConfigureInputs, TreeKind};
+
+/// Lines of a failed step's log quoted in the error.
+pub const LOG_TAIL_LINES: usize = 40;
+
+/// One command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cmd {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Extra environment (added to the inherited one).
+    pub env: Vec<(String, String)>,
+    /// Directories put in front of the inherited PATH.
+    pub path_prepend: Vec<PathBuf>,
+}
+
+impl Cmd {
+    pub fn new<I, S>(program: &str, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Cmd {
+            program: program.to_string(),
+            args: args.into_iter().map(|a| a.as_ref().to_string()).collect(),
+            env: vec![],
+            path_prepend: vec![],
+        }
+    }
+
+    fn with_env(mut self, env: &[(String, String)], path_prepend: &[PathBuf]) -> Self {
+        self.env = env.to_vec();
+        self.path_prepend = path_prepend.to_vec();
+        self
+    }
+}
+
+/// Quote for a POSIX shell only when needed, so the printed line can be pasted.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    '-' | '_' | '.' | '/' | '=' | ':' | ',' | '+' | '@' | '%' | '^' | '{' | '}'
+                )
+        });
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+impl fmt::Display for Cmd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut words: Vec<String> = vec![];
+        if !self.env.is_empty() || !self.path_prepend.is_empty() {
+            words.push("env".into());
+            if !self.path_prepend.is_empty() {
+                let dirs: Vec<String> = self
+                    .path_prepend
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                words.push(format!("PATH={}:\"$PATH\"", shell_quote(&dirs.join(":"))));
+            }
+            for (k, v) in &self.env {
+                // A `$(…)` value is a command substitution the dry run shows for a value only
+                // known after an earlier step (the commit time of a URL checkout): keep it live.
+                if v.starts_with("$(") && v.ends_with(')') && !v.contains('"') {
+                    words.push(format!("{k}=\"{v}\""));
+                } else {
+                    words.push(format!("{k}={}", shell_quote(v)));
+                }
+            }
+        }
+        words.push(shell_quote(&self.program));
+        words.extend(self.args.iter().map(|a| shell_quote(a)));
+        f.write_str(&words.join(" "))
+    }
+}
+
+/// A named step: files it writes first, then its commands, all logged to `<logs>/<name>.log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub name: String,
+    pub writes: Vec<(PathBuf, String)>,
+    pub commands: Vec<Cmd>,
+}
+
+/// The CMake generator: Ninja when available, else Unix Makefiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Generator {
+    Ninja,
+    Make,
+}
+
+impl Generator {
+    pub fn cmake_name(self) -> &'static str {
+        match self {
+            Generator::Ninja => "Ninja",
+            Generator::Make => "Unix Makefiles",
+        }
+    }
+    pub fn program(self) -> &'static str {
+        match self {
+            Generator::Ninja => "ninja",
+            Generator::Make => "make",
+        }
+    }
+}
+
+/// Where everything goes under the output directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `DIR`: the install (lib/, include/, …) and the manifest.
+    pub staging: PathBuf,
+    /// `DIR/logs/<step>.log`.
+    pub logs: PathBuf,
+    /// `DIR/.work`: checkout, build trees, ROCr's private prefix; safe to delete after a build.
+    pub work: PathBuf,
+    /// `DIR/.work/src`: the checkout when `--source` is a URL.
+    pub checkout: PathBuf,
+    pub rocr_build: PathBuf,
+    pub clr_build: PathBuf,
+    /// ROCr's private install prefix CLR builds against.
+    pub rocr_prefix: PathBuf,
+    pub cmake_dir: PathBuf,
+}
+
+/// Names of the by-products in `DIR` that are not part of the install.
+pub const WORK_DIR: &str = ".work";
+pub const LOGS_DIR: &str = "logs";
+
+impl Layout {
+    pub fn new(staging: &Path) -> Layout {
+        let work = staging.join(WORK_DIR);
+        Layout {
+            staging: staging.to_path_buf(),
+            logs: staging.join(LOGS_DIR),
+            checkout: work.join("src"),
+            rocr_build: work.join("build/rocr"),
+            clr_build: work.join("build/clr"),
+            rocr_prefix: work.join("rocr-prefix"),
+            cmake_dir: work.join("cmake"),
+            work,
+        }
+    }
+}
+
+/// Everything [`build_steps`] needs.
+#[derive(Debug, Clone)]
+pub struct StepInputs<'a> {
+    pub kind: TreeKind,
+    pub source_dir: &'a Path,
+    pub rocm: &'a Path,
+    pub layout: &'a Layout,
+    pub jobs: u32,
+    pub generator: Generator,
+    /// SOURCE_DATE_EPOCH value: the commit's committer time, or a placeholder for `--dry-run`.
+    pub source_date_epoch: String,
+    pub rocm_patch_version: Option<&'a str>,
+    pub rocr_cmake_args: &'a [String],
+    pub clr_cmake_args: &'a [String],
+}
+
+/// Environment of every configure/build/install command. The build makes no network call and
+/// gives the same names whatever the clone depth: hipamd's configure runs `git fetch --unshallow`
+/// (refused here; it is ERROR_QUIET upstream) and names libraries after `git rev-parse --short`,
+/// whose length otherwise grows with the object count of the clone.
+pub fn reproducible_env(source_date_epoch: &str) -> Vec<(String, String)> {
+    [
+        ("GIT_CONFIG_COUNT", "2"),
+        ("GIT_CONFIG_KEY_0", "core.abbrev"),
+        ("GIT_CONFIG_VALUE_0", "7"),
+        ("GIT_CONFIG_KEY_1", "protocol.allow"),
+        ("GIT_CONFIG_VALUE_1", "never"),
+        ("SOURCE_DATE_EPOCH", source_date_epoch),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// The exact build: configure, build and install ROCr into its private prefix; configure CLR
+/// against it (ROCr's prefix first on CMAKE_PREFIX_PATH, its headers first on the include path),
+/// build, install into the staging directory; finally install ROCr into the staging directory too.
+pub fn build_steps(i: &StepInputs) -> Vec<Step> {
+    let l = i.layout;
+    let env = reproducible_env(&i.source_date_epoch);
+    let rocr_path = recipe::rocr_path_prepend(i.kind, i.rocm);
+    let llvm = (i.kind == TreeKind::RocmSystems)
+        .then(|| recipe::llvm_wiring(i.rocm, &l.cmake_dir.join("llvm-shim")));
+    let inputs = ConfigureInputs {
+        kind: i.kind,
+        source_dir: i.source_dir,
+        rocm: i.rocm,
+        rocr_prefix: &l.rocr_prefix,
+        staging: &l.staging,
+        llvm: llvm.as_ref(),
+        rocm_patch_version: i.rocm_patch_version,
+    };
+    let jobs = i.jobs.to_string();
+    let p = |path: &Path| path.display().to_string();
+
+    // Include directories added BEFORE at directory scope precede every target include
+    // directory and usage requirement, so a stock hsa.h under $ROCM/include cannot win.
+    // (-I in CMAKE_CXX_FLAGS would not: CMake puts <FLAGS> after <INCLUDES>.)
+    let include_first = l.cmake_dir.join("rocr-headers-first.cmake");
+    let include_first_text = format!(
+        "# Written by rocm-pin: the freshly built ROCr's headers come first on the include path.\n\
+         include_directories(BEFORE \"{}\")\n",
+        p(&l.rocr_prefix.join("include"))
+    );
+
+    let configure = |src: &Path, build: &Path, defines: Vec<String>, extra: &[String]| {
+        let mut args = vec![
+            "-S".to_string(),
+            p(src),
+            "-B".into(),
+            p(build),
+            "-G".into(),
+            i.generator.cmake_name().into(),
+        ];
+        args.extend(defines);
+        args.extend(extra.iter().cloned());
+        args
+    };
+
+    let rocr_defines = recipe::rocr_defines(&inputs);
+    let mut clr_defines = recipe::clr_defines(&inputs);
+    clr_defines.push(format!("-DCMAKE_PROJECT_INCLUDE={}", p(&include_first)));
+
+    vec![
+        Step {
+            name: "configure-rocr".into(),
+            writes: llvm.map(|w| w.shims).unwrap_or_default(),
+            commands: vec![Cmd::new(
+                "cmake",
+                configure(
+                    &i.source_dir.join(recipe::ROCR_PROJECT),
+                    &l.rocr_build,
+                    rocr_defines,
+                    i.rocr_cmake_args,
+                ),
+            )
+            .with_env(&env, &rocr_path)],
+        },
+        Step {
+            name: "build-rocr".into(),
+            writes: vec![],
+            commands: vec![
+                Cmd::new("cmake", ["--build", &p(&l.rocr_build), "--parallel", &jobs])
+                    .with_env(&env, &rocr_path),
+            ],
+        },
+        Step {
+            name: "install-rocr".into(),
+            writes: vec![],
+            commands: vec![
+                Cmd::new("cmake", ["--install", &p(&l.rocr_build)]).with_env(&env, &rocr_path)
+            ],
+        },
+        Step {
+            name: "configure-clr".into(),
+            writes: vec![(include_first, include_first_text)],
+            commands: vec![Cmd::new(
+                "cmake",
+                configure(
+                    &i.source_dir.join(recipe::CLR_PROJECT),
+                    &l.clr_build,
+                    clr_defines,
+                    i.clr_cmake_args,
+                ),
+            )
+            .with_env(&env, &[])],
+        },
+        Step {
+            name: "build-clr".into(),
+            writes: vec![],
+            commands: vec![
+                Cmd::new("cmake", ["--build", &p(&l.clr_build), "--parallel", &jobs])
+                    .with_env(&env, &[]),
+            ],
+        },
+        Step {
+            name: "install-clr".into(),
+            writes: vec![],
+            commands: vec![Cmd::new("cmake", ["--install", &p(&l.clr_build)]).with_env(&env, &[])],
+        },
+        Step {
+            name: "stage-rocr".into(),
+            writes: vec![],
+            commands: vec![Cmd::new(
+                "cmake",
+                ["--install", &p(&l.rocr_build), "--prefix", &p(&l.staging)],
+            )
+            .with_env(&env, &rocr_path)],
+        },
+    ]
+}
+
+/// Run one step: write its files, run its commands with output appended to `<logs>/<name>.log`.
+/// On failure the error names the command, the log and quotes its last [`LOG_TAIL_LINES`] lines.
+pub fn run_step(step: &Step, logs: &Path) -> anyhow::Result<()> {
+    for (path, text) in &step.writes {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    std::fs::create_dir_all(logs).with_context(|| format!("creating {}", logs.display()))?;
+    let log_path = logs.join(format!("{}.log", step.name));
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    for cmd in &step.commands {
+        writeln!(log, "$ {cmd}").with_context(|| format!("writing {}", log_path.display()))?;
+        let mut command = Command::new(&cmd.program);
+        command.args(&cmd.args).stdin(Stdio::null());
+        for (k, v) in &cmd.env {
+            command.env(k, v);
+        }
+        if !cmd.path_prepend.is_empty() {
+            let mut dirs = cmd.path_prepend.clone();
+            if let Some(current) = std::env::var_os("PATH") {
+                dirs.extend(std::env::split_paths(&current));
+            }
+            command.env(
+                "PATH",
+                std::env::join_paths(dirs).context("building PATH for the step")?,
+            );
+        }
+        let out = log
+            .try_clone()
+            .with_context(|| format!("opening {}", log_path.display()))?;
+        let err = log
+            .try_clone()
+            .with_context(|| format!("opening {}", log_path.display()))?;
+        command.stdout(out).stderr(err);
+        let status = match command.status() {
+            Ok(s) => s,
+            Err(e) => {
+                return Err(anyhow::anyhow!(
+                    "step {} could not start `{}`: {e}\n  command: {cmd}\n  log: {}",
+                    step.name,
+                    cmd.program,
+                    log_path.display()
+                ))
+            }
+        };
+        if !status.success() {
+            return Err(anyhow::anyhow!(
+                "step {} failed ({status})\n  command: {cmd}\n  log: {}\n--- last {LOG_TAIL_LINES} lines of {} ---\n{}",
+                step.name,
+                log_path.display(),
+                log_path.display(),
+                log_tail(&log_path, LOG_TAIL_LINES)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The last `n` lines of a log (lossy UTF-8).
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_commands_are_shell_exact() {
+        let c = Cmd::new(
+            "cmake",
+            ["-DCMAKE_PREFIX_PATH=/a;/b", "--parallel", "3", "it's"],
+        )
+        .with_env(
+            &[("SOURCE_DATE_EPOCH".into(), "17".into())],
+            &[PathBuf::from("/opt/rocm/llvm/bin")],
+        );
+        assert_eq!(
+            c.to_string(),
+            "env PATH=/opt/rocm/llvm/bin:\"$PATH\" SOURCE_DATE_EPOCH=17 cmake \
+             '-DCMAKE_PREFIX_PATH=/a;/b' --parallel 3 'it'\\''s'"
+        );
+    }
+
+    #[test]
+    fn failing_step_quotes_the_log_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let step = Step {
+            name: "fails".into(),
+            writes: vec![(dir.path().join("w/file.txt"), "x".into())],
+            commands: vec![Cmd::new(
+                "sh",
+                ["-c", "for i in $(seq 1 100); do echo line$i; done; exit 3"],
+            )],
+        };
+        let err = run_step(&step, &dir.path().join("logs"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line100") && err.contains("line61"), "{err}");
+        assert!(!err.contains("line60\n"), "{err}");
+        assert!(err.contains("logs/fails.log"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("w/file.txt")).unwrap(),
+            "x"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! The ROCm version gate as applied to a host: read the target prefix's `.info/version`,
+//! resolve `/opt/rocm`, decide per mode, and keep the skip record.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::status::in_root;
+use crate::rocm::{self, GateMode};
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GateDecision {
+    pub mode: GateMode,
+    /// The prefix our packages install into (from the marker), e.g. `/opt/rocm-7.2.4`.
+    pub target_prefix: String,
+    /// The first line of `<target prefix>/.info/version`, None when missing.
+    pub found_version: Option<String>,
+    pub wanted_version: String,
+    /// Where `/opt/rocm` resolves (every hop), None when it does not resolve.
+    pub rocm_path_chain: Option<Vec<String>>,
+    /// True when `/opt/rocm` resolves to a prefix other than the target (multi-version host).
+    pub rocm_path_elsewhere: bool,
+    pub matches: bool,
+    /// What a person should read: why it matched or not, and what happens.
+    pub reason: String,
+}
+
+impl GateDecision {
+    /// Install proceeds.
+    pub fn proceed(&self) -> bool {
+        self.matches && self.mode != GateMode::Off
+    }
+}
+
+/// The skip record path inside the root.
+pub fn skip_record_path() -> PathBuf {
+    Path::new(rocm::STATE_DIR).join("skipped")
+}
+
+pub fn evaluate(root: &Path, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
+    let version_file = format!(
+        "{}/{}",
+        target_prefix.trim_end_matches('/'),
+        rocm::VERSION_RELPATH
+    );
+    let found = std::fs::read_to_string(in_root(root, &version_file))
+        .ok()
+        .map(|t| t.lines().next().unwrap_or("").trim().to_string());
+    let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
+    let elsewhere = chain
+        .as_ref()
+        .is_some_and(|(p, _)| p != Path::new(target_prefix));
+    let matches = found
+        .as_deref()
+        .is_some_and(|v| rocm::version_matches(v, wanted));
+    let mut reason = match &found {
+        None => format!("{version_file} is missing: no ROCm {wanted} at {target_prefix}"),
+        Some(v) if matches => format!("ROCm {v} at {target_prefix} matches {wanted}"),
+        Some(v) => format!("ROCm {v} at {target_prefix} ({version_file}) does not match {wanted}"),
+    };
+    if elsewhere {
+        if let Some((p, _)) = &chain {
+            reason.push_str(&format!(
+                "; note: {} points to {}, not to the target prefix (multi-version host: the packages install into {target_prefix})",
+                rocm::DEFAULT_ROCM_PATH,
+                p.display()
+            ));
+        }
+    }
+    match mode {
+        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
+        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
+        GateMode::Require if !matches => reason.push_str(
+            "; mode require refuses (use --mode auto or ROCM_PIN_MODE=auto to skip such hosts with exit 0)",
+        ),
+        _ => {}
+    }
+    GateDecision {
+        mode,
+        target_prefix: target_prefix.to_string(),
+        found_version: found,
+        wanted_version: wanted.to_string(),
+        rocm_path_chain: chain.map(|(_, hops)| {
+            hops.iter()
+                .map(|h| h.display().to_string())
+                .collect::<Vec<_>>()
+        }),
+        rocm_path_elsewhere: elsewhere,
+        matches,
+        reason,
+    }
+}
+
+pub fn write_skip_record(root: &Path, reason: &str) -> anyhow::Result<()> {
+    let p = in_root(root, &skip_record_path().to_string_lossy());
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    std::fs::write(&p, format!("{reason}\n"))
+        .with_context(|| format!("cannot write the skip record {}", p.display()))
+}
+
+pub fn read_skip_record(root: &Path) -> Option<String> {
+    std::fs::read_to_string(in_root(root, &skip_record_path().to_string_lossy()))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+pub fn clear_skip_record(root: &Path) -> anyhow::Result<()> {
+    let p = in_root(root, &skip_record_path().to_string_lossy());
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root_with(version: Option<&str>, link_to: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
+        std::fs::create_dir_all(r.join("etc/alternatives")).unwrap();
+        if let Some(v) = version {
+            std::fs::write(r.join("opt/rocm-7.2.4/.info/version"), v).unwrap();
+        }
+        std::os::unix::fs::symlink(link_to, r.join("etc/alternatives/rocm")).unwrap();
+        std::os::unix::fs::symlink("/etc/alternatives/rocm", r.join("opt/rocm")).unwrap();
+        d
+    }
+
+    #[test]
+    fn gate_matrix_versions_by_modes() {
+        let cases = [
+            (Some("7.2.4\n"), true),
+            (Some("7.2.4-42\n"), true),
+            (Some("7.2.4+123\n"), true),
+            (Some("7.2.40\n"), false),
+            (Some("7.2.3\n"), false),
+            (Some("10.0.0\n"), false),
+            (None, false),
+        ];
+        for (v, want) in cases {
+            let d = root_with(v, "/opt/rocm-7.2.4");
+            for mode in [GateMode::Require, GateMode::Auto, GateMode::Off] {
+                let g = evaluate(d.path(), "/opt/rocm-7.2.4", mode, "7.2.4");
+                assert_eq!(g.matches, want, "{v:?} {mode:?}: {}", g.reason);
+                assert_eq!(g.proceed(), want && mode != GateMode::Off);
+                assert!(!g.rocm_path_elsewhere);
+                if v.is_none() {
+                    assert!(g.reason.contains("missing"), "{}", g.reason);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn says_when_opt_rocm_points_elsewhere() {
+        let d = root_with(Some("7.2.4"), "/opt/rocm-7.2.5");
+        std::fs::create_dir_all(d.path().join("opt/rocm-7.2.5")).unwrap();
+        let g = evaluate(d.path(), "/opt/rocm-7.2.4", GateMode::Require, "7.2.4");
+        assert!(g.matches && g.rocm_path_elsewhere, "{g:?}");
+        assert!(g.reason.contains("/opt/rocm-7.2.5"));
+        assert_eq!(g.rocm_path_chain.unwrap().len(), 3);
+    }
+
+    #[test]
+    fn skip_record_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(read_skip_record(d.path()).is_none());
+        write_skip_record(d.path(), "why").unwrap();
+        assert_eq!(read_skip_record(d.path()).as_deref(), Some("why"));
+        clear_skip_record(d.path()).unwrap();
+        clear_skip_record(d.path()).unwrap();
+        assert!(read_skip_record(d.path()).is_none());
+    }
+}

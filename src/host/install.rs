@@ -1,0 +1,652 @@
+//! `rocm-pin install`: gate → stock match → simulate → keep stock → loader entry → apt-get
+//! install → ldconfig → snapshot compare → verify. Runs on the live system (`/`): inside a
+//! chroot, run the binary inside it.
+//!
+//! Every refusal happens before anything changes; the only thing written before apt runs is
+//! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
+//! it is taken away again when apt fails before dpkg changed anything.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::Context;
+
+use super::apt;
+use super::gate::{self, GateDecision};
+use super::loader;
+use super::status::{self, in_root, StatusEntry};
+use crate::error::{ExitError, ExitKind};
+use crate::progress::{self, Listener};
+use crate::rocm::{self, GateMode, Marker};
+
+/// Facts of one replacement .deb given on the command line.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DebFacts {
+    pub path: PathBuf,
+    pub package: String,
+    pub version: String,
+    pub architecture: String,
+    pub commit: String,
+    pub protected: bool,
+    /// The stock package it replaces and the exact version its Provides carries.
+    pub stock_name: String,
+    pub stock_version: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    pub debs: Vec<PathBuf>,
+    pub mode: GateMode,
+    /// Seconds apt waits for the dpkg lock.
+    pub lock_timeout: u32,
+    pub guard: bool,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct InstallReport {
+    pub gate: Option<GateDecision>,
+    pub packages: Vec<DebFacts>,
+    /// What was done, in order (human sentences).
+    pub actions: Vec<String>,
+    /// Packages dpkg removed (must be the stock pair only).
+    pub removed: Vec<String>,
+    /// Kept stock .debs for rollback.
+    pub kept_stock: Vec<String>,
+    pub warnings: Vec<String>,
+    /// "installed", "already-installed", "skipped", "off".
+    pub outcome: String,
+    pub verify: Option<crate::verify::VerifyReport>,
+}
+
+fn refuse(msg: impl Into<String>) -> anyhow::Error {
+    ExitError::new(ExitKind::Usage, msg).into()
+}
+
+fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
+    let desc = format!("{cmd:?}");
+    let out = cmd.output().with_context(|| format!("cannot run {desc}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{desc} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out.stdout)
+}
+
+/// Read a file member of a .deb's data.tar with dpkg-deb + tar (both on every Debian system).
+fn deb_member(deb: &Path, member: &str) -> anyhow::Result<Vec<u8>> {
+    let mut fsys = Command::new("dpkg-deb")
+        .arg("--fsys-tarfile")
+        .arg(deb)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot run dpkg-deb")?;
+    let stdout = fsys.stdout.take().context("dpkg-deb stdout")?;
+    let out = Command::new("tar")
+        .args(["-xOf", "-", member])
+        .stdin(stdout)
+        .output()
+        .context("cannot run tar")?;
+    let _ = fsys.wait();
+    if !out.status.success() {
+        anyhow::bail!(
+            "{}: cannot read {member}: {}",
+            deb.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out.stdout)
+}
+
+/// Read our .debs: control fields, and the marker from the one that ships it.
+pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
+    let mut facts = Vec::new();
+    let mut marker: Option<Marker> = None;
+    for deb in debs {
+        let abs = std::fs::canonicalize(deb)
+            .with_context(|| format!("{}: no such .deb", deb.display()))?;
+        let ctl = run_ok(Command::new("dpkg-deb").arg("-f").arg(&abs))
+            .with_context(|| format!("{} is not a readable .deb", deb.display()))?;
+        let ctl = String::from_utf8_lossy(&ctl);
+        let e = status::parse_status(&ctl, &[rocm::COMMIT_FIELD])
+            .with_context(|| format!("{}: bad control file", deb.display()))?;
+        let e = e
+            .into_iter()
+            .next()
+            .with_context(|| format!("{}: empty control file", deb.display()))?;
+        let Some(commit) = e.extra.get(rocm::COMMIT_FIELD).cloned() else {
+            return Err(refuse(format!(
+                "{} ({}) is not a rocm-pin replacement package (no {} field); make it with `rocm-pin package`",
+                deb.display(),
+                e.package,
+                rocm::COMMIT_FIELD
+            )));
+        };
+        let list = run_ok(Command::new("dpkg-deb").arg("-c").arg(&abs))?;
+        let suffix = format!("/{}", rocm::MARKER_RELPATH);
+        if let Some(member) = String::from_utf8_lossy(&list)
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|n| n.ends_with(&suffix))
+        {
+            let bytes = deb_member(&abs, member)?;
+            let m: Marker = serde_json::from_slice(&bytes)
+                .with_context(|| format!("{}: bad marker {member}", deb.display()))?;
+            marker = Some(m);
+        }
+        facts.push(DebFacts {
+            path: abs,
+            package: e.package.clone(),
+            version: e.version.clone(),
+            architecture: e.architecture.clone(),
+            commit,
+            protected: e.protected,
+            stock_name: String::new(),
+            stock_version: String::new(),
+        });
+    }
+    let marker = marker.ok_or_else(|| {
+        refuse(format!(
+            "none of the given .debs ships the provenance marker */{}: give both replacement packages (the HSA one carries it)",
+            rocm::MARKER_RELPATH
+        ))
+    })?;
+    for f in &mut facts {
+        let Some(r) = marker.replaced.iter().find(|r| r.package == f.package) else {
+            return Err(refuse(format!(
+                "{} ({}) is not named in the marker of commit {}: the .debs come from different `rocm-pin package` runs",
+                f.path.display(),
+                f.package,
+                marker.commit
+            )));
+        };
+        if r.version != f.version || f.commit != marker.commit {
+            return Err(refuse(format!(
+                "{}: version {} / commit {} do not match the marker ({} / {})",
+                f.path.display(),
+                f.version,
+                f.commit,
+                r.version,
+                marker.commit
+            )));
+        }
+        f.stock_name = r.stock_name.clone();
+        f.stock_version = r.stock_version.clone();
+    }
+    for r in &marker.replaced {
+        if !facts.iter().any(|f| f.package == r.package) {
+            return Err(refuse(format!(
+                "the marker names {} {} but it was not given: install both replacement packages in one run",
+                r.package, r.version
+            )));
+        }
+    }
+    Ok((facts, marker))
+}
+
+type Snapshot = BTreeMap<String, (String, String)>;
+
+fn snapshot(root: &Path) -> anyhow::Result<Snapshot> {
+    Ok(status::read_status(root)?
+        .into_iter()
+        .filter(|e| e.has_files())
+        .map(|e| (e.package.clone(), (e.version.clone(), e.abbrev())))
+        .collect())
+}
+
+/// Parse `apt-get -s` output: the packages it would remove (`Remv name [ver]`).
+pub fn simulated_removals(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("Remv "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|n| n.split(':').next().unwrap_or(n).to_string())
+        .collect()
+}
+
+fn apt_get(lock_timeout: u32) -> Command {
+    let mut cmd = apt::apt_command(Path::new("/"), "apt-get");
+    cmd.env("NEEDRESTART_MODE", "l")
+        .arg("-o")
+        .arg(format!("DPkg::Lock::Timeout={lock_timeout}"))
+        .arg("-o")
+        .arg("Dpkg::Use-Pty=0");
+    cmd
+}
+
+fn tail(bytes: &[u8], n: usize) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Where kept stock .debs live.
+pub fn stock_dir() -> PathBuf {
+    Path::new(rocm::STATE_DIR).join("stock")
+}
+
+/// `name_version_arch.deb` as apt names files (`:` in versions becomes `%3a`).
+pub fn deb_file_name(name: &str, version: &str, arch: &str) -> String {
+    format!("{name}_{}_{arch}.deb", version.replace(':', "%3a"))
+}
+
+fn deb_is(path: &Path, name: &str, version: &str) -> bool {
+    run_ok(
+        Command::new("dpkg-deb")
+            .arg("-f")
+            .arg(path)
+            .arg("Package")
+            .arg("Version"),
+    )
+    .map(|o| {
+        let s = String::from_utf8_lossy(&o);
+        s.contains(&format!("Package: {name}\n")) && s.contains(&format!("Version: {version}\n"))
+    })
+    .unwrap_or(false)
+}
+
+/// Keep the stock .deb for offline rollback: the apt cache, else `apt-get download`, else
+/// rebuilt from the dpkg database (only when every file still matches dpkg's md5sums).
+fn keep_stock(
+    root: &Path,
+    stock: &StatusEntry,
+    lock_timeout: u32,
+    report: &mut InstallReport,
+) -> anyhow::Result<()> {
+    let dir = in_root(root, &stock_dir().to_string_lossy());
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = deb_file_name(&stock.package, &stock.version, &stock.architecture);
+    let dest = dir.join(&name);
+    if dest.exists() && deb_is(&dest, &stock.package, &stock.version) {
+        report
+            .kept_stock
+            .push(format!("{} (already kept)", dest.display()));
+        return Ok(());
+    }
+    let cached = in_root(root, "/var/cache/apt/archives").join(&name);
+    if cached.exists() && deb_is(&cached, &stock.package, &stock.version) {
+        std::fs::copy(&cached, &dest)
+            .with_context(|| format!("cannot copy {} to {}", cached.display(), dest.display()))?;
+        report
+            .kept_stock
+            .push(format!("{} (from the apt cache)", dest.display()));
+        return Ok(());
+    }
+    let out = apt_get(lock_timeout)
+        .arg("download")
+        .arg(format!("{}={}", stock.package, stock.version))
+        .current_dir(&dir)
+        .output();
+    if let Ok(o) = &out {
+        if o.status.success() && dest.exists() && deb_is(&dest, &stock.package, &stock.version) {
+            report
+                .kept_stock
+                .push(format!("{} (apt-get download)", dest.display()));
+            return Ok(());
+        }
+    }
+    let _ = std::fs::remove_file(&dest);
+    match super::repack::repack(root, stock, &dest) {
+        Ok(()) => {
+            report.kept_stock.push(format!(
+                "{} (rebuilt from the dpkg database; every file matched its md5sum)",
+                dest.display()
+            ));
+            Ok(())
+        }
+        Err(e) => {
+            let w = format!(
+                "could not keep stock {} {} for rollback: not in the apt cache, `apt-get download` failed, and it cannot be rebuilt: {e:#}",
+                stock.package, stock.version
+            );
+            report.warnings.push(w);
+            Ok(())
+        }
+    }
+}
+
+/// Install the replacement .debs. On the live system only (root `/`).
+pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result<InstallReport> {
+    let root = Path::new("/");
+    let mut report = InstallReport::default();
+    if opts.debs.is_empty() {
+        return Err(refuse(
+            "no .deb given: rocm-pin install HSA.deb HIP.deb (made by `rocm-pin package`)",
+        ));
+    }
+    let (facts, marker) = read_debs(&opts.debs)?;
+    report.packages = facts.clone();
+
+    // 1. Gate.
+    let g = gate::evaluate(root, &marker.prefix, opts.mode, rocm::TARGET_ROCM_VERSION);
+    listener.info(&g.reason);
+    report.gate = Some(g.clone());
+    match (opts.mode, g.matches) {
+        (GateMode::Off, _) => {
+            report.outcome = "off".into();
+            return Ok(report);
+        }
+        (GateMode::Auto, false) => {
+            gate::write_skip_record(root, &g.reason)?;
+            report.actions.push(format!(
+                "wrote the skip record {}",
+                gate::skip_record_path().display()
+            ));
+            report.outcome = "skipped".into();
+            return Ok(report);
+        }
+        (GateMode::Require, false) => return Err(refuse(g.reason)),
+        _ => {}
+    }
+
+    // 2. Stock match (before apt runs): exact version and architecture of our Provides.
+    let before = status::read_status(root)?;
+    let by_name: BTreeMap<&str, &StatusEntry> =
+        before.iter().map(|e| (e.package.as_str(), e)).collect();
+    let mut stock_present = Vec::new();
+    let mut all_ours_current = true;
+    for f in &facts {
+        let ours = by_name.get(f.package.as_str()).filter(|e| e.has_files());
+        match by_name.get(f.stock_name.as_str()).filter(|e| e.has_files()) {
+            Some(s) => {
+                if s.version != f.stock_version || s.architecture != f.architecture {
+                    return Err(refuse(format!(
+                        "stock {} is installed at {} ({}), but {} was built against {} ({}): apt would remove every package that depends on {} with `=` (rocm-hip-runtime, hip-dev) and exit 0. Rebuild the replacement with `rocm-pin package` against this host's stock packages.",
+                        s.package, s.version, s.architecture, f.package, f.stock_version, f.architecture, s.package
+                    )));
+                }
+                if !s.is_installed_ok() {
+                    return Err(refuse(format!(
+                        "stock {} is in dpkg state {} ({}): fix it first (`dpkg --configure -a` / `apt-get -f install`)",
+                        s.package,
+                        s.abbrev(),
+                        s.status
+                    )));
+                }
+                stock_present.push((*s).clone());
+                all_ours_current = false;
+            }
+            None => match ours {
+                Some(o) if o.provides.contains(&format!("{} (= {})", f.stock_name, f.stock_version)) => {
+                    if o.version != f.version || !o.is_installed_ok() {
+                        all_ours_current = false;
+                    }
+                }
+                Some(o) => {
+                    return Err(refuse(format!(
+                        "{} {} is installed but provides {} at another version than {} ({}); install the matching replacement or roll back first",
+                        o.package, o.version, f.stock_name, f.package, f.stock_version
+                    )))
+                }
+                None => {
+                    return Err(refuse(format!(
+                        "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
+                        f.stock_name, f.stock_version, f.package, rocm::TARGET_ROCM_VERSION
+                    )))
+                }
+            },
+        }
+    }
+    // A deleted pin conffile is restored with --force-confmiss.
+    let missing_conffiles: Vec<String> = facts
+        .iter()
+        .filter(|f| {
+            by_name
+                .get(f.package.as_str())
+                .is_some_and(|e| e.has_files())
+        })
+        .map(|f| rocm::pin_file_path(&f.package))
+        .filter(|p| !in_root(root, &p.to_string_lossy()).exists())
+        .map(|p| p.display().to_string())
+        .collect();
+
+    let hsa_lib = marker
+        .libraries
+        .iter()
+        .find(|l| {
+            Path::new(&l.path)
+                .file_name()
+                .and_then(|n| rocm::family_of(&n.to_string_lossy()))
+                .is_some_and(|f| f.half == rocm::Half::Hsa)
+        })
+        .ok_or_else(|| refuse("the marker names no HSA library"))?;
+    let lib_dir = Path::new(&hsa_lib.path)
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let entry = rocm::loader_entry_path(&hsa_lib.package);
+
+    let need_apt = !all_ours_current || !missing_conffiles.is_empty();
+    let deb_args: Vec<String> = facts.iter().map(|f| f.path.display().to_string()).collect();
+    if need_apt {
+        // 3. Simulate: refuse if apt would remove anything but the stock pair.
+        let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
+            let mut cmd = apt_get(opts.lock_timeout);
+            cmd.args(["-s", "install"]);
+            if all_ours_current {
+                cmd.arg("--reinstall");
+            }
+            cmd.args(&deb_args);
+            let out = cmd.output().context("cannot run apt-get -s")?;
+            if !out.status.success() {
+                return Err(refuse(format!(
+                    "apt-get -s install refused the transaction ({}); nothing changed:\n{}",
+                    out.status,
+                    tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
+                )));
+            }
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        })?;
+        let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
+        let extra: Vec<String> = simulated_removals(&sim)
+            .into_iter()
+            .filter(|n| !stock_names.contains(&n.as_str()))
+            .collect();
+        if !extra.is_empty() {
+            return Err(refuse(format!(
+                "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
+                extra.join(", "),
+                stock_names.join(", ")
+            )));
+        }
+        report
+            .actions
+            .push("simulated: apt removes only the stock pair".into());
+
+        // 4. Keep the stock .debs for offline rollback (while they are still installed).
+        for s in &stock_present {
+            progress::step(listener, &format!("keep stock {}", s.package), || {
+                keep_stock(root, s, opts.lock_timeout, &mut report)
+            })?;
+        }
+        for w in &report.warnings {
+            listener.warn(w);
+        }
+    }
+
+    // 5. Our loader entry before apt: never a moment without the libraries in the cache.
+    let entry_host = in_root(root, &entry.to_string_lossy());
+    let entry_existed = entry_host.exists();
+    if !loader::loader_entry_lists(root, &entry, &lib_dir).unwrap_or(false) {
+        loader::write_loader_entry(root, &entry, &lib_dir)?;
+        loader::run_ldconfig(root)?;
+        report.actions.push(format!(
+            "wrote {} ({lib_dir}) and ran ldconfig",
+            entry.display()
+        ));
+    }
+
+    if need_apt {
+        let snap_before = snapshot(root)?;
+        let mut cmd = apt_get(opts.lock_timeout);
+        cmd.args(["install", "-y"]);
+        if all_ours_current {
+            cmd.arg("--reinstall")
+                .arg("-o")
+                .arg("Dpkg::Options::=--force-confmiss");
+        }
+        cmd.args(&deb_args);
+        let out = progress::step(listener, "apt-get install", || {
+            cmd.output().context("cannot run apt-get install")
+        })?;
+        let snap_after = snapshot(root)?;
+        if !out.status.success() {
+            let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+            let text = String::from_utf8_lossy(&both);
+            let changed = snap_before != snap_after;
+            if !changed && !entry_existed {
+                let _ = std::fs::remove_file(&entry_host);
+                let _ = loader::run_ldconfig(root);
+            }
+            let lock = text.contains("Could not get lock") || text.contains("Unable to acquire");
+            let msg = format!(
+                "apt-get install failed ({}){}{}:\n{}",
+                out.status,
+                if lock {
+                    format!(
+                        "; another apt/dpkg held the lock for more than {}s (--lock-timeout)",
+                        opts.lock_timeout
+                    )
+                } else {
+                    String::new()
+                },
+                if changed {
+                    "; dpkg changed packages: run `rocm-pin install` again to complete, or `rocm-pin rollback`"
+                } else {
+                    "; nothing changed"
+                },
+                tail(&both, 25)
+            );
+            return Err(if changed {
+                ExitError::check_failed(msg).into()
+            } else {
+                refuse(msg)
+            });
+        }
+        let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
+        report.removed = snap_before
+            .keys()
+            .filter(|k| !snap_after.contains_key(*k))
+            .cloned()
+            .collect();
+        let bad: Vec<&String> = report
+            .removed
+            .iter()
+            .filter(|n| !stock_names.contains(&n.as_str()))
+            .collect();
+        if !bad.is_empty() {
+            return Err(ExitError::check_failed(format!(
+                "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
+                bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+            .into());
+        }
+        report.actions.push(format!(
+            "apt-get install {}{}",
+            facts
+                .iter()
+                .map(|f| format!("{}_{}", f.package, f.version))
+                .collect::<Vec<_>>()
+                .join(" "),
+            if missing_conffiles.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (--reinstall --force-confmiss restored {})",
+                    missing_conffiles.join(", ")
+                )
+            }
+        ));
+        report.outcome = "installed".into();
+    } else {
+        report.outcome = "already-installed".into();
+        report
+            .actions
+            .push("already installed at these versions: apt not run".into());
+    }
+    // 6. ldconfig, our entry again (a stock prerm may have run ldconfig without it).
+    if !loader::loader_entry_lists(root, &entry, &lib_dir).unwrap_or(false) {
+        loader::write_loader_entry(root, &entry, &lib_dir)?;
+    }
+    loader::run_ldconfig(root)?;
+    gate::clear_skip_record(root)?;
+
+    if opts.guard {
+        write_guard(root)?;
+        report.actions.push(format!(
+            "installed the apt guard {}",
+            guard_path().display()
+        ));
+    }
+    // 7. verify.
+    let v = progress::step(listener, "verify", || {
+        crate::verify::verify(&crate::verify::VerifyOptions::default())
+    })?;
+    let ok = v.ok;
+    report.verify = Some(v);
+    if !ok {
+        return Err(ExitError::check_failed(format!(
+            "installed, but verify fails:\n{}",
+            report
+                .verify
+                .as_ref()
+                .map(|v| v.to_human())
+                .unwrap_or_default()
+        ))
+        .into());
+    }
+    Ok(report)
+}
+
+/// The apt configuration file of `--guard`.
+pub fn guard_path() -> PathBuf {
+    PathBuf::from("/etc/apt/apt.conf.d/80rocm-pin-guard")
+}
+
+/// `--guard`: a DPkg::Post-Invoke hook so any apt command that breaks the runtime fails.
+pub fn write_guard(root: &Path) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find the rocm-pin executable")?;
+    let exe = exe.display().to_string();
+    if exe.contains('"') || exe.contains('\'') {
+        anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt hook");
+    }
+    let p = in_root(root, &guard_path().to_string_lossy());
+    let mut f =
+        std::fs::File::create(&p).with_context(|| format!("cannot write {}", p.display()))?;
+    writeln!(
+        f,
+        "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet\"; }};"
+    )?;
+    Ok(())
+}
+
+pub fn remove_guard(root: &Path) -> anyhow::Result<bool> {
+    let p = in_root(root, &guard_path().to_string_lossy());
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_remv_lines_of_apt_get_s() {
+        let text = "NOTE: This is only a simulation!\nRemv hip-runtime-amd [7.2.53211.70204-93~24.04] [rocm-hip-runtime:amd64 ]\nRemv hsa-rocr:amd64 [1.18.0.70204-93~24.04]\nInst hsa-rocr-pinned (1.18 local-deb [amd64])\nConf hsa-rocr-pinned (1.18 local-deb [amd64])\n";
+        assert_eq!(
+            simulated_removals(text),
+            vec!["hip-runtime-amd", "hsa-rocr"]
+        );
+    }
+
+    #[test]
+    fn deb_file_names_escape_epochs() {
+        assert_eq!(deb_file_name("a", "1:2-3", "amd64"), "a_1%3a2-3_amd64.deb");
+    }
+}

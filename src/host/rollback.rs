@@ -1,0 +1,254 @@
+//! `rocm-pin rollback`: one apt transaction installs the kept stock .debs and purges ours
+//! (`apt-get install --purge ./stock*.deb <ours>-`), offline. Removing ours first would take
+//! `rocm-hip-runtime` with it; a plain remove would leave our pin conffiles pinning stock to -1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::install::{deb_file_name, remove_guard, stock_dir};
+use super::loader;
+use super::status::{self, canonicalize_in_root, in_root, StatusEntry};
+use crate::error::{ExitError, ExitKind};
+use crate::progress::{self, Listener};
+use crate::rocm::{self, Marker};
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RollbackCheck {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RollbackReport {
+    pub stock_debs: Vec<String>,
+    pub purged: Vec<String>,
+    pub removed: Vec<String>,
+    pub checks: Vec<RollbackCheck>,
+    pub ok: bool,
+}
+
+fn refuse(msg: impl Into<String>) -> anyhow::Error {
+    ExitError::new(ExitKind::Usage, msg).into()
+}
+
+/// Read our installed packages and the marker.
+pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
+    let entries = status::read_status(root)?;
+    let ours: Vec<StatusEntry> = entries
+        .into_iter()
+        .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
+        .collect();
+    if ours.is_empty() {
+        return Ok(None);
+    }
+    let suffix = format!("/{}", rocm::MARKER_RELPATH);
+    let mut marker = None;
+    for e in &ours {
+        if let Ok(list) = status::package_list(root, &e.package, &e.architecture) {
+            if let Some(p) = list.iter().find(|p| p.ends_with(&suffix)) {
+                marker = std::fs::read(in_root(root, p))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Marker>(&b).ok());
+            }
+        }
+    }
+    Ok(Some((ours, marker)))
+}
+
+pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<RollbackReport> {
+    let root = Path::new("/");
+    let Some((ours, marker)) = installed_pin(root)? else {
+        return Err(refuse(
+            "no rocm-pin replacement package is installed: nothing to roll back",
+        ));
+    };
+    let marker = marker.ok_or_else(|| {
+        refuse(format!(
+            "the provenance marker */{} is missing or unreadable, so the stock versions to restore are unknown; reinstall the replacement (`rocm-pin install`) first",
+            rocm::MARKER_RELPATH
+        ))
+    })?;
+    let mut report = RollbackReport::default();
+    let mut debs: Vec<PathBuf> = Vec::new();
+    for r in &marker.replaced {
+        let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
+            &r.stock_name,
+            &r.stock_version,
+            &r.architecture,
+        ));
+        if !p.exists() {
+            return Err(refuse(format!(
+                "the kept stock package {} is missing: rollback needs the stock {} {} .deb (put it there, e.g. `apt-get download {}={}`); nothing changed",
+                p.display(),
+                r.stock_name,
+                r.stock_version,
+                r.stock_name,
+                r.stock_version
+            )));
+        }
+        debs.push(p);
+    }
+    report.stock_debs = debs.iter().map(|d| d.display().to_string()).collect();
+    let before: BTreeMap<String, String> = status::read_status(root)?
+        .into_iter()
+        .filter(|e| e.has_files())
+        .map(|e| (e.package, e.version))
+        .collect();
+    // The guard would run verify after dpkg and fail the rollback: it leaves first.
+    let guard_removed = remove_guard(root)?;
+    let mut cmd = super::apt::apt_command(root, "apt-get");
+    cmd.env("NEEDRESTART_MODE", "l")
+        .arg("-o")
+        .arg(format!("DPkg::Lock::Timeout={lock_timeout}"))
+        .arg("-o")
+        .arg("Dpkg::Use-Pty=0")
+        .args([
+            "install",
+            "-y",
+            // Not --no-download: with it apt 2.6 looks for local .debs in its archive cache
+            // ("Internal Error, Pathname to install is not absolute"). Offline anyway: the
+            // stock .debs are local files, and nothing else is installed.
+            "--purge",
+            "--allow-remove-essential",
+        ])
+        .args(&debs)
+        // `pkg-` removes within the install transaction; --purge makes it a purge, so our pin
+        // conffiles go too (apt-get install has no `pkg_` purge modifier: "Unable to locate").
+        .args(ours.iter().map(|e| format!("{}-", e.package)));
+    let out = progress::step(listener, "apt-get install stock + purge ours", || {
+        cmd.output().context("cannot run apt-get")
+    })?;
+    if !out.status.success() {
+        if guard_removed {
+            let _ = super::install::write_guard(root);
+        }
+        let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        let s = String::from_utf8_lossy(&both);
+        let lines: Vec<&str> = s.lines().collect();
+        return Err(ExitError::check_failed(format!(
+            "apt-get failed ({}):\n{}",
+            out.status,
+            lines[lines.len().saturating_sub(25)..].join("\n")
+        ))
+        .into());
+    }
+    report.purged = ours.iter().map(|e| e.package.clone()).collect();
+    loader::run_ldconfig(root)?;
+    let after_entries = status::read_status(root)?;
+    let after: BTreeMap<String, String> = after_entries
+        .iter()
+        .filter(|e| e.has_files())
+        .map(|e| (e.package.clone(), e.version.clone()))
+        .collect();
+    report.removed = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .cloned()
+        .collect();
+    let mut add = |name: &str, ok: bool, detail: String| {
+        report.checks.push(RollbackCheck {
+            name: name.into(),
+            ok,
+            detail,
+        })
+    };
+    let unexpected: Vec<&String> = report
+        .removed
+        .iter()
+        .filter(|n| !ours.iter().any(|e| &&e.package == n))
+        .collect();
+    add(
+        "dependants",
+        unexpected.is_empty(),
+        if unexpected.is_empty() {
+            "every other package is still installed".into()
+        } else {
+            format!(
+                "apt removed {}",
+                unexpected
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    );
+    for r in &marker.replaced {
+        let e = after_entries.iter().find(|e| e.package == r.stock_name);
+        let ok = e.is_some_and(|e| e.is_installed_ok() && e.version == r.stock_version);
+        add(
+            "stock-installed",
+            ok,
+            format!(
+                "{} {}",
+                r.stock_name,
+                if ok { "ii" } else { "not installed" }
+            ),
+        );
+        let pin = rocm::pin_file_path(&r.package);
+        let gone = !in_root(root, &pin.to_string_lossy()).exists();
+        add(
+            "unpinned",
+            gone,
+            format!(
+                "{} {}",
+                pin.display(),
+                if gone { "removed" } else { "still present" }
+            ),
+        );
+    }
+    // The loader resolves the stock libraries: the winner is a file of a stock package.
+    let cache = loader::read_cache(root)?;
+    let stock_files: Vec<String> = marker
+        .replaced
+        .iter()
+        .filter_map(|r| {
+            after_entries
+                .iter()
+                .find(|e| e.package == r.stock_name)
+                .and_then(|e| status::package_list(root, &e.package, &e.architecture).ok())
+        })
+        .flatten()
+        .filter_map(|p| canonicalize_in_root(root, &p).ok())
+        .collect();
+    for lib in &marker.libraries {
+        let res = loader::resolve(root, &lib.soname, &cache, None);
+        let winner = res
+            .winner
+            .as_deref()
+            .and_then(|w| canonicalize_in_root(root, w).ok());
+        let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
+        add(
+            "loader",
+            ok,
+            format!(
+                "{} → {}{}",
+                lib.soname,
+                winner.as_deref().unwrap_or("(not found)"),
+                if ok {
+                    " (stock)"
+                } else {
+                    " (not a stock file)"
+                }
+            ),
+        );
+    }
+    report.ok = report.checks.iter().all(|c| c.ok);
+    if !report.ok {
+        let failed: Vec<String> = report
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        return Err(ExitError::check_failed(format!(
+            "rollback ran but checks fail: {}",
+            failed.join("; ")
+        ))
+        .into());
+    }
+    Ok(report)
+}

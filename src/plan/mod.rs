@@ -1,0 +1,1086 @@
+//! Stock facts + staging → `ReplacementPlan` (files, aliases, relations, scripts) → package
+//! trees for the deb writer. (Issue 4; DESIGN.md §4 is the measured shape.)
+//!
+//! - [`stock`]: stock package facts from the dpkg database or from stock .debs (md5-checked).
+//! - [`staging`]: the rebuilt libraries and their ELF facts.
+//! - this file: discovery of the stock packages to replace and the plan for each replacement.
+//! - [`render`]: the plan as directory trees (+ maintainer scripts, templates) → .debs.
+
+pub mod render;
+pub mod staging;
+pub mod stock;
+pub mod templates;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail};
+
+use crate::deb::control::{format_relations, parse_relations, Relation, RelationOp, Relations};
+use crate::deb::Paragraph;
+use crate::host::dpkgdb::DpkgDb;
+use crate::rocm::{self, Half};
+
+pub use render::{package, PackageOutcome, PackageRequest, StockInput};
+pub use staging::{CommitOverride, StagedLibrary, Staging};
+pub use stock::{StockFile, StockKind, StockPackage};
+
+/// Relationship fields carried from the stock control, in the order we write them.
+pub const RELATION_FIELDS: &[&str] = &[
+    "Pre-Depends",
+    "Depends",
+    "Recommends",
+    "Suggests",
+    "Enhances",
+    "Breaks",
+    "Conflicts",
+    "Replaces",
+    "Provides",
+];
+/// Fields whose references to a replaced stock package are remapped to our package.
+const DEPENDENCY_FIELDS: &[&str] = &["Pre-Depends", "Depends", "Recommends", "Suggests"];
+
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    pub flavor: String,
+    pub strip: bool,
+    pub allow_soname_change: bool,
+    pub maintainer: String,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            flavor: rocm::DEFAULT_FLAVOR.to_string(),
+            strip: true,
+            allow_soname_change: false,
+            maintainer: templates::DEFAULT_MAINTAINER.to_string(),
+        }
+    }
+}
+
+/// Why a path is in a replacement package; printed per package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// A library from the staging (stripped unless --no-strip).
+    Rebuilt,
+    /// A stock versioned filename, hard-linked to the rebuilt file.
+    Alias,
+    /// A soname/dev symlink derived from the ELF SONAME.
+    Link,
+    /// A stock file shipped unchanged (md5 checked).
+    Carried,
+    /// A library from the staging that a rebuilt library needs.
+    Vendored,
+    /// Written by rocm-pin: pin file, marker, copyright, changelog, lintian overrides.
+    Generated,
+    Dir,
+}
+
+impl Role {
+    pub fn word(self) -> &'static str {
+        match self {
+            Role::Rebuilt => "rebuilt",
+            Role::Alias => "aliased",
+            Role::Link => "linked",
+            Role::Carried => "carried",
+            Role::Vendored => "vendored",
+            Role::Generated => "generated",
+            Role::Dir => "dir",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    Dir,
+    /// Copy `source` (stripping debug info when `strip`).
+    Copy {
+        source: PathBuf,
+        mode: u32,
+        strip: bool,
+    },
+    /// A hard link to another planned path of the same package.
+    HardLink(String),
+    Symlink(String),
+    /// Rendered later from the plan (marker) or now (pin file, docs).
+    Bytes {
+        data: Vec<u8>,
+        mode: u32,
+    },
+    /// The provenance marker; its bytes need every other file's sha256, so it is rendered last.
+    Marker,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlannedFile {
+    pub path: String,
+    pub role: Role,
+    pub content: Content,
+    /// For `Rebuilt`/`Alias`/`Vendored`/`Carried`: where it came from (for the report).
+    pub from: Option<String>,
+}
+
+/// One rebuilt library in a replacement: what the marker records.
+#[derive(Debug, Clone)]
+pub struct PlannedLibrary {
+    pub path: String,
+    pub soname: String,
+    pub aliases: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReplacementPlan {
+    pub half: Half,
+    pub stock_name: String,
+    pub stock_version: String,
+    pub architecture: String,
+    pub package: String,
+    pub version: String,
+    pub control: Paragraph,
+    pub files: Vec<PlannedFile>,
+    pub conffiles: Vec<String>,
+    /// DEBIAN/<name> → contents (maintainer scripts 0755, triggers 0644).
+    pub scripts: BTreeMap<String, String>,
+    pub libraries: Vec<PlannedLibrary>,
+    /// Stock maintainer scripts that are not carried (ours replace them), for the report.
+    pub stock_scripts_dropped: Vec<String>,
+}
+
+impl ReplacementPlan {
+    pub fn file(&self, path: &str) -> Option<&PlannedFile> {
+        self.files.iter().find(|f| f.path == path)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PackagePlan {
+    pub prefix: String,
+    pub commit: String,
+    pub commit_time: i64,
+    pub flavor: String,
+    /// HSA first, then HIP.
+    pub packages: Vec<ReplacementPlan>,
+    /// Things worth saying that do not stop the run.
+    pub warnings: Vec<String>,
+}
+
+impl PackagePlan {
+    pub fn marker_replaced(&self) -> Vec<rocm::ReplacedPackage> {
+        self.packages
+            .iter()
+            .map(|p| rocm::ReplacedPackage {
+                stock_name: p.stock_name.clone(),
+                stock_version: p.stock_version.clone(),
+                architecture: p.architecture.clone(),
+                package: p.package.clone(),
+                version: p.version.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Our version: `<stock version>+pin<commit time>.g<short commit>`. Sorts above the stock
+/// version, and a later commit time above an earlier one (the number is compared numerically).
+pub fn replacement_version(stock_version: &str, commit_time: i64, commit: &str) -> String {
+    let short: String = commit.chars().take(7).collect();
+    format!("{stock_version}+pin{commit_time}.g{short}")
+}
+
+/// The prefix-relative discovery: which installed packages own a runtime library of a staged
+/// family directly in `<prefix>/lib/`. Returns (half, package name) sorted HSA first.
+pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, String)>> {
+    let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
+    for p in db.packages().iter().filter(|p| p.has_files()) {
+        let key = if db
+            .packages()
+            .iter()
+            .filter(|q| q.name == p.name && q.has_files())
+            .count()
+            > 1
+        {
+            format!("{}:{}", p.name, p.architecture)
+        } else {
+            p.name.clone()
+        };
+        for f in db.files(&key)? {
+            if let Some(fam) = rocm::runtime_library_family_at(prefix, &f) {
+                if !p.is_installed() {
+                    bail!(
+                        "stock package {} owns {f} but is in state `{}`, not installed; finish it first (dpkg --configure -a)",
+                        p.name, p.state
+                    );
+                }
+                found.entry(fam.half).or_default().insert(key.clone());
+            }
+        }
+    }
+    collect_halves(
+        found,
+        prefix,
+        &format!("the dpkg database under {}", db.root().display()),
+    )
+}
+
+/// The same rule over stock packages already loaded (from .debs).
+pub fn discover_in_packages(
+    pkgs: &[StockPackage],
+    prefix: &str,
+) -> anyhow::Result<Vec<(Half, String)>> {
+    let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
+    for p in pkgs {
+        for f in &p.files {
+            if let Some(fam) = rocm::runtime_library_family_at(prefix, &f.path) {
+                found.entry(fam.half).or_default().insert(p.name.clone());
+            }
+        }
+    }
+    collect_halves(found, prefix, "the given stock .debs")
+}
+
+fn collect_halves(
+    found: BTreeMap<Half, BTreeSet<String>>,
+    prefix: &str,
+    where_: &str,
+) -> anyhow::Result<Vec<(Half, String)>> {
+    if found.is_empty() {
+        bail!(
+            "no stock packages own a ROCm runtime library in {prefix}/lib/ in {where_}; \
+             check --prefix (the real versioned prefix, e.g. /opt/rocm-7.2.4) and that the stock runtime is installed"
+        );
+    }
+    let mut out = vec![];
+    for half in [Half::Hsa, Half::Hip] {
+        match found.get(&half) {
+            None => {
+                let have: Vec<&String> = found.values().flatten().collect();
+                bail!(
+                    "only half of the runtime pair found in {prefix}/lib/ ({where_}): {} present, but no package owns the {} libraries; \
+                     replacing one half alone would mix a patched and a stock runtime",
+                    have.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                    rocm::stock_base_name(half)
+                );
+            }
+            Some(names) if names.len() > 1 => bail!(
+                "several packages own {} libraries in {prefix}/lib/: {}; expected one",
+                rocm::stock_base_name(half),
+                names.iter().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            Some(names) => out.push((half, names.iter().next().cloned().unwrap_or_default())),
+        }
+    }
+    for (half, names) in &found {
+        if names
+            .iter()
+            .filter(|n| out.iter().any(|(_, o)| o == *n))
+            .count()
+            == names.len()
+        {
+            continue;
+        }
+        bail!("unexpected owners for {half:?}: {names:?}");
+    }
+    let hsa = &out[0].1;
+    if out[1].1 == *hsa {
+        bail!("package {hsa} owns both HSA and HIP runtime libraries in {prefix}/lib/; refusing to guess how to split it");
+    }
+    Ok(out)
+}
+
+/// Where NEEDED entries are resolved: the target's dpkg database and loader search path.
+pub struct Target<'a> {
+    pub db: Option<&'a DpkgDb>,
+    pub prefix: String,
+}
+
+/// Plan both replacements. `stock` holds the discovered packages, HSA first.
+pub fn plan(
+    staging: &Staging,
+    stock: &[(Half, StockPackage)],
+    target: &Target<'_>,
+    opts: &PlanOptions,
+) -> anyhow::Result<PackagePlan> {
+    let prefix = target.prefix.trim_end_matches('/').to_string();
+    let lib_dir = format!("{prefix}/lib");
+    let mut warnings = vec![];
+    if opts.flavor.is_empty()
+        || !opts
+            .flavor
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
+        bail!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.flavor);
+    }
+
+    // Every staged family must have a stock owner; every required family a staged library.
+    for lib in &staging.libraries {
+        let Some(fam) = lib.family else { continue };
+        let owner = stock.iter().find(|(_, s)| {
+            s.files.iter().any(|f| {
+                rocm::runtime_library_family_at(&prefix, &f.path)
+                    .is_some_and(|x| x.stem == fam.stem)
+            })
+        });
+        if owner.is_none() {
+            bail!(
+                "staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly",
+                lib.file_name, fam.stem, fam.stem
+            );
+        }
+    }
+    let hsa_lib = staging.family("libhsa-runtime64").ok_or_else(|| {
+        anyhow!(
+            "staging {} has no libhsa-runtime64 library in lib/",
+            staging.dir.display()
+        )
+    })?;
+    if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
+        bail!(
+            "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
+            hsa_lib.source.display(),
+            rocm::BACKPORT_SYMBOL
+        );
+    }
+    if staging.family("libamdhip64").is_none() {
+        bail!(
+            "staging {} has no libamdhip64 library in lib/",
+            staging.dir.display()
+        );
+    }
+
+    let names: Vec<(Half, String, String, String)> = stock
+        .iter()
+        .map(|(h, s)| {
+            let ours = rocm::replacement_name(&s.name, &opts.flavor);
+            let version = replacement_version(&s.version, staging.commit_time, &staging.commit);
+            (*h, s.name.clone(), ours, version)
+        })
+        .collect();
+    for (_, stock_name, _, version) in &names {
+        let s = stock
+            .iter()
+            .find(|(_, s)| &s.name == stock_name)
+            .map(|(_, s)| s);
+        if let Some(s) = s {
+            if crate::deb::version::compare(version, &s.version)? != std::cmp::Ordering::Greater {
+                bail!(
+                    "replacement version {version} does not sort above stock {}",
+                    s.version
+                );
+            }
+        }
+    }
+
+    // Sonames our packages provide (rebuilt, carried family files, vendored).
+    let mut provided: BTreeSet<String> = BTreeSet::new();
+    for l in &staging.libraries {
+        provided.insert(l.soname().to_string());
+        provided.insert(l.file_name.clone());
+        provided.extend(l.links.iter().cloned());
+    }
+    for (_, s) in stock {
+        for f in &s.files {
+            if rocm::runtime_library_family_at(&prefix, &f.path).is_some() {
+                if let Some(n) = f.path.rsplit('/').next() {
+                    provided.insert(n.to_string());
+                }
+            }
+        }
+    }
+
+    let mut plans = vec![];
+    for (half, s) in stock {
+        let (_, _, ours, version) = names
+            .iter()
+            .find(|(_, n, _, _)| *n == s.name)
+            .cloned()
+            .ok_or_else(|| anyhow!("internal: no name for {}", s.name))?;
+        let mut files: Vec<PlannedFile> = vec![];
+        let mut libraries = vec![];
+        let mut handled: BTreeSet<String> = BTreeSet::new();
+
+        // Families this stock package owns in <prefix>/lib/.
+        let mut families: Vec<&'static rocm::LibraryFamily> = vec![];
+        for f in &s.files {
+            if let Some(fam) = rocm::runtime_library_family_at(&prefix, &f.path) {
+                if !families.iter().any(|x| x.stem == fam.stem) {
+                    families.push(fam);
+                }
+            }
+        }
+        for fam in families {
+            let stock_family: Vec<&StockFile> = s
+                .files
+                .iter()
+                .filter(|f| {
+                    rocm::runtime_library_family_at(&prefix, &f.path)
+                        .is_some_and(|x| x.stem == fam.stem)
+                })
+                .collect();
+            let Some(staged) = staging.family(fam.stem) else {
+                if fam.required {
+                    bail!(
+                        "stock {} ships {} but the staging has none",
+                        s.name,
+                        fam.stem
+                    );
+                }
+                warnings.push(format!(
+                    "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt libamdhip64 with a stock {} can fail at JIT time)",
+                    ours, fam.stem, fam.stem
+                ));
+                continue;
+            };
+            let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
+                anyhow!(
+                    "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
+                    staged.source.display()
+                )
+            })?;
+            // The stock soname from the stock real file's ELF, else from its soname link.
+            let stock_real: Vec<&StockFile> = stock_family
+                .iter()
+                .copied()
+                .filter(|f| matches!(f.kind, StockKind::File { .. }))
+                .collect();
+            let mut stock_sonames = BTreeSet::new();
+            for f in &stock_real {
+                match crate::elf::read_elf(&f.source) {
+                    Ok(info) => {
+                        if let Some(so) = info.soname {
+                            stock_sonames.insert(so);
+                        }
+                    }
+                    Err(e) => warnings.push(format!(
+                        "cannot read the stock {} as ELF ({e:#}); its soname is taken from its links",
+                        f.path
+                    )),
+                }
+            }
+            if stock_sonames.is_empty() {
+                for f in &stock_family {
+                    if let StockKind::Symlink(_) = f.kind {
+                        let n = f.path.rsplit('/').next().unwrap_or("");
+                        if rocm::soname_major(n).is_some()
+                            && n.matches('.').count() == staged_soname.matches('.').count()
+                        {
+                            stock_sonames.insert(n.to_string());
+                        }
+                    }
+                }
+            }
+            for so in &stock_sonames {
+                if rocm::soname_major(so) != rocm::soname_major(&staged_soname)
+                    && !opts.allow_soname_change
+                {
+                    bail!(
+                        "SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
+                         Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended",
+                        s.name, staged.file_name
+                    );
+                }
+            }
+            let real_path = format!("{lib_dir}/{}", staged.file_name);
+            files.push(PlannedFile {
+                path: real_path.clone(),
+                role: Role::Rebuilt,
+                content: Content::Copy {
+                    source: staged.source.clone(),
+                    mode: 0o644,
+                    strip: opts.strip,
+                },
+                from: Some(staged.source.display().to_string()),
+            });
+            handled.insert(real_path.clone());
+            let mut aliases = vec![];
+            for f in &stock_real {
+                if f.path == real_path {
+                    continue;
+                }
+                files.push(PlannedFile {
+                    path: f.path.clone(),
+                    role: Role::Alias,
+                    content: Content::HardLink(real_path.clone()),
+                    from: Some(format!("stock {}", s.name)),
+                });
+                aliases.push(f.path.clone());
+                handled.insert(f.path.clone());
+            }
+            let soname_path = format!("{lib_dir}/{staged_soname}");
+            if soname_path != real_path {
+                files.push(PlannedFile {
+                    path: soname_path.clone(),
+                    role: Role::Link,
+                    content: Content::Symlink(staged.file_name.clone()),
+                    from: None,
+                });
+                handled.insert(soname_path.clone());
+            }
+            for f in &stock_family {
+                if handled.contains(&f.path) {
+                    continue;
+                }
+                if let StockKind::Symlink(_) = f.kind {
+                    let n = f.path.rsplit('/').next().unwrap_or("");
+                    if stock_sonames.contains(n) && n != staged_soname {
+                        warnings.push(format!(
+                            "{ours}: stock soname link {} dropped (the rebuilt library's SONAME is {staged_soname})",
+                            f.path
+                        ));
+                        handled.insert(f.path.clone());
+                        continue;
+                    }
+                    // Development and other links follow the SONAME chain.
+                    files.push(PlannedFile {
+                        path: f.path.clone(),
+                        role: Role::Link,
+                        content: Content::Symlink(staged_soname.clone()),
+                        from: None,
+                    });
+                    handled.insert(f.path.clone());
+                }
+            }
+            libraries.push(PlannedLibrary {
+                path: real_path,
+                soname: staged_soname,
+                aliases,
+            });
+        }
+
+        // Everything else the stock package ships, unchanged.
+        for f in &s.files {
+            if handled.contains(&f.path) {
+                continue;
+            }
+            let content = match &f.kind {
+                StockKind::Dir => Content::Dir,
+                StockKind::Symlink(t) => Content::Symlink(t.clone()),
+                StockKind::File { mode, .. } => Content::Copy {
+                    source: f.source.clone(),
+                    mode: *mode,
+                    strip: false,
+                },
+                StockKind::Excluded => {
+                    warnings.push(format!(
+                        "{ours}: stock {} is excluded by dpkg's path-exclude on the stock root and is not carried",
+                        f.path
+                    ));
+                    continue;
+                }
+            };
+            files.push(PlannedFile {
+                path: f.path.clone(),
+                role: if content == Content::Dir {
+                    Role::Dir
+                } else {
+                    Role::Carried
+                },
+                content,
+                from: Some(format!("stock {}", s.name)),
+            });
+        }
+
+        let pin_path = rocm::pin_file_path(&ours).display().to_string();
+        files.push(PlannedFile {
+            path: pin_path.clone(),
+            role: Role::Generated,
+            content: Content::Bytes {
+                data: templates::preferences(&s.name, &ours, &staging.commit)?.into_bytes(),
+                mode: 0o644,
+            },
+            from: None,
+        });
+        let mut conffiles = s.conffiles.clone();
+        conffiles.push(pin_path);
+        if *half == Half::Hsa {
+            files.push(PlannedFile {
+                path: format!("{prefix}/{}", rocm::MARKER_RELPATH),
+                role: Role::Generated,
+                content: Content::Marker,
+                from: None,
+            });
+        }
+
+        plans.push(ReplacementPlan {
+            half: *half,
+            stock_name: s.name.clone(),
+            stock_version: s.version.clone(),
+            architecture: s.architecture.clone(),
+            package: ours,
+            version,
+            control: Paragraph::new(),
+            files,
+            conffiles,
+            scripts: BTreeMap::new(),
+            libraries,
+            stock_scripts_dropped: s.scripts.keys().cloned().collect(),
+        });
+    }
+
+    // Vendored libraries: shipped with the package whose rebuilt library needs them.
+    for lib in staging.libraries.iter().filter(|l| l.family.is_none()) {
+        let needs = |p: &ReplacementPlan| {
+            p.libraries.iter().any(|pl| {
+                staging
+                    .libraries
+                    .iter()
+                    .find(|sl| pl.path.ends_with(&format!("/{}", sl.file_name)))
+                    .is_some_and(|sl| {
+                        sl.elf.needed.iter().any(|n| {
+                            n == lib.soname() || *n == lib.file_name || lib.links.contains(n)
+                        })
+                    })
+            })
+        };
+        let idx = plans
+            .iter()
+            .position(|p| p.half == Half::Hsa && needs(p))
+            .or_else(|| plans.iter().position(needs));
+        let Some(idx) = idx else {
+            warnings.push(format!(
+                "staged {} is not needed by any rebuilt runtime library and is NOT shipped",
+                lib.source.display()
+            ));
+            continue;
+        };
+        let p = &mut plans[idx];
+        let path = format!("{lib_dir}/{}", lib.file_name);
+        p.files.push(PlannedFile {
+            path: path.clone(),
+            role: Role::Vendored,
+            content: Content::Copy {
+                source: lib.source.clone(),
+                mode: 0o644,
+                strip: opts.strip,
+            },
+            from: Some(lib.source.display().to_string()),
+        });
+        for link in &lib.links {
+            p.files.push(PlannedFile {
+                path: format!("{lib_dir}/{link}"),
+                role: Role::Link,
+                content: Content::Symlink(lib.file_name.clone()),
+                from: None,
+            });
+        }
+    }
+
+    // Generated documentation and overrides per package.
+    let hsa_ref = plans
+        .iter()
+        .find(|p| p.half == Half::Hsa)
+        .map(|p| (p.stock_name.clone(), p.package.clone(), p.version.clone()))
+        .ok_or_else(|| anyhow!("internal: no HSA plan"))?;
+    let stock_names: Vec<String> = plans.iter().map(|p| p.stock_name.clone()).collect();
+    let target_deps = resolve_needed(staging, &plans, &provided, target, &stock_names)?;
+    for p in plans.iter_mut() {
+        let s = &stock
+            .iter()
+            .find(|(_, s)| s.name == p.stock_name)
+            .ok_or_else(|| anyhow!("internal"))?
+            .1;
+        p.control = control_for(p, s, &hsa_ref, &names, &target_deps, staging, opts)?;
+        p.scripts = templates::scripts(p, &prefix, &hsa_ref.1)?;
+        for (path, data) in templates::docs(p, s, staging, opts)? {
+            p.files.push(PlannedFile {
+                path,
+                role: Role::Generated,
+                content: Content::Bytes { data, mode: 0o644 },
+                from: None,
+            });
+        }
+        add_parent_dirs(&mut p.files);
+        p.files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut seen = BTreeSet::new();
+        for f in &p.files {
+            if !seen.insert(f.path.clone()) {
+                bail!("internal: {} planned twice in {}", f.path, p.package);
+            }
+        }
+    }
+
+    // No path in both packages: dpkg aborts the swap half-way with "trying to overwrite".
+    if let [a, b] = plans.as_slice() {
+        let a_paths: BTreeSet<&str> = a
+            .files
+            .iter()
+            .filter(|f| f.content != Content::Dir)
+            .map(|f| f.path.as_str())
+            .collect();
+        for f in b.files.iter().filter(|f| f.content != Content::Dir) {
+            if a_paths.contains(f.path.as_str()) {
+                bail!(
+                    "{} would be shipped by both {} and {}; dpkg would abort the swap with \"trying to overwrite\"",
+                    f.path, a.package, b.package
+                );
+            }
+        }
+    }
+    // No path owned by an unrelated installed package.
+    if let Some(db) = target.db {
+        for p in &plans {
+            for f in p.files.iter().filter(|f| f.content != Content::Dir) {
+                let owners: Vec<String> = db
+                    .owner_of(&f.path)?
+                    .into_iter()
+                    .filter(|o| {
+                        let bare = o.split(':').next().unwrap_or(o);
+                        !stock_names.iter().any(|s| s == bare)
+                    })
+                    .collect();
+                if !owners.is_empty() {
+                    bail!(
+                        "{} ({} in {}) is already owned by {} on the target; dpkg would refuse to overwrite it",
+                        f.path,
+                        f.role.word(),
+                        p.package,
+                        owners.join(", ")
+                    );
+                }
+            }
+        }
+    }
+
+    Ok(PackagePlan {
+        prefix,
+        commit: staging.commit.clone(),
+        commit_time: staging.commit_time,
+        flavor: opts.flavor.clone(),
+        packages: plans,
+        warnings,
+    })
+}
+
+/// Every parent directory of every planned path, as a Dir entry (dpkg wants them in data.tar).
+fn add_parent_dirs(files: &mut Vec<PlannedFile>) {
+    let have: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
+    let mut dirs = BTreeSet::new();
+    for f in files.iter() {
+        let mut p = f.path.as_str();
+        while let Some((parent, _)) = p.rsplit_once('/') {
+            if parent.is_empty() {
+                break;
+            }
+            dirs.insert(parent.to_string());
+            p = parent;
+        }
+    }
+    for d in dirs {
+        if !have.contains(&d) {
+            files.push(PlannedFile {
+                path: d,
+                role: Role::Dir,
+                content: Content::Dir,
+                from: None,
+            });
+        }
+    }
+}
+
+/// NEEDED → Depends per package: a NEEDED library our packages provide needs nothing; one
+/// the target's loader finds in an installed package becomes `<owner> (>= <its version>)`; any
+/// other is refused.
+fn resolve_needed(
+    staging: &Staging,
+    plans: &[ReplacementPlan],
+    provided: &BTreeSet<String>,
+    target: &Target<'_>,
+    stock_names: &[String],
+) -> anyhow::Result<BTreeMap<String, Vec<(String, String)>>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let dirs = target.db.map(|db| {
+        let mut d = vec![format!("{}/lib", target.prefix.trim_end_matches('/'))];
+        for x in db.library_search_dirs() {
+            if !d.contains(&x) {
+                d.push(x);
+            }
+        }
+        d
+    });
+    for p in plans {
+        let shipped: Vec<&StagedLibrary> = staging
+            .libraries
+            .iter()
+            .filter(|l| {
+                p.files.iter().any(|f| {
+                    matches!(f.role, Role::Rebuilt | Role::Vendored)
+                        && f.path.ends_with(&format!("/{}", l.file_name))
+                })
+            })
+            .collect();
+        for lib in shipped {
+            for needed in &lib.elf.needed {
+                if provided.contains(needed) {
+                    continue;
+                }
+                let (Some(db), Some(dirs)) = (target.db, dirs.as_ref()) else {
+                    bail!(
+                        "{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against (give --stock-root)",
+                        lib.file_name
+                    );
+                };
+                let Some((found, owners)) = db.find_library_owner(needed, dirs)? else {
+                    bail!(
+                        "{} NEEDs {needed}: not shipped by the replacement packages and not found in any installed package on the target ({}; searched {}). \
+                         Install the package that provides it on the target, or vendor it in the staging",
+                        lib.file_name,
+                        db.root().display(),
+                        dirs.join(", ")
+                    );
+                };
+                let owner = owners[0].clone();
+                let bare = owner.split(':').next().unwrap_or(&owner).to_string();
+                if stock_names.contains(&bare) {
+                    continue;
+                }
+                let version = db
+                    .installed(&owner)
+                    .map(|i| i.version.clone())
+                    .ok_or_else(|| anyhow!("{found} is owned by {owner}, which is not fully installed on the target"))?;
+                let list = out.entry(p.package.clone()).or_default();
+                if !list.iter().any(|(n, _)| *n == bare) {
+                    list.push((bare, version));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The control paragraph of one replacement.
+fn control_for(
+    p: &ReplacementPlan,
+    s: &StockPackage,
+    hsa: &(String, String, String),
+    names: &[(Half, String, String, String)],
+    needed_deps: &BTreeMap<String, Vec<(String, String)>>,
+    staging: &Staging,
+    opts: &PlanOptions,
+) -> anyhow::Result<Paragraph> {
+    let err = |field: &str, e: crate::deb::control::ControlError| {
+        anyhow!("stock {} ({}): field {field}: {e}", s.name, s.origin)
+    };
+    let mut fields: BTreeMap<&str, Relations> = BTreeMap::new();
+    for f in RELATION_FIELDS {
+        if let Some(v) = s.control.get(f) {
+            fields.insert(f, parse_relations(v).map_err(|e| err(f, e))?);
+        }
+    }
+    // Remap references to a replaced stock package onto ours, at our exact version.
+    for f in DEPENDENCY_FIELDS {
+        if let Some(rels) = fields.get_mut(f) {
+            for group in rels.iter_mut() {
+                for alt in group.iter_mut() {
+                    if let Some((_, _, ours, ver)) =
+                        names.iter().find(|(_, n, _, _)| *n == alt.name)
+                    {
+                        *alt = Relation {
+                            name: ours.clone(),
+                            arch_qualifier: None,
+                            constraint: Some((RelationOp::Eq, ver.clone())),
+                        };
+                    }
+                }
+            }
+        }
+    }
+    let mut depends = fields.remove("Depends").unwrap_or_default();
+    if p.half == Half::Hip {
+        let (_, hsa_pkg, hsa_ver) = hsa;
+        let has = depends
+            .iter()
+            .any(|g| g.len() == 1 && g[0].name == *hsa_pkg);
+        if !has {
+            depends.push(vec![Relation {
+                name: hsa_pkg.clone(),
+                arch_qualifier: None,
+                constraint: Some((RelationOp::Eq, hsa_ver.clone())),
+            }]);
+        }
+    }
+    for (dep, ver) in needed_deps.get(&p.package).into_iter().flatten() {
+        merge_at_least(&mut depends, dep, ver)?;
+    }
+    if !depends.is_empty() {
+        fields.insert("Depends", depends);
+    }
+    let me = |constraint| Relation {
+        name: s.name.clone(),
+        arch_qualifier: None,
+        constraint,
+    };
+    fields
+        .entry("Provides")
+        .or_default()
+        .push(vec![me(Some((RelationOp::Eq, s.version.clone())))]);
+    fields.entry("Conflicts").or_default().push(vec![me(None)]);
+    fields.entry("Replaces").or_default().push(vec![me(None)]);
+
+    let mut c = Paragraph::new();
+    let set = |c: &mut Paragraph, k: &str, v: &str| {
+        c.set(k, v).map_err(|e| anyhow!("control field {k}: {e}"))
+    };
+    set(&mut c, "Package", &p.package)?;
+    set(&mut c, "Version", &p.version)?;
+    set(&mut c, "Architecture", &p.architecture)?;
+    set(&mut c, "Maintainer", &opts.maintainer)?;
+    for f in RELATION_FIELDS {
+        if let Some(rels) = fields.get(f) {
+            if !rels.is_empty() {
+                set(&mut c, f, &format_relations(rels))?;
+            }
+        }
+    }
+    set(&mut c, "Protected", "yes")?;
+    for f in ["Section", "Priority", "Homepage"] {
+        if let Some(v) = s.control.get(f) {
+            set(&mut c, f, v)?;
+        }
+    }
+    if c.get("Section").is_none() {
+        set(&mut c, "Section", "libs")?;
+    }
+    if c.get("Priority").is_none() {
+        set(&mut c, "Priority", "optional")?;
+    }
+    set(&mut c, rocm::COMMIT_FIELD, &staging.commit)?;
+    set(
+        &mut c,
+        "Description",
+        &templates::description(p, &staging.commit)?,
+    )?;
+    Ok(c)
+}
+
+/// Add `dep (>= ver)` to `rels` unless an existing single-name group already says as much;
+/// a weaker existing constraint is raised (lintian flags redundant duplicates).
+fn merge_at_least(rels: &mut Relations, dep: &str, ver: &str) -> anyhow::Result<()> {
+    for group in rels.iter_mut() {
+        if group.len() != 1 || group[0].name != dep {
+            continue;
+        }
+        match &group[0].constraint {
+            None => {
+                group[0].constraint = Some((RelationOp::Ge, ver.to_string()));
+                return Ok(());
+            }
+            Some((RelationOp::Ge, have)) => {
+                if crate::deb::version::compare(have, ver)? == std::cmp::Ordering::Less {
+                    group[0].constraint = Some((RelationOp::Ge, ver.to_string()));
+                }
+                return Ok(());
+            }
+            Some((RelationOp::Eq, _)) | Some((RelationOp::Gt, _)) => return Ok(()),
+            Some(_) => {}
+        }
+    }
+    rels.push(vec![Relation {
+        name: dep.to_string(),
+        arch_qualifier: None,
+        constraint: Some((RelationOp::Ge, ver.to_string())),
+    }]);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_sorts_above_stock_and_later_pins_above_earlier() {
+        let stock = "1.18.0.70204-93~24.04";
+        let a = replacement_version(
+            stock,
+            1764720000,
+            "b539bf7eebfd99ad0a69668caa1f4037034d501f",
+        );
+        assert_eq!(a, "1.18.0.70204-93~24.04+pin1764720000.gb539bf7");
+        let b = replacement_version(stock, 1764720001, "0000000aaaa");
+        let c = replacement_version(stock, 999999999, "fffffff");
+        use std::cmp::Ordering::*;
+        assert_eq!(crate::deb::version::compare(&a, stock).unwrap(), Greater);
+        assert_eq!(crate::deb::version::compare(&b, &a).unwrap(), Greater);
+        // Fewer digits is an earlier time: numeric comparison, not lexical.
+        assert_eq!(crate::deb::version::compare(&c, &a).unwrap(), Less);
+        // A newer stock revision is above our pin on the older one.
+        assert_eq!(
+            crate::deb::version::compare("1.18.0.70204-94~24.04", &a).unwrap(),
+            Greater
+        );
+    }
+
+    #[test]
+    fn at_least_merges_instead_of_duplicating() {
+        let mut r = parse_relations("libc6 (>= 2.34), libstdc++6, rocm-core").unwrap();
+        merge_at_least(&mut r, "libc6", "2.36-9").unwrap();
+        merge_at_least(&mut r, "libstdc++6", "12.2.0-14").unwrap();
+        merge_at_least(&mut r, "libnuma1", "2.0.16-1").unwrap();
+        merge_at_least(&mut r, "libc6", "2.30").unwrap();
+        assert_eq!(
+            format_relations(&r),
+            "libc6 (>= 2.36-9), libstdc++6 (>= 12.2.0-14), rocm-core, libnuma1 (>= 2.0.16-1)"
+        );
+    }
+
+    fn stock_pkg(name: &str, paths: &[&str]) -> StockPackage {
+        StockPackage {
+            name: name.into(),
+            version: "1".into(),
+            architecture: "amd64".into(),
+            control: Paragraph::new(),
+            files: paths
+                .iter()
+                .map(|p| StockFile {
+                    path: p.to_string(),
+                    kind: StockKind::File {
+                        mode: 0o644,
+                        md5: String::new(),
+                    },
+                    source: PathBuf::new(),
+                })
+                .collect(),
+            conffiles: vec![],
+            scripts: BTreeMap::new(),
+            origin: "test".into(),
+        }
+    }
+
+    #[test]
+    fn discovery_ignores_decoys_and_needs_both_halves() {
+        let p = "/opt/rocm-7.2.4";
+        let pkgs = vec![
+            stock_pkg(
+                "libhsa-runtime64-1",
+                &["/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1"],
+            ),
+            stock_pkg(
+                "hsa-rocr-asan",
+                &["/opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1"],
+            ),
+            stock_pkg(
+                "hsa-rocr",
+                &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"],
+            ),
+            stock_pkg(
+                "hip-runtime-amd7.2.4",
+                &["/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"],
+            ),
+            stock_pkg(
+                "hip-runtime-amd7.2.3",
+                &["/opt/rocm-7.2.3/lib/libamdhip64.so.7.2.70203"],
+            ),
+        ];
+        let found = discover_in_packages(&pkgs, p).unwrap();
+        assert_eq!(
+            found,
+            vec![
+                (Half::Hsa, "hsa-rocr".to_string()),
+                (Half::Hip, "hip-runtime-amd7.2.4".to_string())
+            ]
+        );
+        let e = discover_in_packages(&pkgs[..3], p).unwrap_err().to_string();
+        assert!(e.contains("only half"), "{e}");
+        let e = discover_in_packages(&pkgs[..2], p).unwrap_err().to_string();
+        assert!(e.contains("no stock packages"), "{e}");
+    }
+}

@@ -1,0 +1,436 @@
+//! `rocm-pin package` end to end: load the staging and the stock facts, plan, render each plan
+//! into a `dpkg-deb --build` style tree, write the provenance marker, build the .debs. All work
+//! happens in a temporary directory; `--out` receives the finished .debs only at the very end,
+//! so a refusal leaves nothing behind.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context};
+
+use super::staging::{self, CommitOverride};
+use super::stock::{self, sha256_file, StockPackage};
+use super::{plan, Content, PackagePlan, PlanOptions, Role, Target};
+use crate::deb::{BuildOptions, BuildSummary, Compression};
+use crate::host::dpkgdb::DpkgDb;
+use crate::progress::Listener;
+use crate::rocm::{self, Half};
+
+/// Where the stock facts come from.
+#[derive(Debug, Clone)]
+pub enum StockInput {
+    /// The dpkg database (and installed files) under this root.
+    Root(PathBuf),
+    /// Stock .debs; NEEDED entries are resolved against the dpkg database under `target_root`.
+    Debs {
+        debs: Vec<PathBuf>,
+        target_root: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct PackageRequest {
+    pub staging: PathBuf,
+    pub commit: CommitOverride,
+    pub stock: StockInput,
+    /// The real versioned prefix; None = resolve `/opt/rocm` in the stock root, else the prefix
+    /// the stock .debs install into.
+    pub prefix: Option<String>,
+    pub out: PathBuf,
+    pub compression: Compression,
+    /// None = the commit time (byte-identical rebuilds from the same inputs).
+    pub source_date_epoch: Option<u64>,
+    pub options: PlanOptions,
+}
+
+/// Per package, what went in, for the report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PackageReport {
+    pub package: String,
+    pub version: String,
+    pub stock_name: String,
+    pub stock_version: String,
+    pub deb: PathBuf,
+    /// role word → paths (rebuilt, aliased, linked, carried, vendored, generated).
+    pub files: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PackageOutcome {
+    pub plan: PackagePlan,
+    pub debs: Vec<BuildSummary>,
+    pub reports: Vec<PackageReport>,
+}
+
+pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<PackageOutcome> {
+    let staging = crate::progress::step(listener, "read staging", || {
+        staging::load(&req.staging, &req.commit)
+    })?;
+    let parent = req
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix(".rocm-pin-package-")
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot create a work directory in {}", parent.display()))?;
+
+    let (prefix, stock, target_db) =
+        crate::progress::step(listener, "read stock packages", || {
+            load_stock(req, work.path())
+        })?;
+    for (half, s) in &stock {
+        listener.info(&format!(
+            "stock {:?}: {} {} ({}, {} paths)",
+            half,
+            s.name,
+            s.version,
+            s.origin,
+            s.files.len()
+        ));
+    }
+    let target = Target {
+        db: target_db.as_ref(),
+        prefix: prefix.clone(),
+    };
+    let plan = crate::progress::step(listener, "plan replacements", || {
+        plan(&staging, &stock, &target, &req.options)
+    })?;
+    for w in &plan.warnings {
+        listener.warn(w);
+    }
+
+    let trees = work.path().join("trees");
+    let built = work.path().join("debs");
+    std::fs::create_dir_all(&built)?;
+    for p in &plan.packages {
+        crate::progress::step(listener, &format!("render {}", p.package), || {
+            render_tree(p, &trees.join(&p.package))
+        })?;
+    }
+    write_marker(&plan, &trees)?;
+
+    let epoch = req
+        .source_date_epoch
+        .unwrap_or_else(|| u64::try_from(plan.commit_time).unwrap_or(0));
+    let opts = BuildOptions {
+        compression: req.compression,
+        level: None,
+        threads: None,
+        source_date_epoch: Some(epoch),
+    };
+    let mut debs = vec![];
+    let mut reports = vec![];
+    for p in &plan.packages {
+        let file = format!(
+            "{}_{}_{}.deb",
+            p.package,
+            p.version
+                .split_once(':')
+                .map(|(_, v)| v)
+                .unwrap_or(&p.version),
+            p.architecture
+        );
+        let out = built.join(&file);
+        let summary = crate::progress::step(listener, &format!("build {file}"), || {
+            crate::deb::build_from_dir(&trees.join(&p.package), &out, &opts, listener)
+        })?;
+        let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for f in p.files.iter().filter(|f| f.role != Role::Dir) {
+            let line = match (&f.content, &f.from) {
+                (Content::HardLink(to), _) => format!("{} = {}", f.path, to),
+                (Content::Symlink(t), _) => format!("{} -> {}", f.path, t),
+                (_, Some(from)) if f.role != Role::Carried => format!("{} (from {from})", f.path),
+                _ => f.path.clone(),
+            };
+            files
+                .entry(f.role.word().to_string())
+                .or_default()
+                .push(line);
+        }
+        for (role, lines) in &files {
+            for l in lines {
+                listener.info(&format!("{}: {role} {l}", p.package));
+            }
+        }
+        if !p.stock_scripts_dropped.is_empty() {
+            listener.info(&format!(
+                "{}: stock maintainer scripts of {} not carried (ours replace them): {}",
+                p.package,
+                p.stock_name,
+                p.stock_scripts_dropped.join(", ")
+            ));
+        }
+        reports.push(PackageReport {
+            package: p.package.clone(),
+            version: p.version.clone(),
+            stock_name: p.stock_name.clone(),
+            stock_version: p.stock_version.clone(),
+            deb: req.out.join(&file),
+            files,
+        });
+        debs.push(summary);
+    }
+
+    // Everything succeeded: move the finished .debs into --out.
+    std::fs::create_dir_all(&req.out)
+        .with_context(|| format!("cannot create --out {}", req.out.display()))?;
+    for d in debs.iter_mut() {
+        let name = d
+            .output
+            .file_name()
+            .ok_or_else(|| anyhow!("internal: deb without a name"))?
+            .to_owned();
+        let dest = req.out.join(&name);
+        if std::fs::rename(&d.output, &dest).is_err() {
+            let tmp = req.out.join(format!(".{}.tmp", name.to_string_lossy()));
+            std::fs::copy(&d.output, &tmp)
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+            std::fs::rename(&tmp, &dest)
+                .with_context(|| format!("cannot write {}", dest.display()))?;
+        }
+        d.output = dest;
+    }
+    Ok(PackageOutcome {
+        plan,
+        debs,
+        reports,
+    })
+}
+
+type LoadedStock = (String, Vec<(Half, StockPackage)>, Option<DpkgDb>);
+
+fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> {
+    match &req.stock {
+        StockInput::Root(root) => {
+            let db = DpkgDb::open(root)?;
+            let asked = req.prefix.as_deref().unwrap_or(rocm::DEFAULT_ROCM_PATH);
+            let (resolved, hops) = rocm::resolve_rocm_path(root, Path::new(asked)).with_context(
+                || {
+                    format!(
+                        "cannot resolve the ROCm prefix {asked} under {}; give --prefix /opt/rocm-X.Y.Z",
+                        root.display()
+                    )
+                },
+            )?;
+            let prefix = resolved.display().to_string();
+            // Paths always go into the real versioned prefix, never through a symlink.
+            let _ = hops;
+            let found = super::discover_in_db(&db, &prefix)?;
+            let mut stock = vec![];
+            for (half, name) in found {
+                stock.push((half, stock::from_dpkg_db(&db, &name)?));
+            }
+            Ok((prefix, stock, Some(db)))
+        }
+        StockInput::Debs { debs, target_root } => {
+            if debs.is_empty() {
+                bail!("--stock-deb needs at least one .deb");
+            }
+            let mut pkgs = vec![];
+            for (i, deb) in debs.iter().enumerate() {
+                let dir = work.join("stock").join(i.to_string());
+                std::fs::create_dir_all(&dir)?;
+                pkgs.push(stock::from_deb(deb, &dir)?);
+            }
+            let prefix = match &req.prefix {
+                Some(p) => p.trim_end_matches('/').to_string(),
+                None => {
+                    let mut found: Vec<String> = pkgs
+                        .iter()
+                        .flat_map(|p| p.files.iter())
+                        .filter_map(|f| rocm::prefix_of_runtime_path(&f.path))
+                        .collect();
+                    found.sort();
+                    found.dedup();
+                    match found.as_slice() {
+                        [one] => one.clone(),
+                        [] => bail!("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix"),
+                        many => bail!(
+                            "the stock .debs install runtime libraries into several prefixes ({}); give --prefix",
+                            many.join(", ")
+                        ),
+                    }
+                }
+            };
+            if prefix.ends_with("/opt/rocm") {
+                bail!("--prefix {prefix} is the /opt/rocm symlink; give the real versioned prefix (e.g. /opt/rocm-7.2.4)");
+            }
+            let found = super::discover_in_packages(&pkgs, &prefix)?;
+            let mut stock = vec![];
+            for (half, name) in found {
+                let idx = pkgs
+                    .iter()
+                    .position(|p| p.name == name)
+                    .ok_or_else(|| anyhow!("internal: {name} vanished"))?;
+                stock.push((half, pkgs.remove(idx)));
+            }
+            let db = DpkgDb::open(target_root).ok();
+            Ok((prefix, stock, db))
+        }
+    }
+}
+
+fn in_tree(tree: &Path, path: &str) -> PathBuf {
+    tree.join(path.trim_start_matches('/'))
+}
+
+fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot chmod {}", path.display()))
+}
+
+fn render_tree(p: &super::ReplacementPlan, tree: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(tree)?;
+    set_mode(tree, 0o755)?;
+    // Directories and plain entries first; hard links need their target; the marker comes last.
+    for f in &p.files {
+        let dst = in_tree(tree, &f.path);
+        match &f.content {
+            Content::Dir => {
+                std::fs::create_dir_all(&dst)
+                    .with_context(|| format!("cannot create {}", dst.display()))?;
+                set_mode(&dst, 0o755)?;
+            }
+            Content::Copy {
+                source,
+                mode,
+                strip,
+            } => {
+                ensure_parent(&dst)?;
+                if *strip {
+                    strip_debug(source, &dst)?;
+                } else {
+                    std::fs::copy(source, &dst).with_context(|| {
+                        format!("cannot copy {} to {}", source.display(), dst.display())
+                    })?;
+                }
+                set_mode(&dst, *mode)?;
+            }
+            Content::Symlink(target) => {
+                ensure_parent(&dst)?;
+                std::os::unix::fs::symlink(target, &dst)
+                    .with_context(|| format!("cannot create link {}", dst.display()))?;
+            }
+            Content::Bytes { data, mode } => {
+                ensure_parent(&dst)?;
+                std::fs::write(&dst, data)
+                    .with_context(|| format!("cannot write {}", dst.display()))?;
+                set_mode(&dst, *mode)?;
+            }
+            Content::HardLink(_) | Content::Marker => {}
+        }
+    }
+    for f in &p.files {
+        if let Content::HardLink(to) = &f.content {
+            let dst = in_tree(tree, &f.path);
+            ensure_parent(&dst)?;
+            std::fs::hard_link(in_tree(tree, to), &dst)
+                .with_context(|| format!("cannot hard-link {} to {to}", dst.display()))?;
+        }
+    }
+    let debian = tree.join("DEBIAN");
+    std::fs::create_dir_all(&debian)?;
+    set_mode(&debian, 0o755)?;
+    std::fs::write(debian.join("control"), format!("{}\n", p.control))?;
+    set_mode(&debian.join("control"), 0o644)?;
+    let mut conffiles = p.conffiles.clone();
+    conffiles.sort();
+    conffiles.dedup();
+    if !conffiles.is_empty() {
+        std::fs::write(debian.join("conffiles"), conffiles.join("\n") + "\n")?;
+        set_mode(&debian.join("conffiles"), 0o644)?;
+    }
+    for (name, text) in &p.scripts {
+        let path = debian.join(name);
+        std::fs::write(&path, text)?;
+        set_mode(&path, if name == "triggers" { 0o644 } else { 0o755 })?;
+    }
+    Ok(())
+}
+
+fn ensure_parent(p: &Path) -> anyhow::Result<()> {
+    if let Some(parent) = p.parent() {
+        if !parent.exists() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+            set_mode(parent, 0o755)?;
+        }
+    }
+    Ok(())
+}
+
+/// Strip debug information and the static symbol table as dh_strip does for shared libraries
+/// (`--strip-unneeded`); the dynamic symbol table, and with it the backport symbol, stays.
+fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    let out = Command::new("objcopy")
+        .arg("--strip-unneeded")
+        .arg("--remove-section=.comment")
+        .arg("--remove-section=.note")
+        .arg(src)
+        .arg(dst)
+        .output()
+        .map_err(|e| {
+            anyhow!(
+                "cannot run objcopy to strip {} ({e}); install binutils or pass --no-strip",
+                src.display()
+            )
+        })?;
+    if !out.status.success() {
+        bail!(
+            "objcopy --strip-unneeded {} failed: {}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The provenance marker `<prefix>/.info/rocm-pin.json` in the HSA tree, from the rendered files.
+fn write_marker(plan: &PackagePlan, trees: &Path) -> anyhow::Result<()> {
+    let mut files = BTreeMap::new();
+    let mut libraries = vec![];
+    let mut marker_at = None;
+    for p in &plan.packages {
+        let tree = trees.join(&p.package);
+        for f in &p.files {
+            match f.content {
+                Content::Copy { .. } | Content::HardLink(_) | Content::Bytes { .. } => {
+                    files.insert(f.path.clone(), sha256_file(&in_tree(&tree, &f.path))?);
+                }
+                Content::Marker => marker_at = Some(in_tree(&tree, &f.path)),
+                _ => {}
+            }
+        }
+        for l in &p.libraries {
+            libraries.push(rocm::MarkerLibrary {
+                path: l.path.clone(),
+                soname: l.soname.clone(),
+                sha256: sha256_file(&in_tree(&tree, &l.path))?,
+                aliases: l.aliases.clone(),
+                package: p.package.clone(),
+            });
+        }
+    }
+    let marker = rocm::Marker {
+        commit: plan.commit.clone(),
+        commit_time: plan.commit_time,
+        flavor: plan.flavor.clone(),
+        prefix: plan.prefix.clone(),
+        replaced: plan.marker_replaced(),
+        libraries,
+        files,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let at = marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;
+    ensure_parent(&at)?;
+    let mut json = serde_json::to_vec_pretty(&marker)?;
+    json.push(b'\n');
+    std::fs::write(&at, json).with_context(|| format!("cannot write {}", at.display()))?;
+    set_mode(&at, 0o644)
+}

@@ -1,0 +1,279 @@
+//! Acceptance in a bookworm chroot: the tamper matrix (each tamper takes effect, then `verify`
+//! fails naming the check) and the gate matrix (every version × every mode, the stock-version
+//! mismatch, verify's exit 3 after an `auto` skip). `rocm-pin` runs inside the chroot.
+
+mod install_support;
+
+use install_support::*;
+use rocm_pin::sandbox::Sandbox;
+use rocm_pin::standin::StockRole;
+
+const LIB: &str = "/opt/rocm-7.2.4/lib";
+
+struct Tamper {
+    name: &'static str,
+    script: String,
+    /// Shell test that is true once the tamper took effect.
+    took_effect: String,
+    /// Checks verify must name.
+    fails: &'static [&'static str],
+}
+
+fn stock_lib_cmd(a: &Artifacts, role: StockRole, soname: &str, dest: &str) -> String {
+    let pkg = a.stock.require(role).unwrap();
+    let lib = pkg
+        .libraries
+        .iter()
+        .find(|l| l.soname == soname)
+        .unwrap_or_else(|| panic!("{soname} not in {}", pkg.name));
+    format!(
+        "dpkg-deb --fsys-tarfile {STOCK_DEBS_DIR}/{} | tar -xOf - .{} > {dest}",
+        pkg.deb.file_name().unwrap().to_string_lossy(),
+        lib.path
+    )
+}
+
+fn tampers(a: &Artifacts) -> Vec<Tamper> {
+    let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+    let hip = a.stock.require(StockRole::HipRuntime).unwrap();
+    let hsa_alias = hsa.libraries[0].path.clone();
+    let hip_alias = hip
+        .libraries
+        .iter()
+        .find(|l| l.soname == "libamdhip64.so.7")
+        .unwrap()
+        .path
+        .clone();
+    vec![
+        Tamper {
+            name: "library overwritten with stock content",
+            // Written through the stock file name: the seed's in-place method.
+            script: stock_lib_cmd(a, StockRole::HipRuntime, "libamdhip64.so.7", &hip_alias),
+            took_effect: format!("{PROBE} libamdhip64.so.7 | grep -q hip-STOCK"),
+            fails: &["files"],
+        },
+        Tamper {
+            name: "library truncated to 0 bytes",
+            script: format!(": > {hip_alias}"),
+            took_effect: format!("test ! -s {LIB}/libamdhip64.so.7"),
+            fails: &["files", "sonames"],
+        },
+        Tamper {
+            name: "soname symlink dangling",
+            script: format!("ln -sfn libamdhip64.so.7.9.9 {LIB}/libamdhip64.so.7"),
+            took_effect: format!("test -L {LIB}/libamdhip64.so.7 && test ! -e {LIB}/libamdhip64.so.7"),
+            fails: &["sonames", "symlinks"],
+        },
+        Tamper {
+            name: "alias hard link replaced by a copy",
+            script: format!("cp {hip_alias} /tmp/copy && mv /tmp/copy {hip_alias}"),
+            took_effect: format!(
+                "test \"$(stat -c %h {hip_alias})\" = 1"
+            ),
+            fails: &["aliases"],
+        },
+        Tamper {
+            name: "pin file removed",
+            script: "rm /etc/apt/preferences.d/hip-runtime-amd-pinned".into(),
+            took_effect: "apt-cache policy hip-runtime-amd | grep -q 'Candidate: 7'".into(),
+            fails: &["pin-file", "pin-effective"],
+        },
+        Tamper {
+            name: "marker removed",
+            script: "rm /opt/rocm-7.2.4/.info/rocm-pin.json".into(),
+            took_effect: "test ! -e /opt/rocm-7.2.4/.info/rocm-pin.json".into(),
+            fails: &["marker"],
+        },
+        Tamper {
+            name: "marker commit edited",
+            script: "sed -i 's/\"commit\": *\"[0-9a-f]*\"/\"commit\": \"0000000000000000000000000000000000000000\"/' /opt/rocm-7.2.4/.info/rocm-pin.json".into(),
+            took_effect: "grep -q 0000000000000000000000000000000000000000 /opt/rocm-7.2.4/.info/rocm-pin.json".into(),
+            fails: &["marker-commit"],
+        },
+        Tamper {
+            name: "loader entry removed + ldconfig",
+            script: "rm /etc/ld.so.conf.d/hsa-rocr-pinned.conf; ldconfig".into(),
+            took_effect: "! ldconfig -p | grep -q libamdhip64.so.7".into(),
+            fails: &["loader-entry", "loader"],
+        },
+        Tamper {
+            name: "stock package force-installed next to ours",
+            script: format!(
+                "dpkg -i --force-all {STOCK_DEBS_DIR}/{} || true",
+                hsa.deb.file_name().unwrap().to_string_lossy()
+            ),
+            took_effect: "dpkg-query -W -f='${db:Status-Abbrev}' hsa-rocr | grep -q '^i'".into(),
+            fails: &["stock-absent"],
+        },
+        Tamper {
+            name: "HSA library without the backport symbol",
+            script: stock_lib_cmd(a, StockRole::HsaRocr, "libhsa-runtime64.so.1", &hsa_alias),
+            took_effect: format!("{PROBE} libhsa-runtime64.so.1 | grep -q hsa-STOCK"),
+            fails: &["backport-symbol", "files"],
+        },
+        Tamper {
+            name: "same-named library in another prefix found first",
+            script: format!(
+                "mkdir -p /opt/other/lib; {}; echo /opt/other/lib > /etc/ld.so.conf.d/00-other.conf; ldconfig",
+                stock_lib_cmd(
+                    a,
+                    StockRole::HsaRocr,
+                    "libhsa-runtime64.so.1",
+                    "/opt/other/lib/libhsa-runtime64.so.1"
+                )
+            ),
+            took_effect: format!("{PROBE} libhsa-runtime64.so.1 | grep -q /opt/other/lib"),
+            fails: &["loader"],
+        },
+    ]
+}
+
+#[test]
+fn tamper_matrix_fails_verify_naming_the_check() {
+    let a = artifacts("bookworm");
+    let mut failures = Vec::new();
+    for t in tampers(a) {
+        let sb = fresh(a, &a.installed_snapshot);
+        assert!(verify(&sb).status.success(), "fresh copy must verify");
+        let out = sb.sh(&t.script).unwrap();
+        let effect = sb.sh(&t.took_effect).unwrap();
+        if !effect.status.success() {
+            failures.push(format!(
+                "{}: the tamper did not take effect ({}):\n{}",
+                t.name,
+                t.took_effect,
+                text(&out)
+            ));
+            continue;
+        }
+        let v = verify(&sb);
+        let failed = failed_checks(&sb);
+        let missing: Vec<&&str> = t
+            .fails
+            .iter()
+            .filter(|n| !failed.iter().any(|f| f == *n))
+            .collect();
+        eprintln!(
+            "tamper {:<48} verify rc {} failed {:?}",
+            t.name,
+            rc(&v),
+            failed
+        );
+        if rc(&v) != 1 || !missing.is_empty() {
+            failures.push(format!(
+                "{}: verify rc {} failed {failed:?}, expected {:?}:\n{}",
+                t.name,
+                rc(&v),
+                t.fails,
+                text(&v)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+fn status_of(sb: &Sandbox) -> String {
+    sb.read_to_string("/var/lib/dpkg/status").unwrap()
+}
+
+#[test]
+fn gate_matrix_versions_by_modes() {
+    let a = artifacts("bookworm");
+    let versions: &[(Option<&str>, bool)] = &[
+        (Some("7.2.4"), true),
+        (Some("7.2.4-42"), true),
+        (Some("7.2.4+123"), true),
+        (Some("7.2.40"), false),
+        (Some("7.2.3"), false),
+        (Some("10.0.0"), false),
+        (None, false),
+    ];
+    let mut failures = Vec::new();
+    for (version, matches) in versions {
+        for mode in ["require", "auto", "off"] {
+            let sb = fresh(a, &a.stock_snapshot);
+            let vf = "/opt/rocm-7.2.4/.info/version";
+            match version {
+                Some(v) => sb.write(vf, format!("{v}\n")).unwrap(),
+                None => std::fs::remove_file(sb.path(vf)).unwrap(),
+            }
+            let before = status_of(&sb);
+            let mut argv = install_argv(&a.ours);
+            // auto through the environment, the others through --mode.
+            let out = if mode == "auto" {
+                let mut cmd = sb.command(&argv);
+                cmd.env("ROCM_PIN_MODE", "auto");
+                cmd.output().unwrap()
+            } else {
+                argv.extend(["--mode", mode]);
+                sb.run(&argv).unwrap()
+            };
+            let unchanged = status_of(&sb) == before
+                && !sb.path("/etc/ld.so.conf.d/hsa-rocr-pinned.conf").exists();
+            let skip = sb.path("/var/lib/rocm-pin/skipped").exists();
+            let v = rc(&verify(&sb));
+            let (want_rc, want_unchanged, want_skip, want_verify) = match (mode, matches) {
+                ("off", _) => (0, true, false, 1),
+                (_, true) => (0, false, false, 0),
+                ("require", false) => (2, true, false, 1),
+                _ => (0, true, true, 3),
+            };
+            let got = (rc(&out), unchanged, skip, v);
+            eprintln!(
+                "gate {version:?} {mode:<8} rc {} unchanged {unchanged} skip {skip} verify {v}",
+                rc(&out)
+            );
+            if got != (want_rc, want_unchanged, want_skip, want_verify) {
+                failures.push(format!(
+                    "{version:?} {mode}: got (rc, unchanged, skip, verify) {got:?}, want {:?}:\n{}",
+                    (want_rc, want_unchanged, want_skip, want_verify),
+                    text(&out)
+                ));
+            }
+            if *matches && mode != "off" && !all_patched(&probe(&sb)) {
+                failures.push(format!("{version:?} {mode}: loader not patched"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn stock_mismatch_and_absent_stock_are_refused_before_apt() {
+    let a = artifacts("bookworm");
+    // Stock -94 where we were built against -93.
+    let sb = fresh(a, &a.stock_snapshot);
+    sb.add_local_repo("r94", &a.r94.out_dir).unwrap();
+    let hsa = a.r94.require(StockRole::HsaRocr).unwrap();
+    let hip = a.r94.require(StockRole::HipRuntime).unwrap();
+    sb.run_ok(&[
+        "apt-get",
+        "install",
+        "-y",
+        &hsa.pinned_request(),
+        &hip.pinned_request(),
+    ])
+    .unwrap();
+    let before = status_of(&sb);
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("built against"), "{}", text(&out));
+    assert_eq!(before, status_of(&sb), "a refusal must change nothing");
+    assert!(!sb.path("/etc/ld.so.conf.d/hsa-rocr-pinned.conf").exists());
+
+    // Stock absent.
+    let sb = fresh(a, &a.stock_snapshot);
+    sb.run_ok(&[
+        "dpkg",
+        "--purge",
+        "--force-depends",
+        "hip-runtime-amd",
+        "hsa-rocr",
+    ])
+    .unwrap();
+    let before = status_of(&sb);
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("is not installed"), "{}", text(&out));
+    assert_eq!(before, status_of(&sb));
+}
