@@ -80,7 +80,11 @@ fn refused(tmp: &Path, label: &str, bytes: &[u8], needle: &str) {
     let err = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(2), "{label}: {err}");
     assert!(!err.contains("panicked"), "{label}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{label}: not one line: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{label}: not one line: {err}"
+    );
     assert!(
         err.contains(&file.display().to_string()),
         "{label}: error does not name the file: {err}"
@@ -96,7 +100,12 @@ fn refused(tmp: &Path, label: &str, bytes: &[u8], needle: &str) {
 #[test]
 fn the_good_baseline_is_accepted() {
     let tmp = tempfile::tempdir().unwrap();
-    for c in [Compression::Xz, Compression::Gzip, Compression::Zstd, Compression::None] {
+    for c in [
+        Compression::Xz,
+        Compression::Gzip,
+        Compression::Zstd,
+        Compression::None,
+    ] {
         let file = tmp.path().join(format!("good-{c}.deb"));
         fs::write(&file, good_deb(c)).unwrap();
         run(Command::new(bin()).args(["deb", "inspect"]).arg(&file));
@@ -108,14 +117,29 @@ fn the_good_baseline_is_accepted() {
 #[test]
 fn truncation_anywhere_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    for c in [Compression::Xz, Compression::Gzip, Compression::Zstd, Compression::None] {
+    for c in [
+        Compression::Xz,
+        Compression::Gzip,
+        Compression::Zstd,
+        Compression::None,
+    ] {
         let bytes = good_deb(c);
         // Every prefix through the library (fast) …
         let last_member_odd = {
-            let info = deb::reader::read_deb_from(&bytes[..], bytes.len() as u64, "x", &ReadLimits::default()).unwrap();
+            let info = deb::reader::read_deb_from(
+                &bytes[..],
+                bytes.len() as u64,
+                "x",
+                &ReadLimits::default(),
+            )
+            .unwrap();
             info.members.last().unwrap().size % 2 == 1
         };
-        let accepted_from = if last_member_odd { bytes.len() - 1 } else { bytes.len() };
+        let accepted_from = if last_member_odd {
+            bytes.len() - 1
+        } else {
+            bytes.len()
+        };
         for len in 0..accepted_from {
             let cut = &bytes[..len];
             assert!(
@@ -124,19 +148,30 @@ fn truncation_anywhere_is_refused() {
             );
         }
         // … and each member boundary through the CLI.
-        let control_len = compress_bytes(&control_tar(CONTROL), c, None, 1).unwrap().len();
+        let control_len = compress_bytes(&control_tar(CONTROL), c, None, 1)
+            .unwrap()
+            .len();
         let control_end = 8 + 60 + 4 + 60 + control_len + control_len % 2;
         for (label, at, needle) in [
             ("empty", 0, "ar magic"),
             ("magic-only", 8, "no debian-binary"),
             ("in-header", 8 + 30, "truncated ar header"),
             ("after-binary", 8 + 60 + 4, "no control member"),
-            ("in-control", 8 + 60 + 4 + 60 + control_len / 2, "control.tar"),
+            (
+                "in-control",
+                8 + 60 + 4 + 60 + control_len / 2,
+                "control.tar",
+            ),
             ("after-control", control_end, "no data member"),
             ("after-data-header", control_end + 60, "data.tar"),
             ("in-data", control_end + 60 + 10, "data.tar"),
         ] {
-            refused(tmp.path(), &format!("trunc-{label}-{c}"), &bytes[..at], needle);
+            refused(
+                tmp.path(),
+                &format!("trunc-{label}-{c}"),
+                &bytes[..at],
+                needle,
+            );
         }
     }
 }
@@ -150,12 +185,22 @@ fn container_damage_is_refused() {
     wrong_magic[..8].copy_from_slice(b"!<arcx>\n");
     refused(tmp.path(), "wrong-magic", &wrong_magic, "ar magic");
 
-    refused(tmp.path(), "not-a-deb", b"just some text, not an archive", "ar magic");
+    refused(
+        tmp.path(),
+        "not-a-deb",
+        b"just some text, not an archive",
+        "ar magic",
+    );
 
     // The debian-binary size field is at 8+48.
     let mut bad_size = good.clone();
     bad_size[8 + 48..8 + 58].copy_from_slice(b"4x        ");
-    refused(tmp.path(), "ar-size-not-decimal", &bad_size, "not a decimal number");
+    refused(
+        tmp.path(),
+        "ar-size-not-decimal",
+        &bad_size,
+        "not a decimal number",
+    );
 
     let mut huge = good.clone();
     huge[8 + 60 + 4 + 48..8 + 60 + 4 + 58].copy_from_slice(b"9999999999");
@@ -163,14 +208,29 @@ fn container_damage_is_refused() {
 
     let mut no_terminator = good.clone();
     no_terminator[8 + 58] = b'x';
-    refused(tmp.path(), "ar-header-terminator", &no_terminator, "header terminator");
+    refused(
+        tmp.path(),
+        "ar-header-terminator",
+        &no_terminator,
+        "header terminator",
+    );
 
     let mut version = good.clone();
     version[8 + 60] = b'3';
     refused(tmp.path(), "debian-binary-3", &version, "debian-binary");
 
-    let unknown = deb_bytes(&control_tar(CONTROL), &good_data(), Compression::Xz, Some("data.tar.bz2"));
-    refused(tmp.path(), "unknown-compression", &unknown, "unknown compression");
+    let unknown = deb_bytes(
+        &control_tar(CONTROL),
+        &good_data(),
+        Compression::Xz,
+        Some("data.tar.bz2"),
+    );
+    refused(
+        tmp.path(),
+        "unknown-compression",
+        &unknown,
+        "unknown compression",
+    );
 
     let extra = {
         let mut ar = ArWriter::new(Vec::new(), 0).unwrap();
@@ -184,7 +244,8 @@ fn container_damage_is_refused() {
         let data = compress_bytes(&good_data(), c, None, 1).unwrap();
         let mut corrupt = data.clone();
         let mid = corrupt.len() / 2;
-        for b in &mut corrupt[mid..(mid + 16).min(corrupt.len() - 4)] {
+        let end = (mid + 16).min(corrupt.len() - 4);
+        for b in &mut corrupt[mid..end] {
             *b ^= 0xa5;
         }
         let mut ar = ArWriter::new(Vec::new(), 0).unwrap();
@@ -194,16 +255,26 @@ fn container_damage_is_refused() {
             &compress_bytes(&control_tar(CONTROL), c, None, 1).unwrap(),
         )
         .unwrap();
-        ar.append_bytes(&format!("data.tar{}", c.suffix()), &corrupt).unwrap();
+        ar.append_bytes(&format!("data.tar{}", c.suffix()), &corrupt)
+            .unwrap();
         let bytes = ar.finish().unwrap();
         refused(tmp.path(), &format!("corrupt-{c}"), &bytes, c.name());
         // The bytes are not what the suffix says.
         let mut ar = ArWriter::new(Vec::new(), 0).unwrap();
         ar.append_bytes("debian-binary", b"2.0\n").unwrap();
-        ar.append_bytes(&format!("control.tar{}", c.suffix()), b"not compressed at all")
+        ar.append_bytes(
+            &format!("control.tar{}", c.suffix()),
+            b"not compressed at all",
+        )
+        .unwrap();
+        ar.append_bytes(&format!("data.tar{}", c.suffix()), &data)
             .unwrap();
-        ar.append_bytes(&format!("data.tar{}", c.suffix()), &data).unwrap();
-        refused(tmp.path(), &format!("garbage-{c}"), &ar.finish().unwrap(), "control.tar");
+        refused(
+            tmp.path(),
+            &format!("garbage-{c}"),
+            &ar.finish().unwrap(),
+            "control.tar",
+        );
     }
 }
 
@@ -211,8 +282,16 @@ fn container_damage_is_refused() {
 fn hostile_tar_entries_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: Vec<(&str, TarSpec<'_>, &str)> = vec![
-        ("dotdot", vec![(b"./usr/../../etc/passwd", WriteKind::File(1), b"x")], "'..'"),
-        ("absolute", vec![(b"/etc/passwd", WriteKind::File(1), b"x")], "absolute"),
+        (
+            "dotdot",
+            vec![(b"./usr/../../etc/passwd", WriteKind::File(1), b"x")],
+            "'..'",
+        ),
+        (
+            "absolute",
+            vec![(b"/etc/passwd", WriteKind::File(1), b"x")],
+            "absolute",
+        ),
         (
             "through-symlink",
             vec![
@@ -252,7 +331,8 @@ fn hostile_tar_entries_are_refused() {
     let mut data = Vec::new();
     {
         let mut w = TarWriter::new(&mut data);
-        w.append_header(b"./big", WriteKind::File(4096), 0o644, 0).unwrap();
+        w.append_header(b"./big", WriteKind::File(4096), 0o644, 0)
+            .unwrap();
     }
     data.extend_from_slice(&[b'a'; 100]);
     let bytes = deb_bytes(&control_tar(CONTROL), &data, Compression::None, None);
@@ -272,10 +352,20 @@ fn hostile_tar_entries_are_refused() {
 fn control_injection_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let second_paragraph = format!("{CONTROL}\nPackage: evil\nVersion: 1\n");
-    let bytes = deb_bytes(&control_tar(&second_paragraph), &good_data(), Compression::Xz, None);
+    let bytes = deb_bytes(
+        &control_tar(&second_paragraph),
+        &good_data(),
+        Compression::Xz,
+        None,
+    );
     refused(tmp.path(), "second-paragraph", &bytes, "control");
     let injected_field = "Package: p\nVersion: 1\nArchitecture: all\nMaintainer: m\nDescription: d\nline without leading space\n";
-    let bytes = deb_bytes(&control_tar(injected_field), &good_data(), Compression::Xz, None);
+    let bytes = deb_bytes(
+        &control_tar(injected_field),
+        &good_data(),
+        Compression::Xz,
+        None,
+    );
     refused(tmp.path(), "continuation-injection", &bytes, "control");
     let no_control = tar(&vec![(b"./postinst", WriteKind::File(2), b"#!")]);
     let bytes = deb_bytes(&no_control, &good_data(), Compression::Xz, None);
@@ -286,7 +376,11 @@ fn control_injection_is_refused() {
 fn decompression_bomb_stops_at_the_limit() {
     // 64 MiB of zeros compresses to a few KiB.
     let zeros = vec![0u8; 64 << 20];
-    let data = tar(&vec![(b"./bomb", WriteKind::File(zeros.len() as u64), &zeros)]);
+    let data = tar(&vec![(
+        b"./bomb",
+        WriteKind::File(zeros.len() as u64),
+        &zeros,
+    )]);
     let bytes = deb_bytes(&control_tar(CONTROL), &data, Compression::Xz, None);
     assert!(bytes.len() < 64 << 10);
     let limits = ReadLimits {
@@ -301,7 +395,12 @@ fn decompression_bomb_stops_at_the_limit() {
     assert!(!err.contains('\n'));
     // A control file over its own limit is refused before it is held in memory.
     let big_control = format!("{CONTROL}X-Pad: {}\n", "p".repeat(100_000));
-    let bytes = deb_bytes(&control_tar(&big_control), &good_data(), Compression::Xz, None);
+    let bytes = deb_bytes(
+        &control_tar(&big_control),
+        &good_data(),
+        Compression::Xz,
+        None,
+    );
     let limits = ReadLimits {
         max_control_file: 10_000,
         ..ReadLimits::default()
@@ -353,7 +452,11 @@ fn extraction_never_writes_outside_the_destination() {
         ),
         (
             "absolute",
-            vec![(format!("{victim_s}/pwned").leak().as_bytes(), WriteKind::File(1), b"x")],
+            vec![(
+                format!("{victim_s}/pwned").leak().as_bytes(),
+                WriteKind::File(1),
+                b"x",
+            )],
         ),
     ];
     for (label, entries) in cases {
@@ -362,14 +465,26 @@ fn extraction_never_writes_outside_the_destination() {
         let file = tmp.path().join(format!("{label}.deb"));
         fs::write(
             &file,
-            deb_bytes(&control_tar(CONTROL), &tar(&entries), Compression::Gzip, None),
+            deb_bytes(
+                &control_tar(CONTROL),
+                &tar(&entries),
+                Compression::Gzip,
+                None,
+            ),
         )
         .unwrap();
         let before = listing(&victim);
         let err = deb::reader::extract_data(&file, &dest, &ReadLimits::default()).unwrap_err();
         let msg = format!("{err:#}");
-        assert!(msg.starts_with(&file.display().to_string()), "{label}: {msg}");
-        assert_eq!(listing(&victim), before, "{label}: wrote into the victim dir");
+        assert!(
+            msg.starts_with(&file.display().to_string()),
+            "{label}: {msg}"
+        );
+        assert_eq!(
+            listing(&victim),
+            before,
+            "{label}: wrote into the victim dir"
+        );
         // Nothing escaped into the temp dir either: only the dests, the victim and the .debs.
         for e in fs::read_dir(tmp.path()).unwrap() {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();

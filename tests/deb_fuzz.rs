@@ -41,9 +41,12 @@ fn seed(c: Compression) -> Vec<u8> {
     let long = format!("./{}/x", "n".repeat(120));
     let mut t = TarWriter::new(Vec::new());
     t.append_header(b"./", WriteKind::Dir, 0o755, SDE).unwrap();
-    t.append_header(b"./usr/", WriteKind::Dir, 0o755, SDE).unwrap();
-    t.append_header(b"./usr/f", WriteKind::File(5), 0o644, SDE).unwrap();
-    t.write_contents(&mut &b"hello"[..], 5, &mut |_| {}).unwrap();
+    t.append_header(b"./usr/", WriteKind::Dir, 0o755, SDE)
+        .unwrap();
+    t.append_header(b"./usr/f", WriteKind::File(5), 0o644, SDE)
+        .unwrap();
+    t.write_contents(&mut &b"hello"[..], 5, &mut |_| {})
+        .unwrap();
     t.append_header(b"./usr/h", WriteKind::Hardlink(b"./usr/f"), 0o644, SDE)
         .unwrap();
     t.append_header(b"./usr/s", WriteKind::Symlink(b"f"), 0o777, SDE)
@@ -53,8 +56,13 @@ fn seed(c: Compression) -> Vec<u8> {
     let data = t.finish().unwrap();
     let mut ct = TarWriter::new(Vec::new());
     ct.append_header(b"./", WriteKind::Dir, 0o755, SDE).unwrap();
-    ct.append_header(b"./control", WriteKind::File(CONTROL.len() as u64), 0o644, SDE)
-        .unwrap();
+    ct.append_header(
+        b"./control",
+        WriteKind::File(CONTROL.len() as u64),
+        0o644,
+        SDE,
+    )
+    .unwrap();
     ct.write_contents(&mut CONTROL.as_bytes(), CONTROL.len() as u64, &mut |_| {})
         .unwrap();
     let control = ct.finish().unwrap();
@@ -114,8 +122,21 @@ impl Rng {
 }
 
 const INTERESTING: &[&[u8]] = &[
-    b"0", b"9999999999", b"-1", b" ", b"\0", b"\xff", b"..", b"/", b"./../", b"`\n", b"\n",
-    b"77777777777", b"\x80\0\0\0\0\0\0\0\0\0\0\x01", b"ustar  \0", b"././@LongLink",
+    b"0",
+    b"9999999999",
+    b"-1",
+    b" ",
+    b"\0",
+    b"\xff",
+    b"..",
+    b"/",
+    b"./../",
+    b"`\n",
+    b"\n",
+    b"77777777777",
+    b"\x80\0\0\0\0\0\0\0\0\0\0\x01",
+    b"ustar  \0",
+    b"././@LongLink",
 ];
 
 fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
@@ -224,7 +245,11 @@ fn regressions_and_quick_mutations() {
     }
     let (n, crashes) = run_mutations(0x5eed, Duration::from_secs(60), 3000);
     let saved = save(&crashes);
-    assert!(saved.is_empty(), "{} of {n} inputs panicked: {saved:?}", saved.len());
+    assert!(
+        saved.is_empty(),
+        "{} of {n} inputs panicked: {saved:?}",
+        saved.len()
+    );
 }
 
 #[test]

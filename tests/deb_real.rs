@@ -15,9 +15,7 @@ fn real_debs() -> Vec<PathBuf> {
     let mut found = Vec::new();
     for prefix in ["libhsa-runtime64-1", "libamdhip64-5"] {
         let hit = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| {
-                panic!("{}: {e}; run scripts/test-setup", dir.display())
-            })
+            .unwrap_or_else(|e| panic!("{}: {e}; run scripts/test-setup", dir.display()))
             .flatten()
             .map(|e| e.path())
             .find(|p| {
@@ -26,14 +24,19 @@ fn real_debs() -> Vec<PathBuf> {
                     && n.ends_with(".deb")
             });
         found.push(hit.unwrap_or_else(|| {
-            panic!("no {prefix} .deb in {}; run scripts/test-setup", dir.display())
+            panic!(
+                "no {prefix} .deb in {}; run scripts/test-setup",
+                dir.display()
+            )
         }));
     }
     found
 }
 
 fn inspect_json(deb: &std::path::Path) -> serde_json::Value {
-    let out = run(Command::new(bin()).args(["deb", "inspect", "--json"]).arg(deb));
+    let out = run(Command::new(bin())
+        .args(["deb", "inspect", "--json"])
+        .arg(deb));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -58,7 +61,12 @@ fn control_fields_equal_dpkg_deb_field_by_field() {
         let ours_names: Vec<&String> = ours.keys().collect();
         let mut sorted = names.clone();
         sorted.sort();
-        assert_eq!(ours_names, sorted.iter().collect::<Vec<_>>(), "{}", deb.display());
+        assert_eq!(
+            ours_names,
+            sorted.iter().collect::<Vec<_>>(),
+            "{}",
+            deb.display()
+        );
         for name in &names {
             let one = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(name));
             let theirs = String::from_utf8(one.stdout).unwrap();
@@ -82,7 +90,12 @@ fn entries_equal_dpkg_deb_contents_and_md5sums_check_out() {
             "{}",
             deb.display()
         );
-        assert_eq!(ours_as_listed(&entries), dpkg_contents(&deb), "{}", deb.display());
+        assert_eq!(
+            ours_as_listed(&entries),
+            dpkg_contents(&deb),
+            "{}",
+            deb.display()
+        );
         assert!(v["md5sums"]["present"].as_bool().unwrap());
         assert!(v["md5sums"]["checked"].as_u64().unwrap() > 0);
         assert_eq!(v["md5sums"]["mismatches"].as_array().unwrap().len(), 0);
@@ -108,7 +121,10 @@ fn readelf_dynamic(path: &std::path::Path) -> (Option<String>, Vec<String>) {
             .and_then(|(_, r)| r.split_once(']'))
             .map(|(v, _)| v.to_string())
     };
-    let soname = text.lines().find(|l| l.contains("(SONAME)")).and_then(bracket);
+    let soname = text
+        .lines()
+        .find(|l| l.contains("(SONAME)"))
+        .and_then(bracket);
     let needed = text
         .lines()
         .filter(|l| l.contains("(NEEDED)"))
@@ -159,7 +175,11 @@ fn sonames_and_needed_equal_readelf() {
                 theirs.insert(rel, (soname, needed));
             }
         }
-        assert!(!theirs.is_empty(), "{}: no shared objects found", deb.display());
+        assert!(
+            !theirs.is_empty(),
+            "{}: no shared objects found",
+            deb.display()
+        );
         assert_eq!(ours, theirs, "{}", deb.display());
         // The backport symbol is ROCm 6+; Debian's 5.2 runtime does not export it, and we say so.
         for e in v["elf"].as_array().unwrap() {

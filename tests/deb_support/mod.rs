@@ -11,6 +11,9 @@ use rocm_pin::deb::{Entry, EntryKind};
 
 pub const SDE: u64 = 1_700_000_000;
 
+/// One step of building a tree (run in either order).
+pub type Step = Box<dyn Fn(&Path)>;
+
 pub fn write_file(root: &Path, rel: &str, data: &[u8], mode: u32) {
     let p = root.join(rel);
     fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -40,13 +43,20 @@ pub fn make_tree(root: &Path, reverse: bool, mtime: i64) {
     for i in 0..200_000u32 {
         big.extend_from_slice(format!("line {i} of a larger file\n").as_bytes());
     }
-    let mut steps: Vec<Box<dyn Fn(&Path)>> = vec![
+    let mut steps: Vec<Step> = vec![
         Box::new(|r| {
             fs::create_dir_all(r.join("DEBIAN")).unwrap();
             fs::write(r.join("DEBIAN/control"), CONTROL).unwrap();
         }),
         Box::new(|r| write_file(r, "usr/bin/tool", b"#!/bin/sh\necho tool\n", 0o755)),
-        Box::new(|r| write_file(r, "usr/lib/x86_64-linux-gnu/libfoo.so.1.2.3", b"\x7fELF not really", 0o644)),
+        Box::new(|r| {
+            write_file(
+                r,
+                "usr/lib/x86_64-linux-gnu/libfoo.so.1.2.3",
+                b"\x7fELF not really",
+                0o644,
+            )
+        }),
         Box::new(|r| write_file(r, "usr/share/doc/pkg/empty", b"", 0o644)),
         Box::new(|r| write_file(r, "usr/share/doc/pkg/private", b"secret\n", 0o600)),
         Box::new(|r| write_file(r, "usr/share/doc/pkg/name with spaces", b"spaces\n", 0o644)),
@@ -56,7 +66,11 @@ pub fn make_tree(root: &Path, reverse: bool, mtime: i64) {
         Box::new(|r| fs::create_dir_all(r.join("var/lib/pkg/empty-dir")).unwrap()),
         Box::new(|r| {
             fs::create_dir_all(r.join("usr/lib/x86_64-linux-gnu")).unwrap();
-            symlink("libfoo.so.1.2.3", r.join("usr/lib/x86_64-linux-gnu/libfoo.so.1")).unwrap();
+            symlink(
+                "libfoo.so.1.2.3",
+                r.join("usr/lib/x86_64-linux-gnu/libfoo.so.1"),
+            )
+            .unwrap();
         }),
         Box::new(|r| {
             fs::create_dir_all(r.join("usr/share/pkg")).unwrap();
@@ -68,7 +82,12 @@ pub fn make_tree(root: &Path, reverse: bool, mtime: i64) {
             symlink(&long_target, r.join("usr/share/pkg/long-target")).unwrap();
         }),
         Box::new(|r| {
-            write_file(r, "opt/pkg/lib/libbar.so.7.2.70204", b"versioned library bytes\n", 0o644);
+            write_file(
+                r,
+                "opt/pkg/lib/libbar.so.7.2.70204",
+                b"versioned library bytes\n",
+                0o644,
+            );
             fs::create_dir_all(r.join("opt/pkg/compat")).unwrap();
             fs::hard_link(
                 r.join("opt/pkg/lib/libbar.so.7.2.70204"),
@@ -97,9 +116,7 @@ pub fn make_tree(root: &Path, reverse: bool, mtime: i64) {
 pub fn set_mtimes(root: &Path, mtime: i64) {
     let status = Command::new("sh")
         .arg("-c")
-        .arg(format!(
-            "find . -depth -exec touch -h -d @{mtime} {{}} +"
-        ))
+        .arg(format!("find . -depth -exec touch -h -d @{mtime} {{}} +"))
         .current_dir(root)
         .status()
         .unwrap();
@@ -118,7 +135,11 @@ pub struct Listed {
 }
 
 pub fn dpkg_contents(deb: &Path) -> Vec<Listed> {
-    let out = Command::new("dpkg-deb").arg("-c").arg(deb).output().unwrap();
+    let out = Command::new("dpkg-deb")
+        .arg("-c")
+        .arg(deb)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "dpkg-deb -c {}: {}",
@@ -135,7 +156,9 @@ pub fn dpkg_contents(deb: &Path) -> Vec<Listed> {
 /// `drwxr-xr-x root/root         0 2023-02-19 10:34 ./usr/` (symlinks `… -> target`, hard links
 /// `… link to target`).
 pub fn parse_contents_line(line: &str) -> Listed {
-    let mut fields = line.splitn(6, char::is_whitespace).filter(|s| !s.is_empty());
+    let mut fields = line
+        .splitn(6, char::is_whitespace)
+        .filter(|s| !s.is_empty());
     let mode = fields.next().unwrap();
     // splitn on single spaces leaves padding; re-split robustly.
     let rest: Vec<&str> = line.split_whitespace().collect();
@@ -166,7 +189,8 @@ pub fn parse_contents_line(line: &str) -> Listed {
 
 pub fn perms_string(mode: u32) -> String {
     let bit = |mask: u32, c: char| if mode & mask != 0 { c } else { '-' };
-    let exec = |x: u32, special: u32, s: char, big: char| match (mode & x != 0, mode & special != 0) {
+    let exec = |x: u32, special: u32, s: char, big: char| match (mode & x != 0, mode & special != 0)
+    {
         (true, true) => s,
         (false, true) => big,
         (true, false) => 'x',
