@@ -429,3 +429,36 @@ fn a_failing_step_names_its_log_and_quotes_its_tail() {
         .contains("has no OpenCL runtime"));
     assert!(!out.join("rocm-pin-build.json").exists());
 }
+
+#[test]
+fn the_same_commit_built_in_two_places_gives_identical_libraries() {
+    // The embedded stand-in (what `rocm-pin demo` builds) has a fixed commit id; two checkouts
+    // of it in different directories, built into different staging directories, must produce
+    // byte-identical libraries (no checkout, build or staging path in the files).
+    let tmp = tempfile::tempdir().unwrap();
+    let rocm = fake_rocm(tmp.path());
+    let a_src = tmp.path().join("a/rocm-systems");
+    let b_src = tmp.path().join("somewhere/else/rocm-systems");
+    let commit = rocm_pin::build::standin_tree::write_standin_checkout(&a_src).unwrap();
+    assert_eq!(
+        rocm_pin::build::standin_tree::write_standin_checkout(&b_src).unwrap(),
+        commit
+    );
+    let (a_out, b_out) = (tmp.path().join("out-a"), tmp.path().join("staging/b"));
+    run(build_cmd(&a_src, &commit, &rocm, &a_out, &[])).ok();
+    run(build_cmd(&b_src, &commit, &rocm, &b_out, &["--jobs", "1"])).ok();
+    let facts = |out: &Path| {
+        manifest(out)
+            .libraries
+            .into_iter()
+            .map(|l| (l.path, l.sha256))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(facts(&a_out), facts(&b_out));
+    let hip = std::fs::read(a_out.join("lib/libamdhip64.so.7")).unwrap();
+    let needle = a_src.display().to_string();
+    assert!(
+        !hip.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "the checkout path leaked into libamdhip64"
+    );
+}

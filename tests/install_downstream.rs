@@ -238,3 +238,68 @@ fn rollback_restores_stock_offline() {
     // verify now fails (nothing of ours installed), exit 1.
     assert_eq!(rc(&verify(&sb)), 1);
 }
+
+/// apt 3 with `APT::Solver "3.0"`: the same matrix. The one measured difference: after
+/// `dpkg -i --force-all` of stock hsa-rocr, fix-broken fails (rc 100) with our files still live.
+#[test]
+fn downstream_commands_keep_the_patched_runtime_trixie_solver3() {
+    run_matrix("trixie");
+}
+
+#[test]
+fn local_repo_turns_reinstall_into_a_real_reinstall() {
+    let a = artifacts("bookworm");
+    let sb = fresh(a, &a.stock_snapshot);
+    let mut argv = install_argv(&a.ours);
+    argv.push("--local-repo");
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let v = verify_json(&sb);
+    let repo_check = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "local-repo")
+        .cloned()
+        .unwrap_or_else(|| panic!("no local-repo check: {v}"));
+    assert_eq!(repo_check["ok"], true, "{repo_check}");
+    let count = |sb: &rocm_pin::sandbox::Sandbox| {
+        sb.read_to_string("/var/log/dpkg.log")
+            .unwrap_or_default()
+            .matches("status installed hip-runtime-amd-pinned")
+            .count()
+    };
+    let before = count(&sb);
+    let out = sb
+        .run(&["apt-get", "install", "--reinstall", "-y", "hip-runtime-amd"])
+        .unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        !text(&out).contains("cannot be downloaded"),
+        "{}",
+        text(&out)
+    );
+    assert!(count(&sb) > before, "not reinstalled:\n{}", text(&out));
+    assert!(all_patched(&probe(&sb)));
+    assert!(verify(&sb).status.success());
+    // Our names come from it at 500 (the source itself is at -1 for every other name), and
+    // the stock names stay pinned away.
+    let pol = sb
+        .run_ok(&["apt-cache", "policy", "hip-runtime-amd-pinned"])
+        .unwrap();
+    assert!(
+        pol.lines()
+            .any(|l| l.starts_with(" *** ") && l.ends_with(" 500")),
+        "{pol}"
+    );
+    assert!(pol.contains("file:/var/lib/rocm-pin/repo"), "{pol}");
+    assert_eq!(
+        failed_checks(&sb),
+        Vec::<String>::new(),
+        "pin-effective must still hold"
+    );
+    // A group-writable repository fails verify.
+    sb.run_ok(&["chmod", "g+w", "/var/lib/rocm-pin/repo/Packages"])
+        .unwrap();
+    assert!(failed_checks(&sb).contains(&"local-repo".to_string()));
+}

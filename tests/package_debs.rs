@@ -156,6 +156,11 @@ fn from_stock_debs_multi_version_names() {
             );
         }
     }
+    // The loader entry is written by the maintainer scripts, never shipped in data.tar.
+    assert!(hsa_c
+        .iter()
+        .chain(hip_c.iter())
+        .all(|(_, p, _)| !p.starts_with("/etc/ld.so.conf.d")));
     // No path in both packages (directories aside).
     for (k, p, _) in &hsa_c {
         if *k != 'd' {

@@ -558,3 +558,133 @@ fn keygen_writes_private_key_and_refuses_overwrite() {
         .code(2);
     assert_eq!(std::fs::read(&key).unwrap(), before);
 }
+
+#[test]
+fn arch_all_index_gives_way_to_concrete_architectures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = build_deb(tmp.path(), "only-all", "1.0", "all", "", "a");
+    let amd = build_deb(tmp.path(), "now-amd64", "1.0", "amd64", "", "b");
+    let repo = tmp.path().join("repo");
+    rocm_pin()
+        .args(["repo", "--out"])
+        .arg(&repo)
+        .arg(&all)
+        .assert()
+        .success();
+    let dists = repo.join("dists/stable");
+    assert!(dists.join("main/binary-all/Packages").is_file());
+    let release = std::fs::read_to_string(dists.join("Release")).unwrap();
+    assert!(release.contains("Architectures: all\n"), "{release}");
+    rocm_pin()
+        .args(["repo", "--out"])
+        .arg(&repo)
+        .arg(&amd)
+        .assert()
+        .success();
+    assert!(
+        !dists.join("main/binary-all").exists(),
+        "stale binary-all removed"
+    );
+    let release = std::fs::read_to_string(dists.join("Release")).unwrap();
+    assert!(release.contains("Architectures: amd64\n"), "{release}");
+    assert!(!release.contains("binary-all"), "{release}");
+    let packages = std::fs::read_to_string(dists.join("main/binary-amd64/Packages")).unwrap();
+    let names: Vec<String> = Paragraph::parse_many(&packages)
+        .unwrap()
+        .iter()
+        .map(|p| p.get("Package").unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["now-amd64", "only-all"]);
+}
+
+/// With SOURCE_DATE_EPOCH the unsigned part of a repository is byte-identical across runs
+/// (gzip header without name/mtime, sorted stanzas, fixed Date).
+#[test]
+fn unsigned_output_is_reproducible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let debs = [
+        build_deb(tmp.path(), "repro-b", "1.0", "amd64", "", "b"),
+        build_deb(tmp.path(), "repro-a", "1.0", "all", "", "a"),
+    ];
+    let mut trees = Vec::new();
+    for (i, order) in [[0, 1], [1, 0]].iter().enumerate() {
+        let repo = tmp.path().join(format!("repo{i}"));
+        rocm_pin()
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .args(["repo", "--out"])
+            .arg(&repo)
+            .args(order.iter().map(|&k| &debs[k]))
+            .assert()
+            .success();
+        let snap: BTreeMap<PathBuf, Vec<u8>> = snapshot(&repo)
+            .into_iter()
+            .map(|(p, b)| (p.strip_prefix(&repo).unwrap().to_path_buf(), b))
+            .collect();
+        trees.push(snap);
+    }
+    assert_eq!(
+        trees[0].len(),
+        6,
+        "{:?}",
+        trees[0].keys().collect::<Vec<_>>()
+    );
+    assert_eq!(trees[0], trees[1]);
+}
+
+/// Parallel writers to one repository serialise on its lock: every package ends up listed.
+#[test]
+fn parallel_additions_all_land() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (key, keyring) = keygen(tmp.path());
+    let repo = tmp.path().join("repo");
+    let seed = build_deb(tmp.path(), "parallel-seed", "1.0", "all", "", "seed");
+    rocm_pin()
+        .args(["repo", "--sign-key"])
+        .arg(&key)
+        .arg("--out")
+        .arg(&repo)
+        .arg(&seed)
+        .assert()
+        .success();
+    let debs: Vec<PathBuf> = (0..4)
+        .map(|i| {
+            build_deb(
+                tmp.path(),
+                &format!("parallel-{i}"),
+                "1.0",
+                "all",
+                "",
+                &i.to_string(),
+            )
+        })
+        .collect();
+    let workers: Vec<_> = debs
+        .into_iter()
+        .map(|deb| {
+            let (key, repo) = (key.clone(), repo.clone());
+            std::thread::spawn(move || {
+                rocm_pin()
+                    .args(["repo", "--quiet", "--sign-key"])
+                    .arg(&key)
+                    .arg("--out")
+                    .arg(&repo)
+                    .arg(&deb)
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for w in workers {
+        let out = w.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let packages =
+        std::fs::read_to_string(repo.join("dists/stable/main/binary-all/Packages")).unwrap();
+    assert_eq!(Paragraph::parse_many(&packages).unwrap().len(), 5);
+    let dists = repo.join("dists/stable");
+    assert!(gpgv(&keyring, &[&dists.join("InRelease")]).status.success());
+}

@@ -212,3 +212,90 @@ fn agrees_with_dpkg_compare_versions() {
     );
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
+
+/// Which strings are versions at all, and why not, against dpkg's own parser: every string we
+/// accept dpkg accepts silently, every string we refuse dpkg refuses or warns about with the
+/// same reason text.
+#[test]
+fn validity_agrees_with_dpkg() {
+    let mut rng = Rng(0x0bad_5eed_0000_0002);
+    let alphabet: Vec<char> = "0123456789012345678901234567890abcZ..::--++~~_!/%"
+        .chars()
+        .collect();
+    let mut inputs: Vec<String> = vec![
+        "1:".into(),
+        "1.0-".into(),
+        "a1".into(),
+        "1:a".into(),
+        "1.0_1".into(),
+        "1.0-a:b".into(),
+        "2147483648:1".into(),
+        "2147483647:1".into(),
+        "00:1".into(),
+        "1:2:3".into(),
+        "1--1".into(),
+        ":1".into(),
+        "1:-1".into(),
+    ];
+    while inputs.len() < 600 {
+        let len = 1 + rng.below(10);
+        let s: String = (0..len)
+            .map(|_| alphabet[rng.below(alphabet.len())])
+            .collect();
+        if !s.starts_with('-') {
+            // dpkg would read a leading '-' as an option.
+            inputs.push(s);
+        }
+    }
+    let script = "while IFS= read -r v; do\n  \
+         out=$(dpkg --compare-versions \"$v\" eq \"$v\" 2>&1); r=$?\n  \
+         printf '%s\\t%s\\n' \"$r\" \"$(printf '%s\\n' \"$out\" | head -n1)\"\ndone\n";
+    let mut child = Command::new("bash")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("bash + dpkg");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input: String = inputs.iter().map(|s| format!("{s}\n")).collect();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("dpkg batch");
+    writer.join().expect("writer").expect("write");
+    let answers: Vec<String> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(answers.len(), inputs.len());
+    let (mut valid, mut mismatches) = (0, Vec::new());
+    for (input, answer) in inputs.iter().zip(&answers) {
+        let (rc, message) = answer.split_once('\t').expect("rc<TAB>message");
+        match input.parse::<Version>() {
+            Ok(_) => {
+                valid += 1;
+                if rc != "0" || !message.is_empty() {
+                    mismatches.push(format!("{input:?}: we accept, dpkg says rc {rc} {message}"));
+                }
+            }
+            Err(e) => {
+                if !message.contains(&format!("bad syntax: {}", e.reason)) {
+                    mismatches.push(format!(
+                        "{input:?}: we refuse ({}), dpkg says rc {rc} {message:?}",
+                        e.reason
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "validity: {} strings, {valid} valid, {} refused, {} mismatches",
+        inputs.len(),
+        inputs.len() - valid,
+        mismatches.len()
+    );
+    assert!(
+        valid >= 50 && inputs.len() - valid >= 50,
+        "both outcomes covered"
+    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

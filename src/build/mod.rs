@@ -315,6 +315,14 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
                     dir.display()
                 )));
             }
+            let missing = recipe::missing_projects(dir);
+            if !missing.is_empty() {
+                return Err(usage(format!(
+                    "source {} lacks {} (not a rocm-systems checkout?)",
+                    dir.display(),
+                    missing.join(", ")
+                )));
+            }
             let epoch = source::commit_time(dir, &p.commit)
                 .map(|t| t.to_string())
                 .unwrap_or_else(|_| commit_time_substitution(dir, &p.commit));

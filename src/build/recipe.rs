@@ -226,6 +226,9 @@ fn p(path: &Path) -> String {
 pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
     let mut d = vec![
         define("CMAKE_BUILD_TYPE", "Release"),
+        // Link once with the final RUNPATH: an install-time rewrite leaves the build tree's
+        // path in .dynstr, so the bytes would depend on where the build ran.
+        define("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON"),
         define("CMAKE_PREFIX_PATH", p(i.rocm)),
         define("CMAKE_INSTALL_PREFIX", p(i.rocr_prefix)),
         define("CMAKE_INSTALL_LIBDIR", "lib"),
@@ -245,6 +248,7 @@ pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
 pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
     let mut d = vec![
         define("CMAKE_BUILD_TYPE", "Release"),
+        define("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON"),
         define("CLR_BUILD_HIP", "ON"),
         define("CLR_BUILD_OCL", "OFF"),
         define("HIP_COMMON_DIR", p(&i.source_dir.join(HIP_PROJECT))),

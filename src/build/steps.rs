@@ -179,9 +179,25 @@ pub struct StepInputs<'a> {
 /// Environment of every configure/build/install command. The build makes no network call and
 /// gives the same names whatever the clone depth: hipamd's configure runs `git fetch --unshallow`
 /// (refused here; it is ERROR_QUIET upstream) and names libraries after `git rev-parse --short`,
-/// whose length otherwise grows with the object count of the clone.
-pub fn reproducible_env(source_date_epoch: &str) -> Vec<(String, String)> {
-    [
+/// whose length otherwise grows with the object count of the clone. The same commit built from
+/// another directory gives the same bytes: `-ffile-prefix-map` rewrites the checkout and work
+/// paths that `__FILE__` and friends would embed (CFLAGS/CXXFLAGS seed CMake's flags on the first
+/// configure, and the user's own flags are kept in front).
+pub fn reproducible_env(
+    source_date_epoch: &str,
+    source_dir: &Path,
+    work: &Path,
+) -> Vec<(String, String)> {
+    let maps = format!(
+        "-ffile-prefix-map={}=. -ffile-prefix-map={}=.work",
+        source_dir.display(),
+        work.display()
+    );
+    let flags = |var: &str| match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => format!("{} {maps}", v.trim()),
+        _ => maps.clone(),
+    };
+    let mut env: Vec<(String, String)> = [
         ("GIT_CONFIG_COUNT", "2"),
         ("GIT_CONFIG_KEY_0", "core.abbrev"),
         ("GIT_CONFIG_VALUE_0", "7"),
@@ -191,7 +207,10 @@ pub fn reproducible_env(source_date_epoch: &str) -> Vec<(String, String)> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    .collect();
+    env.push(("CFLAGS".into(), flags("CFLAGS")));
+    env.push(("CXXFLAGS".into(), flags("CXXFLAGS")));
+    env
 }
 
 /// The exact build: configure, build and install ROCr into its private prefix; configure CLR
@@ -199,7 +218,7 @@ pub fn reproducible_env(source_date_epoch: &str) -> Vec<(String, String)> {
 /// build, install into the staging directory; finally install ROCr into the staging directory too.
 pub fn build_steps(i: &StepInputs) -> Vec<Step> {
     let l = i.layout;
-    let env = reproducible_env(&i.source_date_epoch);
+    let env = reproducible_env(&i.source_date_epoch, i.source_dir, &l.work);
     let rocr_path = recipe::rocr_path_prepend(i.kind, i.rocm);
     let llvm = (i.kind == TreeKind::RocmSystems)
         .then(|| recipe::llvm_wiring(i.rocm, &l.cmake_dir.join("llvm-shim")));

@@ -30,6 +30,11 @@ pub struct InstallArgs {
     /// later apt command that breaks the runtime fails
     #[arg(long)]
     pub guard: bool,
+    /// Also keep our .debs in a signed apt repository on this host (/var/lib/rocm-pin/repo),
+    /// so `apt-get install --reinstall hip-runtime-amd` reinstalls ours instead of printing
+    /// "cannot be downloaded". Off by default: the packages' own pins hold without it
+    #[arg(long)]
+    pub local_repo: bool,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -42,6 +47,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         mode: args.mode,
         lock_timeout: args.lock_timeout,
         guard: args.guard,
+        local_repo: args.local_repo,
     };
     let report = install(&opts, listener.as_ref())?;
     if args.json {

@@ -408,7 +408,11 @@ fn relation_err(text: &str, reason: impl Into<String>) -> ControlError {
 ///   (dpkg warns; [`format_relations`] writes the modern spelling);
 /// - architecture restrictions `[amd64]` and build profiles `<!nocheck>` belong to source
 ///   packages: dpkg refuses them in binary control files, and so do we;
-/// - an empty value is an empty list; an empty group or alternative (`a, , b`, `a |`) is refused.
+/// - an empty value is an empty list; an empty group or alternative (`a, , b`, `a |`) is refused;
+/// - package and architecture names must follow Debian policy (lower case, names at least two
+///   characters): stricter than dpkg-deb, which lets `AA`, `a` and `aa:Amd64` through.
+///
+/// tests/control_relations.rs checks these verdicts against `dpkg-deb --build`.
 pub fn parse_relations(value: &str) -> Result<Relations, ControlError> {
     if value.trim().is_empty() {
         return Ok(Vec::new());

@@ -2,8 +2,9 @@
 //! `dpkg --compare-versions` orders them (including `~` sorting before everything).
 //!
 //! Parsing follows dpkg's `parseversion()` (lib/dpkg/parsehelp.c): surrounding blanks are
-//! trimmed, the epoch is the decimal number before the first `:`, the revision is everything
-//! after the last `-`, the upstream part must start with a digit and may only contain
+//! trimmed, the epoch is the number before the first `:` (read like strtol(), so `+4:` is epoch
+//! 4), the revision is everything after the last `-`, the upstream part must start with a digit
+//! and may only contain
 //! alphanumerics and `.+~-:` (`-` only when a revision follows, `:` only when an epoch
 //! precedes), the revision only alphanumerics and `.+~`. dpkg merely *warns* about the last two
 //! rules when reading its database; we refuse, as `dpkg-deb --build` does.
@@ -52,15 +53,26 @@ impl FromStr for Version {
         }
         let (epoch, rest) = match trimmed.split_once(':') {
             Some((epoch_text, rest)) => {
-                if epoch_text.is_empty() {
+                // strtol(): an optional sign, then digits; no digits at all reads as "empty".
+                let (negative, unsigned) = match epoch_text.as_bytes().first() {
+                    Some(b'-') => (true, &epoch_text[1..]),
+                    Some(b'+') => (false, &epoch_text[1..]),
+                    _ => (false, epoch_text),
+                };
+                let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+                if digits == 0 {
                     return Err(fail("epoch in version is empty"));
                 }
-                if !epoch_text.bytes().all(|b| b.is_ascii_digit()) {
+                if digits != unsigned.len() {
                     return Err(fail("epoch in version is not number"));
                 }
-                let epoch = epoch_text
+                let magnitude = unsigned.trim_start_matches('0');
+                if negative && !magnitude.is_empty() {
+                    return Err(fail("epoch in version is negative"));
+                }
+                let epoch = magnitude
                     .parse::<u64>()
-                    .ok()
+                    .map_or(magnitude.is_empty().then_some(0), Some)
                     .filter(|e| *e <= u64::from(MAX_EPOCH))
                     .ok_or_else(|| fail("epoch in version is too big"))?;
                 if rest.is_empty() {
@@ -222,8 +234,9 @@ mod tests {
             ("   ", "empty"),
             ("1 0", "embedded spaces"),
             (":1.0", "epoch in version is empty"),
-            ("a:1.0", "not number"),
-            ("-1:1.0", "not number"),
+            ("a:1.0", "epoch in version is empty"),
+            ("1a:1.0", "not number"),
+            ("-1:1.0", "negative"),
             ("2147483648:1", "too big"),
             ("99999999999999999999:1", "too big"),
             ("1:", "nothing after colon"),
@@ -240,6 +253,9 @@ mod tests {
             assert!(err.reason.contains(why), "{bad:?}: {err}");
         }
         assert!("2147483647:1".parse::<Version>().is_ok());
+        // strtol() accepts a sign: dpkg reads "+4:1" as epoch 4 and "-0:1" as epoch 0.
+        assert_eq!(v("+4:1").epoch, 4);
+        assert_eq!(v("-0:1").epoch, 0);
     }
 
     #[test]

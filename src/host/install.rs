@@ -42,6 +42,8 @@ pub struct InstallOptions {
     /// Seconds apt waits for the dpkg lock.
     pub lock_timeout: u32,
     pub guard: bool,
+    /// Also keep our .debs in a signed local apt repository (see `localrepo`).
+    pub local_repo: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -581,6 +583,18 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             guard_path().display()
         ));
     }
+    if opts.local_repo {
+        progress::step(listener, "local repository", || {
+            super::localrepo::publish(root, &facts)
+        })?;
+        report.actions.push(format!(
+            "kept our .debs in the signed local repository {} (source {}, pinned by {})",
+            super::localrepo::repo_dir().display(),
+            super::localrepo::sources_path().display(),
+            super::localrepo::preferences_path().display()
+        ));
+    }
+
     // 7. verify.
     let v = progress::step(listener, "verify", || {
         crate::verify::verify(&crate::verify::VerifyOptions::default())

@@ -9,6 +9,7 @@ pub mod gate;
 pub mod hoststatus;
 pub mod install;
 pub mod loader;
+pub mod localrepo;
 pub mod repack;
 pub mod rollback;
 pub mod status;

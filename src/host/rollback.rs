@@ -136,6 +136,12 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .into());
     }
     report.purged = ours.iter().map(|e| e.package.clone()).collect();
+    // The local repository (--local-repo) holds only our packages: it leaves with them.
+    if super::localrepo::remove(root)? {
+        report
+            .purged
+            .push(super::localrepo::repo_dir().display().to_string());
+    }
     loader::run_ldconfig(root)?;
     let after_entries = status::read_status(root)?;
     let after: BTreeMap<String, String> = after_entries

@@ -49,6 +49,8 @@ pub struct StockPackage {
     pub scripts: BTreeMap<String, Vec<u8>>,
     /// Where the facts came from, for messages: `dpkg database /` or the .deb path.
     pub origin: String,
+    /// Things worth telling the user (e.g. a conffile carried with local changes).
+    pub notes: Vec<String>,
 }
 
 impl StockPackage {
@@ -65,12 +67,14 @@ pub fn from_dpkg_db(db: &DpkgDb, name: &str) -> anyhow::Result<StockPackage> {
         .ok_or_else(|| anyhow!("stock package {name} is not installed (state must be `installed`) in the dpkg database under {}", db.root().display()))?;
     let listed = db.files(name)?;
     let sums = db.md5sums(name)?;
-    let conffiles: Vec<String> = db
+    let conffile_sums: BTreeMap<String, String> = db
         .conffiles(name)
         .into_iter()
         .filter(|c| !c.flags.iter().any(|f| f == "obsolete"))
-        .map(|c| c.path)
+        .map(|c| (c.path, c.md5))
         .collect();
+    let conffiles: Vec<String> = conffile_sums.keys().cloned().collect();
+    let mut notes = vec![];
     let mut files = Vec::with_capacity(listed.len());
     for path in &listed {
         let host = db.host_path(path);
@@ -101,7 +105,13 @@ pub fn from_dpkg_db(db: &DpkgDb, name: &str) -> anyhow::Result<StockPackage> {
         } else if meta.is_file() {
             use std::os::unix::fs::PermissionsExt;
             let actual = md5_file(&host)?;
-            let is_conffile = conffiles.iter().any(|c| c == path);
+            let is_conffile = conffile_sums.contains_key(path);
+            if conffile_sums.get(path).is_some_and(|m| *m != actual) {
+                // A conffile may be changed by the admin; carry it as it is and say so.
+                notes.push(format!(
+                    "conffile {path} of {name} has local changes; it is carried as changed"
+                ));
+            }
             match sums.get(path) {
                 Some(expected) if *expected != actual => bail!(
                     "stock file {path} of {name} was modified on disk: md5 {actual}, dpkg recorded {expected} \
@@ -135,6 +145,7 @@ pub fn from_dpkg_db(db: &DpkgDb, name: &str) -> anyhow::Result<StockPackage> {
         conffiles,
         scripts: db.maintainer_scripts(name)?,
         origin: format!("dpkg database under {}", db.root().display()),
+        notes,
     })
 }
 
@@ -215,6 +226,7 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
         conffiles,
         scripts,
         origin: deb.display().to_string(),
+        notes: vec![],
     })
 }
 

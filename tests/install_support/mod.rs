@@ -92,8 +92,8 @@ pub fn must(cmd: &mut Command) -> Output {
     out
 }
 
-pub struct Artifacts {
-    pub suite: String,
+/// Everything suite-independent: the stand-in stock sets, our packages, the loader probe.
+pub struct Packages {
     _work: tempfile::TempDir,
     pub stock: StockSet,
     /// The custom rccl with exact `=` deps (dpkg -i only).
@@ -103,7 +103,14 @@ pub struct Artifacts {
     /// The pair rebuilt as -94 (stock mismatch).
     pub r94: StockSet,
     pub ours: Vec<PathBuf>,
+    pub ours_dir: PathBuf,
     pub probe: PathBuf,
+}
+
+pub struct Artifacts {
+    pub suite: String,
+    pub pkgs: &'static Packages,
+    _work: tempfile::TempDir,
     /// Stock set installed (no rocm-pin yet).
     pub stock_snapshot: PathBuf,
     /// Stock set + `rocm-pin install` done inside.
@@ -112,8 +119,20 @@ pub struct Artifacts {
     pub install_output: String,
 }
 
+impl std::ops::Deref for Artifacts {
+    type Target = Packages;
+    fn deref(&self) -> &Packages {
+        self.pkgs
+    }
+}
+
+static PACKAGES: OnceLock<Packages> = OnceLock::new();
 static BOOKWORM: OnceLock<Artifacts> = OnceLock::new();
 static TRIXIE: OnceLock<Artifacts> = OnceLock::new();
+
+pub fn packages() -> &'static Packages {
+    PACKAGES.get_or_init(make_packages)
+}
 
 pub fn artifacts(suite: &str) -> &'static Artifacts {
     let cell = match suite {
@@ -176,7 +195,7 @@ pub fn fresh(a: &Artifacts, snap: &Path) -> Sandbox {
     sb
 }
 
-fn make_artifacts(suite: &str) -> Artifacts {
+fn make_packages() -> Packages {
     let t0 = std::time::Instant::now();
     assert!(
         unsafe { libc::geteuid() } == 0,
@@ -252,6 +271,32 @@ fn make_artifacts(suite: &str) -> Artifacts {
         .collect();
     ours.sort();
     assert_eq!(ours.len(), 2, "rocm-pin package made {ours:?}");
+    eprintln!(
+        "install_support: packages ready in {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+    Packages {
+        _work: work,
+        stock,
+        custom,
+        r2,
+        r94,
+        ours,
+        ours_dir,
+        probe,
+    }
+}
+
+fn make_artifacts(suite: &str) -> Artifacts {
+    let t0 = std::time::Instant::now();
+    let p = packages();
+    let work = tempfile::Builder::new()
+        .prefix("rocm-pin-install-test-")
+        .tempdir()
+        .unwrap();
+    let w = work.path();
+    let (stock, custom, probe, ours, ours_dir) =
+        (&p.stock, &p.custom, &p.probe, &p.ours, &p.ours_dir);
 
     // 4. The stock set installed through apt from a local repository.
     let sb = Sandbox::with_options(&image(suite), &opts(suite)).expect("sandbox");
@@ -269,8 +314,8 @@ fn make_artifacts(suite: &str) -> Artifacts {
     ])
     .expect("install the stock set");
     sb.install_rocm_pin(&bin()).unwrap();
-    sb.copy_in(&probe, PROBE).unwrap();
-    sb.copy_in(&ours_dir, OURS_DIR).unwrap();
+    sb.copy_in(probe, PROBE).unwrap();
+    sb.copy_in(ours_dir, OURS_DIR).unwrap();
     sb.copy_in(&stock.out_dir, STOCK_DEBS_DIR).unwrap();
     for p in &custom.packages {
         sb.copy_in(
@@ -283,7 +328,7 @@ fn make_artifacts(suite: &str) -> Artifacts {
     snapshot(&sb, &stock_snapshot);
 
     // 5. `rocm-pin install` INSIDE the chroot.
-    let out = sb.run(&install_argv(&ours)).unwrap();
+    let out = sb.run(&install_argv(ours)).unwrap();
     let install_output = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
@@ -296,19 +341,24 @@ fn make_artifacts(suite: &str) -> Artifacts {
     );
     let installed_snapshot = w.join("installed.tar");
     snapshot(&sb, &installed_snapshot);
+    // scripts/bench-verify takes the installed set from here.
+    if let Some(dir) = std::env::var_os("ROCM_PIN_SNAPSHOT_OUT") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            &installed_snapshot,
+            dir.join(format!("{suite}-installed.tar")),
+        )
+        .unwrap();
+    }
     eprintln!(
         "install_support: {suite} artifacts ready in {:.1}s",
         t0.elapsed().as_secs_f64()
     );
     Artifacts {
         suite: suite.to_string(),
+        pkgs: p,
         _work: work,
-        stock,
-        custom,
-        r2,
-        r94,
-        ours,
-        probe,
         stock_snapshot,
         installed_snapshot,
         install_output,
