@@ -341,6 +341,42 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Copy `from` to `to` through a temporary file beside `to` (streamed: ROCm packages are
+/// hundreds of megabytes) and a rename. The bytes copied must still have the SHA-256 the index
+/// will list; a file changed since it was read is refused.
+fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
+    let dir = to
+        .parent()
+        .with_context(|| format!("{} has no parent directory", to.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut source = fs::File::open(from).with_context(|| format!("opening {}", from.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = source
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", from.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .with_context(|| format!("writing {}", to.display()))?;
+    }
+    if hex::encode(hasher.finalize()) != sha256 {
+        bail!(
+            "{} changed while it was being published; run again",
+            from.display()
+        );
+    }
+    tmp.as_file().sync_all().ok();
+    tmp.persist(to)
+        .with_context(|| format!("renaming into {}", to.display()))?;
+    set_mode(to, 0o644)
+}
+
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
@@ -423,18 +459,44 @@ pub fn publish(
         .map(signing::load_secret_key)
         .transpose()?;
     let date = rfc2822_utc(release_time()?);
+    // One writer at a time per repository: an existing one is locked before it is read; a new
+    // one is created (exclusively) and locked only once the inputs have been checked.
+    let existing_lock = match fs::metadata(&opts.out) {
+        Ok(m) if m.is_dir() => Some(lock_repository(&opts.out, listener)?),
+        Ok(_) => {
+            return Err(usage(format!(
+                "--out {} exists and is not a directory",
+                opts.out.display()
+            )))
+        }
+        Err(_) => None,
+    };
     let (mut by_id, incoming, unchanged) =
         step(listener, "read the repository and the new packages", || {
             plan_additions(debs, opts)
         })?;
+    let _lock = match existing_lock {
+        Some(lock) => lock,
+        None => {
+            if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            fs::create_dir(&opts.out).with_context(|| {
+                format!(
+                    "creating {} (if another rocm-pin repo created it meanwhile, run again)",
+                    opts.out.display()
+                )
+            })?;
+            lock_repository(&opts.out, listener)?
+        }
+    };
     let added = step(listener, "copy packages into the pool", || {
         let mut added = Vec::new();
         for new in incoming {
             let target = opts.out.join(&new.pool_rel);
             if !target.exists() {
-                let bytes = fs::read(&new.source)
-                    .with_context(|| format!("reading {}", new.source.display()))?;
-                write_atomic(&target, &bytes)?;
+                copy_atomic(&new.source, &target, &new.listed.sha256)?;
             }
             listener.info(&format!("added {}", new.pool_rel));
             added.push(new.listed.id());
@@ -454,6 +516,27 @@ pub fn publish(
         release,
         signed_by: key.as_ref().map(signing::fingerprint),
     })
+}
+
+/// An exclusive flock on the repository directory, released when the returned file is dropped.
+fn lock_repository(dir: &Path, listener: &dyn Listener) -> anyhow::Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    let file =
+        fs::File::open(dir).with_context(|| format!("opening {} to lock it", dir.display()))?;
+    // SAFETY: flock on a file descriptor we own; no memory is shared with the call.
+    let try_lock = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if try_lock != 0 {
+        listener.info(&format!(
+            "waiting for another rocm-pin repo writing {}",
+            dir.display()
+        ));
+        // SAFETY: as above.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("locking {}", dir.display()));
+        }
+    }
+    Ok(file)
 }
 
 type Plan = (BTreeMap<String, Listed>, Vec<Incoming>, Vec<String>);

@@ -274,6 +274,15 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
             "{p:?}"
         );
     }
+    // rocm-pin verify (the install side's judge) accepts what package made, inside the chroot.
+    sb.install_rocm_pin(std::path::Path::new(bin())).unwrap();
+    let v = sb.run(&["rocm-pin", "verify"]).unwrap();
+    assert!(
+        v.status.success(),
+        "rocm-pin verify after apt-get install ./*.deb:\n{}\n{}",
+        String::from_utf8_lossy(&v.stdout),
+        String::from_utf8_lossy(&v.stderr)
+    );
     // dpkg's own view of our files is clean.
     let verify = sb
         .run_ok(&[

@@ -156,6 +156,11 @@ fn from_stock_debs_multi_version_names() {
             );
         }
     }
+    // The loader entry is written by the maintainer scripts, never shipped in data.tar.
+    assert!(hsa_c
+        .iter()
+        .chain(hip_c.iter())
+        .all(|(_, p, _)| !p.starts_with("/etc/ld.so.conf.d")));
     // No path in both packages (directories aside).
     for (k, p, _) in &hsa_c {
         if *k != 'd' {
@@ -185,6 +190,12 @@ fn from_stock_debs_multi_version_names() {
     );
     let triggers = std::fs::read_to_string(info.path().join("triggers")).unwrap();
     assert!(triggers.contains("activate-noawait ldconfig"));
+    // The rendered maintainer scripts pass shellcheck as POSIX sh.
+    run(std::process::Command::new("shellcheck")
+        .args(["-s", "sh"])
+        .arg(info.path().join("preinst"))
+        .arg(info.path().join("postinst"))
+        .arg(info.path().join("postrm")));
     let preinst = std::fs::read_to_string(info.path().join("preinst")).unwrap();
     assert!(
         preinst.contains("/etc/ld.so.conf.d/hsa-rocr7.2.4-pinned.conf")

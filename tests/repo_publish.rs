@@ -630,3 +630,61 @@ fn unsigned_output_is_reproducible() {
     );
     assert_eq!(trees[0], trees[1]);
 }
+
+/// Parallel writers to one repository serialise on its lock: every package ends up listed.
+#[test]
+fn parallel_additions_all_land() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (key, keyring) = keygen(tmp.path());
+    let repo = tmp.path().join("repo");
+    let seed = build_deb(tmp.path(), "parallel-seed", "1.0", "all", "", "seed");
+    rocm_pin()
+        .args(["repo", "--sign-key"])
+        .arg(&key)
+        .arg("--out")
+        .arg(&repo)
+        .arg(&seed)
+        .assert()
+        .success();
+    let debs: Vec<PathBuf> = (0..4)
+        .map(|i| {
+            build_deb(
+                tmp.path(),
+                &format!("parallel-{i}"),
+                "1.0",
+                "all",
+                "",
+                &i.to_string(),
+            )
+        })
+        .collect();
+    let workers: Vec<_> = debs
+        .into_iter()
+        .map(|deb| {
+            let (key, repo) = (key.clone(), repo.clone());
+            std::thread::spawn(move || {
+                rocm_pin()
+                    .args(["repo", "--quiet", "--sign-key"])
+                    .arg(&key)
+                    .arg("--out")
+                    .arg(&repo)
+                    .arg(&deb)
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for w in workers {
+        let out = w.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let packages =
+        std::fs::read_to_string(repo.join("dists/stable/main/binary-all/Packages")).unwrap();
+    assert_eq!(Paragraph::parse_many(&packages).unwrap().len(), 5);
+    let dists = repo.join("dists/stable");
+    assert!(gpgv(&keyring, &[&dists.join("InRelease")]).status.success());
+}

@@ -180,7 +180,26 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
     let mut elf = Vec::new();
     let mut elf_skipped = Vec::new();
     let mut seen_files = std::collections::BTreeSet::new();
+    // A hard link has its target's contents: remember each file's sum for the links after it.
+    let mut sums_by_path: BTreeMap<String, String> = BTreeMap::new();
+    let check = |md5: &mut Md5Report, path: &str, got: &str| {
+        if let Some(want) = expected.get(path) {
+            md5.checked += 1;
+            if got != want {
+                md5.mismatches.push(path.to_string());
+            }
+        } else if md5.present {
+            md5.unlisted.push(path.to_string());
+        }
+    };
     deb::reader::for_each_data_entry(&a.file, &limits, &mut |entry, content| {
+        if let EntryKind::Hardlink(target) = &entry.kind {
+            seen_files.insert(entry.path.clone());
+            if let Some(sum) = sums_by_path.get(target) {
+                check(&mut md5, &entry.path, sum);
+            }
+            return Ok(());
+        }
         if entry.kind != EntryKind::File {
             return Ok(());
         }
@@ -230,15 +249,9 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
                 hasher.update(&buf[..n]);
             }
         }
-        if let Some(want) = expected.get(&entry.path) {
-            md5.checked += 1;
-            let got = hex::encode(hasher.finalize());
-            if &got != want {
-                md5.mismatches.push(entry.path.clone());
-            }
-        } else if md5.present {
-            md5.unlisted.push(entry.path.clone());
-        }
+        let got = hex::encode(hasher.finalize());
+        check(&mut md5, &entry.path, &got);
+        sums_by_path.insert(entry.path.clone(), got);
         Ok(())
     })?;
     md5.missing = expected

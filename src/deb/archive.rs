@@ -379,7 +379,16 @@ fn write_data_tar<W: Write>(
         .context("cannot start the compressor")?;
     let mut tar = TarWriter::new(enc);
     let mut sums: Vec<(String, String)> = Vec::new();
-    for entry in entries {
+    // Entries that later hard links point at, and their sums.
+    let linked: std::collections::HashSet<usize> = entries
+        .iter()
+        .filter_map(|e| match e.kind {
+            PayloadKind::Hardlink(first) => Some(first),
+            _ => None,
+        })
+        .collect();
+    let mut sum_of_entry: HashMap<usize, String> = HashMap::new();
+    for (index, entry) in entries.iter().enumerate() {
         let display = || entry.source.display().to_string();
         match &entry.kind {
             PayloadKind::Dir => tar
@@ -409,13 +418,8 @@ fn write_data_tar<W: Write>(
                 .with_context(|| format!("writing data.tar: {}", display()))?;
                 if md5 {
                     // Same inode, same contents: reuse the first path's sum.
-                    let first_rel = String::from_utf8_lossy(&entries[*first].rel);
-                    if let Some(sum) = sums
-                        .iter()
-                        .find(|(p, _)| *p == first_rel)
-                        .map(|s| s.1.clone())
-                    {
-                        sums.push((String::from_utf8_lossy(&entry.rel).into_owned(), sum));
+                    if let Some(sum) = sum_of_entry.get(first) {
+                        sums.push((String::from_utf8_lossy(&entry.rel).into_owned(), sum.clone()));
                     }
                 }
             }
@@ -438,10 +442,11 @@ fn write_data_tar<W: Write>(
                 tar.write_contents(&mut file, *size, &mut observe)
                     .with_context(|| format!("writing data.tar: {}", display()))?;
                 if md5 {
-                    sums.push((
-                        String::from_utf8_lossy(&entry.rel).into_owned(),
-                        hex::encode(hasher.finalize()),
-                    ));
+                    let sum = hex::encode(hasher.finalize());
+                    if linked.contains(&index) {
+                        sum_of_entry.insert(index, sum.clone());
+                    }
+                    sums.push((String::from_utf8_lossy(&entry.rel).into_owned(), sum));
                 }
             }
         }
@@ -617,7 +622,10 @@ pub fn build_from_dir(
 
     let stamp = sde.unwrap_or_else(now_secs);
     let debian_meta = fs::symlink_metadata(dir.join("DEBIAN"))?;
-    let control_text = format!("{paragraph}\n");
+    let mut control_text = paragraph.to_string();
+    if !control_text.ends_with('\n') {
+        control_text.push('\n');
+    }
     let control_bytes = progress::step(listener, &format!("write {control_name}"), || {
         let tar = control_tar(
             &control,

@@ -700,22 +700,7 @@ pub fn plan(
     }
 
     // No path in both packages: dpkg aborts the swap half-way with "trying to overwrite".
-    if let [a, b] = plans.as_slice() {
-        let a_paths: BTreeSet<&str> = a
-            .files
-            .iter()
-            .filter(|f| f.content != Content::Dir)
-            .map(|f| f.path.as_str())
-            .collect();
-        for f in b.files.iter().filter(|f| f.content != Content::Dir) {
-            if a_paths.contains(f.path.as_str()) {
-                bail!(
-                    "{} would be shipped by both {} and {}; dpkg would abort the swap with \"trying to overwrite\"",
-                    f.path, a.package, b.package
-                );
-            }
-        }
-    }
+    check_disjoint(&plans)?;
     // No path owned by an unrelated installed package.
     if let Some(db) = target.db {
         for p in &plans {
@@ -749,6 +734,23 @@ pub fn plan(
         packages: plans,
         warnings,
     })
+}
+
+/// Refuse a plan where a non-directory path is shipped by more than one replacement package.
+pub fn check_disjoint(plans: &[ReplacementPlan]) -> anyhow::Result<()> {
+    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+    for p in plans {
+        for f in p.files.iter().filter(|f| f.content != Content::Dir) {
+            if let Some(other) = owner.insert(f.path.as_str(), p.package.as_str()) {
+                bail!(
+                    "{} would be shipped by both {other} and {}; dpkg would abort the swap with \"trying to overwrite\"",
+                    f.path,
+                    p.package
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every parent directory of every planned path, as a Dir entry (dpkg wants them in data.tar).
@@ -1006,6 +1008,48 @@ mod tests {
         assert_eq!(
             crate::deb::version::compare("1.18.0.70204-94~24.04", &a).unwrap(),
             Greater
+        );
+    }
+
+    fn plan_with(package: &str, paths: &[(&str, Content)]) -> ReplacementPlan {
+        ReplacementPlan {
+            half: Half::Hsa,
+            stock_name: "s".into(),
+            stock_version: "1".into(),
+            architecture: "amd64".into(),
+            package: package.into(),
+            version: "1+pin1.gabc".into(),
+            control: Paragraph::new(),
+            files: paths
+                .iter()
+                .map(|(p, c)| PlannedFile {
+                    path: p.to_string(),
+                    role: Role::Carried,
+                    content: c.clone(),
+                    from: None,
+                })
+                .collect(),
+            conffiles: vec![],
+            scripts: BTreeMap::new(),
+            libraries: vec![],
+            stock_scripts_dropped: vec![],
+        }
+    }
+
+    #[test]
+    fn a_path_in_both_packages_is_refused_directories_are_shared() {
+        let file = || Content::Bytes {
+            data: vec![],
+            mode: 0o644,
+        };
+        let a = plan_with("a", &[("/opt/x", Content::Dir), ("/opt/x/one", file())]);
+        let b = plan_with("b", &[("/opt/x", Content::Dir), ("/opt/x/two", file())]);
+        check_disjoint(&[a.clone(), b]).unwrap();
+        let c = plan_with("c", &[("/opt/x/one", Content::Symlink("t".into()))]);
+        let e = check_disjoint(&[a, c]).unwrap_err().to_string();
+        assert!(
+            e.contains("/opt/x/one") && e.contains("both a and c"),
+            "{e}"
         );
     }
 

@@ -138,7 +138,13 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         );
         let out = built.join(&file);
         let summary = crate::progress::step(listener, &format!("build {file}"), || {
-            crate::deb::build_from_dir(&trees.join(&p.package), &out, &opts, listener)
+            // The writer's own sub-steps would name the temporary path; this step reports it.
+            crate::deb::build_from_dir(
+                &trees.join(&p.package),
+                &out,
+                &opts,
+                &crate::progress::Silent,
+            )
         })?;
         let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for f in p.files.iter().filter(|f| f.role != Role::Dir) {
@@ -153,9 +159,16 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
                 .or_default()
                 .push(line);
         }
-        for (role, lines) in &files {
-            for l in lines {
-                listener.info(&format!("{}: {role} {l}", p.package));
+        for role in [
+            Role::Rebuilt,
+            Role::Alias,
+            Role::Link,
+            Role::Vendored,
+            Role::Carried,
+            Role::Generated,
+        ] {
+            for l in files.get(role.word()).into_iter().flatten() {
+                listener.info(&format!("{}: {} {l}", p.package, role.word()));
             }
         }
         if !p.stock_scripts_dropped.is_empty() {
@@ -195,6 +208,12 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
                 .with_context(|| format!("cannot write {}", dest.display()))?;
         }
         d.output = dest;
+        listener.info(&format!(
+            "wrote {} ({} entries, {} bytes)",
+            d.output.display(),
+            d.entries,
+            d.size
+        ));
     }
     Ok(PackageOutcome {
         plan,
