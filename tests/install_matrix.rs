@@ -359,3 +359,87 @@ fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
         "the sleeping process must be listed: {v}"
     );
 }
+
+/// `--guard`: a later apt command that makes another libhsa-runtime64.so.1 win the loader
+/// fails at that command (DPkg::Post-Invoke runs `rocm-pin verify --quiet`); without the
+/// guard the same command exits 0 and only a later verify notices.
+#[test]
+fn guard_fails_the_apt_command_that_breaks_the_runtime() {
+    let a = artifacts("bookworm");
+    // A package shipping a stock libhsa-runtime64.so.1 in its own prefix + an ld.so.conf.d
+    // entry that sorts first.
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+    let extracted = work.path().join("x");
+    must(
+        std::process::Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&hsa.deb)
+            .arg(&extracted),
+    );
+    std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(tree.join("opt/other/lib")).unwrap();
+    std::fs::create_dir_all(tree.join("etc/ld.so.conf.d")).unwrap();
+    std::fs::copy(
+        extracted.join(hsa.libraries[0].path.trim_start_matches('/')),
+        tree.join("opt/other/lib/libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("etc/ld.so.conf.d/00-other.conf"),
+        "/opt/other/lib\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("DEBIAN/control"),
+        "Package: other-runtime\nVersion: 1.0\nArchitecture: all\nMaintainer: T <t@example.invalid>\nDescription: another runtime copy\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("DEBIAN/triggers"), "activate-noawait ldconfig\n").unwrap();
+    let deb = work.path().join("other-runtime_1.0_all.deb");
+    must(
+        std::process::Command::new("dpkg-deb")
+            .args(["--root-owner-group", "--build"])
+            .arg(&tree)
+            .arg(&deb),
+    );
+    for guarded in [true, false] {
+        let sb = fresh(a, &a.stock_snapshot);
+        let mut argv = install_argv(&a.ours);
+        if guarded {
+            argv.push("--guard");
+        }
+        let out = sb.run(&argv).unwrap();
+        assert_eq!(rc(&out), 0, "{}", text(&out));
+        sb.copy_in(&deb, "/root/other-runtime_1.0_all.deb").unwrap();
+        let out = sb
+            .run(&[
+                "apt-get",
+                "install",
+                "-y",
+                "/root/other-runtime_1.0_all.deb",
+            ])
+            .unwrap();
+        let took_effect = sb
+            .sh(&format!(
+                "{PROBE} libhsa-runtime64.so.1 | grep -q /opt/other/lib"
+            ))
+            .unwrap();
+        assert!(
+            took_effect.status.success(),
+            "the other copy must win the loader"
+        );
+        if guarded {
+            assert_ne!(rc(&out), 0, "the guard must fail apt:\n{}", text(&out));
+            assert!(
+                text(&out).contains("rocm-pin verify: FAIL loader"),
+                "{}",
+                text(&out)
+            );
+        } else {
+            assert_eq!(rc(&out), 0, "{}", text(&out));
+        }
+        assert_eq!(rc(&verify(&sb)), 1);
+    }
+}

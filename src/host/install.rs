@@ -319,6 +319,10 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             "no .deb given: rocm-pin install HSA.deb HIP.deb (made by `rocm-pin package`)",
         ));
     }
+    if opts.guard {
+        // Fail before changing anything if the hook could not name this executable.
+        self_path()?;
+    }
     let (facts, marker) = read_debs(&opts.debs)?;
     report.packages = facts.clone();
 
@@ -656,6 +660,34 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     Ok(report)
 }
 
+/// This executable's absolute path: /proc/self/exe, else argv[0] (absolute, relative or found
+/// on PATH) — chroots and minimal containers often have no /proc.
+pub fn self_path() -> anyhow::Result<PathBuf> {
+    if let Ok(p) = std::env::current_exe() {
+        return Ok(p);
+    }
+    let argv0 = std::env::args_os()
+        .next()
+        .context("cannot find the rocm-pin executable (no argv[0])")?;
+    let argv0 = PathBuf::from(argv0);
+    if argv0.components().count() > 1 {
+        return std::fs::canonicalize(&argv0)
+            .with_context(|| format!("cannot resolve {}", argv0.display()));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join(&argv0);
+        if candidate.is_file() {
+            return std::fs::canonicalize(&candidate)
+                .with_context(|| format!("cannot resolve {}", candidate.display()));
+        }
+    }
+    anyhow::bail!(
+        "cannot find the rocm-pin executable ({} is not on PATH and /proc is not mounted)",
+        argv0.display()
+    )
+}
+
 /// The apt configuration file of `--guard`.
 pub fn guard_path() -> PathBuf {
     PathBuf::from("/etc/apt/apt.conf.d/80rocm-pin-guard")
@@ -663,8 +695,7 @@ pub fn guard_path() -> PathBuf {
 
 /// `--guard`: a DPkg::Post-Invoke hook so any apt command that breaks the runtime fails.
 pub fn write_guard(root: &Path) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("cannot find the rocm-pin executable")?;
-    let exe = exe.display().to_string();
+    let exe = self_path()?.display().to_string();
     if exe.contains('"') || exe.contains('\'') {
         anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt hook");
     }
