@@ -475,3 +475,48 @@ fn a_held_dpkg_lock_fails_cleanly_after_the_timeout() {
     assert_eq!(before, status_of(&sb));
     assert!(!sb.path("/etc/ld.so.conf.d/hsa-rocr-pinned.conf").exists());
 }
+
+/// No apt cache and no repository: the stock pair is rebuilt from the dpkg database (its
+/// files all match dpkg's md5sums), and rollback restores it offline. With a stock file
+/// changed in place, no "stock" package is made: a warning names the file, rollback refuses.
+#[test]
+fn stock_is_rebuilt_from_the_dpkg_database_only_when_unmodified() {
+    let a = artifacts("bookworm");
+    let offline =
+        "rm -f /etc/apt/sources.list.d/*.list; rm -rf /var/lib/apt/lists/*; apt-get update -q";
+    let sb = fresh(a, &a.stock_snapshot);
+    sb.sh_ok(offline).unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).matches("rebuilt from the dpkg database").count() == 2,
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let ids = probe(&sb);
+    assert!(ids.iter().all(|(_, id)| id.contains("-STOCK-")), "{ids:?}");
+    assert!(dependants_installed(&sb));
+
+    let sb = fresh(a, &a.stock_snapshot);
+    sb.sh_ok(offline).unwrap();
+    let hip = a.stock.require(StockRole::HipRuntime).unwrap();
+    let lib = &hip.libraries[0].path;
+    sb.sh_ok(&format!("printf 'patched in place' >> {lib}"))
+        .unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("no longer matches dpkg's md5sum"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains(lib.as_str()), "{}", text(&out));
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(
+        verify(&sb).status.success(),
+        "nothing changed by the refusal"
+    );
+}
