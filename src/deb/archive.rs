@@ -419,7 +419,10 @@ fn write_data_tar<W: Write>(
                 if md5 {
                     // Same inode, same contents: reuse the first path's sum.
                     if let Some(sum) = sum_of_entry.get(first) {
-                        sums.push((String::from_utf8_lossy(&entry.rel).into_owned(), sum.clone()));
+                        sums.push((
+                            String::from_utf8_lossy(&entry.rel).into_owned(),
+                            sum.clone(),
+                        ));
                     }
                 }
             }
