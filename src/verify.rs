@@ -325,9 +325,27 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         }
     }
 
-    check_pins(opts, &marker, &by_name, c);
-    check_files(root, &ours, &marker, marker_path.as_deref(), c);
-    check_libraries(opts, &marker, &lists, c);
+    // The two external commands (apt-cache policy, ldconfig -p) run while the files are
+    // hashed: verify costs about the slower of them, not their sum.
+    let names: Vec<String> = marker
+        .replaced
+        .iter()
+        .map(|r| r.stock_name.clone())
+        .collect();
+    std::thread::scope(|s| {
+        let policy = opts.ask_apt.then(|| s.spawn(|| apt::policy(root, &names)));
+        let cache = s.spawn(|| loader::read_cache(root));
+        check_files(root, &ours, &marker, marker_path.as_deref(), c);
+        let policy = policy.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("apt-cache policy thread panicked")))
+        });
+        let cache = cache
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("ldconfig -p thread panicked")));
+        check_pins(opts, &marker, &by_name, policy, c);
+        check_libraries(opts, &marker, &lists, cache, c);
+    });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
 }
@@ -336,6 +354,7 @@ fn check_pins(
     opts: &VerifyOptions,
     marker: &rocm::Marker,
     by_name: &BTreeMap<&str, &StatusEntry>,
+    policy: Option<anyhow::Result<Vec<apt::Policy>>>,
     c: &mut Checks,
 ) {
     let root = opts.root.as_path();
@@ -387,16 +406,14 @@ fn check_pins(
             ),
         }
     }
-    if !opts.ask_apt {
-        return;
-    }
+    let Some(policy) = policy else { return };
     // Effective: apt itself must see no candidate for the stock names.
     let names: Vec<String> = marker
         .replaced
         .iter()
         .map(|r| r.stock_name.clone())
         .collect();
-    match apt::policy(root, &names) {
+    match policy {
         Err(e) => c.add("pin-effective", "", false, format!("{e:#}")),
         Ok(pols) => {
             for n in &names {
@@ -592,10 +609,10 @@ fn check_libraries(
     opts: &VerifyOptions,
     marker: &rocm::Marker,
     lists: &BTreeMap<String, Vec<String>>,
+    cache: anyhow::Result<Vec<loader::CacheEntry>>,
     c: &mut Checks,
 ) {
     let root = opts.root.as_path();
-    let cache = loader::read_cache(root);
     if let Err(e) = &cache {
         c.add("loader", "", false, format!("{e:#}"));
     }

@@ -277,3 +277,246 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt() {
     assert!(text(&out).contains("is not installed"), "{}", text(&out));
     assert_eq!(before, status_of(&sb));
 }
+
+/// A run killed between dpkg's unpack and configure (the state SIGKILL during apt leaves):
+/// the next `rocm-pin install` completes it.
+#[test]
+fn an_interrupted_install_is_completed_by_the_next_run() {
+    let a = artifacts("bookworm");
+    let sb = fresh(a, &a.stock_snapshot);
+    let argv = install_argv(&a.ours);
+    let mut unpack = vec!["dpkg", "--unpack"];
+    unpack.extend(&argv[2..]);
+    let out = sb.run(&unpack).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let state = sb
+        .run_ok(&[
+            "dpkg-query",
+            "-W",
+            "-f=${db:Status-Abbrev}",
+            "hsa-rocr-pinned",
+        ])
+        .unwrap();
+    assert_eq!(state.trim(), "iU", "the interrupted state must be set up");
+    assert_eq!(rc(&verify(&sb)), 1);
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("dpkg --configure -a"), "{}", text(&out));
+    assert!(verify(&sb).status.success());
+    assert!(all_patched(&probe(&sb)));
+    assert!(dependants_installed(&sb));
+}
+
+/// status: the facts, and a process still mapping the replaced (deleted) stock library.
+#[test]
+fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
+    let a = artifacts("bookworm");
+    let sb = rocm_pin::sandbox::Sandbox::with_options(
+        &image(&a.suite),
+        &rocm_pin::sandbox::SandboxOptions {
+            mount_proc: true,
+            ..opts(&a.suite)
+        },
+    )
+    .unwrap();
+    must(
+        std::process::Command::new("tar")
+            .arg("-C")
+            .arg(sb.root())
+            .arg("-xf")
+            .arg(&a.stock_snapshot),
+    );
+    // A long-running process with the stock runtime mapped, like a serving process.
+    let mut holder = sb
+        .command(&["sleep", "120"])
+        .env("LD_PRELOAD", "/opt/rocm-7.2.4/lib/libamdhip64.so.7")
+        .spawn()
+        .unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    let out_status = sb.run(&["rocm-pin", "status"]).unwrap();
+    let json = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert_eq!(rc(&out_status), 0, "{}", text(&out_status));
+    let human = text(&out_status);
+    assert!(human.contains("7.2.4-93"), "{human}");
+    assert!(
+        human.contains("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4"),
+        "{human}"
+    );
+    assert!(human.contains("verify:      all"), "{human}");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["flavor"], "pinned");
+    assert_eq!(v["verify_ok"], true);
+    let stale = v["stale_processes"].as_array().unwrap();
+    assert!(
+        stale.iter().any(|p| p["pid"] == holder.id()
+            && p["path"]
+                .as_str()
+                .unwrap()
+                .contains("libamdhip64.so.7.2.70204")),
+        "the sleeping process must be listed: {v}"
+    );
+}
+
+/// `--guard`: a later apt command that makes another libhsa-runtime64.so.1 win the loader
+/// fails at that command (DPkg::Post-Invoke runs `rocm-pin verify --quiet`); without the
+/// guard the same command exits 0 and only a later verify notices.
+#[test]
+fn guard_fails_the_apt_command_that_breaks_the_runtime() {
+    let a = artifacts("bookworm");
+    // A package shipping a stock libhsa-runtime64.so.1 in its own prefix + an ld.so.conf.d
+    // entry that sorts first.
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+    let extracted = work.path().join("x");
+    must(
+        std::process::Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&hsa.deb)
+            .arg(&extracted),
+    );
+    std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(tree.join("opt/other/lib")).unwrap();
+    std::fs::create_dir_all(tree.join("etc/ld.so.conf.d")).unwrap();
+    std::fs::copy(
+        extracted.join(hsa.libraries[0].path.trim_start_matches('/')),
+        tree.join("opt/other/lib/libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("etc/ld.so.conf.d/00-other.conf"),
+        "/opt/other/lib\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("DEBIAN/control"),
+        "Package: other-runtime\nVersion: 1.0\nArchitecture: all\nMaintainer: T <t@example.invalid>\nDescription: another runtime copy\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("DEBIAN/triggers"), "activate-noawait ldconfig\n").unwrap();
+    let deb = work.path().join("other-runtime_1.0_all.deb");
+    must(
+        std::process::Command::new("dpkg-deb")
+            .args(["--root-owner-group", "--build"])
+            .arg(&tree)
+            .arg(&deb),
+    );
+    for guarded in [true, false] {
+        let sb = fresh(a, &a.stock_snapshot);
+        let mut argv = install_argv(&a.ours);
+        if guarded {
+            argv.push("--guard");
+        }
+        let out = sb.run(&argv).unwrap();
+        assert_eq!(rc(&out), 0, "{}", text(&out));
+        sb.copy_in(&deb, "/root/other-runtime_1.0_all.deb").unwrap();
+        let out = sb
+            .run(&[
+                "apt-get",
+                "install",
+                "-y",
+                "/root/other-runtime_1.0_all.deb",
+            ])
+            .unwrap();
+        let took_effect = sb
+            .sh(&format!(
+                "{PROBE} libhsa-runtime64.so.1 | grep -q /opt/other/lib"
+            ))
+            .unwrap();
+        assert!(
+            took_effect.status.success(),
+            "the other copy must win the loader"
+        );
+        if guarded {
+            assert_ne!(rc(&out), 0, "the guard must fail apt:\n{}", text(&out));
+            assert!(
+                text(&out).contains("rocm-pin verify: FAIL loader"),
+                "{}",
+                text(&out)
+            );
+        } else {
+            assert_eq!(rc(&out), 0, "{}", text(&out));
+        }
+        assert_eq!(rc(&verify(&sb)), 1);
+    }
+}
+
+/// Another apt/dpkg holding the lock: install waits `--lock-timeout`, then fails with a clear
+/// message, and nothing changed (the loader entry it wrote first is taken away again).
+#[test]
+fn a_held_dpkg_lock_fails_cleanly_after_the_timeout() {
+    use std::os::unix::io::AsRawFd;
+    let a = artifacts("bookworm");
+    let sb = fresh(a, &a.stock_snapshot);
+    // The same fcntl write lock apt and dpkg take, held from outside the chroot.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(sb.path("/var/lib/dpkg/lock-frontend"))
+        .unwrap();
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) }, 0);
+    let before = status_of(&sb);
+    let mut argv = install_argv(&a.ours);
+    argv.extend(["--lock-timeout", "2"]);
+    let t = std::time::Instant::now();
+    let out = sb.run(&argv).unwrap();
+    drop(f);
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("held the lock"), "{}", text(&out));
+    assert!(t.elapsed().as_secs() >= 2);
+    assert_eq!(before, status_of(&sb));
+    assert!(!sb.path("/etc/ld.so.conf.d/hsa-rocr-pinned.conf").exists());
+}
+
+/// No apt cache and no repository: the stock pair is rebuilt from the dpkg database (its
+/// files all match dpkg's md5sums), and rollback restores it offline. With a stock file
+/// changed in place, no "stock" package is made: a warning names the file, rollback refuses.
+#[test]
+fn stock_is_rebuilt_from_the_dpkg_database_only_when_unmodified() {
+    let a = artifacts("bookworm");
+    let offline =
+        "rm -f /etc/apt/sources.list.d/*.list; rm -rf /var/lib/apt/lists/*; apt-get update -q";
+    let sb = fresh(a, &a.stock_snapshot);
+    sb.sh_ok(offline).unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).matches("rebuilt from the dpkg database").count() == 2,
+        "{}",
+        text(&out)
+    );
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let ids = probe(&sb);
+    assert!(ids.iter().all(|(_, id)| id.contains("-STOCK-")), "{ids:?}");
+    assert!(dependants_installed(&sb));
+
+    let sb = fresh(a, &a.stock_snapshot);
+    sb.sh_ok(offline).unwrap();
+    let hip = a.stock.require(StockRole::HipRuntime).unwrap();
+    let lib = &hip.libraries[0].path;
+    sb.sh_ok(&format!("printf 'patched in place' >> {lib}"))
+        .unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("no longer matches dpkg's md5sum"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains(lib.as_str()), "{}", text(&out));
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(
+        verify(&sb).status.success(),
+        "nothing changed by the refusal"
+    );
+}

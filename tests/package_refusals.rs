@@ -265,6 +265,8 @@ fn every_refusal_writes_nothing() {
         "--commit-time".into(),
         COMMIT_TIME.to_string().into(),
         "--allow-soname-change".into(),
+        "-Z".into(),
+        "zstd".into(),
         "--out".into(),
         out.clone().into(),
         "--stock-deb".into(),
@@ -283,6 +285,8 @@ fn every_refusal_writes_nothing() {
         .into_iter()
         .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
         .unwrap();
+    let members = stdout(Command::new("ar").arg("t").arg(&hip));
+    assert!(members.contains("data.tar.zst"), "-Z zstd: {members}");
     let c = contents(&hip);
     assert!(c.iter().any(|(k, p, l)| *k == 'l'
         && p.ends_with("/libamdhip64.so.8")

@@ -57,6 +57,9 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
     for a in &report.actions {
         println!("{a}");
     }
+    for k in &report.kept_stock {
+        println!("kept for rollback: {k}");
+    }
     for w in &report.warnings {
         println!("warning: {w}");
     }

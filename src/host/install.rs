@@ -319,6 +319,10 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             "no .deb given: rocm-pin install HSA.deb HIP.deb (made by `rocm-pin package`)",
         ));
     }
+    if opts.guard {
+        // Fail before changing anything if the hook could not name this executable.
+        self_path()?;
+    }
     let (facts, marker) = read_debs(&opts.debs)?;
     report.packages = facts.clone();
 
@@ -342,6 +346,47 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         }
         (GateMode::Require, false) => return Err(refuse(g.reason)),
         _ => {}
+    }
+
+    // An earlier run killed in the middle leaves dpkg interrupted (packages unpacked but not
+    // configured); apt refuses to do anything until `dpkg --configure -a` finishes the job.
+    // Only our own packages' states decide this: anything else is the admin's to fix.
+    let interrupted: Vec<String> = status::read_status(root)?
+        .into_iter()
+        .filter(|e| {
+            facts
+                .iter()
+                .any(|f| f.package == e.package || f.stock_name == e.package)
+        })
+        .filter(|e| e.has_files() && !e.is_installed_ok())
+        .map(|e| format!("{} ({})", e.package, e.abbrev()))
+        .collect();
+    if !interrupted.is_empty() {
+        let out = progress::step(
+            listener,
+            "complete the interrupted run (dpkg --configure -a)",
+            || {
+                Command::new("dpkg")
+                    .arg("--configure")
+                    .arg("-a")
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .output()
+                    .context("cannot run dpkg --configure -a")
+            },
+        )?;
+        if !out.status.success() {
+            return Err(ExitError::check_failed(format!(
+                "an earlier run was interrupted ({}) and `dpkg --configure -a` failed ({}):\n{}",
+                interrupted.join(", "),
+                out.status,
+                tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
+            ))
+            .into());
+        }
+        report.actions.push(format!(
+            "completed an interrupted run: dpkg --configure -a ({})",
+            interrupted.join(", ")
+        ));
     }
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
@@ -615,6 +660,34 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     Ok(report)
 }
 
+/// This executable's absolute path: /proc/self/exe, else argv[0] (absolute, relative or found
+/// on PATH) — chroots and minimal containers often have no /proc.
+pub fn self_path() -> anyhow::Result<PathBuf> {
+    if let Ok(p) = std::env::current_exe() {
+        return Ok(p);
+    }
+    let argv0 = std::env::args_os()
+        .next()
+        .context("cannot find the rocm-pin executable (no argv[0])")?;
+    let argv0 = PathBuf::from(argv0);
+    if argv0.components().count() > 1 {
+        return std::fs::canonicalize(&argv0)
+            .with_context(|| format!("cannot resolve {}", argv0.display()));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join(&argv0);
+        if candidate.is_file() {
+            return std::fs::canonicalize(&candidate)
+                .with_context(|| format!("cannot resolve {}", candidate.display()));
+        }
+    }
+    anyhow::bail!(
+        "cannot find the rocm-pin executable ({} is not on PATH and /proc is not mounted)",
+        argv0.display()
+    )
+}
+
 /// The apt configuration file of `--guard`.
 pub fn guard_path() -> PathBuf {
     PathBuf::from("/etc/apt/apt.conf.d/80rocm-pin-guard")
@@ -622,8 +695,7 @@ pub fn guard_path() -> PathBuf {
 
 /// `--guard`: a DPkg::Post-Invoke hook so any apt command that breaks the runtime fails.
 pub fn write_guard(root: &Path) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("cannot find the rocm-pin executable")?;
-    let exe = exe.display().to_string();
+    let exe = self_path()?.display().to_string();
     if exe.contains('"') || exe.contains('\'') {
         anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt hook");
     }
