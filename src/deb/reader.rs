@@ -444,7 +444,7 @@ pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Re
                             )
                         })?;
                     }
-                    EntryKind::Dir => unreachable!("handled above"),
+                    EntryKind::Dir => bail!("{}: directory entry in the file branch", entry.path),
                 }
             }
         }
