@@ -541,7 +541,9 @@ fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Opti
         ));
         // The ROCm install the build compiles against: only its version file, like the
         // stock prefix (the stand-in needs no ROCm headers).
-        let rocm_path = work.join("rocm").join(spec.prefix().trim_start_matches('/'));
+        let rocm_path = work
+            .join("rocm")
+            .join(spec.prefix().trim_start_matches('/'));
         let info = rocm_path.join(".info");
         std::fs::create_dir_all(&info).with_context(|| format!("creating {}", info.display()))?;
         if let Some(v) = spec.version_file_content() {
@@ -594,11 +596,8 @@ fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Opti
                 &work.join("stock-custom-rccl"),
                 nested,
             )?;
-            let newer = standin::build_stock_set(
-                &spec.newer_release(),
-                &work.join("stock-newer"),
-                nested,
-            )?;
+            let newer =
+                standin::build_stock_set(&spec.newer_release(), &work.join("stock-newer"), nested)?;
             let probe = standin::build_loader_probe(&work.join("probe/rocm-pin-loader-probe"))?;
             for (what, set) in [
                 ("stock host", &stock),
@@ -612,7 +611,10 @@ fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Opti
                     .collect();
                 listener.info(&format!("{what}: {}", names.join(", ")));
             }
-            listener.info(&format!("stand-in .debs in {}", work.join("stock").display()));
+            listener.info(&format!(
+                "stand-in .debs in {}",
+                work.join("stock").display()
+            ));
             Ok((stock, custom, newer, probe))
         },
     );
