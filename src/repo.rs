@@ -458,7 +458,11 @@ pub fn publish(
         .as_deref()
         .map(signing::load_secret_key)
         .transpose()?;
-    let date = rfc2822_utc(release_time()?);
+    // One instant for Release's Date and the signatures' creation time: with SOURCE_DATE_EPOCH
+    // set, InRelease and Release.gpg are then byte-identical from run to run (EdDSA signatures
+    // are deterministic; only the creation time subpacket would differ).
+    let released_at = release_time()?;
+    let date = rfc2822_utc(released_at);
     // One writer at a time per repository: an existing one is locked before it is read; a new
     // one is created (exclusively) and locked only once the inputs have been checked.
     let existing_lock = match fs::metadata(&opts.out) {
@@ -505,7 +509,7 @@ pub fn publish(
         anyhow::Ok(added)
     })?;
     let release = step(listener, "write the indices and Release", || {
-        write_indices(opts, &by_id, &date, key.as_ref())
+        write_indices(opts, &by_id, &date, released_at, key.as_ref())
     })?;
     let architectures = index_architectures(&by_id);
     Ok(PublishSummary {
@@ -612,6 +616,7 @@ fn write_indices(
     opts: &RepoOptions,
     by_id: &BTreeMap<String, Listed>,
     date: &str,
+    released_at: i64,
     key: Option<&pgp::composed::SignedSecretKey>,
 ) -> anyhow::Result<PathBuf> {
     let root = index_root(opts);
@@ -689,7 +694,7 @@ fn write_indices(
     let detached = root.join("Release.gpg");
     match key {
         Some(key) => {
-            let (clear, det) = signing::sign_release(key, &release_text)?;
+            let (clear, det) = signing::sign_release(key, &release_text, released_at)?;
             write_atomic(&inrelease, clear.as_bytes())?;
             write_atomic(&detached, det.as_bytes())?;
             let (asc, gpg) = signing::public_key_bytes(key)?;
@@ -827,11 +832,12 @@ pub mod signing {
     use anyhow::Context;
     use pgp::composed::{
         ArmorOptions, CleartextSignedMessage, Deserializable, DetachedSignature, KeyType,
-        SecretKeyParamsBuilder, SignedSecretKey,
+        SecretKeyParamsBuilder, SignedSecretKey, SubpacketConfig,
     };
     use pgp::crypto::hash::HashAlgorithm;
+    use pgp::packet::{SignatureConfig, SignatureType, Subpacket, SubpacketData};
     use pgp::ser::Serialize;
-    use pgp::types::{KeyDetails, Password};
+    use pgp::types::{KeyDetails, Password, Timestamp};
 
     /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
     pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
@@ -889,26 +895,58 @@ pub mod signing {
         hex::encode_upper(key.fingerprint().as_bytes())
     }
 
-    /// (InRelease: cleartext-signed Release, Release.gpg: armored detached signature).
-    pub fn sign_release(key: &SignedSecretKey, release: &str) -> anyhow::Result<(String, String)> {
+    /// (InRelease: cleartext-signed Release, Release.gpg: armored detached signature), both
+    /// created at `created` (seconds since the epoch; Release's Date) — or at the key's own
+    /// creation time if that is later, since gpgv (and so apt) refuses a signature older than
+    /// its key ("Time conflict"). The subpackets are the ones rpgp writes by default (issuer
+    /// fingerprint, creation time; issuer key id unhashed), with the creation time given instead
+    /// of the clock, so equal inputs and key give equal bytes.
+    pub fn sign_release(
+        key: &SignedSecretKey,
+        release: &str,
+        created: i64,
+    ) -> anyhow::Result<(String, String)> {
+        let created = u32::try_from(created).map_err(|_| {
+            anyhow::anyhow!(
+                "signature time {created} is outside OpenPGP's range (1970..2106): check SOURCE_DATE_EPOCH"
+            )
+        })?;
+        let created = created.max(key.primary_key.created_at().as_secs());
+        let hashed = vec![
+            Subpacket::regular(SubpacketData::IssuerFingerprint(key.fingerprint()))?,
+            Subpacket::regular(SubpacketData::SignatureCreationTime(Timestamp::from_secs(
+                created,
+            )))?,
+        ];
+        let unhashed = vec![Subpacket::regular(SubpacketData::IssuerKeyId(
+            key.legacy_key_id(),
+        ))?];
         // In a cleartext signature the line break before the signature block belongs to the
         // framing, not the text (RFC 9580 §7.1): sign the text without its final newline so the
         // InRelease layout and what gpgv verifies are exactly Release, as `gpg --clearsign` does.
-        let clear = CleartextSignedMessage::sign(
-            rand::thread_rng(),
+        let mut config = SignatureConfig::v4(
+            SignatureType::Text,
+            key.primary_key.algorithm(),
+            HashAlgorithm::Sha256,
+        );
+        config.hashed_subpackets = hashed.clone();
+        config.unhashed_subpackets = unhashed.clone();
+        let clear = CleartextSignedMessage::new(
             release.strip_suffix('\n').unwrap_or(release),
+            config,
             &key.primary_key,
             &Password::empty(),
         )
         .context("signing InRelease")?
         .to_armored_string(ArmorOptions::default())
         .context("armoring InRelease")?;
-        let detached = DetachedSignature::sign_binary_data(
+        let detached = DetachedSignature::sign_binary_data_with_subpackets(
             rand::thread_rng(),
             &key.primary_key,
             &Password::empty(),
             HashAlgorithm::Sha256,
             release.as_bytes(),
+            SubpacketConfig::UserDefined { hashed, unhashed },
         )
         .context("signing Release.gpg")?
         .to_armored_string(ArmorOptions::default())

@@ -631,6 +631,73 @@ fn unsigned_output_is_reproducible() {
     assert_eq!(trees[0], trees[1]);
 }
 
+/// With SOURCE_DATE_EPOCH and the same key, the signed files are byte-identical too: the
+/// signature creation time is SOURCE_DATE_EPOCH (not the clock) and Ed25519 signatures are
+/// deterministic. A SOURCE_DATE_EPOCH older than the key gives the key's creation time instead
+/// (gpgv refuses a signature older than its key). gpgv judges both and reports the time.
+#[test]
+fn signed_output_is_reproducible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (key, keyring) = keygen(tmp.path());
+    let deb = build_deb(tmp.path(), "repro-signed", "1.0", "all", "", "s");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let publish = |name: &str, sde: u64| {
+        let repo = tmp.path().join(name);
+        rocm_pin()
+            .env("SOURCE_DATE_EPOCH", sde.to_string())
+            .args(["repo", "--sign-key"])
+            .arg(&key)
+            .arg("--out")
+            .arg(&repo)
+            .arg(&deb)
+            .assert()
+            .success();
+        repo.join("dists/stable")
+    };
+    // gpgv's VALIDSIG status line: "[GNUPG:] VALIDSIG FPR DATE TIMESTAMP ..."
+    let signature_time = |file: &Path| -> u64 {
+        let out = Command::new("gpgv")
+            .args(["--status-fd", "1", "--keyring"])
+            .arg(&keyring)
+            .arg(file)
+            .output()
+            .expect("gpgv is installed (apt-get install gpgv)");
+        let status = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{status}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("[GNUPG:] VALIDSIG "))
+            .unwrap_or_else(|| panic!("no VALIDSIG in {status}"));
+        line.split_whitespace().nth(4).unwrap().parse().unwrap()
+    };
+    for (sde, expect_time) in [(now, Some(now)), (1_700_000_000, None)] {
+        let first = publish(&format!("repo-{sde}-1"), sde);
+        // More than a second later, so a clock-based creation time would differ.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let second = publish(&format!("repo-{sde}-2"), sde);
+        for file in ["Release", "InRelease", "Release.gpg"] {
+            assert_eq!(
+                std::fs::read(first.join(file)).unwrap(),
+                std::fs::read(second.join(file)).unwrap(),
+                "{file} differs between two publishes with SOURCE_DATE_EPOCH={sde}"
+            );
+        }
+        let time = signature_time(&first.join("InRelease"));
+        match expect_time {
+            Some(t) => assert_eq!(time, t, "InRelease signature time"),
+            // Older than the key: the key's creation time, between SDE and now.
+            None => assert!(time > sde && time <= now, "signature time {time}"),
+        }
+    }
+}
+
 /// Parallel writers to one repository serialise on its lock: every package ends up listed.
 #[test]
 fn parallel_additions_all_land() {

@@ -251,6 +251,14 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
     if !meta.is_dir() {
         bail!("{}: is not a directory", debian.display());
     }
+    let debian_mode = meta.mode() & 0o7777;
+    // dpkg-deb's rule: 0755, optionally group-writable; nothing else (no setgid either).
+    if debian_mode & 0o7757 != 0o755 {
+        bail!(
+            "{}: control directory has bad permissions {debian_mode:03o} (must be 0755 or 0775; run chmod 0755)",
+            debian.display()
+        );
+    }
     let control_path = debian.join("control");
     let control_meta = fs::symlink_metadata(&control_path)
         .with_context(|| format!("{}: missing", control_path.display()))?;
@@ -306,38 +314,34 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
         if name_str == "conffiles" {
             let text = fs::read_to_string(&path)
                 .with_context(|| format!("{}: cannot read as UTF-8 text", path.display()))?;
-            for line in text.lines() {
-                let line = line.trim();
-                if line.is_empty() {
+            let lines = parse_conffiles(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            for line in lines {
+                let on_disk = dir.join(line.path.trim_start_matches('/'));
+                let present = fs::symlink_metadata(&on_disk);
+                if line.remove_on_upgrade {
+                    if present.is_ok() {
+                        bail!(
+                            "{}: conffile {} is in the package but flagged remove-on-upgrade (drop the flag or the file)",
+                            path.display(),
+                            line.path
+                        );
+                    }
                     continue;
                 }
-                // dpkg ≥ 1.20.1 allows a flag before the path.
-                let file = line
-                    .strip_prefix("remove-on-upgrade ")
-                    .unwrap_or(line)
-                    .trim();
-                if !file.starts_with('/') {
-                    bail!(
-                        "{}: conffile {file:?} is not an absolute path",
-                        path.display()
-                    );
+                match present {
+                    Ok(m) if m.is_file() => {}
+                    Ok(_) => bail!(
+                        "{}: conffile {} is not a plain file in the package",
+                        path.display(),
+                        line.path
+                    ),
+                    Err(_) => bail!(
+                        "{}: conffile {} does not appear in the package",
+                        path.display(),
+                        line.path
+                    ),
                 }
-                let on_disk = dir.join(file.trim_start_matches('/'));
-                let removed = line.starts_with("remove-on-upgrade ");
-                if !removed {
-                    match fs::symlink_metadata(&on_disk) {
-                        Ok(m) if m.is_file() => {}
-                        Ok(_) => bail!(
-                            "{}: conffile {file} is not a plain file in the package",
-                            path.display()
-                        ),
-                        Err(_) => bail!(
-                            "{}: conffile {file} does not appear in the package",
-                            path.display()
-                        ),
-                    }
-                    conffiles.push(file.to_string());
-                }
+                conffiles.push(line.path);
             }
         }
         if name_str == "md5sums" {
@@ -351,6 +355,67 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
         conffiles,
         has_md5sums,
     })
+}
+
+/// One line of DEBIAN/conffiles.
+#[derive(Debug, PartialEq, Eq)]
+struct ConffileLine {
+    /// Absolute path inside the package, e.g. `/etc/foo.conf`.
+    path: String,
+    /// `remove-on-upgrade /path` (dpkg ≥ 1.20.1): the conffile must not be in this package.
+    remove_on_upgrade: bool,
+}
+
+/// Parse DEBIAN/conffiles with dpkg-deb's rules (build.c, 1.21): every line ends in a newline,
+/// has no leading or trailing white space, is `[FLAG ]/absolute/path` with `remove-on-upgrade`
+/// the only flag. dpkg-deb only warns about a duplicated path; we refuse it, since a repeated
+/// line is always a mistake in the tree and its warning is easy to miss.
+fn parse_conffiles(text: &str) -> Result<Vec<ConffileLine>, String> {
+    let mut out: Vec<ConffileLine> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut rest = text;
+    let mut number = 0;
+    while !rest.is_empty() {
+        number += 1;
+        let Some((line, tail)) = rest.split_once('\n') else {
+            return Err(format!("line {number} ({rest:?}) has no final newline"));
+        };
+        rest = tail;
+        if line.starts_with(char::is_whitespace) {
+            return Err(format!("line {number} ({line:?}) has leading white space"));
+        }
+        if line.ends_with(char::is_whitespace) {
+            return Err(format!(
+                "line {number} ({line:?}) has trailing white space (or a CR line ending)"
+            ));
+        }
+        let (flag, path) = match line.split_once(' ') {
+            Some((flag, path)) if !flag.starts_with('/') => (Some(flag), path),
+            _ => (None, line),
+        };
+        if let Some(flag) = flag {
+            if flag != "remove-on-upgrade" {
+                return Err(format!(
+                    "line {number}: unknown flag {flag:?} for conffile {path:?} (only remove-on-upgrade exists)"
+                ));
+            }
+        }
+        if !path.starts_with('/') {
+            return Err(format!(
+                "line {number}: conffile {path:?} is not an absolute path"
+            ));
+        }
+        if !seen.insert(path.to_string()) {
+            return Err(format!(
+                "line {number}: conffile {path} is listed twice (dpkg-deb warns \"conffile name '{path}' is duplicated\"); remove the repeated line"
+            ));
+        }
+        out.push(ConffileLine {
+            path: path.to_string(),
+            remove_on_upgrade: flag.is_some(),
+        });
+    }
+    Ok(out)
 }
 
 fn default_threads() -> u32 {
@@ -688,4 +753,48 @@ pub fn build_from_dir(
         installed_size_kib,
         size,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> Vec<(String, bool)> {
+        parse_conffiles(text)
+            .unwrap()
+            .into_iter()
+            .map(|l| (l.path, l.remove_on_upgrade))
+            .collect()
+    }
+
+    fn err(text: &str) -> String {
+        parse_conffiles(text).unwrap_err()
+    }
+
+    #[test]
+    fn conffiles_accepted() {
+        assert_eq!(ok(""), vec![]);
+        assert_eq!(
+            ok("/etc/a\nremove-on-upgrade /etc/old\n/etc/b c\n"),
+            vec![
+                ("/etc/a".to_string(), false),
+                ("/etc/old".to_string(), true),
+                ("/etc/b c".to_string(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn conffiles_refused() {
+        assert!(err("/etc/a\n/etc/a\n").contains("listed twice"));
+        assert!(err("/etc/a\nremove-on-upgrade /etc/a\n").contains("listed twice"));
+        assert!(err("/etc/a").contains("no final newline"));
+        assert!(err("\n/etc/a\n").contains("not an absolute path"));
+        assert!(err(" /etc/a\n").contains("leading white space"));
+        assert!(err("/etc/a \n").contains("trailing white space"));
+        assert!(err("/etc/a\r\n").contains("trailing white space"));
+        assert!(err("etc/a\n").contains("not an absolute path"));
+        assert!(err("bogus /etc/a\n").contains("unknown flag"));
+        assert!(err("remove-on-upgrade  /etc/a\n").contains("not an absolute path"));
+    }
 }
