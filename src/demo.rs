@@ -855,6 +855,8 @@ fn in_chroot(
             }
         }
         sb.install_rocm_pin(&opts.rocm_pin)?;
+        // The seed's custom rccl, for the `dpkg -i --force-all` step.
+        sb.copy_in(&made.custom.out_dir, CUSTOM_CHROOT_DIR)?;
         // The signed repository, trusted only through its key (signed-by=), no trusted=yes.
         sb.copy_in(&made.repo, REPO_CHROOT_DIR)?;
         sb.copy_in(&made.keyring, KEYRING_CHROOT_PATH)?;
@@ -924,9 +926,6 @@ fn in_chroot(
         .and_then(|p| p.deb.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if let Err(e) = sb.copy_in(&made.custom.out_dir, CUSTOM_CHROOT_DIR) {
-        listener.warn(&format!("copying the custom rccl into the chroot: {e:#}"));
-    }
     for (i, d) in downstream_steps(&custom_deb).into_iter().enumerate() {
         let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.name)));
         steps.run(d.name, false, || {
@@ -947,6 +946,10 @@ fn in_chroot(
                     log.display(),
                     tail(&out, 25)
                 );
+            }
+            if d.name.starts_with("fix-broken") {
+                let rccl = chroot_sh_ok(sb, &log, "dpkg-query -W -f '${Version}' rccl")?;
+                listener.info(&format!("rccl installed: {rccl}"));
             }
             check_patched(sb, made, &log, listener)
         });

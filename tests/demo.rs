@@ -340,4 +340,20 @@ fn a_failing_step_prints_the_table_and_exits_non_zero() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(kept, ["logs"]);
+
+    // The same with --json: the report on stdout, one entry per step, the exit code unchanged.
+    let out = Command::new(bin())
+        .args(["demo", "--json", "--cache"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("--json stdout: {e}: {}", text(&out)));
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), STEPS.len(), "{v}");
+    assert_eq!(steps[0]["status"], "failed");
+    assert!(steps[0]["error"].as_str().unwrap().contains("not-a-dir"));
+    assert!(steps[1..].iter().all(|s| s["status"] == "not-run"), "{v}");
+    assert_eq!(v["standin"], true);
 }
