@@ -10,6 +10,7 @@
 pub mod build;
 pub mod cli;
 pub mod deb;
+pub mod demo;
 pub mod elf;
 pub mod error;
 pub mod host;

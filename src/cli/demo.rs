@@ -1,10 +1,100 @@
 //! `rocm-pin demo`.
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct DemoArgs {}
+use crate::demo::{self, DemoOptions};
+use crate::error::ExitError;
 
-pub fn run(_args: DemoArgs) -> anyhow::Result<()> {
-    anyhow::bail!("rocm-pin demo is not implemented yet")
+const DEMO_HELP: &str = "\
+Builds the stand-in runtime (tiny C libraries with the real names, sonames and backport
+symbol, embedded in rocm-pin), packages it against a stand-in stock ROCm 7.2.4 set, publishes
+a signed apt repository, and in a throwaway chroot installs the stock set, runs `rocm-pin
+install --mode require`, then the apt commands that used to put the stock runtime back (the
+`apt --fix-broken install` scenario first), each followed by `rocm-pin verify` and a check of
+what the dynamic loader maps. Prints a table: step, result, time. Exit 0 only when every step
+is ok.
+
+Needs root (the chroot). Installs nothing on this host; needs mmdebstrap the first time to make
+the chroot image (scripts/install-deps installs it), cached in --cache for the next run.
+
+Examples:
+  sudo scripts/demo
+  sudo rocm-pin demo --suite trixie --keep /tmp/rocm-pin-demo";
+
+#[derive(Args, Debug)]
+#[command(after_help = DEMO_HELP)]
+pub struct DemoArgs {
+    /// Debian suite of the throwaway chroot
+    #[arg(long, default_value = demo::DEFAULT_SUITE, value_parser = clap::builder::PossibleValuesParser::new(demo::SUITES))]
+    pub suite: String,
+    /// Cache directory for the chroot image (chroot/<suite>-apt.tar.zst) and its unpacked tree
+    #[arg(long, value_name = "DIR", default_value = demo::DEFAULT_CACHE_DIR)]
+    pub cache: PathBuf,
+    /// Leave everything here for inspection (a new or empty directory): the chroot root,
+    /// the stand-in source, staging, stock and replacement .debs, the repository, logs
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print the report as JSON on stdout (no progress output)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find the running rocm-pin binary: {e}"))?;
+    let opts = DemoOptions {
+        suite: args.suite,
+        cache_dir: args.cache,
+        keep: args.keep,
+        rocm_pin: exe,
+    };
+    let listener = crate::progress::for_cli(args.json);
+    let report = demo::run(&opts, listener.as_ref())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!();
+        print!("{}", report.table());
+        for s in report.failed() {
+            println!(
+                "\nFAILED: {}\n{}",
+                s.name,
+                s.error.as_deref().unwrap_or("(no detail)")
+            );
+        }
+        println!("\n{}", demo::standin_notice(report.commit.as_deref()));
+        println!("\nThe same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image):");
+        for c in demo::real_host_commands() {
+            println!("  {c}");
+        }
+        match (&report.kept, &report.kept_chroot) {
+            (Some(dir), Some(root)) => println!(
+                "\nKept for inspection in {}: chroot root {} (e.g. chroot {} rocm-pin verify), \
+                 logs in {}/logs",
+                dir.display(),
+                root.display(),
+                root.display(),
+                dir.display()
+            ),
+            (Some(dir), None) => println!(
+                "\nKept for inspection in {} (logs in {}/logs)",
+                dir.display(),
+                dir.display()
+            ),
+            _ => println!("\nEverything temporary was removed (--keep DIR keeps it); the chroot image stays cached in {}.", opts.cache_dir.display()),
+        }
+    }
+    if report.ok() {
+        Ok(())
+    } else {
+        let names: Vec<&str> = report.failed().map(|s| s.name.as_str()).collect();
+        Err(ExitError::check_failed(format!(
+            "demo failed: {} step(s) failed ({})",
+            names.len(),
+            names.join("; ")
+        ))
+        .into())
+    }
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Downstream stage of the rocm-pin Dockerfile recipe (docs/docker.md): install the replacement
+# runtime pair made by build-runtime.sh with `rocm-pin install` — from the artifact directory a
+# `COPY --from=` brought in, or from the artifact's apt repository. Run it BEFORE the image's
+# other apt/pip steps; run verify-runtime.sh AFTER all of them.
+#
+# The version gate (`ROCM_PIN_MODE`) decides what happens on an image whose ROCm is not 7.2.4:
+#   require (default)  install fails (exit 2), the build stops: this image must carry the runtime
+#   auto               install exits 0 and records the skip; verify-runtime.sh then exits 3
+#                      (only for images that deliberately cover other ROCm versions)
+#   off                nothing is done
+#
+# Environment (all optional):
+#   ROCM_PIN_ARTIFACT  the COPY'd directory: rocm-pin-<commit>/ itself or its parent   [/tmp/rocm-pin]
+#   ROCM_PIN_COMMIT    if set, the artifact must carry exactly this commit
+#   ROCM_PIN_APT_REPO  instead of the artifact's .debs, fetch them from this repository URL
+#                      (e.g. https://HOST/rocm-pin-repo); needs ROCM_PIN_APT_KEY
+#   ROCM_PIN_APT_KEY   public key file for signed-by= [<artifact>/repo/archive-key.gpg]
+#   ROCM_PIN_SUITE     the repository's suite                                         [stable]
+#   ROCM_PIN_FLAVOR    replacement packages are <stock>-<flavor>                       [pinned]
+#   ROCM_PIN_MODE      require | auto | off                                            [require]
+#   ROCM_PIN_GUARD     1: apt hook so any later apt command that breaks the runtime fails [1]
+#   ROCM_PIN_KEEP_ARTIFACT  1: leave the artifact in the image                         [0]
+set -euo pipefail
+
+say() { printf 'install-runtime: %s\n' "$*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+artifact=${ROCM_PIN_ARTIFACT:-/tmp/rocm-pin}
+want_commit=${ROCM_PIN_COMMIT:-}
+apt_repo=${ROCM_PIN_APT_REPO:-}
+suite=${ROCM_PIN_SUITE:-stable}
+flavor=${ROCM_PIN_FLAVOR:-pinned}
+mode=${ROCM_PIN_MODE:-require}
+guard=${ROCM_PIN_GUARD:-1}
+keep=${ROCM_PIN_KEEP_ARTIFACT:-0}
+
+case $mode in require | auto | off) ;; *) die "ROCM_PIN_MODE=$mode: expected require, auto or off" ;; esac
+
+# The artifact directory: given directly, or the single rocm-pin-*/ inside what COPY brought.
+if [ -d "$artifact" ] && [ ! -f "$artifact/COMMIT" ]; then
+  shopt -s nullglob
+  found=("$artifact"/rocm-pin-*/)
+  shopt -u nullglob
+  if [ "${#found[@]}" -eq 1 ]; then
+    artifact=${found[0]%/}
+  elif [ "${#found[@]}" -gt 1 ] && [ -n "$want_commit" ] && [ -d "$artifact/rocm-pin-${want_commit:0:12}" ]; then
+    artifact=$artifact/rocm-pin-${want_commit:0:12}
+  elif [ "${#found[@]}" -gt 1 ]; then
+    die "$artifact holds ${#found[@]} artifacts (${found[*]}): set ROCM_PIN_COMMIT or ROCM_PIN_ARTIFACT to one"
+  fi
+fi
+have_artifact=0
+if [ -f "$artifact/COMMIT" ]; then
+  have_artifact=1
+  (cd "$artifact" && sha256sum --quiet --strict -c SHA256SUMS) ||
+    die "$artifact does not match its SHA256SUMS: the COPY is incomplete or was changed"
+  commit=$(cat "$artifact/COMMIT")
+  if [ -n "$want_commit" ] && [ "$commit" != "$want_commit" ]; then
+    die "$artifact carries commit $commit, but ROCM_PIN_COMMIT=$want_commit"
+  fi
+elif [ -z "$apt_repo" ]; then
+  die "no artifact at $artifact (expected rocm-pin-<commit>/ with COMMIT, debs/, repo/ from build-runtime.sh; COPY --from=builder /out/ $artifact/) and no ROCM_PIN_APT_REPO"
+fi
+
+# rocm-pin itself: already installed (e.g. its .deb), else the binary the artifact carries.
+if ! command -v rocm-pin >/dev/null; then
+  if [ "$have_artifact" != 1 ] || [ ! -x "$artifact/bin/rocm-pin" ]; then
+    die "rocm-pin is not on PATH and $artifact/bin/rocm-pin is missing: install rocm-pin first"
+  fi
+  install -m 0755 "$artifact/bin/rocm-pin" /usr/local/bin/rocm-pin
+  say "installed /usr/local/bin/rocm-pin from the artifact"
+fi
+
+debs_dir=
+if [ -n "$apt_repo" ]; then
+  key=${ROCM_PIN_APT_KEY:-}
+  if [ -z "$key" ] && [ "$have_artifact" = 1 ]; then key=$artifact/repo/archive-key.gpg; fi
+  if [ -z "$key" ] || [ ! -s "$key" ]; then
+    die "ROCM_PIN_APT_REPO needs the repository's public key: set ROCM_PIN_APT_KEY (archive-key.gpg; '${key}' is missing or empty)"
+  fi
+  install -D -m 0644 "$key" /usr/share/keyrings/rocm-pin.gpg
+  printf 'deb [signed-by=/usr/share/keyrings/rocm-pin.gpg] %s %s main\n' "$apt_repo" "$suite" \
+    > /etc/apt/sources.list.d/rocm-pin.list
+  say "apt source: $apt_repo $suite main (signed-by /usr/share/keyrings/rocm-pin.gpg)"
+  apt-get update -q
+  debs_dir=$(mktemp -d)
+  # Downloaded, not installed: rocm-pin install runs the version gate and the safety checks.
+  (cd "$debs_dir" && apt-get download "hsa-rocr-$flavor" "hip-runtime-amd-$flavor")
+else
+  debs_dir=$artifact/debs
+fi
+shopt -s nullglob
+debs=("$debs_dir"/*.deb)
+shopt -u nullglob
+[ "${#debs[@]}" -ge 2 ] || die "$debs_dir holds ${#debs[@]} .deb(s), expected the HSA and HIP pair"
+
+args=(install --mode "$mode")
+[ "$guard" = 1 ] && args+=(--guard)
+say "rocm-pin ${args[*]} ${debs[*]}"
+rc=0
+rocm-pin "${args[@]}" "${debs[@]}" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  say "ERROR: rocm-pin install failed (exit $rc): the image would not carry the patched runtime (mode $mode; see above)"
+  exit "$rc"
+fi
+
+if [ -n "$apt_repo" ]; then rm -rf "$debs_dir"; fi
+if [ "$have_artifact" = 1 ] && [ "$keep" != 1 ]; then rm -rf "$artifact"; fi
+say "done (mode $mode); run verify-runtime.sh as the image's LAST step"

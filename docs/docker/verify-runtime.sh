@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Last step of every downstream stage of the rocm-pin Dockerfile recipe (docs/docker.md), after
+# every other apt/pip command: `rocm-pin verify`. A later step that reverted or broke the
+# patched runtime (apt --fix-broken install, a reinstall, a forced dpkg -i, a purge) fails the
+# build here instead of shipping the stock runtime silently.
+#
+# Exit codes are rocm-pin verify's: 0 the patched pair is installed, pinned and what the loader
+# opens; 1 a check failed (the failed checks are printed); 2 rocm-pin could not run the checks;
+# 3 the version gate skipped this image (install-runtime.sh ran with ROCM_PIN_MODE=auto on a
+# ROCm other than 7.2.4).
+#
+# Environment (optional):
+#   ROCM_PIN_ALLOW_SKIPPED  1: exit 0 instead of 3 when the gate skipped this image (images that
+#                           deliberately cover other ROCm versions)                   [0]
+set -euo pipefail
+
+say() { printf 'verify-runtime: %s\n' "$*" >&2; }
+
+allow_skipped=${ROCM_PIN_ALLOW_SKIPPED:-0}
+command -v rocm-pin >/dev/null || { say "ERROR: rocm-pin is not on PATH: run install-runtime.sh first"; exit 2; }
+
+rc=0
+rocm-pin verify || rc=$?
+case $rc in
+  0) say "OK: the patched ROCm runtime is installed, pinned and in use" ;;
+  3)
+    if [ "$allow_skipped" = 1 ]; then
+      say "the version gate skipped this image (ROCM_PIN_MODE=auto): stock runtime kept by design (ROCM_PIN_ALLOW_SKIPPED=1)"
+      rc=0
+    else
+      say "ERROR: the version gate skipped this image: it carries the STOCK runtime (set ROCM_PIN_ALLOW_SKIPPED=1 if that is intended)"
+    fi
+    ;;
+  *) say "ERROR: rocm-pin verify failed (exit $rc): a step after install-runtime.sh reverted or broke the patched runtime; see the failed checks above" ;;
+esac
+exit "$rc"

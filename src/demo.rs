@@ -1,0 +1,1041 @@
+//! `rocm-pin demo`: the whole chain on a machine without ROCm, with the stand-in runtime.
+//!
+//! 1. the chroot image (`mmdebstrap --variant=apt <suite>`, cached under the cache directory);
+//! 2. `rocm-pin build` of the stand-in rocm-systems tree embedded in the binary;
+//! 3. a stand-in stock ROCm 7.2.4 package set (plus a custom rccl and a newer stock release);
+//! 4. `rocm-pin package` of the staging against the stock pair's .debs;
+//! 5. `rocm-pin repo`: a signing key and a signed apt repository holding our packages;
+//! 6. a throwaway chroot made into a stock ROCm 7.2.4 host (stock set installed through apt),
+//!    the signed repository added with `signed-by=`, rocm-pin copied in;
+//! 7. inside it: our packages downloaded from the signed repository and `rocm-pin install
+//!    --mode require`;
+//! 8. the downstream apt commands that used to put the stock runtime back (the seed's
+//!    `dpkg -i --force-all` + `apt --fix-broken install` first), each followed by `rocm-pin
+//!    verify` inside the chroot and the loader probe (which library the dynamic loader really
+//!    maps for each soname).
+//!
+//! Every step is timed and recorded in a [`DemoReport`]; a failed setup step stops the chain
+//! (the rest are "not run"), a failed downstream step does not stop the other downstream steps.
+//! Nothing is installed on the host: everything goes into a work directory (a temporary one,
+//! or `--keep DIR`) and the chroot. Only the chroot image and its unpacked tree are cached.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::build::{self, standin_tree, BuildOptions};
+use crate::error::{ExitError, ExitKind};
+use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use crate::progress::Listener;
+use crate::repo::{self, RepoOptions};
+use crate::rocm;
+use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
+use crate::standin::{self, StockRole, StockSet, StockSetSpec};
+
+/// Where the chroot image is cached unless `--cache` says otherwise.
+pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
+/// The suites the demo knows (the ones the acceptance tests run).
+pub const SUITES: &[&str] = &["bookworm", "trixie"];
+pub const DEFAULT_SUITE: &str = "bookworm";
+
+/// Inside the chroot.
+const REPO_CHROOT_DIR: &str = "/srv/rocm-pin-repo";
+const KEYRING_CHROOT_PATH: &str = "/usr/share/keyrings/rocm-pin-demo.gpg";
+const SOURCES_CHROOT_PATH: &str = "/etc/apt/sources.list.d/rocm-pin-demo.list";
+/// Where `apt-get download` puts our packages: owned by `_apt`, so apt downloads sandboxed.
+const OURS_CHROOT_DIR: &str = "/var/tmp/rocm-pin-debs";
+const CUSTOM_CHROOT_DIR: &str = "/root/custom";
+
+/// The stock host's packages installed before rocm-pin (hipblas is left for a downstream step).
+const STOCK_HOST_ROLES: &[StockRole] = &[
+    StockRole::RocmHipRuntime,
+    StockRole::HipDev,
+    StockRole::Rccl,
+    StockRole::RocmSmiLib,
+];
+/// Packages that depend on the runtime and must still be installed after every step.
+const DEPENDANT_ROLES: &[StockRole] = &[
+    StockRole::RocmHipRuntime,
+    StockRole::HipDev,
+    StockRole::Rccl,
+];
+
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// Debian suite of the chroot (one of [`SUITES`]).
+    pub suite: String,
+    /// Cache directory: `chroot/<suite>-apt.tar.zst` (the layout `scripts/setup.d/20-chroot.sh`
+    /// uses, so a test cache can be shared) and its unpacked tree.
+    pub cache_dir: PathBuf,
+    /// Leave the work directory (sources, staging, .debs, repository, logs, the chroot) here.
+    pub keep: Option<PathBuf>,
+    /// The rocm-pin binary copied into the chroot (normally the running one).
+    pub rocm_pin: PathBuf,
+}
+
+impl DemoOptions {
+    pub fn new(rocm_pin: impl Into<PathBuf>) -> Self {
+        DemoOptions {
+            suite: DEFAULT_SUITE.to_string(),
+            cache_dir: PathBuf::from(DEFAULT_CACHE_DIR),
+            keep: None,
+            rocm_pin: rocm_pin.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepStatus {
+    Ok,
+    Failed,
+    /// An earlier step failed, so this one was not attempted.
+    NotRun,
+}
+
+impl StepStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            StepStatus::Ok => "ok",
+            StepStatus::Failed => "FAILED",
+            StepStatus::NotRun => "not run",
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StepRecord {
+    pub name: String,
+    pub status: StepStatus,
+    pub seconds: f64,
+    /// Why it failed (with where and how to look further), None when it did not.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DemoReport {
+    pub suite: String,
+    /// Always true: the runtime built and installed is the stand-in, not AMD's.
+    pub standin: bool,
+    /// The stand-in commit that was built (None if the build did not get that far).
+    pub commit: Option<String>,
+    pub steps: Vec<StepRecord>,
+    pub total_seconds: f64,
+    /// Where the work directory and the chroot were left (`--keep`).
+    pub kept: Option<PathBuf>,
+    /// The chroot root inside `kept`.
+    pub kept_chroot: Option<PathBuf>,
+}
+
+impl DemoReport {
+    pub fn ok(&self) -> bool {
+        self.steps.iter().all(|s| s.status == StepStatus::Ok)
+    }
+
+    pub fn failed(&self) -> impl Iterator<Item = &StepRecord> {
+        self.steps.iter().filter(|s| s.status == StepStatus::Failed)
+    }
+
+    /// The end-of-run table: step, result, time.
+    pub fn table(&self) -> String {
+        let width = self
+            .steps
+            .iter()
+            .map(|s| s.name.chars().count())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let mut out = format!("{:<width$}  {:<7}  {:>7}\n", "step", "result", "time");
+        for s in &self.steps {
+            let time = if s.status == StepStatus::NotRun {
+                "-".to_string()
+            } else {
+                format!("{:.1}s", s.seconds)
+            };
+            out.push_str(&format!(
+                "{:<width$}  {:<7}  {:>7}\n",
+                s.name,
+                s.status.word(),
+                time
+            ));
+        }
+        out.push_str(&format!(
+            "{:<width$}  {:<7}  {:>7}\n",
+            "total",
+            if self.ok() { "ok" } else { "FAILED" },
+            format!("{:.1}s", self.total_seconds)
+        ));
+        out
+    }
+}
+
+/// What the demo could not show on this machine and how to do it for real.
+pub fn standin_notice(commit: Option<&str>) -> String {
+    format!(
+        "This demo used the STAND-IN runtime, not AMD's: tiny C libraries with the real library \
+         names, sonames and the backport symbol ({sym}), built by `rocm-pin build` from the tree \
+         embedded in rocm-pin (tests/fixtures/rocm-systems{commit}), packaged against a stand-in \
+         stock ROCm {ver} package set, in a throwaway chroot. No GPU was used and no ROCm was \
+         installed on this machine.",
+        sym = rocm::BACKPORT_SYMBOL,
+        ver = rocm::TARGET_ROCM_VERSION,
+        commit = commit
+            .map(|c| format!(", stand-in commit {c}"))
+            .unwrap_or_default(),
+    )
+}
+
+/// The same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image).
+pub fn real_host_commands() -> Vec<String> {
+    vec![
+        format!(
+            "rocm-pin build --source {} --commit {} --rocm-path {} --out /var/tmp/rocm-pin/staging",
+            rocm::PIN_REPOSITORY.trim_end_matches(".git"),
+            rocm::PIN_COMMIT,
+            rocm::DEFAULT_ROCM_PATH
+        ),
+        "rocm-pin package --staging /var/tmp/rocm-pin/staging --out /var/tmp/rocm-pin/debs"
+            .to_string(),
+        "sudo rocm-pin install --mode require /var/tmp/rocm-pin/debs/*.deb".to_string(),
+        "rocm-pin verify    # last, after every other apt command (exit 0 = patched runtime live)"
+            .to_string(),
+        "# many hosts/images: rocm-pin repo keygen --out repo-key.asc && rocm-pin repo \
+         /var/tmp/rocm-pin/debs/*.deb --sign-key repo-key.asc --out /srv/rocm-pin-repo"
+            .to_string(),
+    ]
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    ExitError::new(ExitKind::Usage, message).into()
+}
+
+/// Refusals that must come before anything is created: not root, an unknown suite, a `--keep`
+/// directory that is not new or empty. Exit 2 (usage/environment).
+pub fn check_preconditions(opts: &DemoOptions) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(usage(
+            "rocm-pin demo needs root: it unpacks a throwaway chroot and runs apt/dpkg inside it \
+             (nothing is installed on this host). Run it as root: `sudo scripts/demo` from the \
+             source tree, or `sudo rocm-pin demo`.",
+        ));
+    }
+    if !SUITES.contains(&opts.suite.as_str()) {
+        return Err(usage(format!(
+            "unknown suite {:?}: the demo runs in one of {}",
+            opts.suite,
+            SUITES.join(", ")
+        )));
+    }
+    if let Some(keep) = &opts.keep {
+        if keep.exists() {
+            let empty = keep.is_dir()
+                && std::fs::read_dir(keep)
+                    .with_context(|| format!("reading --keep directory {}", keep.display()))?
+                    .next()
+                    .is_none();
+            if !empty {
+                return Err(usage(format!(
+                    "--keep {} exists and is not an empty directory; give a new directory \
+                     (the demo never writes into one that holds something)",
+                    keep.display()
+                )));
+            }
+        }
+    }
+    if !opts.rocm_pin.is_file() {
+        return Err(usage(format!(
+            "the rocm-pin binary {} to copy into the chroot does not exist",
+            opts.rocm_pin.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Reports a library call's own steps as indented info lines, so only the demo's steps are
+/// steps for the caller's listener (a terminal spinner shows one step at a time). Quiet: only
+/// warnings and failed sub-steps (the stock set and the packaging report every file).
+struct Nested<'a> {
+    listener: &'a dyn Listener,
+    quiet: bool,
+}
+
+impl Listener for Nested<'_> {
+    fn step_finished(&self, name: &str, elapsed: Duration, ok: bool) {
+        if self.quiet && ok {
+            return;
+        }
+        let word = if ok { "done" } else { "FAILED" };
+        self.listener.info(&format!(
+            "  {name}: {word} in {:.1}s",
+            elapsed.as_secs_f64()
+        ));
+    }
+    fn info(&self, message: &str) {
+        if !self.quiet {
+            self.listener.info(&format!("  {message}"));
+        }
+    }
+    fn warn(&self, message: &str) {
+        self.listener.warn(message);
+    }
+}
+
+/// Runs and records steps. Once `blocked`, further steps are recorded as not run.
+struct Steps<'a> {
+    listener: &'a dyn Listener,
+    records: Vec<StepRecord>,
+    blocked: bool,
+}
+
+impl<'a> Steps<'a> {
+    /// Run `f` as a step. A setup step (`fatal`) that fails blocks every later step.
+    fn run<T>(
+        &mut self,
+        name: &str,
+        fatal: bool,
+        f: impl FnOnce() -> anyhow::Result<T>,
+    ) -> Option<T> {
+        if self.blocked {
+            self.records.push(StepRecord {
+                name: name.to_string(),
+                status: StepStatus::NotRun,
+                seconds: 0.0,
+                error: None,
+            });
+            return None;
+        }
+        self.listener.step_started(name);
+        let start = Instant::now();
+        let result = f();
+        let elapsed = start.elapsed();
+        self.listener.step_finished(name, elapsed, result.is_ok());
+        let (status, error, value) = match result {
+            Ok(v) => (StepStatus::Ok, None, Some(v)),
+            Err(e) => {
+                if fatal {
+                    self.blocked = true;
+                }
+                (StepStatus::Failed, Some(format!("{e:#}")), None)
+            }
+        };
+        self.records.push(StepRecord {
+            name: name.to_string(),
+            status,
+            seconds: elapsed.as_secs_f64(),
+            error,
+        });
+        value
+    }
+}
+
+/// A downstream apt command run after `rocm-pin install`.
+struct Downstream {
+    name: &'static str,
+    script: String,
+    /// Publish the newer stock release in the stock repository first.
+    newer_stock: bool,
+}
+
+fn downstream_steps(custom_deb: &str) -> Vec<Downstream> {
+    vec![
+        Downstream {
+            name: "fix-broken (seed): dpkg -i --force-all custom rccl; apt --fix-broken install",
+            script: format!(
+                "dpkg -i --force-all {CUSTOM_CHROOT_DIR}/{custom_deb} || true\n\
+                 apt --fix-broken install -y"
+            ),
+            newer_stock: false,
+        },
+        Downstream {
+            name: "apt-get install --reinstall hip-runtime-amd",
+            script: "apt-get install --reinstall -y hip-runtime-amd".into(),
+            newer_stock: false,
+        },
+        Downstream {
+            name: "apt-get install hipblas (a new dependant)",
+            script: "apt-get install -y hipblas".into(),
+            newer_stock: false,
+        },
+        Downstream {
+            name: "apt-get upgrade (newer stock release published)",
+            script: "apt-get upgrade -y".into(),
+            newer_stock: true,
+        },
+        Downstream {
+            name: "apt-get dist-upgrade",
+            script: "apt-get dist-upgrade -y".into(),
+            newer_stock: false,
+        },
+    ]
+}
+
+/// Everything made outside the chroot, in the work directory.
+struct Made {
+    commit: String,
+    sonames: Vec<String>,
+    stock: StockSet,
+    custom: StockSet,
+    newer: StockSet,
+    probe: PathBuf,
+    /// Our package names (hsa-rocr-pinned, hip-runtime-amd-pinned).
+    ours: Vec<String>,
+    repo: PathBuf,
+    keyring: PathBuf,
+}
+
+/// Run the demo. Err only for the refusals of [`check_preconditions`] (nothing was done);
+/// every later failure is a failed step in the report.
+pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoReport> {
+    check_preconditions(opts)?;
+    let started = Instant::now();
+    // The work directory: --keep DIR, else a temporary directory removed at the end.
+    let mut temp = None;
+    let work = match &opts.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating --keep directory {}", dir.display()))?;
+            std::fs::canonicalize(dir)
+                .with_context(|| format!("resolving --keep directory {}", dir.display()))?
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("rocm-pin-demo-")
+                .tempdir()
+                .context("creating a temporary work directory")?;
+            let p = t.path().to_path_buf();
+            temp = Some(t);
+            p
+        }
+    };
+    let logs = work.join("logs");
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    listener.info(&format!(
+        "rocm-pin demo: the whole chain with the STAND-IN runtime in a throwaway {} chroot; \
+         work directory {}, cache {}",
+        opts.suite,
+        work.display(),
+        opts.cache_dir.display()
+    ));
+
+    let mut steps = Steps {
+        listener,
+        records: Vec::new(),
+        blocked: false,
+    };
+
+    let image = steps.run(&format!("chroot image ({})", opts.suite), true, || {
+        let t = Instant::now();
+        let image = ChrootImage::cached(&opts.suite, &opts.cache_dir).with_context(|| {
+            format!(
+                "the {} chroot image in {} (made once with mmdebstrap, which needs the \
+                 network; install it with scripts/install-deps)",
+                opts.suite,
+                opts.cache_dir.display()
+            )
+        })?;
+        listener.info(&format!(
+            "{} ({:.1}s; cached for the next run)",
+            image.tarball().display(),
+            t.elapsed().as_secs_f64()
+        ));
+        Ok(image)
+    });
+
+    let made = make_outside(&mut steps, &work, listener);
+
+    let commit = made.as_ref().map(|m| m.commit.clone());
+    let mut kept_chroot = None;
+    if let (Some(image), Some(made)) = (image, made) {
+        let sandbox_opts = SandboxOptions {
+            dpkg_excludes: true,
+            // --keep wants a plain directory tree to leave behind, not an overlay mount.
+            backend: opts.keep.as_ref().map(|_| Backend::Copy),
+            ..Default::default()
+        };
+        let mut sandbox = None;
+        in_chroot(
+            &mut steps,
+            opts,
+            &image,
+            &sandbox_opts,
+            &made,
+            &logs,
+            listener,
+            &mut sandbox,
+        );
+        if let Some(mut sb) = sandbox {
+            if opts.keep.is_some() {
+                let base = sb.keep();
+                drop(sb);
+                let dest = work.join("chroot");
+                match move_tree(&base.join("root"), &dest) {
+                    Ok(()) => {
+                        let _ = std::fs::remove_dir_all(&base);
+                        kept_chroot = Some(dest);
+                    }
+                    Err(e) => listener.warn(&format!(
+                        "could not move the chroot to {}: {e:#}; it is at {}",
+                        dest.display(),
+                        base.join("root").display()
+                    )),
+                }
+            }
+        }
+    } else {
+        // Record the chroot steps as not run so the table shows the whole chain.
+        steps.blocked = true;
+        for name in chroot_step_names() {
+            steps.run(&name, true, || Ok(()));
+        }
+    }
+    let report = DemoReport {
+        suite: opts.suite.clone(),
+        standin: true,
+        commit,
+        steps: steps.records,
+        total_seconds: started.elapsed().as_secs_f64(),
+        kept: opts.keep.as_ref().map(|_| work.clone()),
+        kept_chroot,
+    };
+    if let Ok(json) = serde_json::to_string_pretty(&report) {
+        let _ = std::fs::write(logs.join("demo-report.json"), json);
+    }
+    drop(temp);
+    Ok(report)
+}
+
+fn chroot_step_names() -> Vec<String> {
+    let mut v = vec![
+        format!(
+            "chroot: stock ROCm {} host (apt)",
+            rocm::TARGET_ROCM_VERSION
+        ),
+        "chroot: rocm-pin install --mode require (from the signed repo)".to_string(),
+    ];
+    v.extend(downstream_steps("").into_iter().map(|d| d.name.to_string()));
+    v
+}
+
+/// Steps 2–5: build, stock set, package, repository.
+fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Option<Made> {
+    let verbose = Nested {
+        listener,
+        quiet: false,
+    };
+    let nested = &Nested {
+        listener,
+        quiet: true,
+    };
+    let spec = StockSetSpec::for_host();
+    let built = steps.run("build stand-in runtime (rocm-pin build)", true, || {
+        let spec = spec.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let src = work.join("src/rocm-systems");
+        let commit = standin_tree::write_standin_checkout(&src)?;
+        listener.info(&format!(
+            "stand-in rocm-systems checkout {} at commit {commit}",
+            src.display()
+        ));
+        // The ROCm install the build compiles against: only its version file, like the
+        // stock prefix (the stand-in needs no ROCm headers).
+        let rocm_path = work
+            .join("rocm")
+            .join(spec.prefix().trim_start_matches('/'));
+        let info = rocm_path.join(".info");
+        std::fs::create_dir_all(&info).with_context(|| format!("creating {}", info.display()))?;
+        if let Some(v) = spec.version_file_content() {
+            std::fs::write(info.join("version"), v)
+                .with_context(|| format!("writing {}", info.join("version").display()))?;
+        }
+        let opts = BuildOptions {
+            commit: commit.clone(),
+            rocm_path,
+            ..BuildOptions::new(src.display().to_string(), work.join("staging"))
+        };
+        let outcome = build::build(&opts, &verbose)?;
+        for w in &outcome.warnings {
+            listener.warn(w);
+        }
+        let sonames: Vec<String> = outcome
+            .manifest
+            .libraries
+            .iter()
+            .filter(|l| {
+                Path::new(&l.path)
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(rocm::family_of)
+                    .is_some_and(|f| f.required)
+            })
+            .filter_map(|l| l.soname.clone())
+            .collect();
+        if sonames.is_empty() {
+            bail!(
+                "the staging {} has none of the pair's libraries",
+                outcome.staging.display()
+            );
+        }
+        listener.info(&format!(
+            "staging {} (build logs in {}/logs)",
+            outcome.staging.display(),
+            outcome.staging.display()
+        ));
+        Ok((commit, sonames, outcome.staging))
+    });
+    let stock = steps.run(
+        &format!("stand-in stock ROCm {} set", rocm::TARGET_ROCM_VERSION),
+        true,
+        || {
+            let spec = spec.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let stock = standin::build_stock_set(spec, &work.join("stock"), nested)?;
+            let custom = standin::build_stock_set(
+                &spec.clone().only(&[StockRole::CustomRccl]),
+                &work.join("stock-custom-rccl"),
+                nested,
+            )?;
+            let newer =
+                standin::build_stock_set(&spec.newer_release(), &work.join("stock-newer"), nested)?;
+            let probe = standin::build_loader_probe(&work.join("probe/rocm-pin-loader-probe"))?;
+            for (what, set) in [
+                ("stock host", &stock),
+                ("custom rccl (dpkg -i only)", &custom),
+                ("newer stock release", &newer),
+            ] {
+                let names: Vec<String> = set
+                    .packages
+                    .iter()
+                    .map(|p| format!("{} {}", p.name, p.version))
+                    .collect();
+                listener.info(&format!("{what}: {}", names.join(", ")));
+            }
+            listener.info(&format!(
+                "stand-in .debs in {}",
+                work.join("stock").display()
+            ));
+            Ok((stock, custom, newer, probe))
+        },
+    );
+    let debs = steps.run("package replacement .debs (rocm-pin package)", true, || {
+        let (Some((_, _, staging)), Some((stock, ..))) = (&built, &stock) else {
+            bail!("nothing to package");
+        };
+        let req = PackageRequest {
+            staging: staging.clone(),
+            commit: CommitOverride::default(),
+            stock: StockInput::Debs {
+                debs: vec![
+                    stock.require(StockRole::HsaRocr)?.deb.clone(),
+                    stock.require(StockRole::HipRuntime)?.deb.clone(),
+                ],
+                target_root: PathBuf::from("/"),
+            },
+            prefix: None,
+            out: work.join("debs"),
+            compression: crate::deb::Compression::Xz,
+            source_date_epoch: None,
+            options: PlanOptions::default(),
+        };
+        let outcome = plan::package(&req, nested)?;
+        for d in &outcome.debs {
+            listener.info(&format!("{}", d.output.display()));
+        }
+        Ok(outcome.debs)
+    });
+    let repo = steps.run("signed apt repository (rocm-pin repo)", true, || {
+        let Some(debs) = &debs else {
+            bail!("no packages to publish");
+        };
+        let key_dir = work.join("key");
+        std::fs::create_dir_all(&key_dir)
+            .with_context(|| format!("creating {}", key_dir.display()))?;
+        let key = repo::keygen(
+            &key_dir.join("repo-key.asc"),
+            "rocm-pin demo repository key",
+        )?;
+        listener.info(&format!("signing key {}", key.fingerprint));
+        let opts = RepoOptions {
+            sign_key: Some(key.secret.clone()),
+            ..RepoOptions::new(work.join("repo"))
+        };
+        let paths: Vec<PathBuf> = debs.iter().map(|d| d.output.clone()).collect();
+        let summary = repo::publish(&paths, &opts, nested)?;
+        listener.info(&format!(
+            "{}: {} packages, signed by {}",
+            opts.out.display(),
+            summary.total,
+            summary.signed_by.as_deref().unwrap_or("nobody")
+        ));
+        Ok((opts.out, key.public_gpg))
+    });
+    let ((commit, sonames, _), (stock, custom, newer, probe), debs, (repo, keyring)) =
+        (built?, stock?, debs?, repo?);
+    Some(Made {
+        commit,
+        sonames,
+        stock,
+        custom,
+        newer,
+        probe,
+        ours: debs.iter().map(|d| d.package.clone()).collect(),
+        repo,
+        keyring,
+    })
+}
+
+/// Run a shell script in the chroot, appending the command and its output to `log`.
+fn chroot_sh(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<Output> {
+    let out = sb.sh(script)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    writeln!(
+        f,
+        "$ {}\n{}{}[exit {}]\n",
+        script.replace('\n', "\n$ "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        out.status.code().unwrap_or(-1)
+    )
+    .with_context(|| format!("writing {}", log.display()))?;
+    Ok(out)
+}
+
+/// Like [`chroot_sh`], Err naming the command, its exit status, the log and its output's tail
+/// unless it exits 0. Returns stdout.
+fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String> {
+    let out = chroot_sh(sb, log, script)?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed in the chroot ({}); full output in {}:\n{}",
+            script.replace('\n', "; "),
+            out.status,
+            log.display(),
+            tail(&out, 25)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn tail(out: &Output, n: usize) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn slug(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    s.split('-')
+        .filter(|p| !p.is_empty())
+        .take(6)
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// After `rocm-pin install` and after every downstream command: `rocm-pin verify` inside the
+/// chroot passes, the loader maps the patched library for every soname, the dependants are
+/// still installed. Err names what does not hold.
+fn check_patched(
+    sb: &Sandbox,
+    made: &Made,
+    log: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    let mut problems = Vec::new();
+    let verify = chroot_sh(sb, log, "rocm-pin verify")?;
+    if verify.status.success() {
+        listener.info("rocm-pin verify (in the chroot): all checks pass");
+    } else {
+        problems.push(format!(
+            "`rocm-pin verify` in the chroot failed ({}):\n{}",
+            verify.status,
+            tail(&verify, 30)
+        ));
+    }
+    let names: Vec<&str> = made.sonames.iter().map(String::as_str).collect();
+    let (lines, _) = standin::chroot::run_probe(sb, &names)?;
+    for l in &lines {
+        let identity = l.identity.as_deref().unwrap_or("NOT LOADED");
+        listener.info(&format!(
+            "loader: {} -> {} ({identity})",
+            l.soname,
+            l.real_path.as_deref().unwrap_or("-")
+        ));
+        if !identity.contains("-PATCHED-") {
+            problems.push(format!(
+                "the dynamic loader maps {} from {} ({identity}), not the patched library",
+                l.soname,
+                l.real_path.as_deref().unwrap_or("nowhere")
+            ));
+        }
+    }
+    let deps: Vec<String> = DEPENDANT_ROLES
+        .iter()
+        .filter_map(|r| made.stock.package(*r).map(|p| p.name.clone()))
+        .collect();
+    let states = chroot_sh_ok(
+        sb,
+        log,
+        &format!(
+            "dpkg-query -W -f '${{binary:Package}} ${{db:Status-Abbrev}}\\n' {}",
+            deps.join(" ")
+        ),
+    )?;
+    let broken: Vec<&str> = states
+        .lines()
+        .filter(|l| !l.trim_end().ends_with("ii"))
+        .collect();
+    if !broken.is_empty() {
+        problems.push(format!(
+            "dependants not installed any more: {}",
+            broken.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        bail!("{} (log: {})", problems.join("\n"), log.display())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn in_chroot(
+    steps: &mut Steps,
+    opts: &DemoOptions,
+    image: &ChrootImage,
+    sandbox_opts: &SandboxOptions,
+    made: &Made,
+    logs: &Path,
+    listener: &dyn Listener,
+    sandbox: &mut Option<Sandbox>,
+) {
+    let names = chroot_step_names();
+    let host_log = logs.join("chroot-01-stock-host.log");
+    let ready = steps.run(&names[0], true, || {
+        let sb = Sandbox::with_options(image, sandbox_opts)?;
+        listener.info(&format!("chroot {}", sb.root().display()));
+        let sb = sandbox.insert(sb);
+        standin::chroot::publish(sb, "stock", &made.stock)?;
+        let stock_names: Vec<String> = STOCK_HOST_ROLES
+            .iter()
+            .filter_map(|r| made.stock.package(*r).map(|p| p.name.clone()))
+            .collect();
+        chroot_sh_ok(
+            sb,
+            &host_log,
+            &format!("apt-get install -y -q {}", stock_names.join(" ")),
+        )?;
+        standin::chroot::install_probe(sb, &made.probe)?;
+        let names: Vec<&str> = made.sonames.iter().map(String::as_str).collect();
+        let (lines, _) = standin::chroot::run_probe(sb, &names)?;
+        for l in &lines {
+            let identity = l.identity.as_deref().unwrap_or("NOT LOADED");
+            listener.info(&format!(
+                "before: loader maps {} -> {} ({identity})",
+                l.soname,
+                l.real_path.as_deref().unwrap_or("-"),
+            ));
+            // The demo shows a change only if the stock library is what it starts from.
+            if !identity.contains("-STOCK-") {
+                bail!(
+                    "the stock host's loader maps {} to {identity}, not the stand-in stock library",
+                    l.soname
+                );
+            }
+        }
+        sb.install_rocm_pin(&opts.rocm_pin)?;
+        // The seed's custom rccl, for the `dpkg -i --force-all` step.
+        sb.copy_in(&made.custom.out_dir, CUSTOM_CHROOT_DIR)?;
+        // The signed repository, trusted only through its key (signed-by=), no trusted=yes.
+        sb.copy_in(&made.repo, REPO_CHROOT_DIR)?;
+        sb.copy_in(&made.keyring, KEYRING_CHROOT_PATH)?;
+        sb.write(
+            SOURCES_CHROOT_PATH,
+            format!(
+                "deb [signed-by={KEYRING_CHROOT_PATH}] file:{REPO_CHROOT_DIR} {} {}\n",
+                repo::DEFAULT_SUITE,
+                repo::DEFAULT_COMPONENT
+            ),
+        )?;
+        let update = chroot_sh_ok(
+            sb,
+            &host_log,
+            &format!("chmod -R a+rX {REPO_CHROOT_DIR}\napt-get update"),
+        )?;
+        if update.contains("W:") || update.contains("Err:") || update.contains("E:") {
+            bail!(
+                "apt-get update did not accept the signed repository cleanly (log {}):\n{update}",
+                host_log.display()
+            );
+        }
+        listener.info(&format!(
+            "signed repository {REPO_CHROOT_DIR} added with signed-by={KEYRING_CHROOT_PATH}"
+        ));
+        Ok(())
+    });
+    let Some(sb) = sandbox.as_ref() else {
+        for n in &names[1..] {
+            steps.run(n, true, || Ok(()));
+        }
+        return;
+    };
+    if ready.is_none() {
+        for n in &names[1..] {
+            steps.run(n, true, || Ok(()));
+        }
+        return;
+    }
+
+    let install_log = logs.join("chroot-02-rocm-pin-install.log");
+    steps.run(&names[1], true, || {
+        chroot_sh_ok(
+            sb,
+            &install_log,
+            &format!(
+                "install -d -o _apt -m 0755 {OURS_CHROOT_DIR}\ncd {OURS_CHROOT_DIR}\n\
+                 apt-get download {}",
+                made.ours.join(" ")
+            ),
+        )?;
+        let out = chroot_sh_ok(
+            sb,
+            &install_log,
+            &format!("rocm-pin install --mode require {OURS_CHROOT_DIR}/*.deb"),
+        )?;
+        if let Some(last) = out.lines().last() {
+            listener.info(last);
+        }
+        check_patched(sb, made, &install_log, listener)
+    });
+
+    let custom_deb = made
+        .custom
+        .packages
+        .first()
+        .and_then(|p| p.deb.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for (i, d) in downstream_steps(&custom_deb).into_iter().enumerate() {
+        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.name)));
+        steps.run(d.name, false, || {
+            if d.newer_stock {
+                standin::chroot::publish(sb, "stock", &made.newer)?;
+                listener.info(&format!(
+                    "published the newer stock release ({} {}) in the stock repository",
+                    made.newer.require(StockRole::HipRuntime)?.name,
+                    made.newer.require(StockRole::HipRuntime)?.version
+                ));
+            }
+            let out = chroot_sh(sb, &log, &d.script)?;
+            if !out.status.success() {
+                bail!(
+                    "`{}` failed ({}); log {}:\n{}",
+                    d.script.replace('\n', "; "),
+                    out.status,
+                    log.display(),
+                    tail(&out, 25)
+                );
+            }
+            if d.name.starts_with("fix-broken") {
+                let rccl = chroot_sh_ok(sb, &log, "dpkg-query -W -f '${Version}' rccl")?;
+                listener.info(&format!("rccl installed: {rccl}"));
+            }
+            check_patched(sb, made, &log, listener)
+        });
+    }
+}
+
+/// Move a directory tree: rename when on the same filesystem, else `mv` (copies and removes).
+fn move_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if std::fs::rename(from, to).is_ok() {
+        return Ok(());
+    }
+    let out = Command::new("mv")
+        .arg(from)
+        .arg(to)
+        .output()
+        .context("running mv")?;
+    if !out.status.success() {
+        bail!(
+            "mv {} {} failed: {}",
+            from.display(),
+            to.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_lists_every_step_with_its_result() {
+        let report = DemoReport {
+            suite: "bookworm".into(),
+            standin: true,
+            commit: None,
+            steps: vec![
+                StepRecord {
+                    name: "a".into(),
+                    status: StepStatus::Ok,
+                    seconds: 1.25,
+                    error: None,
+                },
+                StepRecord {
+                    name: "longer step".into(),
+                    status: StepStatus::Failed,
+                    seconds: 2.0,
+                    error: Some("x".into()),
+                },
+                StepRecord {
+                    name: "c".into(),
+                    status: StepStatus::NotRun,
+                    seconds: 0.0,
+                    error: None,
+                },
+            ],
+            total_seconds: 3.3,
+            kept: None,
+            kept_chroot: None,
+        };
+        assert!(!report.ok());
+        let t = report.table();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 5, "{t}");
+        assert!(lines[1].starts_with("a            ok") && lines[1].ends_with("1.2s"));
+        assert!(lines[2].contains("FAILED") && lines[2].ends_with("2.0s"));
+        assert!(lines[3].contains("not run") && lines[3].ends_with('-'));
+        assert!(lines[4].starts_with("total") && lines[4].contains("FAILED"));
+    }
+
+    #[test]
+    fn the_chroot_steps_are_the_ones_run() {
+        // The names recorded as "not run" when setup fails are the ones run otherwise.
+        let names = chroot_step_names();
+        assert_eq!(names.len(), 2 + downstream_steps("x.deb").len());
+        assert!(names[2].starts_with("fix-broken"));
+    }
+
+    #[test]
+    fn the_real_host_commands_use_the_pinned_source() {
+        let cmds = real_host_commands().join("\n");
+        assert!(cmds.contains("rocm-pin build --source https://github.com/ROCm/rocm-systems "));
+        assert!(cmds.contains(rocm::PIN_COMMIT));
+        assert!(cmds.contains("rocm-pin package --staging"));
+        assert!(cmds.contains("rocm-pin install --mode require"));
+        assert!(cmds.contains("rocm-pin verify"));
+    }
+}
