@@ -170,6 +170,25 @@ fn run_builder_stage() -> Built {
         .unwrap();
     assert!(st.success());
     let artifact = host_out.join(format!("rocm-pin-{short}"));
+
+    // A second run for the same commit refuses: an artifact is never overwritten in place.
+    let again = run_script(
+        &sb,
+        "build-runtime.sh",
+        &[
+            ("ROCM_PIN_SOURCE", "/src/rocm-systems"),
+            ("ROCM_PIN_COMMIT", &commit),
+        ],
+    );
+    assert_eq!(rc(&again), 1, "second build-runtime.sh:\n{}", text(&again));
+    assert!(text(&again).contains("already exists"), "{}", text(&again));
+    let st = Command::new("diff")
+        .arg("-r")
+        .arg(sb.path("/out"))
+        .arg(&host_out)
+        .status()
+        .unwrap();
+    assert!(st.success(), "the refused second run changed /out");
     eprintln!(
         "docker_recipe: builder stage done in {:.1}s",
         t0.elapsed().as_secs_f64()
@@ -306,6 +325,47 @@ fn copied_artifact_installs_survives_downstream_apt_and_guard_fails_the_breaking
     let sb = downstream(&b.stock, &b.probe);
     // COPY --from=builder /out/ /tmp/rocm-pin/
     sb.copy_in(&b.out, ARTIFACT_IN).unwrap();
+    let before = sb.installed_packages().unwrap();
+
+    // Refusals first, nothing installed by them: another commit than the Dockerfile pins…
+    let wrong = "0".repeat(40);
+    let out = run_script(&sb, "install-runtime.sh", &[("ROCM_PIN_COMMIT", &wrong)]);
+    assert_eq!(rc(&out), 1, "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("ROCM_PIN_COMMIT={wrong}")),
+        "{}",
+        text(&out)
+    );
+    // …and an artifact whose bytes do not match its SHA256SUMS (a broken or altered COPY).
+    let short = &b.commit[..12];
+    let tampered = format!("/tmp/tampered/rocm-pin-{short}");
+    sb.copy_in(&b.artifact, &tampered).unwrap();
+    let deb = std::fs::read_dir(sb.path(format!("{tampered}/debs")))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&deb).unwrap();
+    bytes.push(b'\n');
+    std::fs::write(&deb, bytes).unwrap();
+    let out = run_script(
+        &sb,
+        "install-runtime.sh",
+        &[("ROCM_PIN_ARTIFACT", "/tmp/tampered")],
+    );
+    assert_eq!(rc(&out), 1, "{}", text(&out));
+    assert!(
+        text(&out).contains("does not match its SHA256SUMS"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        sb.installed_packages().unwrap(),
+        before,
+        "a refused install changed packages"
+    );
+
     let out = run_script(&sb, "install-runtime.sh", &[]);
     assert_eq!(rc(&out), 0, "install-runtime.sh:\n{}", text(&out));
     assert!(
