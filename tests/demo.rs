@@ -32,8 +32,12 @@ fn require_root() {
 /// The test cache's chroot image (scripts/setup.d/20-chroot.sh makes it), so the demo does not
 /// run mmdebstrap again.
 fn cache_with_image() -> PathBuf {
+    cache_with("bookworm")
+}
+
+fn cache_with(suite: &str) -> PathBuf {
     let cache = test_cache_dir();
-    let tarball = cache.join("chroot/bookworm-apt.tar.zst");
+    let tarball = cache.join(format!("chroot/{suite}-apt.tar.zst"));
     assert!(
         tarball.is_file(),
         "{} is missing: run scripts/test-setup",
@@ -405,4 +409,45 @@ fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
     assert!(!Path::new(&sandbox).exists(), "{sandbox} left behind");
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(&sandbox), "{sandbox} still mounted");
+    // And the temporary work directory (sources, staging, .debs, repository) is gone.
+    let work = seen
+        .split("work directory ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("no work directory printed:\n{seen}"));
+    assert!(work.contains("rocm-pin-demo-"), "{work}");
+    assert!(!Path::new(work).exists(), "{work} left behind");
+}
+
+#[test]
+fn demo_on_trixie_with_json() {
+    require_root();
+    let cache = cache_with("trixie");
+    let out = Command::new(bin())
+        .args(["demo", "--suite", "trixie", "--json", "--cache"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "demo --suite trixie failed:\n{}",
+        text(&out)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("--json stdout: {e}: {}", text(&out)));
+    assert_eq!(v["suite"], "trixie");
+    assert_eq!(v["standin"], true);
+    assert_eq!(v["kept"], serde_json::Value::Null);
+    let names: Vec<&str> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert_eq!(s["status"], "ok", "{s}");
+            s["name"].as_str().unwrap()
+        })
+        .collect();
+    let mut want = STEPS.to_vec();
+    want[0] = "chroot image (trixie)";
+    assert_eq!(names, want);
 }
