@@ -22,6 +22,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -128,6 +129,8 @@ pub struct DemoReport {
     pub kept: Option<PathBuf>,
     /// The chroot root inside `kept`.
     pub kept_chroot: Option<PathBuf>,
+    /// Stopped by SIGINT/SIGTERM (the steps after it were not run).
+    pub interrupted: bool,
 }
 
 impl DemoReport {
@@ -284,6 +287,58 @@ impl Listener for Nested<'_> {
     }
 }
 
+/// Set by SIGINT/SIGTERM while [`run`] runs.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Ctrl-C / SIGTERM during the demo: instead of dying with an overlay mounted and a chroot left
+/// in /tmp, remember it, start no further step (a child in the terminal's process group gets
+/// the SIGINT itself, so the running step fails), and clean up as on any failure. The previous
+/// handlers are restored on drop.
+struct InterruptGuard {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl InterruptGuard {
+    fn install() -> InterruptGuard {
+        INTERRUPTED.store(false, Ordering::SeqCst);
+        let mut previous = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: plain sigaction calls with zero-initialised structs; the handler only
+            // stores to an atomic.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &action, &mut old) == 0 {
+                    previous.push((signal, old));
+                }
+            }
+        }
+        InterruptGuard { previous }
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        for (signal, old) in &self.previous {
+            // SAFETY: restores the action saved by install().
+            unsafe {
+                libc::sigaction(*signal, old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// Runs and records steps. Once `blocked`, further steps are recorded as not run.
 struct Steps<'a> {
     listener: &'a dyn Listener,
@@ -299,6 +354,9 @@ impl<'a> Steps<'a> {
         fatal: bool,
         f: impl FnOnce() -> anyhow::Result<T>,
     ) -> Option<T> {
+        if interrupted() {
+            self.blocked = true;
+        }
         if self.blocked {
             self.records.push(StepRecord {
                 name: name.to_string(),
@@ -319,9 +377,16 @@ impl<'a> Steps<'a> {
                 if fatal {
                     self.blocked = true;
                 }
-                (StepStatus::Failed, Some(format!("{e:#}")), None)
+                let mut error = format!("{e:#}");
+                if interrupted() {
+                    error.push_str("\n(interrupted)");
+                }
+                (StepStatus::Failed, Some(error), None)
             }
         };
+        if interrupted() {
+            self.blocked = true;
+        }
         self.records.push(StepRecord {
             name: name.to_string(),
             status,
@@ -391,6 +456,7 @@ struct Made {
 /// every later failure is a failed step in the report.
 pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoReport> {
     check_preconditions(opts)?;
+    let _interrupt = InterruptGuard::install();
     let started = Instant::now();
     // The work directory: --keep DIR, else a temporary directory removed at the end.
     let mut temp = None;
@@ -500,6 +566,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
         total_seconds: started.elapsed().as_secs_f64(),
         kept: opts.keep.as_ref().map(|_| work.clone()),
         kept_chroot,
+        interrupted: interrupted(),
     };
     if let Ok(json) = serde_json::to_string_pretty(&report) {
         let _ = std::fs::write(logs.join("demo-report.json"), json);
@@ -1010,6 +1077,7 @@ mod tests {
             total_seconds: 3.3,
             kept: None,
             kept_chroot: None,
+            interrupted: false,
         };
         assert!(!report.ok());
         let t = report.table();

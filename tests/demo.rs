@@ -32,8 +32,12 @@ fn require_root() {
 /// The test cache's chroot image (scripts/setup.d/20-chroot.sh makes it), so the demo does not
 /// run mmdebstrap again.
 fn cache_with_image() -> PathBuf {
+    cache_with("bookworm")
+}
+
+fn cache_with(suite: &str) -> PathBuf {
     let cache = test_cache_dir();
-    let tarball = cache.join("chroot/bookworm-apt.tar.zst");
+    let tarball = cache.join(format!("chroot/{suite}-apt.tar.zst"));
     assert!(
         tarball.is_file(),
         "{} is missing: run scripts/test-setup",
@@ -356,4 +360,94 @@ fn a_failing_step_prints_the_table_and_exits_non_zero() {
     assert!(steps[0]["error"].as_str().unwrap().contains("not-a-dir"));
     assert!(steps[1..].iter().all(|s| s["status"] == "not-run"), "{v}");
     assert_eq!(v["standin"], true);
+}
+
+#[test]
+fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    require_root();
+    let cache = cache_with_image();
+    // setsid: the demo leads its own process group, so a SIGINT to the group reaches it and the
+    // apt/dpkg it runs, as Ctrl-C on a terminal does.
+    let mut child = Command::new("setsid")
+        .arg(bin())
+        .args(["demo", "--cache"])
+        .arg(&cache)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        let started = line.contains("==> chroot: rocm-pin install");
+        line.clear();
+        if started {
+            // SAFETY: signals our own child's process group.
+            assert_eq!(unsafe { libc::kill(-pid, libc::SIGINT) }, 0);
+            break;
+        }
+    }
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    seen.push_str(&rest);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{seen}");
+    assert!(seen.contains("demo interrupted"), "{seen}");
+    assert!(row(&stdout, STEPS[11]).contains("not run"), "{stdout}");
+    // The overlay chroot it used is unmounted and removed.
+    let sandbox = seen
+        .split_whitespace()
+        .find(|w| w.starts_with("/tmp/rocm-pin-sandbox-") || w.contains("/rocm-pin-sandbox-"))
+        .map(|w| w.trim_end_matches("/root").to_string())
+        .unwrap_or_else(|| panic!("no chroot path printed:\n{seen}"));
+    assert!(!Path::new(&sandbox).exists(), "{sandbox} left behind");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains(&sandbox), "{sandbox} still mounted");
+    // And the temporary work directory (sources, staging, .debs, repository) is gone.
+    let work = seen
+        .split("work directory ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("no work directory printed:\n{seen}"));
+    assert!(work.contains("rocm-pin-demo-"), "{work}");
+    assert!(!Path::new(work).exists(), "{work} left behind");
+}
+
+#[test]
+fn demo_on_trixie_with_json() {
+    require_root();
+    let cache = cache_with("trixie");
+    let out = Command::new(bin())
+        .args(["demo", "--suite", "trixie", "--json", "--cache"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "demo --suite trixie failed:\n{}",
+        text(&out)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("--json stdout: {e}: {}", text(&out)));
+    assert_eq!(v["suite"], "trixie");
+    assert_eq!(v["standin"], true);
+    assert_eq!(v["kept"], serde_json::Value::Null);
+    let names: Vec<&str> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert_eq!(s["status"], "ok", "{s}");
+            s["name"].as_str().unwrap()
+        })
+        .collect();
+    let mut want = STEPS.to_vec();
+    want[0] = "chroot image (trixie)";
+    assert_eq!(names, want);
 }

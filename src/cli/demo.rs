@@ -86,7 +86,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             _ => println!("\nEverything temporary was removed (--keep DIR keeps it); the chroot image stays cached in {}.", opts.cache_dir.display()),
         }
     }
-    if report.ok() {
+    if report.interrupted {
+        Err(ExitError::check_failed(
+            "demo interrupted: the steps after the interruption were not run; everything \
+             temporary was cleaned up",
+        )
+        .into())
+    } else if report.ok() {
         Ok(())
     } else {
         let names: Vec<&str> = report.failed().map(|s| s.name.as_str()).collect();
