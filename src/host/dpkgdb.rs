@@ -154,7 +154,7 @@ impl DpkgDb {
             .get(bare)?
             .iter()
             .map(|&i| &self.packages[i])
-            .filter(|p| arch.map_or(true, |a| p.architecture == a))
+            .filter(|p| arch.is_none_or(|a| p.architecture == a))
             .find(|p| p.has_files())
     }
 

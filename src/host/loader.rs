@@ -175,7 +175,7 @@ pub fn resolve(
         if winner.is_none() && in_root(root, &p).exists() {
             winner = Some((p, via));
         } else if in_root(root, &p).exists()
-            && !winner.as_ref().is_some_and(|(w, _)| w == &p)
+            && winner.as_ref().is_none_or(|(w, _)| w != &p)
             && !others.contains(&p)
         {
             others.push(p);
@@ -183,7 +183,7 @@ pub fn resolve(
     }
     for p in losing_cache_entries {
         if in_root(root, &p).exists()
-            && !winner.as_ref().is_some_and(|(w, _)| w == &p)
+            && winner.as_ref().is_none_or(|(w, _)| w != &p)
             && !others.contains(&p)
         {
             others.push(p);
