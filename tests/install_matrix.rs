@@ -307,6 +307,152 @@ fn an_interrupted_install_is_completed_by_the_next_run() {
     assert!(dependants_installed(&sb));
 }
 
+/// The `ldconfig` that our hsa postinst runs, put first in PATH (`/usr/local/sbin`; apt gives
+/// dpkg its own PATH, `DPkg::Path`, without it by default, so the test sets that too): inside
+/// that postinst (dpkg mid-transaction: stock hsa-rocr gone, ours unpacked and half-configured)
+/// it removes itself, records its ancestors and SIGKILLs exactly the `rocm-pin`, `apt-get` and
+/// `dpkg` processes above it, top-down (no pkill: /proc is the host's, other chroots run the
+/// same names). Everywhere else it is the real ldconfig.
+const KILLING_LDCONFIG: &str = r#"#!/bin/sh
+if [ "${DPKG_MAINTSCRIPT_PACKAGE:-}" = hsa-rocr-pinned ] && [ "${DPKG_MAINTSCRIPT_NAME:-}" = postinst ]; then
+    rm -f /usr/local/sbin/ldconfig
+    victims=""
+    p=$PPID
+    while [ "$p" -gt 1 ] && [ -r "/proc/$p/stat" ]; do
+        name=$(cat "/proc/$p/comm")
+        case "$name" in
+            dpkg|apt-get|rocm-pin) victims="$p:$name $victims" ;;
+        esac
+        [ "$name" = rocm-pin ] && break
+        # Field 4 of stat is the parent; comm (field 2) ends at the last ')'.
+        set -- $(sed 's/^.*) //' "/proc/$p/stat")
+        p=$2
+    done
+    echo "$victims" > /root/killed-in-hsa-postinst
+    for v in $victims; do
+        kill -KILL "${v%%:*}"
+    done
+    exit 1
+fi
+exec /sbin/ldconfig "$@"
+"#;
+
+/// A real SIGKILL in the middle of apt (issue 5): `rocm-pin install`, apt-get and dpkg die
+/// inside our hsa postinst; dpkg is left interrupted and the next `rocm-pin install` completes.
+#[test]
+fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run() {
+    use std::os::unix::process::ExitStatusExt;
+    let a = artifacts("bookworm");
+    let sb = rocm_pin::sandbox::Sandbox::with_options(
+        &image(&a.suite),
+        &rocm_pin::sandbox::SandboxOptions {
+            mount_proc: true,
+            ..opts(&a.suite)
+        },
+    )
+    .unwrap();
+    must(
+        std::process::Command::new("tar")
+            .arg("-C")
+            .arg(sb.root())
+            .arg("-xf")
+            .arg(&a.stock_snapshot),
+    );
+    let wrapper = "/usr/local/sbin/ldconfig";
+    sb.write(wrapper, KILLING_LDCONFIG).unwrap();
+    sb.run_ok(&["chmod", "0755", wrapper]).unwrap();
+    // apt runs dpkg with PATH=DPkg::Path (default /usr/sbin:/usr/bin:/sbin:/bin).
+    sb.write(
+        "/etc/apt/apt.conf.d/99rocm-pin-test-path",
+        "DPkg::Path \"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\";\n",
+    )
+    .unwrap();
+    let argv = install_argv(&a.ours);
+
+    // 1. Killed: by SIGKILL, at the wrapper, with all three processes found.
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "rocm-pin install must die by SIGKILL ({}):\n{}",
+        out.status,
+        text(&out)
+    );
+    assert!(!sb.path(wrapper).exists(), "the wrapper removes itself");
+    let killed = sb.read_to_string("/root/killed-in-hsa-postinst").unwrap();
+    for name in ["rocm-pin", "apt-get", "dpkg"] {
+        assert!(
+            killed
+                .split_whitespace()
+                .any(|v| v.ends_with(&format!(":{name}"))),
+            "{name} not among the killed: {killed}"
+        );
+    }
+    // No survivor holds the dpkg lock or runs on inside this chroot.
+    for v in killed.split_whitespace() {
+        let pid = v.split(':').next().unwrap();
+        let gone = (0..50).any(|_| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for its (re)parent.
+            let dead =
+                stat.is_empty() || stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
+            if !dead {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            dead
+        });
+        assert!(gone, "{v} still runs after SIGKILL");
+    }
+
+    // 2. dpkg is really interrupted, and verify says the runtime is not in place.
+    let state = sb
+        .run_ok(&[
+            "dpkg-query",
+            "-W",
+            "-f=${db:Status-Abbrev}",
+            "hsa-rocr-pinned",
+        ])
+        .unwrap();
+    assert_eq!(
+        state.trim(),
+        "iF",
+        "killed inside its postinst: half-configured"
+    );
+    let audit = sb.run(&["dpkg", "--audit"]).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&audit.stdout).trim().is_empty(),
+        "dpkg --audit must report the interrupted run: {}",
+        text(&audit)
+    );
+    assert_eq!(
+        rc(&verify(&sb)),
+        1,
+        "verify must fail on the interrupted run"
+    );
+    eprintln!(
+        "killed {}; hsa-rocr-pinned {}; dpkg --audit:\n{}",
+        killed.trim(),
+        state.trim(),
+        String::from_utf8_lossy(&audit.stdout).trim()
+    );
+
+    // 3. The next run completes it.
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("dpkg --configure -a"), "{}", text(&out));
+    let v = verify(&sb);
+    assert!(v.status.success(), "{}", text(&v));
+    assert!(all_patched(&probe(&sb)));
+    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+    let audit = sb.run(&["dpkg", "--audit"]).unwrap();
+    assert_eq!(rc(&audit), 0, "{}", text(&audit));
+    assert!(
+        String::from_utf8_lossy(&audit.stdout).trim().is_empty(),
+        "dpkg --audit after the second run: {}",
+        text(&audit)
+    );
+}
+
 /// status: the facts, and a process still mapping the replaced (deleted) stock library.
 #[test]
 fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
