@@ -86,6 +86,10 @@ pub fn repack(root: &Path, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
     let tree = work.path().join("tree");
     let debian = tree.join("DEBIAN");
     std::fs::create_dir_all(&debian)?;
+    // dpkg-deb (and our deb build) refuse a control directory outside 0755..0775, which a
+    // restrictive umask (077) would otherwise produce.
+    std::fs::set_permissions(&debian, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot set the mode of {}", debian.display()))?;
     let mut inodes: HashMap<(u64, u64), std::path::PathBuf> = HashMap::new();
     for path in status::package_list(root, &pkg.package, &pkg.architecture)? {
         if path == "/." || path == "/" {
