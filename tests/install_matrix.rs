@@ -343,21 +343,7 @@ exec /sbin/ldconfig "$@"
 fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run() {
     use std::os::unix::process::ExitStatusExt;
     let a = artifacts("bookworm");
-    let sb = rocm_pin::sandbox::Sandbox::with_options(
-        &image(&a.suite),
-        &rocm_pin::sandbox::SandboxOptions {
-            mount_proc: true,
-            ..opts(&a.suite)
-        },
-    )
-    .unwrap();
-    must(
-        std::process::Command::new("tar")
-            .arg("-C")
-            .arg(sb.root())
-            .arg("-xf")
-            .arg(&a.stock_snapshot),
-    );
+    let sb = fresh_with_proc(a, &a.stock_snapshot);
     let wrapper = "/usr/local/sbin/ldconfig";
     sb.write(wrapper, KILLING_LDCONFIG).unwrap();
     sb.run_ok(&["chmod", "0755", wrapper]).unwrap();
@@ -457,21 +443,7 @@ fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run() {
 #[test]
 fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
     let a = artifacts("bookworm");
-    let sb = rocm_pin::sandbox::Sandbox::with_options(
-        &image(&a.suite),
-        &rocm_pin::sandbox::SandboxOptions {
-            mount_proc: true,
-            ..opts(&a.suite)
-        },
-    )
-    .unwrap();
-    must(
-        std::process::Command::new("tar")
-            .arg("-C")
-            .arg(sb.root())
-            .arg("-xf")
-            .arg(&a.stock_snapshot),
-    );
+    let sb = fresh_with_proc(a, &a.stock_snapshot);
     // A long-running process with the stock runtime mapped, like a serving process.
     let mut holder = sb
         .command(&["sleep", "120"])

@@ -184,7 +184,23 @@ pub fn opts(suite: &str) -> SandboxOptions {
 
 /// A fresh sandbox with `snap` unpacked into it.
 pub fn fresh(a: &Artifacts, snap: &Path) -> Sandbox {
-    let sb = Sandbox::with_options(&image(&a.suite), &opts(&a.suite)).expect("sandbox");
+    fresh_with(a, snap, opts(&a.suite))
+}
+
+/// `fresh` with /proc mounted in the chroot (for tests that look at or signal processes).
+pub fn fresh_with_proc(a: &Artifacts, snap: &Path) -> Sandbox {
+    fresh_with(
+        a,
+        snap,
+        SandboxOptions {
+            mount_proc: true,
+            ..opts(&a.suite)
+        },
+    )
+}
+
+fn fresh_with(a: &Artifacts, snap: &Path, options: SandboxOptions) -> Sandbox {
+    let sb = Sandbox::with_options(&image(&a.suite), &options).expect("sandbox");
     must(
         Command::new("tar")
             .arg("-C")
