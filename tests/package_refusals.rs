@@ -296,3 +296,62 @@ fn every_refusal_writes_nothing() {
         "old soname link must go"
     );
 }
+
+/// A strip step that changes the dynamic interface (here: an objcopy in PATH that writes some
+/// other library) is caught by comparing the stripped copy with the original: exit 2, the
+/// library named, nothing written.
+#[test]
+fn a_strip_that_changes_the_dynamic_interface_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let staging = w.join("staging");
+    build_staging(&staging, &StagingSpec::default());
+
+    // A real shared object with another SONAME and none of the runtime's symbols.
+    let src = w.join("other.c");
+    std::fs::write(&src, "int other_symbol(void) { return 1; }\n").unwrap();
+    let other = w.join("libother.so.1");
+    run(Command::new("gcc")
+        .args(["-shared", "-fPIC", "-Wl,-soname,libother.so.1", "-o"])
+        .arg(&other)
+        .arg(&src));
+    let bin_dir = w.join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let fake = bin_dir.join("objcopy");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n# a broken objcopy: writes another library to the output (last argument)\nfor last; do :; done\ncp '{}' \"$last\"\n",
+            other.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+
+    let out = w.join("out");
+    let mut cmd = Command::new(bin());
+    cmd.arg("package")
+        .arg("--staging")
+        .arg(&staging)
+        .args(["--commit", COMMIT, "--commit-time"])
+        .arg(COMMIT_TIME.to_string())
+        .arg("--out")
+        .arg(&out)
+        .arg("--stock-deb")
+        .args(pair(&set, w))
+        .env("PATH", path)
+        .env_remove("SOURCE_DATE_EPOCH");
+    let res = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{err}");
+    assert!(err.contains("changed its dynamic interface"), "{err}");
+    assert!(err.contains("staging/lib/lib"), "names the library: {err}");
+    assert!(!out.exists(), "--out was created");
+}

@@ -407,6 +407,21 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
+    // Stripping must never change what the loader and callers see (SONAME, NEEDED, exported
+    // symbols such as the backport symbol): check the stripped copy against the original rather
+    // than trusting the objcopy in PATH.
+    let before = crate::elf::read_elf(src)?;
+    let after = crate::elf::read_elf(dst)?;
+    if before.soname != after.soname
+        || before.needed != after.needed
+        || before.exports != after.exports
+    {
+        bail!(
+            "stripping {} changed its dynamic interface (SONAME, NEEDED or exported symbols); \
+             check the objcopy in PATH, or pass --no-strip",
+            src.display()
+        );
+    }
     Ok(())
 }
 
