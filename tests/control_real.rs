@@ -88,11 +88,28 @@ fn apt_cache_show_output_parses() {
     );
     let text = String::from_utf8(out.stdout).expect("utf-8");
     let paragraphs = Paragraph::parse_many(&text).expect("apt-cache show output parses");
-    assert!(paragraphs.len() >= 3, "one paragraph per available version");
+    // One paragraph per known version of each package, at least one each. Which versions they
+    // are depends on the archive and on what is installed today: a version that is installed but
+    // no longer published (a point release moved on) comes from the dpkg status file and has no
+    // Filename or hashes. So hashes are checked exactly where the paragraph says it comes from an
+    // archive, and the test holds whatever the archive publishes on the day it runs.
+    for package in ["dpkg", "apt", "libc6"] {
+        assert!(
+            paragraphs.iter().any(|p| p.get("Package") == Some(package)),
+            "no paragraph for {package}"
+        );
+    }
     for p in &paragraphs {
         p.validate_binary()
             .unwrap_or_else(|e| panic!("{:?}: {e}", p.get("Package")));
-        assert!(p.get("SHA256").is_some_and(|s| s.len() == 64));
+        if p.get("Filename").is_some() {
+            assert!(
+                p.get("SHA256").is_some_and(|s| s.len() == 64),
+                "{:?} {:?} comes from an archive but has no SHA256",
+                p.get("Package"),
+                p.get("Version")
+            );
+        }
     }
     let rebuilt: String = paragraphs.iter().map(|p| format!("{p}\n")).collect();
     assert_eq!(rebuilt, text, "apt-cache show output round-trips");
