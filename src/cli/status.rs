@@ -21,9 +21,9 @@ pub struct StatusArgs {
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let s = crate::host::hoststatus::host_status(&args.root)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
-        print!("{}", s.to_human());
+        out!("{}", s.to_human());
     }
     Ok(())
 }
