@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::build::{self, standin_tree, BuildOptions};
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 use crate::progress::Listener;
 use crate::repo::{self, RepoOptions};
@@ -208,10 +208,6 @@ pub fn real_host_commands() -> Vec<String> {
          debs/*.deb --sign-key repo-key.asc --out /srv/rocm-pin-repo"
             .to_string(),
     ]
-}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
 }
 
 /// Refusals that must come before anything is created: not root, an unknown suite, a `--keep`
@@ -788,13 +784,7 @@ fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String
 }
 
 fn tail(out: &Output, n: usize) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    crate::process::output_tail(out, n)
 }
 
 fn slug(name: &str) -> String {
