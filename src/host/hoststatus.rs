@@ -33,6 +33,8 @@ pub struct HostStatus {
     pub verify_checks: usize,
     /// Processes still mapping a deleted copy of a runtime library: they need a restart.
     pub stale_processes: Vec<StaleMapping>,
+    /// A patch made the old in-place way (files hard-linked over dpkg-owned names).
+    pub in_place: Option<super::inplace::InPlacePatch>,
 }
 
 fn first_line(p: &Path) -> Option<String> {
@@ -101,7 +103,10 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
         (None, Some(_)) => "installed (gate passed)".to_string(),
         (None, None) => "not installed".to_string(),
     };
-    let (verify_ok, failed, n) = if pin.is_some() && skip.is_none() {
+    let in_place = super::status::read_status(root)
+        .ok()
+        .and_then(|e| super::inplace::detect(root, &e));
+    let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
         match crate::verify::verify(&crate::verify::VerifyOptions {
             root: root.to_path_buf(),
             ..Default::default()
@@ -139,6 +144,7 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
         verify_failed: failed,
         verify_checks: n,
         stale_processes: stale_mappings(&in_root(root, "/proc")),
+        in_place,
     })
 }
 
@@ -161,6 +167,9 @@ impl HostStatus {
             ));
         }
         s.push_str(&format!("gate:        {}\n", self.gate));
+        if let Some(p) = &self.in_place {
+            s.push_str(&format!("in place:    {}", p.describe()));
+        }
         if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
             s.push_str(&format!("installed:   flavor {f}, commit {c}\n"));
         }

@@ -235,7 +235,7 @@ pub fn deb_file_name(name: &str, version: &str, arch: &str) -> String {
     format!("{name}_{}_{arch}.deb", version.replace(':', "%3a"))
 }
 
-fn deb_is(path: &Path, name: &str, version: &str) -> bool {
+pub fn deb_is(path: &Path, name: &str, version: &str) -> bool {
     run_ok(
         Command::new("dpkg-deb")
             .arg("-f")

@@ -1,0 +1,288 @@
+//! Day-2 acceptance in real chroots (`rocm-pin` runs inside, real apt/dpkg): a host patched in
+//! place with exactly the seed's block of commands (tests/fixtures/inplace-patch.sh), what
+//! `verify`/`status` say about it, `rocm-pin adopt` and the downstream commands after it, the
+//! control without adopt, the bad inputs, and an adoption killed half-way.
+
+mod install_support;
+
+use install_support::*;
+use rocm_pin::sandbox::Sandbox;
+use rocm_pin::standin::StockRole;
+
+const INPLACE_SCRIPT: &str = "/root/inplace-patch.sh";
+const COMMIT_MARKER: &str = "/opt/rocm-7.2.4/.info/atom-rocm-runtime-commit";
+const LIB: &str = "/opt/rocm-7.2.4/lib";
+
+/// The commit our packages were built from (the stand-in checkout's).
+fn our_commit(a: &Artifacts) -> String {
+    let out = must(
+        std::process::Command::new("dpkg-deb")
+            .arg("-f")
+            .arg(&a.ours[0])
+            .arg("X-Rocm-Pin-Commit"),
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The builder stage's output (`/staging/lib` with the real files and their symlinks, the two
+/// markers), made from our .debs without the stock-named aliases, then the seed's block.
+fn patch_in_place(sb: &Sandbox, a: &Artifacts, commit: &str) {
+    let mut aliases = Vec::new();
+    for role in [StockRole::HsaRocr, StockRole::HipRuntime] {
+        for l in &a.stock.require(role).unwrap().libraries {
+            aliases.push(l.path.rsplit('/').next().unwrap().to_string());
+        }
+    }
+    let staging = format!(
+        "set -eu\n\
+         rm -rf /tmp/x /staging; mkdir -p /tmp/x /staging/lib /staging/.info\n\
+         for d in {OURS_DIR}/*.deb; do dpkg-deb -x \"$d\" /tmp/x; done\n\
+         cd /tmp/x{LIB}\n\
+         for f in libhsa-runtime64.so* libamdhip64.so*; do\n\
+           case \" {} \" in *\" $f \"*) continue;; esac\n\
+           cp -P \"$f\" /staging/lib/\n\
+         done\n\
+         echo {commit} > /staging/.info/atom-rocm-runtime-commit\n\
+         ( cd /staging/lib && ls -1 libhsa-runtime64.so.* libamdhip64.so.* | grep -E '\\.so\\.[0-9]+$' ) > /staging/.info/atom-rocm-runtime-sonames\n",
+        aliases.join(" ")
+    );
+    sb.sh_ok(&staging).expect("make /staging");
+    sb.copy_in(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inplace-patch.sh"),
+        INPLACE_SCRIPT,
+    )
+    .unwrap();
+    let out = sb.sh(&format!("sh {INPLACE_SCRIPT} /staging")).unwrap();
+    assert_eq!(
+        rc(&out),
+        0,
+        "the seed's in-place block failed:\n{}",
+        text(&out)
+    );
+    assert!(
+        all_patched(&probe(sb)),
+        "in-place patch not live: {:?}",
+        probe(sb)
+    );
+}
+
+/// The vLLM image's downstream package steps: a custom rccl forced in, then fix-broken.
+const VLLM_DOWNSTREAM: &str =
+    "dpkg -i --force-all /root/rccl_*.deb || true; apt --fix-broken install -y";
+
+/// What must not change when adopt refuses: the dpkg database and the runtime files.
+fn host_fingerprint(sb: &Sandbox) -> String {
+    sb.sh_ok(&format!(
+        "md5sum /var/lib/dpkg/status; ls -li --time-style=+ {LIB} | sort; ls -R /var/lib/rocm-pin 2>/dev/null || true; ls /opt/rocm/.info"
+    ))
+    .unwrap()
+}
+
+fn adopt_then_downstream(suite: &str) {
+    let a = artifacts(suite);
+    let commit = our_commit(a);
+    let sb = fresh(a, &a.stock_snapshot);
+    patch_in_place(&sb, a, &commit);
+
+    // verify and status recognise the in-place patch.
+    let v = verify(&sb);
+    assert_eq!(rc(&v), 1, "{}", text(&v));
+    assert!(
+        failed_checks(&sb).iter().any(|c| c == "in-place-patch"),
+        "{}",
+        text(&v)
+    );
+    assert!(text(&v).contains(&commit), "{}", text(&v));
+    assert!(text(&v).contains("rocm-pin adopt"), "{}", text(&v));
+    let st = sb.run(&["rocm-pin", "status"]).unwrap();
+    let st_text = text(&st);
+    assert!(st_text.contains("IN PLACE"), "{st_text}");
+    assert!(st_text.contains("NOT protected"), "{st_text}");
+    assert!(st_text.contains("apt-get install --reinstall"), "{st_text}");
+    assert!(st_text.contains("rocm-pin adopt"), "{st_text}");
+
+    // adopt.
+    let t = std::time::Instant::now();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_eq!(rc(&out), 0, "adopt failed:\n{}", text(&out));
+    eprintln!("{suite}: adopt took {:.1}s", t.elapsed().as_secs_f64());
+    let v = verify(&sb);
+    assert_eq!(rc(&v), 0, "verify after adopt:\n{}", text(&v));
+    assert!(all_patched(&probe(&sb)), "{:?}", probe(&sb));
+    assert!(
+        !sb.path(COMMIT_MARKER).exists(),
+        "in-place marker left behind"
+    );
+    assert!(sb
+        .path("/var/lib/rocm-pin/adopted-from/atom-rocm-runtime-commit")
+        .exists());
+    let marker = sb
+        .read_to_string("/opt/rocm-7.2.4/.info/rocm-pin.json")
+        .unwrap();
+    let m: serde_json::Value = serde_json::from_str(&marker).unwrap();
+    assert_eq!(m["commit"], commit.as_str());
+    assert!(
+        m["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("adopted from an in-place patch")),
+        "{marker}"
+    );
+    // Running it again: not patched in place any more, a clear refusal, nothing changes.
+    let again = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_eq!(rc(&again), 2, "{}", text(&again));
+    assert!(
+        text(&again).contains("not patched in place"),
+        "{}",
+        text(&again)
+    );
+
+    // The downstream commands that revert an in-place patch.
+    for cmd in [
+        VLLM_DOWNSTREAM,
+        "apt-get install --reinstall -y hip-runtime-amd hsa-rocr",
+    ] {
+        let out = sb.sh(cmd).unwrap();
+        let ids = probe(&sb);
+        assert!(all_patched(&ids), "after `{cmd}`: {ids:?}\n{}", text(&out));
+        let v = verify(&sb);
+        assert_eq!(rc(&v), 0, "after `{cmd}`:\n{}", text(&v));
+        assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+    }
+    // The stock .debs were kept: rollback puts stock back offline.
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        probe(&sb).iter().all(|(_, id)| id.contains("-STOCK-")),
+        "{:?}",
+        probe(&sb)
+    );
+}
+
+#[test]
+fn adopt_in_place_patch_survives_downstream_bookworm() {
+    adopt_then_downstream("bookworm");
+}
+
+#[test]
+fn adopt_in_place_patch_survives_downstream_trixie() {
+    adopt_then_downstream("trixie");
+}
+
+/// The control: the same downstream commands without adopt put stock back.
+#[test]
+fn without_adopt_downstream_commands_revert_the_in_place_patch() {
+    let a = artifacts("bookworm");
+    let sb = fresh(a, &a.stock_snapshot);
+    patch_in_place(&sb, a, &our_commit(a));
+    let out = sb.sh(VLLM_DOWNSTREAM).unwrap();
+    let after_vllm = probe(&sb);
+    eprintln!("control: after the vLLM steps the loader uses {after_vllm:?}");
+    let out2 = sb
+        .sh("apt-get install --reinstall -y hip-runtime-amd hsa-rocr")
+        .unwrap();
+    assert_eq!(rc(&out2), 0, "{}", text(&out2));
+    let ids = probe(&sb);
+    assert!(
+        ids.iter().all(|(_, id)| id.contains("-STOCK-")),
+        "control: expected stock after the reinstall, got {ids:?}\n{}",
+        text(&out)
+    );
+    // verify says so: the marker is stale, the stock runtime is live.
+    let v = verify(&sb);
+    assert_eq!(rc(&v), 1);
+    assert!(text(&v).contains("reverted"), "{}", text(&v));
+}
+
+#[test]
+fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
+    let a = artifacts("bookworm");
+    let commit = our_commit(a);
+    let hip_real = || -> String { format!("$(readlink -f {LIB}/libamdhip64.so.7)") };
+    let cases: Vec<(&str, Option<String>, &str)> = vec![
+        ("not patched at all", None, "not patched in place"),
+        (
+            "hard links to a 0-byte file",
+            Some(format!("truncate -s 0 {}", hip_real())),
+            "EMPTY",
+        ),
+        (
+            "dangling soname link",
+            Some(format!("rm {}", hip_real())),
+            "does not resolve",
+        ),
+        (
+            "marker commit disagrees with the library",
+            Some(format!(
+                "echo 0123456789abcdef0123456789abcdef01234567 > {COMMIT_MARKER}"
+            )),
+            "was built from commit",
+        ),
+        (
+            "no stock .deb for rollback",
+            Some("rm -rf /srv/rocm-pin-test-repos/stock".into()),
+            "--no-rollback",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, tamper, expect) in cases {
+        let sb = fresh(a, &a.stock_snapshot);
+        if let Some(t) = &tamper {
+            patch_in_place(&sb, a, &commit);
+            sb.sh_ok(t).unwrap();
+        }
+        let before = host_fingerprint(&sb);
+        let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+        let after = host_fingerprint(&sb);
+        if rc(&out) != 2 || !text(&out).contains(expect) || before != after {
+            failures.push(format!(
+                "{name}: rc {} (want 2), expected {expect:?} in:\n{}\nchanged: {}",
+                rc(&out),
+                text(&out),
+                before != after
+            ));
+        }
+        if name == "no stock .deb for rollback" {
+            let out = sb.run(&["rocm-pin", "adopt", "--no-rollback"]).unwrap();
+            if rc(&out) != 0 || !all_patched(&probe(&sb)) || rc(&verify(&sb)) != 0 {
+                failures.push(format!(
+                    "--no-rollback: rc {}:\n{}\nverify:\n{}",
+                    rc(&out),
+                    text(&out),
+                    text(&verify(&sb))
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// An adoption killed right after dpkg ran (apt-get and rocm-pin SIGKILLed from a
+/// DPkg::Post-Invoke hook, by pid): the next `rocm-pin adopt` completes it.
+#[test]
+fn adopt_killed_half_way_completes_on_the_next_run() {
+    let a = artifacts("bookworm");
+    let sb = fresh_with_proc(a, &a.stock_snapshot);
+    patch_in_place(&sb, a, &our_commit(a));
+    sb.write(
+        "/usr/local/bin/kill-adopt",
+        "#!/bin/sh\n# $PPID is apt-get; its parent is rocm-pin adopt.\napt=$PPID\nadopt=$(awk '{print $4}' /proc/$apt/stat)\nkill -KILL \"$adopt\" \"$apt\"\n",
+    )
+    .unwrap();
+    sb.sh_ok("chmod +x /usr/local/bin/kill-adopt").unwrap();
+    sb.write(
+        "/etc/apt/apt.conf.d/99kill-adopt",
+        "DPkg::Post-Invoke { \"/usr/local/bin/kill-adopt\"; };\n",
+    )
+    .unwrap();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_ne!(rc(&out), 0, "the hook did not kill adopt:\n{}", text(&out));
+    assert!(sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
+    sb.sh_ok("rm /etc/apt/apt.conf.d/99kill-adopt").unwrap();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("interrupted"), "{}", text(&out));
+    assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
+    assert!(all_patched(&probe(&sb)));
+    assert!(!sb.path(COMMIT_MARKER).exists());
+    assert!(!sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
+}
