@@ -286,3 +286,202 @@ fn adopt_killed_half_way_completes_on_the_next_run() {
     assert!(!sb.path(COMMIT_MARKER).exists());
     assert!(!sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
 }
+
+/// Pin N+1: the stand-in source with one more commit (a day later), built and packaged the
+/// way install_support makes pin N. Returns the .debs (in `work`).
+fn build_next_pin(a: &Artifacts, work: &std::path::Path) -> (String, Vec<std::path::PathBuf>) {
+    use std::process::Command;
+    let src = work.join("src");
+    must(
+        Command::new("cp")
+            .arg("-a")
+            .arg(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/rocm-systems"),
+            )
+            .arg(&src),
+    );
+    let git = |args: &[&str], date: &str| {
+        must(
+            Command::new("git")
+                .arg("-C")
+                .arg(&src)
+                .args([
+                    "-c",
+                    "user.name=rocm-pin tests",
+                    "-c",
+                    "user.email=tests@rocm-pin.invalid",
+                ])
+                .args([
+                    "-c",
+                    "init.defaultBranch=main",
+                    "-c",
+                    "commit.gpgsign=false",
+                ])
+                .args(args)
+                .env("GIT_AUTHOR_DATE", date)
+                .env("GIT_COMMITTER_DATE", date),
+        )
+    };
+    git(&["init", "--quiet"], COMMIT_DATE);
+    git(&["add", "--all"], COMMIT_DATE);
+    git(
+        &["commit", "--quiet", "-m", "stand-in rocm-systems"],
+        COMMIT_DATE,
+    );
+    std::fs::write(src.join("README.md"), "pin N+1: the next backport commit\n").unwrap();
+    let next_date = "2026-01-16T12:00:00+00:00";
+    git(&["commit", "--quiet", "-am", "next pin"], next_date);
+    let commit = String::from_utf8_lossy(&git(&["rev-parse", "HEAD"], next_date).stdout)
+        .trim()
+        .to_string();
+    let rocm = work.join("rocm/opt/rocm-7.2.4");
+    std::fs::create_dir_all(rocm.join(".info")).unwrap();
+    std::fs::write(rocm.join(".info/version"), "7.2.4-93\n").unwrap();
+    let staging = work.join("staging");
+    must(
+        Command::new(bin())
+            .args(["build", "--source"])
+            .arg(&src)
+            .args(["--commit", &commit, "--rocm-path"])
+            .arg(&rocm)
+            .arg("--out")
+            .arg(&staging)
+            .env_remove("MAX_JOBS"),
+    );
+    let out = work.join("next");
+    must(
+        Command::new(bin())
+            .args(["package", "--quiet", "--staging"])
+            .arg(&staging)
+            .arg("--stock-deb")
+            .arg(&a.stock.require(StockRole::HsaRocr).unwrap().deb)
+            .arg(&a.stock.require(StockRole::HipRuntime).unwrap().deb)
+            .arg("--out")
+            .arg(&out)
+            .env("SOURCE_DATE_EPOCH", "1768564800"),
+    );
+    let mut debs: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    debs.sort();
+    assert_eq!(debs.len(), 2, "{debs:?}");
+    (commit, debs)
+}
+
+/// Probe the loader before and after every dpkg run apt makes (dpkg's pre-/post-invoke): the
+/// moments between unpacking and configuring are where stock could show through.
+fn log_probes_around_dpkg(sb: &Sandbox) {
+    sb.write(
+        "/usr/local/bin/probe-log",
+        format!("#!/bin/sh\n{PROBE} libhsa-runtime64.so.1 libamdhip64.so.7 >> /root/probe.log 2>&1 || echo probe-failed >> /root/probe.log\n"),
+    )
+    .unwrap();
+    sb.sh_ok("chmod +x /usr/local/bin/probe-log; : > /root/probe.log")
+        .unwrap();
+    sb.write(
+        "/etc/dpkg/dpkg.cfg.d/zz-probe-log",
+        "pre-invoke=/usr/local/bin/probe-log\npost-invoke=/usr/local/bin/probe-log\n",
+    )
+    .unwrap();
+}
+
+fn installed_commit(sb: &Sandbox) -> String {
+    let m: serde_json::Value = serde_json::from_str(
+        &sb.read_to_string("/opt/rocm-7.2.4/.info/rocm-pin.json")
+            .unwrap(),
+    )
+    .unwrap();
+    m["commit"].as_str().unwrap_or("").to_string()
+}
+
+fn pin_moves(
+    suite: &str,
+    next_commit: &str,
+    next_debs: &[std::path::PathBuf],
+    work: &std::path::Path,
+) {
+    let a = artifacts(suite);
+    let n_commit = our_commit(a);
+    let sb = fresh(a, &a.installed_snapshot);
+    let repo = work.join(format!("pins-{suite}"));
+    std::fs::create_dir_all(&repo).unwrap();
+    for d in a.ours.iter().chain(next_debs) {
+        std::fs::copy(d, repo.join(d.file_name().unwrap())).unwrap();
+    }
+    sb.add_local_repo("pins", &repo).expect("pins repo");
+    assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
+    log_probes_around_dpkg(&sb);
+
+    // N -> N+1 through apt.
+    let out = sb.sh("apt-get upgrade -y").unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert_eq!(installed_commit(&sb), next_commit, "{}", text(&out));
+    let v = verify(&sb);
+    assert_eq!(rc(&v), 0, "after N -> N+1:\n{}", text(&v));
+    let log = sb.read_to_string("/root/probe.log").unwrap();
+    let probes: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(probes.len() >= 4, "dpkg hooks did not run:\n{log}");
+    assert!(
+        probes.iter().all(|l| l.contains("-PATCHED-")),
+        "the loader saw something else than a patched pair during the upgrade:\n{log}"
+    );
+    assert!(probes.last().unwrap().contains(next_commit), "{log}");
+    // Nothing of N lingers: one pin file per package, one loader entry, no N library files.
+    let n_short = &n_commit[..7];
+    let lingering = sb
+        .sh(&format!(
+            "ls /etc/apt/preferences.d /etc/ld.so.conf.d; ls {LIB} | grep -e {n_short} || true; ldconfig -p | grep -e {n_short} || true"
+        ))
+        .unwrap();
+    let l = text(&lingering);
+    assert!(!l.contains(n_short), "pin N lingers:\n{l}");
+    assert_eq!(
+        l.matches("-pinned").count(),
+        3,
+        "pin files / loader entries:\n{l}"
+    );
+
+    // Back to N: refused without --allow-downgrade, saying why; nothing changes.
+    let before = host_fingerprint(&sb);
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("--allow-downgrade"), "{}", text(&out));
+    assert!(text(&out).contains("downgrade"), "{}", text(&out));
+    assert_eq!(before, host_fingerprint(&sb));
+    let mut argv = install_argv(&a.ours);
+    argv.push("--allow-downgrade");
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert_eq!(installed_commit(&sb), n_commit);
+    assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
+
+    // Forward again, then rollback still restores stock.
+    let out = sb.sh("apt-get upgrade -y").unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert_eq!(installed_commit(&sb), next_commit);
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(
+        probe(&sb).iter().all(|(_, id)| id.contains("-STOCK-")),
+        "{:?}",
+        probe(&sb)
+    );
+    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+}
+
+/// The commit pin moves N -> N+1 through `apt-get upgrade`, back only with --allow-downgrade,
+/// rollback after the move: bookworm, then trixie (apt 3 solver).
+#[test]
+fn the_pin_moves_through_apt_and_back_only_when_asked() {
+    let work = tempfile::Builder::new()
+        .prefix("rocm-pin-day2-")
+        .tempdir()
+        .unwrap();
+    let (next_commit, next_debs) = build_next_pin(artifacts("bookworm"), work.path());
+    for suite in ["bookworm", "trixie"] {
+        pin_moves(suite, &next_commit, &next_debs, work.path());
+    }
+}

@@ -221,6 +221,7 @@ fn finish(
             lock_timeout: opts.lock_timeout,
             guard: false,
             local_repo: false,
+            allow_downgrade: false,
         },
         listener,
     );

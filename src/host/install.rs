@@ -44,6 +44,8 @@ pub struct InstallOptions {
     pub guard: bool,
     /// Also keep our .debs in a signed local apt repository (see `localrepo`).
     pub local_repo: bool,
+    /// Accept .debs older than the installed pin (going back to a previous commit pin).
+    pub allow_downgrade: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -421,6 +423,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                     if o.version != f.version || !o.is_installed_ok() {
                         all_ours_current = false;
                     }
+                    if !opts.allow_downgrade {
+                        super::pinmove::refuse_downgrade(o, &f.version)?;
+                    }
                 }
                 Some(o) => {
                     return Err(refuse(format!(
@@ -473,6 +478,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
             let mut cmd = apt_get(opts.lock_timeout);
             cmd.args(["-s", "install"]);
+            if opts.allow_downgrade {
+                cmd.arg("--allow-downgrades");
+            }
             if all_ours_current {
                 cmd.arg("--reinstall");
             }
@@ -530,6 +538,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         let snap_before = snapshot(root)?;
         let mut cmd = apt_get(opts.lock_timeout);
         cmd.args(["install", "-y"]);
+        if opts.allow_downgrade {
+            cmd.arg("--allow-downgrades");
+        }
         if all_ours_current {
             cmd.arg("--reinstall")
                 .arg("-o")

@@ -12,6 +12,7 @@ pub mod inplace;
 pub mod install;
 pub mod loader;
 pub mod localrepo;
+pub mod pinmove;
 pub mod repack;
 pub mod rollback;
 pub mod status;
