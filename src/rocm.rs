@@ -412,3 +412,26 @@ mod inplace_name_tests {
         assert_eq!(commit_hint_of_file_name("libhsa-runtime64.so.1.18.0"), None);
     }
 }
+
+/// The ROCm release a stock package version encodes in its 5-digit release component
+/// (`7.2.53211.70205-1~24.04` → `7.2.5`, `1.18.0.70204-93~24.04` → `7.2.4`). None when the
+/// version has no such component.
+pub fn release_of_stock_version(version: &str) -> Option<String> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
+    let last = upstream.rsplit('.').next()?;
+    let n: u32 = (last.len() == 5).then(|| last.parse().ok()).flatten()?;
+    Some(format!("{}.{}.{}", n / 10000, (n / 100) % 100, n % 100))
+}
+
+#[cfg(test)]
+mod release_tests {
+    #[test]
+    fn release_from_stock_versions() {
+        use super::release_of_stock_version as r;
+        assert_eq!(r("7.2.53211.70205-1~24.04").as_deref(), Some("7.2.5"));
+        assert_eq!(r("1.18.0.70204-93~24.04").as_deref(), Some("7.2.4"));
+        assert_eq!(r("7.2.4.70204-93~24.04").as_deref(), Some("7.2.4"));
+        assert_eq!(r("5.7.1-2"), None);
+    }
+}

@@ -485,3 +485,205 @@ fn the_pin_moves_through_apt_and_back_only_when_asked() {
         pin_moves(suite, &next_commit, &next_debs, work.path());
     }
 }
+
+/// The apt image plus aptitude and unattended-upgrades (scripts/setup.d/22-day2-chroot.sh).
+fn day2_image(suite: &str) -> rocm_pin::sandbox::ChrootImage {
+    let tarball = cache_dir().join(format!("chroot/{suite}-day2.tar.zst"));
+    assert!(
+        tarball.is_file(),
+        "{} is missing: run scripts/test-setup (scripts/setup.d/22-day2-chroot.sh)",
+        tarball.display()
+    );
+    rocm_pin::sandbox::ChrootImage::from_tarball(suite, &tarball).unwrap()
+}
+
+/// Stock set + `rocm-pin install` on the day-2 image (its dpkg database differs from the
+/// shared snapshots', so they cannot be unpacked onto it).
+fn installed_on_day2_image(a: &Artifacts) -> Sandbox {
+    let sb = Sandbox::with_options(&day2_image(&a.suite), &opts(&a.suite)).expect("sandbox");
+    sb.add_local_repo("stock", &a.stock.out_dir).unwrap();
+    sb.run_ok(&[
+        "apt-get",
+        "install",
+        "-y",
+        "rocm-hip-runtime",
+        "hip-dev",
+        "rccl",
+        "hipblas",
+        "rocm-smi-lib",
+    ])
+    .expect("install the stock set");
+    sb.install_rocm_pin(&bin()).unwrap();
+    sb.copy_in(&a.probe, PROBE).unwrap();
+    sb.copy_in(&a.ours_dir, OURS_DIR).unwrap();
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    sb
+}
+
+/// Stock ROCm 7.2.5: new hsa-rocr, hip-runtime-amd, rocm-core, and the exact-`=` dependants
+/// rocm-hip-runtime and hip-dev, in their own prefix /opt/rocm-7.2.5.
+fn stock_725(work: &std::path::Path) -> rocm_pin::standin::StockSet {
+    let mut spec = rocm_pin::standin::StockSetSpec::for_host()
+        .unwrap()
+        .newer_release_with_meta();
+    spec.rocm_version = "7.2.5".into();
+    rocm_pin::standin::build_stock_set(
+        &spec,
+        &work.join("stock-7.2.5"),
+        &rocm_pin::progress::Silent,
+    )
+    .expect("stock 7.2.5 set")
+}
+
+const UU_CONF: &str = "Unattended-Upgrade::Origins-Pattern { \"origin=rocm-pin-test-stock725\"; \"origin=rocm-pin-test-stock\"; };\n\
+Unattended-Upgrade::OnlyOnACPower \"false\";\n\
+Unattended-Upgrade::Skip-Updates-On-Metered-Connections \"false\";\n";
+
+fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
+    let a = artifacts(suite);
+    let sb = installed_on_day2_image(a);
+    sb.add_local_repo("stock725", &r725.out_dir).unwrap();
+    sb.write("/etc/apt/apt.conf.d/51rocm-pin-day2-uu", UU_CONF)
+        .unwrap();
+    let runtime_ids = probe(&sb);
+    assert!(all_patched(&runtime_ids), "{runtime_ids:?}");
+    // The control (before any upgrade command ran), measured: without the release hold,
+    // bookworm's classic solver removes the meta to upgrade rocm-core alone (exit 0, /opt/rocm
+    // re-pointed); trixie's apt 3 solver keeps all three back even without it.
+    let control = sb
+        .sh("H=/etc/apt/preferences.d/rocm-pin-release-hold; mv $H /root/hold.saved; apt-get dist-upgrade -s; mv /root/hold.saved $H")
+        .unwrap();
+    assert_eq!(
+        text(&control).contains("Remv rocm-hip-runtime"),
+        suite == "bookworm",
+        "control on {suite} without the hold:\n{}",
+        text(&control)
+    );
+
+    let mut failures = Vec::new();
+    let mut table = Vec::new();
+    for cmd in [
+        "apt upgrade -y",
+        "apt full-upgrade -y",
+        "apt-get dist-upgrade -y",
+        "aptitude safe-upgrade -y",
+        "unattended-upgrade -v",
+    ] {
+        let before = sb.installed_packages().unwrap();
+        let out = sb.sh(cmd).unwrap();
+        let after = sb.installed_packages().unwrap();
+        let ids = probe(&sb);
+        let v = verify(&sb);
+        let mut problems = Vec::new();
+        if ids != runtime_ids {
+            problems.push(format!("the runtime changed: {ids:?} (exit {})", rc(&out)));
+        }
+        for p in ["hsa-rocr-pinned", "hip-runtime-amd-pinned"] {
+            if !after.contains_key(p) {
+                problems.push(format!("{p} removed"));
+            }
+        }
+        for p in ["hsa-rocr", "hip-runtime-amd"] {
+            if after.contains_key(p) {
+                problems.push(format!("stock {p} installed"));
+            }
+        }
+        if rc(&v) != 0 {
+            problems.push(format!("verify:\n{}", text(&v)));
+        }
+        let mut changed: Vec<String> = after
+            .iter()
+            .filter(|(k, v)| before.get(*k) != Some(*v))
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        changed.extend(
+            before
+                .keys()
+                .filter(|k| !after.contains_key(*k))
+                .map(|k| format!("{k} REMOVED")),
+        );
+        if !changed.is_empty() {
+            problems.push(format!("packages changed: {}", changed.join(", ")));
+        }
+        if sb.resolve("/opt/rocm").ok() != Some(std::path::PathBuf::from("/opt/rocm-7.2.4")) {
+            problems.push(format!(
+                "/opt/rocm now resolves to {:?}",
+                sb.resolve("/opt/rocm")
+            ));
+        }
+        let out_text = text(&out);
+        // What is kept back must be visible: apt/aptitude say so; unattended-upgrade logs it.
+        let lower = out_text.to_lowercase();
+        // apt, apt-get and unattended-upgrade name the packages; aptitude only counts them.
+        let visible = (lower.contains("kept back") || lower.contains("not upgrad"))
+            && (out_text.contains("rocm-hip-runtime")
+                || (cmd.starts_with("aptitude") && !lower.contains(" 0 not upgraded")));
+        if std::env::var_os("DAY2_DEBUG").is_some() {
+            eprintln!("--- {cmd}:\n{out_text}");
+        }
+        if !visible {
+            problems.push("kept-back packages not visible in the output".into());
+        }
+        table.push(format!(
+            "{suite} {cmd:<26} rc {:<3} changed [{}] {}",
+            rc(&out),
+            changed.join(", "),
+            if problems.is_empty() { "ok" } else { "FAIL" }
+        ));
+        if !problems.is_empty() {
+            failures.push(format!("{cmd}: {}\n{out_text}", problems.join("; ")));
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+
+    // status: stock 7.2.5 is there, this pin targets 7.2.4, the two ways forward.
+    let st = sb.run(&["rocm-pin", "status"]).unwrap();
+    let t = text(&st);
+    assert_eq!(rc(&st), 0, "{t}");
+    assert!(
+        t.contains("ROCm 7.2.5 is available while this pin targets 7.2.4"),
+        "{t}"
+    );
+    assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
+    assert!(t.contains("build a pin for 7.2.5"), "{t}");
+    let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(j["upgrades"]["stock_release"], "7.2.5", "{j}");
+    assert_eq!(j["health"], "healthy");
+
+    // rollback, then apt reaches stock 7.2.5 cleanly with every dependant.
+    let out = sb.sh("rocm-pin rollback && apt full-upgrade -y").unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let inst = sb.installed_packages().unwrap();
+    for role in [
+        StockRole::HsaRocr,
+        StockRole::HipRuntime,
+        StockRole::RocmHipRuntime,
+        StockRole::HipDev,
+    ] {
+        let p = r725.require(role).unwrap();
+        assert_eq!(inst.get(&p.name), Some(&p.version), "{}", text(&out));
+    }
+    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+    let ids = probe(&sb);
+    assert!(
+        ids.iter().all(|(_, id)| id.contains("-STOCK-70205")),
+        "{ids:?}"
+    );
+}
+
+/// A new stock ROCm release is published: no upgrade command removes ours or installs stock,
+/// none exits 0 with a changed runtime; status tells; rollback + full-upgrade reaches it.
+#[test]
+fn a_new_stock_release_is_kept_back_until_the_admin_chooses() {
+    let work = tempfile::Builder::new()
+        .prefix("rocm-pin-day2-")
+        .tempdir()
+        .unwrap();
+    let r725 = stock_725(work.path());
+    for suite in ["bookworm", "trixie"] {
+        stock_moves(suite, &r725);
+    }
+}

@@ -4,8 +4,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-/// Report ROCm version and prefix, gate decision, installed flavor/commit, verify summary and
-/// the processes that still map a deleted copy of the old runtime. Always exits 0.
+/// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
+/// origin), pins and Protected, available upgrades of ours and of stock, guard hook, local
+/// repository, an in-place patch, a quick verify, processes still mapping a deleted runtime.
+///
+/// Exit 0 healthy (ours installed, verify passes), 1 broken (not installed, patched in place,
+/// or verify failing), 3 skipped by the version gate. JSON schema: docs/status-json.md.
 ///
 /// Example: `rocm-pin status --json`
 #[derive(Args, Debug)]
@@ -25,5 +29,12 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     } else {
         print!("{}", s.to_human());
     }
-    Ok(())
+    match s.exit_code {
+        0 => Ok(()),
+        3 => Err(crate::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(crate::error::ExitError::check_failed(
+            "status: the pinned runtime is not healthy (see above)",
+        )
+        .into()),
+    }
 }

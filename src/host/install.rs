@@ -631,6 +631,18 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
+    let stock_names: Vec<String> = facts.iter().map(|f| f.stock_name.clone()).collect();
+    let held = super::hold::write(root, &stock_names)?;
+    if !held.is_empty() {
+        report.actions.push(format!(
+            "holds {} at the installed release ({})",
+            held.iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::hold::hold_path().display()
+        ));
+    }
 
     if opts.guard {
         write_guard(root)?;
