@@ -54,6 +54,8 @@ pub struct InPlacePatch {
     pub stock: Vec<(String, String)>,
     pub differing: Vec<DifferingFile>,
     pub libraries: Vec<PatchedLibrary>,
+    /// The commit of the installed rocm-pin packages, when some are installed.
+    pub installed_commit: Option<String>,
     /// Things that make this patch unusable as it is (empty or dangling files, disagreeing
     /// markers, no backport symbol). Empty when it is a clean in-place patch.
     pub problems: Vec<String>,
@@ -87,6 +89,14 @@ impl InPlacePatch {
 
     /// One line for a verify check: the state, the differing files, the fix.
     pub fn summary(&self) -> String {
+        if let (false, Some(ours)) = (self.is_live(), &self.installed_commit) {
+            return format!(
+                "stale in-place marker {}/{} names commit {} but the installed rocm-pin packages carry {ours}: remove the marker (and its -sonames sibling) so nothing reads the wrong commit",
+                self.prefix,
+                rocm::INPLACE_COMMIT_RELPATH,
+                self.marker_commit.as_deref().unwrap_or("?")
+            );
+        }
         if !self.is_live() {
             return format!(
                 "stale in-place marker {}/{} (commit {}): the in-place patch was reverted, the stock runtime is live; remove the marker or install the pinned packages",
@@ -115,6 +125,9 @@ impl InPlacePatch {
     /// One paragraph for humans: what was found, why it is not protected, the fix.
     pub fn describe(&self) -> String {
         let mut s = String::new();
+        if !self.is_live() && self.installed_commit.is_some() {
+            return format!("{}\n", self.summary());
+        }
         if self.is_live() {
             s.push_str(&format!(
                 "patched IN PLACE (commit {} from {}/{}), NOT protected:\n",
@@ -238,14 +251,14 @@ pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
     }
     // A marker naming the commit our installed packages carry is the adoption in progress (or
     // an image that installed ours on top): it agrees, so it is not reported.
-    let agrees_with_ours = marker_commit.as_ref().is_some_and(|c| {
-        entries.iter().any(|e| {
-            e.has_files()
-                && e.extra
-                    .get(rocm::COMMIT_FIELD)
-                    .is_some_and(|x| x.eq_ignore_ascii_case(c))
-        })
-    });
+    let installed_commit = entries
+        .iter()
+        .filter(|e| e.has_files())
+        .find_map(|e| e.extra.get(rocm::COMMIT_FIELD).cloned());
+    let agrees_with_ours = marker_commit
+        .as_ref()
+        .zip(installed_commit.as_ref())
+        .is_some_and(|(m, o)| m.eq_ignore_ascii_case(o));
     if differing.is_empty() && agrees_with_ours {
         return None;
     }
@@ -259,6 +272,7 @@ pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
             .collect(),
         differing,
         libraries: Vec::new(),
+        installed_commit,
         problems: Vec::new(),
     };
     if patch.is_live() {
@@ -455,5 +469,20 @@ mod tests {
         assert!(!p.is_live());
         assert_eq!(p.marker_commit.as_deref(), Some(rocm::PIN_COMMIT));
         assert!(p.describe().contains("REVERTED"), "{}", p.describe());
+        // With ours installed at another commit the marker disagrees; at the same commit it
+        // is the adoption's own and not reported.
+        let ours = |commit: &str| StatusEntry {
+            package: "hsa-rocr-pinned".into(),
+            status: "install ok installed".into(),
+            extra: [(rocm::COMMIT_FIELD.to_string(), commit.to_string())].into(),
+            ..Default::default()
+        };
+        let other = detect(r, &[ours("0123456789abcdef0123456789abcdef01234567")]).unwrap();
+        assert!(
+            other.summary().contains("stale in-place marker"),
+            "{}",
+            other.summary()
+        );
+        assert!(detect(r, &[ours(rocm::PIN_COMMIT)]).is_none());
     }
 }
