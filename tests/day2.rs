@@ -96,14 +96,20 @@ fn adopt_then_downstream(suite: &str) {
     assert!(text(&v).contains("rocm-pin adopt"), "{}", text(&v));
     let st = sb.run(&["rocm-pin", "status"]).unwrap();
     let st_text = text(&st);
+    assert_eq!(rc(&st), 1, "status on a host patched in place: {st_text}");
     assert!(st_text.contains("IN PLACE"), "{st_text}");
     assert!(st_text.contains("NOT protected"), "{st_text}");
     assert!(st_text.contains("apt-get install --reinstall"), "{st_text}");
     assert!(st_text.contains("rocm-pin adopt"), "{st_text}");
 
-    // adopt.
+    // adopt (trixie: into --out).
     let t = std::time::Instant::now();
-    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    let out = if suite == "trixie" {
+        sb.run(&["rocm-pin", "adopt", "--out", "/root/adopted"])
+            .unwrap()
+    } else {
+        sb.run(&["rocm-pin", "adopt"]).unwrap()
+    };
     assert_eq!(rc(&out), 0, "adopt failed:\n{}", text(&out));
     eprintln!("{suite}: adopt took {:.1}s", t.elapsed().as_secs_f64());
     let v = verify(&sb);
@@ -127,6 +133,19 @@ fn adopt_then_downstream(suite: &str) {
             .is_some_and(|s| s.starts_with("adopted from an in-place patch")),
         "{marker}"
     );
+    let debs_dir = if suite == "trixie" {
+        "/root/adopted"
+    } else {
+        "/var/lib/rocm-pin/adopted"
+    };
+    let debs = sb.sh_ok(&format!("ls {debs_dir}")).unwrap();
+    assert_eq!(debs.matches(".deb").count(), 2, "{debs}");
+    let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    assert_eq!(rc(&js), 0, "{}", text(&js));
+    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(j["ours"]["origin"], "adopted", "{j}");
+    assert_eq!(j["ours"]["commit"], commit.as_str());
+    assert!(j["in_place"].is_null(), "{j}");
     // Running it again: not patched in place any more, a clear refusal, nothing changes.
     let again = sb.run(&["rocm-pin", "adopt"]).unwrap();
     assert_eq!(rc(&again), 2, "{}", text(&again));

@@ -70,13 +70,65 @@ fn default_out() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("adopted")
 }
 
+/// One adoption at a time: an exclusive flock on `/var/lib/rocm-pin/adopt.lock`, held until
+/// the returned file is dropped. Work directories of killed runs are removed under it.
+fn lock_and_clean(root: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let dir = in_root(root, rocm::STATE_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("adopt.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    // SAFETY: flock on a descriptor we own; no memory is shared.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(refuse(format!(
+            "another `rocm-pin adopt` is running ({} is locked); nothing changed",
+            path.display()
+        )));
+    }
+    for e in std::fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+        if e.file_name().to_string_lossy().starts_with(".adopt-") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    Ok(file)
+}
+
 pub fn adopt(opts: &AdoptOptions, listener: &dyn Listener) -> anyhow::Result<AdoptReport> {
     let root = Path::new("/");
     let mut report = AdoptReport::default();
     let state_file = state_path(root);
+    let dir = in_root(root, rocm::STATE_DIR);
+    let state_dir_existed = dir.exists();
+    let lock_existed = dir.join("adopt.lock").exists();
+    let lock = lock_and_clean(root)?;
+    let result = adopt_locked(root, opts, &state_file, &mut report, listener);
+    drop(lock);
+    // A refusal leaves no trace: no lock file, no directory rocm-pin made for nothing.
+    if !lock_existed {
+        let _ = std::fs::remove_file(dir.join("adopt.lock"));
+    }
+    if result.is_err() && !state_dir_existed {
+        let _ = std::fs::remove_dir(in_root(root, &install::stock_dir().to_string_lossy()));
+        let _ = std::fs::remove_dir(&dir);
+    }
+    result.map(|()| report)
+}
+
+fn adopt_locked(
+    root: &Path,
+    opts: &AdoptOptions,
+    state_file: &Path,
+    report: &mut AdoptReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
     if state_file.exists() {
         let state: AdoptState = serde_json::from_slice(
-            &std::fs::read(&state_file)
+            &std::fs::read(state_file)
                 .with_context(|| format!("cannot read {}", state_file.display()))?,
         )
         .with_context(|| format!("{} is not an adoption state file", state_file.display()))?;
@@ -127,7 +179,7 @@ pub fn adopt(opts: &AdoptOptions, listener: &dyn Listener) -> anyhow::Result<Ado
     ));
 
     let stock_debs = progress::step(listener, "find the stock .debs for rollback", || {
-        find_stock_debs(root, &patch, opts, &mut report)
+        find_stock_debs(root, &patch, opts, report)
     })?;
     let out = opts.out.clone().unwrap_or_else(default_out);
     let work_parent = in_root(root, rocm::STATE_DIR);
@@ -183,7 +235,7 @@ pub fn adopt(opts: &AdoptOptions, listener: &dyn Listener) -> anyhow::Result<Ado
         prefix: patch.prefix.clone(),
         debs,
     };
-    write_state(&state_file, &state)?;
+    write_state(state_file, &state)?;
     report.patch = Some(patch);
     finish(root, opts, state, report, listener)
 }
@@ -200,9 +252,9 @@ fn finish(
     root: &Path,
     opts: &AdoptOptions,
     state: AdoptState,
-    mut report: AdoptReport,
+    report: &mut AdoptReport,
     listener: &dyn Listener,
-) -> anyhow::Result<AdoptReport> {
+) -> anyhow::Result<()> {
     report.commit = state.commit.clone();
     report.debs = state.debs.iter().map(|d| d.display().to_string()).collect();
     for d in &state.debs {
@@ -245,7 +297,7 @@ fn finish(
     report
         .actions
         .push(format!("verify: all {} checks pass", v.checks.len()));
-    Ok(report)
+    Ok(())
 }
 
 /// Move the in-place markers into the state directory, after checking they name the commit
@@ -350,9 +402,7 @@ fn find_stock_debs(
         return Ok(found);
     }
     if !opts.no_rollback {
-        // Leave no trace: the directories made for the download go again when empty.
         let _ = std::fs::remove_dir(&keep_dir);
-        let _ = std::fs::remove_dir(in_root(root, rocm::STATE_DIR));
         return Err(refuse(format!(
             "no stock .deb for {} (not kept in {}, not in /var/cache/apt/archives, `apt-get download` failed). The dpkg database cannot rebuild it: the in-place patch overwrote its files. Without it `rocm-pin rollback` cannot put stock back offline. Put the .deb into /var/cache/apt/archives (or configure its repository), or accept that with `rocm-pin adopt --no-rollback`. Nothing changed.",
             missing.join(", "),
