@@ -45,22 +45,22 @@ pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
         listener.as_ref(),
     )?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     if report.resumed {
-        println!("completed an adoption that was interrupted earlier");
+        outln!("completed an adoption that was interrupted earlier");
     }
     for s in &report.stock_debs {
-        println!("kept for rollback: {s}");
+        outln!("kept for rollback: {s}");
     }
     for a in &report.actions {
-        println!("{a}");
+        outln!("{a}");
     }
     for w in &report.warnings {
-        println!("warning: {w}");
+        outln!("warning: {w}");
     }
-    println!(
+    outln!(
         "rocm-pin adopt: commit {} is now installed as packages: {}",
         report.commit,
         report.debs.join(" ")

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::gate;
 use super::rollback::installed_pin;
 use super::status::{in_root, StatusEntry};
-use crate::rocm;
+use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StaleMapping {
@@ -58,8 +58,9 @@ pub struct PinState {
 pub struct HostStatus {
     /// Version of this document (docs/status-json.md).
     pub schema: u32,
-    /// "healthy" (exit 0), "broken" (exit 1: not installed, patched in place, or verify
-    /// failing), "skipped" (exit 3: the version gate skipped this host).
+    /// "healthy" (exit 0), "not-installed" (exit 0: nothing of ours, no in-place patch),
+    /// "broken" (exit 1: patched in place, or ours installed and verify failing), "skipped"
+    /// (exit 3: the version gate skipped this host).
     pub health: String,
     pub exit_code: i32,
     /// Every hop of the `/opt/rocm` chain, None when it does not resolve.
@@ -235,7 +236,33 @@ fn quick_verify(root: &Path) -> (Option<bool>, Vec<String>, usize) {
     }
 }
 
-pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
+/// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
+/// line leads somewhere instead of just saying "not installed".
+fn gate_preview(root: &Path, mode: GateMode) -> String {
+    let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
+        Ok((prefix, _)) => prefix.display().to_string(),
+        Err(_) => format!("/opt/rocm-{}", rocm::TARGET_ROCM_VERSION),
+    };
+    let d = gate::evaluate(root, &target, mode, rocm::TARGET_ROCM_VERSION);
+    let verdict = match (mode, d.matches) {
+        (GateMode::Off, _) => "would do nothing",
+        (_, true) => "would proceed",
+        (GateMode::Auto, false) => "would skip this host (exit 0)",
+        (GateMode::Require, false) => "would refuse (exit 2)",
+    };
+    let mode_name = match mode {
+        GateMode::Require => "require",
+        GateMode::Auto => "auto",
+        GateMode::Off => "off",
+    };
+    format!(
+        "not installed; `rocm-pin install` {verdict} under mode {mode_name}: {}",
+        d.reason
+    )
+}
+
+/// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
+pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line(&in_root(
@@ -255,7 +282,7 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
         (None, Some(_)) => "installed (gate passed)".to_string(),
-        (None, None) => "not installed".to_string(),
+        (None, None) => gate_preview(root, mode),
     };
     let in_place = super::inplace::detect(root, &entries);
     let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
@@ -263,9 +290,11 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
     } else {
         (None, Vec::new(), 0)
     };
-    let (health, exit_code) = match (&skip, verify_ok) {
-        (Some(_), _) => ("skipped", 3),
-        (None, Some(true)) => ("healthy", 0),
+    let (health, exit_code) = match (&skip, verify_ok, &pin) {
+        (Some(_), _, _) => ("skipped", 3),
+        (None, Some(true), _) => ("healthy", 0),
+        // Nothing of ours and no in-place patch: nothing is broken yet.
+        (None, None, None) => ("not-installed", 0),
         _ => ("broken", 1),
     };
     let local_repo = Path::new(rocm::STATE_DIR).join("repo");
