@@ -97,6 +97,7 @@ fn adopt_then_downstream(suite: &str) {
     let st = sb.run(&["rocm-pin", "status"]).unwrap();
     let st_text = text(&st);
     assert_eq!(rc(&st), 1, "status on a host patched in place: {st_text}");
+    eprintln!("{suite}: status of a host patched in place:\n{st_text}");
     assert!(st_text.contains("IN PLACE"), "{st_text}");
     assert!(st_text.contains("NOT protected"), "{st_text}");
     assert!(st_text.contains("apt-get install --reinstall"), "{st_text}");
@@ -270,6 +271,38 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
                     text(&verify(&sb))
                 ));
             }
+        }
+    }
+    // No repository, but the stock .debs in apt's cache: adopt takes them from there, and
+    // rollback puts stock back offline.
+    let sb = fresh(a, &a.stock_snapshot);
+    patch_in_place(&sb, a, &commit);
+    let mut cp = String::from("rm -rf /srv/rocm-pin-test-repos/stock");
+    for role in [StockRole::HsaRocr, StockRole::HipRuntime] {
+        let deb = a
+            .stock
+            .require(role)
+            .unwrap()
+            .deb
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        cp.push_str(&format!(
+            "; cp {STOCK_DEBS_DIR}/{deb} /var/cache/apt/archives/"
+        ));
+    }
+    sb.sh_ok(&cp).unwrap();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    if rc(&out) != 0 || !text(&out).contains("from the apt cache") {
+        failures.push(format!("apt cache: rc {}:\n{}", rc(&out), text(&out)));
+    } else {
+        let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+        if rc(&out) != 0 || !probe(&sb).iter().all(|(_, id)| id.contains("-STOCK-")) {
+            failures.push(format!(
+                "rollback after adopting from the apt cache:\n{}",
+                text(&out)
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -660,6 +693,7 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
     // status: stock 7.2.5 is there, this pin targets 7.2.4, the two ways forward.
     let st = sb.run(&["rocm-pin", "status"]).unwrap();
     let t = text(&st);
+    eprintln!("{suite}: status with stock 7.2.5 published:\n{t}");
     assert_eq!(rc(&st), 0, "{t}");
     assert!(
         t.contains("ROCm 7.2.5 is available while this pin targets 7.2.4"),

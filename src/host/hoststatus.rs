@@ -442,10 +442,11 @@ impl HostStatus {
         }
         for p in &self.pins {
             s.push_str(&format!(
-                "pin:         {} {} {}; Protected: {}\n",
+                "pin:         {} {} {}{}; Protected: {}\n",
                 p.file,
                 if p.pinned { "pins" } else { "does NOT pin" },
                 p.stock_name,
+                if p.pinned { " away (priority < 0)" } else { "" },
                 if p.protected { "yes" } else { "NO" }
             ));
         }
