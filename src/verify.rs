@@ -115,6 +115,21 @@ impl Default for VerifyOptions {
     }
 }
 
+/// How to remove a stock package that sits next to ours, for the solver apt uses here
+/// (measured in bookworm/trixie chroots: `apt-get remove` and `rocm-pin install` repair under
+/// both solvers; `apt-get -f install` only under the classic one).
+fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
+    let common = format!(
+        "remove it: `apt-get remove -y {stock}` (ours provide it, nothing else goes), or run `rocm-pin install` with our .debs again"
+    );
+    match solver {
+        apt::Solver::Classic => format!("{common} (or `apt-get -f install`)"),
+        apt::Solver::Solver3 => format!(
+            "{common}; not `apt-get -f install`: apt's 3.0 solver, the one configured here, fails on it"
+        ),
+    }
+}
+
 /// The skip record the version gate writes (in-root path).
 pub fn skip_record_path() -> PathBuf {
     crate::host::gate::skip_record_path()
@@ -305,17 +320,21 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
     // Stock real packages not installed.
     for r in &marker.replaced {
         match by_name.get(r.stock_name.as_str()) {
-            Some(e) if e.has_files() => c.add(
-                "stock-absent",
-                &r.stock_name,
-                false,
-                format!(
-                    "stock {} {} is installed ({}) next to ours; run `rocm-pin install` again (or `apt-get -f install`)",
-                    e.package,
-                    e.version,
-                    e.abbrev()
-                ),
-            ),
+            Some(e) if e.has_files() => {
+                let apt_version = by_name.get("apt").map(|a| a.version.as_str());
+                c.add(
+                    "stock-absent",
+                    &r.stock_name,
+                    false,
+                    format!(
+                        "stock {} {} is installed ({}) next to ours; {}",
+                        e.package,
+                        e.version,
+                        e.abbrev(),
+                        stock_repair_hint(&e.package, apt::solver(root, apt_version))
+                    ),
+                )
+            }
             _ => c.add(
                 "stock-absent",
                 &r.stock_name,
