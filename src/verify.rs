@@ -885,3 +885,20 @@ fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
         },
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stock_repair_hint_fits_the_solver() {
+        let classic = stock_repair_hint("hsa-rocr", apt::Solver::Classic);
+        let solver3 = stock_repair_hint("hsa-rocr", apt::Solver::Solver3);
+        for h in [&classic, &solver3] {
+            assert!(h.contains("`apt-get remove -y hsa-rocr`"), "{h}");
+            assert!(h.contains("rocm-pin install"), "{h}");
+        }
+        assert!(classic.contains("(or `apt-get -f install`)"), "{classic}");
+        assert!(solver3.contains("not `apt-get -f install`"), "{solver3}");
+    }
+}

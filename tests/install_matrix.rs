@@ -6,6 +6,7 @@
 mod install_support;
 
 use install_support::*;
+use rocm_pin::host::apt::Solver;
 use rocm_pin::sandbox::Sandbox;
 use rocm_pin::standin::StockRole;
 
@@ -713,6 +714,15 @@ fn dpkg_guard_fails_a_forced_stock_install_at_that_command(config: &str) {
                     && said.contains("rocm-pin --guard"),
                 "{config}: the failure must name {} and `{repair}`:\n{said}",
                 stock.name
+            );
+            // The hint fits the solver apt uses here (read from the chroot's apt configuration).
+            let fix_broken_hint = match solver_of(config) {
+                Solver::Classic => "(or `apt-get -f install`)",
+                Solver::Solver3 => "not `apt-get -f install`",
+            };
+            assert!(
+                said.contains(fix_broken_hint),
+                "{config}: want {fix_broken_hint:?}:\n{said}"
             );
             let out = sb.sh(&repair).unwrap();
             assert_eq!(rc(&out), 0, "{config}: {repair}: {}", text(&out));
