@@ -191,22 +191,21 @@ pub fn standin_notice(commit: Option<&str>) -> String {
     )
 }
 
-/// The same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image).
+/// The same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image): the
+/// README's block, command for command (tests/first_hour.rs holds the two together), with
+/// `--guard` so a later apt command that reverts the runtime fails loudly.
 pub fn real_host_commands() -> Vec<String> {
     vec![
         format!(
-            "rocm-pin build --source {} --commit {} --rocm-path {} --out /var/tmp/rocm-pin/staging",
+            "rocm-pin build --source {} --out staging/   # pinned commit by default",
             rocm::PIN_REPOSITORY.trim_end_matches(".git"),
-            rocm::PIN_COMMIT,
-            rocm::DEFAULT_ROCM_PATH
         ),
-        "rocm-pin package --staging /var/tmp/rocm-pin/staging --out /var/tmp/rocm-pin/debs"
-            .to_string(),
-        "sudo rocm-pin install --mode require /var/tmp/rocm-pin/debs/*.deb".to_string(),
-        "rocm-pin verify    # last, after every other apt command (exit 0 = patched runtime live)"
+        "rocm-pin package --staging staging/ --out debs/".to_string(),
+        "sudo rocm-pin install debs/*.deb --guard".to_string(),
+        "rocm-pin verify    # last, after every other apt command (exit 0 = patched runtime in use)"
             .to_string(),
         "# many hosts/images: rocm-pin repo keygen --out repo-key.asc && rocm-pin repo \
-         /var/tmp/rocm-pin/debs/*.deb --sign-key repo-key.asc --out /srv/rocm-pin-repo"
+         debs/*.deb --sign-key repo-key.asc --out /srv/rocm-pin-repo"
             .to_string(),
     ]
 }
@@ -1067,12 +1066,11 @@ mod tests {
     }
 
     #[test]
-    fn the_real_host_commands_use_the_pinned_source() {
+    fn the_real_host_commands_use_the_pinned_repository_and_the_guard() {
         let cmds = real_host_commands().join("\n");
         assert!(cmds.contains("rocm-pin build --source https://github.com/ROCm/rocm-systems "));
-        assert!(cmds.contains(rocm::PIN_COMMIT));
         assert!(cmds.contains("rocm-pin package --staging"));
-        assert!(cmds.contains("rocm-pin install --mode require"));
+        assert!(cmds.contains("rocm-pin install debs/*.deb --guard"));
         assert!(cmds.contains("rocm-pin verify"));
     }
 }

@@ -628,6 +628,17 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
                     &format!("fetching {url}"),
                 )
             })?;
+            // A fetched tree is the real runtime, which cannot build without ROCm's toolchain:
+            // say so before the fetch, not after minutes of it.
+            if !p.rocm_resolved {
+                return Err(usage(format!(
+                    "ROCm path {} does not exist; nothing was fetched. The runtime at {url} builds \
+                     against an installed ROCm (its LLVM, comgr and device libraries): build inside the \
+                     ROCm {} image or on a ROCm host, or give --rocm-path DIR (see docs/building.md)",
+                    p.rocm.display(),
+                    crate::rocm::TARGET_ROCM_VERSION
+                )));
+            }
             None
         }
     };

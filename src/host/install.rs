@@ -328,7 +328,11 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
     // 1. Gate.
     let g = gate::evaluate(root, &marker.prefix, opts.mode, rocm::TARGET_ROCM_VERSION);
-    listener.info(&g.reason);
+    // Said once: when the gate stops the install, the reason is the refusal (require) or the
+    // command's result line (auto, off), so it is only reported here when the install goes on.
+    if g.proceed() {
+        listener.info(&g.reason);
+    }
     report.gate = Some(g.clone());
     match (opts.mode, g.matches) {
         (GateMode::Off, _) => {

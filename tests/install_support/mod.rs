@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use rocm_pin_testkit::scratch::ScratchDir;
+
 use rocm_pin::host::apt::Solver;
 use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin::standin::{self, StockRole, StockSet, StockSetSpec};
@@ -95,7 +97,7 @@ pub fn must(cmd: &mut Command) -> Output {
 
 /// Everything suite-independent: the stand-in stock sets, our packages, the loader probe.
 pub struct Packages {
-    _work: tempfile::TempDir,
+    _work: ScratchDir,
     pub stock: StockSet,
     /// The custom rccl with exact `=` deps (dpkg -i only).
     pub custom: StockSet,
@@ -113,7 +115,7 @@ pub struct Artifacts {
     pub config: &'static str,
     pub suite: String,
     pub pkgs: &'static Packages,
-    _work: tempfile::TempDir,
+    _work: ScratchDir,
     /// Stock set installed (no rocm-pin yet).
     pub stock_snapshot: PathBuf,
     /// Stock set + `rocm-pin install` done inside.
@@ -241,10 +243,7 @@ fn make_packages() -> Packages {
         unsafe { libc::geteuid() } == 0,
         "the install acceptance tests need root (chroot); CI runs as root"
     );
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-install-test-")
-        .tempdir()
-        .unwrap();
+    let work = ScratchDir::new("install").expect("scratch directory");
     let w = work.path();
     let listener = rocm_pin::progress::Silent;
 
@@ -331,10 +330,7 @@ fn make_artifacts(config: &'static str) -> Artifacts {
     let suite = suite_of(config);
     let t0 = std::time::Instant::now();
     let p = packages();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-install-test-")
-        .tempdir()
-        .unwrap();
+    let work = ScratchDir::new("install").expect("scratch directory");
     let w = work.path();
     let (stock, custom, probe, ours, ours_dir) =
         (&p.stock, &p.custom, &p.probe, &p.ours, &p.ours_dir);
