@@ -164,11 +164,16 @@ fn install_repairs_a_stock_package_forced_in_next_to_ours() {
     for config in CONFIGS {
         let a = artifacts(config);
         let i = inputs(a);
+        // The newer stock release's hsa-rocr too: another version than ours provide.
+        let r2_hsa = a.r2.require(StockRole::HsaRocr).unwrap();
+        let r2_deb = format!("/root/{}", file_name(&r2_hsa.deb));
         for (stock, deb) in [
             ("hsa-rocr", &i.stock_hsa_deb),
             ("hip-runtime-amd", &i.stock_hip_deb),
+            ("hsa-rocr", &r2_deb),
         ] {
             let sb = fresh(a, &a.installed_snapshot);
+            sb.copy_in(&r2_hsa.deb, &r2_deb).unwrap();
             sb.sh_ok(&format!("dpkg -i --force-all {deb}")).unwrap();
             assert!(
                 failed_checks(&sb).contains(&"stock-absent".to_string()),
@@ -193,8 +198,17 @@ fn install_repairs_a_stock_package_forced_in_next_to_ours() {
             if !v.status.success() {
                 problems.push(format!("verify fails:\n{}", text(&v)));
             }
+            // Only the version ours provide is kept for rollback, never the forced one.
+            let kept = sb.sh_ok("ls /var/lib/rocm-pin/stock").unwrap();
+            if kept.contains(&r2_hsa.version) {
+                problems.push(format!(
+                    "the forced {} was kept for rollback: {kept}",
+                    r2_hsa.version
+                ));
+            }
             eprintln!(
-                "{config:<14} install repairs forced {stock:<16} rc {} removed {gone:?}",
+                "{config:<14} install repairs forced {} rc {} removed {gone:?}",
+                deb.rsplit('/').next().unwrap(),
                 rc(&out)
             );
             if !problems.is_empty() {
