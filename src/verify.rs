@@ -125,7 +125,7 @@ fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
     match solver {
         apt::Solver::Classic => format!("{common} (or `apt-get -f install`)"),
         apt::Solver::Solver3 => format!(
-            "{common}; not `apt-get -f install`: apt's 3.0 solver, the one configured here, fails on it"
+            "{common}; not `apt-get -f install`: apt's 3.0 solver, the one apt uses here, fails on it"
         ),
     }
 }

@@ -218,7 +218,8 @@ pub fn configured_solver(root: &Path) -> Option<String> {
 }
 
 /// The solver apt uses on `root`: `APT::Solver` when set, else apt's default for the installed
-/// apt version (the 3.0 solver became the default in apt 3.1).
+/// apt version (assumed: the 3.0 solver from apt 3.1 on, the release that made it Ubuntu's
+/// default; trixie's apt 3.0 still defaults to the classic one, measured).
 pub fn solver(root: &Path, apt_version: Option<&str>) -> Solver {
     let is3 = |v: &str| v.trim().starts_with('3');
     match configured_solver(root) {
