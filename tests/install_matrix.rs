@@ -731,6 +731,25 @@ fn dpkg_guard_fails_a_forced_stock_install_at_that_command(config: &str) {
             assert!(all_patched(&probe(&sb)));
             assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
         }
+        // ROCM_PIN_NO_GUARD=1 skips the dpkg check for one command; `rocm-pin install`, with
+        // both hooks in place, then repairs what it let through.
+        let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+        let deb = format!(
+            "{STOCK_DEBS_DIR}/{}",
+            hsa.deb.file_name().unwrap().to_string_lossy()
+        );
+        let mut cmd = sb.command(&["dpkg", "-i", "--force-all", &deb]);
+        let out = cmd.env("ROCM_PIN_NO_GUARD", "1").output().unwrap();
+        assert_eq!(rc(&out), 0, "{config}: skipped guard: {}", text(&out));
+        assert!(failed_checks(&sb).contains(&"stock-absent".to_string()));
+        let out = sb.run(&argv).unwrap();
+        assert_eq!(
+            rc(&out),
+            0,
+            "{config}: repair under the guard: {}",
+            text(&out)
+        );
+        assert!(verify(&sb).status.success());
         let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
         assert_eq!(rc(&out), 0, "{config}: {}", text(&out));
         assert!(!sb.path(dpkg_hook).exists() && !sb.path(apt_hook).exists());
