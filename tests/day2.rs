@@ -105,7 +105,7 @@ fn adopt_then_downstream(suite: &str) {
 
     // adopt (trixie: into --out).
     let t = std::time::Instant::now();
-    let out = if suite == "trixie" {
+    let out = if suite == "trixie-solver3" {
         sb.run(&["rocm-pin", "adopt", "--out", "/root/adopted"])
             .unwrap()
     } else {
@@ -134,7 +134,7 @@ fn adopt_then_downstream(suite: &str) {
             .is_some_and(|s| s.starts_with("adopted from an in-place patch")),
         "{marker}"
     );
-    let debs_dir = if suite == "trixie" {
+    let debs_dir = if suite == "trixie-solver3" {
         "/root/adopted"
     } else {
         "/var/lib/rocm-pin/adopted"
@@ -185,7 +185,7 @@ fn adopt_in_place_patch_survives_downstream_bookworm() {
 
 #[test]
 fn adopt_in_place_patch_survives_downstream_trixie() {
-    adopt_then_downstream("trixie");
+    adopt_then_downstream("trixie-solver3");
 }
 
 /// The control: the same downstream commands without adopt put stock back.
@@ -533,7 +533,7 @@ fn the_pin_moves_through_apt_and_back_only_when_asked() {
         .tempdir()
         .unwrap();
     let (next_commit, next_debs) = build_next_pin(artifacts("bookworm"), work.path());
-    for suite in ["bookworm", "trixie"] {
+    for suite in ["bookworm", "trixie-solver3"] {
         pin_moves(suite, &next_commit, &next_debs, work.path());
     }
 }
@@ -552,7 +552,7 @@ fn day2_image(suite: &str) -> rocm_pin::sandbox::ChrootImage {
 /// Stock set + `rocm-pin install` on the day-2 image (its dpkg database differs from the
 /// shared snapshots', so they cannot be unpacked onto it).
 fn installed_on_day2_image(a: &Artifacts) -> Sandbox {
-    let sb = Sandbox::with_options(&day2_image(&a.suite), &opts(&a.suite)).expect("sandbox");
+    let sb = Sandbox::with_options(&day2_image(&a.suite), &opts(a.config)).expect("sandbox");
     sb.add_local_repo("stock", &a.stock.out_dir).unwrap();
     sb.run_ok(&[
         "apt-get",
@@ -736,7 +736,7 @@ fn a_new_stock_release_is_kept_back_until_the_admin_chooses() {
         .tempdir()
         .unwrap();
     let r725 = stock_725(work.path());
-    for suite in ["bookworm", "trixie"] {
+    for suite in ["bookworm", "trixie-solver3"] {
         stock_moves(suite, &r725);
     }
 }
