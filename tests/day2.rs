@@ -308,35 +308,48 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// An adoption killed right after dpkg ran (apt-get and rocm-pin SIGKILLed from a
-/// DPkg::Post-Invoke hook, by pid): the next `rocm-pin adopt` completes it.
+/// An adoption SIGKILLed (with the apt-get it runs, by pid, from an apt hook) before dpkg ran
+/// and right after it ran: the next `rocm-pin adopt` completes it.
 #[test]
 fn adopt_killed_half_way_completes_on_the_next_run() {
     let a = artifacts("bookworm");
-    let sb = fresh_with_proc(a, &a.stock_snapshot);
-    patch_in_place(&sb, a, &our_commit(a));
-    sb.write(
-        "/usr/local/bin/kill-adopt",
-        "#!/bin/sh\n# $PPID is apt-get; its parent is rocm-pin adopt.\napt=$PPID\nadopt=$(awk '{print $4}' /proc/$apt/stat)\nkill -KILL \"$adopt\" \"$apt\"\n",
-    )
-    .unwrap();
-    sb.sh_ok("chmod +x /usr/local/bin/kill-adopt").unwrap();
-    sb.write(
-        "/etc/apt/apt.conf.d/99kill-adopt",
-        "DPkg::Post-Invoke { \"/usr/local/bin/kill-adopt\"; };\n",
-    )
-    .unwrap();
-    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
-    assert_ne!(rc(&out), 0, "the hook did not kill adopt:\n{}", text(&out));
-    assert!(sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
-    sb.sh_ok("rm /etc/apt/apt.conf.d/99kill-adopt").unwrap();
-    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    assert!(text(&out).contains("interrupted"), "{}", text(&out));
-    assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
-    assert!(all_patched(&probe(&sb)));
-    assert!(!sb.path(COMMIT_MARKER).exists());
-    assert!(!sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
+    for hook in ["DPkg::Pre-Invoke", "DPkg::Post-Invoke"] {
+        let sb = fresh_with_proc(a, &a.stock_snapshot);
+        patch_in_place(&sb, a, &our_commit(a));
+        sb.write(
+            "/usr/local/bin/kill-adopt",
+            "#!/bin/sh\n# $PPID is apt-get; its parent is rocm-pin adopt.\napt=$PPID\nadopt=$(awk '{print $4}' /proc/$apt/stat)\nkill -KILL \"$adopt\" \"$apt\"\n",
+        )
+        .unwrap();
+        sb.sh_ok("chmod +x /usr/local/bin/kill-adopt").unwrap();
+        sb.write(
+            "/etc/apt/apt.conf.d/99kill-adopt",
+            format!("{hook} {{ \"/usr/local/bin/kill-adopt\"; }};\n"),
+        )
+        .unwrap();
+        let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+        assert_ne!(
+            rc(&out),
+            0,
+            "{hook}: the hook did not kill adopt:\n{}",
+            text(&out)
+        );
+        assert!(
+            sb.path("/var/lib/rocm-pin/adopt-state.json").exists(),
+            "{hook}"
+        );
+        sb.sh_ok("rm /etc/apt/apt.conf.d/99kill-adopt").unwrap();
+        let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+        assert_eq!(rc(&out), 0, "{hook}: {}", text(&out));
+        assert!(text(&out).contains("interrupted"), "{}", text(&out));
+        assert_eq!(rc(&verify(&sb)), 0, "{hook}: {}", text(&verify(&sb)));
+        assert!(all_patched(&probe(&sb)), "{hook}");
+        assert!(!sb.path(COMMIT_MARKER).exists(), "{hook}");
+        assert!(
+            !sb.path("/var/lib/rocm-pin/adopt-state.json").exists(),
+            "{hook}"
+        );
+    }
 }
 
 /// Pin N+1: the stand-in source with one more commit (a day later), built and packaged the

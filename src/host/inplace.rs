@@ -232,10 +232,18 @@ pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
             .collect()
     });
     let stock = stock_runtime_files(root, entries, &prefix);
+    let filters = super::excludes::PathFilters::load(root).ok();
     let mut differing = Vec::new();
     for (e, files) in &stock {
         for (path, want) in files {
-            let got = md5_of(&in_root(root, path)).unwrap_or_else(|| "missing".to_string());
+            let host = in_root(root, path);
+            // Absent by dpkg's path-exclude is how dpkg installed it, not a patch.
+            if std::fs::symlink_metadata(&host).is_err()
+                && filters.as_ref().is_some_and(|f| f.is_excluded(path))
+            {
+                continue;
+            }
+            let got = md5_of(&host).unwrap_or_else(|| "missing".to_string());
             if &got != want {
                 differing.push(DifferingFile {
                     path: path.clone(),
