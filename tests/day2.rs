@@ -626,6 +626,53 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
         text(&control)
     );
 
+    every_upgrade_command_keeps_everything(&sb, suite, &runtime_ids);
+
+    // status: stock 7.2.5 is there, this pin targets 7.2.4, the two ways forward.
+    let st = sb.run(&["rocm-pin", "status"]).unwrap();
+    let t = text(&st);
+    eprintln!("{suite}: status with stock 7.2.5 published:\n{t}");
+    assert_eq!(rc(&st), 0, "{t}");
+    assert!(
+        t.contains("ROCm 7.2.5 is available while this pin targets 7.2.4"),
+        "{t}"
+    );
+    assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
+    assert!(t.contains("build a pin for 7.2.5"), "{t}");
+    let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(j["upgrades"]["stock_release"], "7.2.5", "{j}");
+    assert_eq!(j["health"], "healthy");
+
+    // rollback, then apt reaches stock 7.2.5 cleanly with every dependant.
+    let out = sb.sh("rocm-pin rollback && apt full-upgrade -y").unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let inst = sb.installed_packages().unwrap();
+    for role in [
+        StockRole::HsaRocr,
+        StockRole::HipRuntime,
+        StockRole::RocmHipRuntime,
+        StockRole::HipDev,
+    ] {
+        let p = r725.require(role).unwrap();
+        assert_eq!(inst.get(&p.name), Some(&p.version), "{}", text(&out));
+    }
+    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+    let ids = probe(&sb);
+    assert!(
+        ids.iter().all(|(_, id)| id.contains("-STOCK-70205")),
+        "{ids:?}"
+    );
+}
+
+/// apt upgrade / full-upgrade / dist-upgrade, aptitude safe-upgrade, unattended-upgrade, in
+/// turn: none removes ours, installs stock, changes any package, /opt/rocm or the runtime
+/// (`runtime_ids`), and each shows what it keeps back.
+fn every_upgrade_command_keeps_everything(
+    sb: &Sandbox,
+    suite: &str,
+    runtime_ids: &[(String, String)],
+) {
     let mut failures = Vec::new();
     let mut table = Vec::new();
     for cmd in [
@@ -638,8 +685,8 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
         let before = sb.installed_packages().unwrap();
         let out = sb.sh(cmd).unwrap();
         let after = sb.installed_packages().unwrap();
-        let ids = probe(&sb);
-        let v = verify(&sb);
+        let ids = probe(sb);
+        let v = verify(sb);
         let mut problems = Vec::new();
         if ids != runtime_ids {
             problems.push(format!("the runtime changed: {ids:?} (exit {})", rc(&out)));
@@ -702,42 +749,6 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
     }
     eprintln!("{}", table.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-
-    // status: stock 7.2.5 is there, this pin targets 7.2.4, the two ways forward.
-    let st = sb.run(&["rocm-pin", "status"]).unwrap();
-    let t = text(&st);
-    eprintln!("{suite}: status with stock 7.2.5 published:\n{t}");
-    assert_eq!(rc(&st), 0, "{t}");
-    assert!(
-        t.contains("ROCm 7.2.5 is available while this pin targets 7.2.4"),
-        "{t}"
-    );
-    assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
-    assert!(t.contains("build a pin for 7.2.5"), "{t}");
-    let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
-    assert_eq!(j["upgrades"]["stock_release"], "7.2.5", "{j}");
-    assert_eq!(j["health"], "healthy");
-
-    // rollback, then apt reaches stock 7.2.5 cleanly with every dependant.
-    let out = sb.sh("rocm-pin rollback && apt full-upgrade -y").unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    let inst = sb.installed_packages().unwrap();
-    for role in [
-        StockRole::HsaRocr,
-        StockRole::HipRuntime,
-        StockRole::RocmHipRuntime,
-        StockRole::HipDev,
-    ] {
-        let p = r725.require(role).unwrap();
-        assert_eq!(inst.get(&p.name), Some(&p.version), "{}", text(&out));
-    }
-    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
-    let ids = probe(&sb);
-    assert!(
-        ids.iter().all(|(_, id)| id.contains("-STOCK-70205")),
-        "{ids:?}"
-    );
 }
 
 /// A new stock ROCm release is published: no upgrade command removes ours or installs stock,
