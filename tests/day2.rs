@@ -617,12 +617,17 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
     // bookworm's classic solver removes the meta to upgrade rocm-core alone (exit 0, /opt/rocm
     // re-pointed); trixie's apt 3 solver keeps all three back even without it.
     let control = sb
-        .sh("H=/etc/apt/preferences.d/rocm-pin-release-hold; mv $H /root/hold.saved; apt-get dist-upgrade -s; mv /root/hold.saved $H")
+        .sh("H=/etc/apt/preferences.d/rocm-pin-release-hold; mv $H /root/hold.saved; apt-get dist-upgrade -s; rocm-pin status | grep ^hold:; mv /root/hold.saved $H")
         .unwrap();
     assert_eq!(
         text(&control).contains("Remv rocm-hip-runtime"),
         suite == "bookworm",
         "control on {suite} without the hold:\n{}",
+        text(&control)
+    );
+    assert!(
+        text(&control).contains("MISSING rocm-core"),
+        "status must say the hold is missing:\n{}",
         text(&control)
     );
 
@@ -639,6 +644,7 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
     );
     assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
     assert!(t.contains("build a pin for 7.2.5"), "{t}");
+    assert!(t.contains("hold:        rocm-core 7.2.4"), "{t}");
     let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
     let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
     assert_eq!(j["upgrades"]["stock_release"], "7.2.5", "{j}");
