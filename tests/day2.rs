@@ -218,6 +218,12 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
     let a = artifacts("bookworm");
     let commit = our_commit(a);
     let hip_real = || -> String { format!("$(readlink -f {LIB}/libamdhip64.so.7)") };
+    let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+    let stock_hsa = format!(
+        "dpkg-deb --fsys-tarfile {STOCK_DEBS_DIR}/{} | tar -xOf - .{} > /tmp/stock-hsa",
+        hsa.deb.file_name().unwrap().to_string_lossy(),
+        hsa.libraries[0].path
+    );
     let cases: Vec<(&str, Option<String>, &str)> = vec![
         ("not patched at all", None, "not patched in place"),
         (
@@ -236,6 +242,22 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
                 "echo 0123456789abcdef0123456789abcdef01234567 > {COMMIT_MARKER}"
             )),
             "was built from commit",
+        ),
+        (
+            "HSA library without the backport symbol",
+            Some(format!(
+                "{}; f=$(readlink -f {LIB}/libhsa-runtime64.so.1); cat /tmp/stock-hsa > $f; printf x >> $f",
+                stock_hsa
+            )),
+            "does not export hsa_amd_signal_create_v2",
+        ),
+        (
+            "only half of the pair patched",
+            Some(format!(
+                "{}; cat /tmp/stock-hsa > $(readlink -f {LIB}/libhsa-runtime64.so.1)",
+                stock_hsa
+            )),
+            "no patched libhsa-runtime64",
         ),
         (
             "no stock .deb for rollback",
