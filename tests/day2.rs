@@ -665,7 +665,7 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
         "{t}"
     );
     assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
-    assert!(t.contains("build a pin for 7.2.5"), "{t}");
+    assert!(t.contains("a pin built for 7.2.5"), "{t}");
     assert!(t.contains("hold:        rocm-core 7.2.4"), "{t}");
     let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
     let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();

@@ -277,7 +277,17 @@ fn finish(
         },
         listener,
     );
-    let inst = inst.context("installing the adopted packages")?;
+    let inst = match inst {
+        Ok(i) => i,
+        Err(e) => {
+            // A refusal changed nothing: the next run starts from the host again instead of
+            // retrying the same .debs.
+            if crate::error::exit_code_for(&e) == ExitKind::Usage.code() {
+                let _ = std::fs::remove_file(state_path(root));
+            }
+            return Err(e.context("installing the adopted packages"));
+        }
+    };
     report.actions.extend(inst.actions.iter().cloned());
     report.warnings.extend(inst.warnings.iter().cloned());
     report.install = Some(inst);
