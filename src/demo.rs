@@ -23,12 +23,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
 use crate::build::{self, standin_tree, BuildOptions};
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 use crate::progress::Listener;
 use crate::repo::{self, RepoOptions};
@@ -210,10 +211,6 @@ pub fn real_host_commands() -> Vec<String> {
     ]
 }
 
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
-}
-
 /// Refusals that must come before anything is created: not root, an unknown suite, a `--keep`
 /// directory that is not new or empty. Exit 2 (usage/environment).
 pub fn check_preconditions(opts: &DemoOptions) -> anyhow::Result<()> {
@@ -286,61 +283,44 @@ impl Listener for Nested<'_> {
     }
 }
 
-/// Set by SIGINT/SIGTERM while [`run`] runs.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_signal: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Ctrl-C / SIGTERM during the demo: instead of dying with an overlay mounted and a chroot left
 /// in /tmp, remember it, start no further step (a child in the terminal's process group gets
-/// the SIGINT itself, so the running step fails), and clean up as on any failure. The previous
-/// handlers are restored on drop.
+/// the SIGINT itself, so the running step fails), and clean up as on any failure. signal-hook
+/// sets the flag from its handler (an atomic store, async-signal-safe). On drop our actions are
+/// unregistered; signal-hook's own handler stays installed, so a signal after the demo is
+/// ignored rather than fatal — harmless, as the process ends right after.
 struct InterruptGuard {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
+    flag: Arc<AtomicBool>,
+    registered: Vec<signal_hook::SigId>,
 }
 
 impl InterruptGuard {
     fn install() -> InterruptGuard {
-        INTERRUPTED.store(false, Ordering::SeqCst);
-        let mut previous = Vec::new();
-        for signal in [libc::SIGINT, libc::SIGTERM] {
-            // SAFETY: plain sigaction calls with zero-initialised structs; the handler only
-            // stores to an atomic.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, &action, &mut old) == 0 {
-                    previous.push((signal, old));
-                }
-            }
-        }
-        InterruptGuard { previous }
+        let flag = Arc::new(AtomicBool::new(false));
+        let registered = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+            .into_iter()
+            .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&flag)).ok())
+            .collect();
+        InterruptGuard { flag, registered }
+    }
+
+    fn interrupted(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
     }
 }
 
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
-        for (signal, old) in &self.previous {
-            // SAFETY: restores the action saved by install().
-            unsafe {
-                libc::sigaction(*signal, old, std::ptr::null_mut());
-            }
+        for id in self.registered.drain(..) {
+            signal_hook::low_level::unregister(id);
         }
     }
-}
-
-fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// Runs and records steps. Once `blocked`, further steps are recorded as not run.
 struct Steps<'a> {
     listener: &'a dyn Listener,
+    interrupt: &'a InterruptGuard,
     records: Vec<StepRecord>,
     blocked: bool,
 }
@@ -353,7 +333,7 @@ impl<'a> Steps<'a> {
         fatal: bool,
         f: impl FnOnce() -> anyhow::Result<T>,
     ) -> Option<T> {
-        if interrupted() {
+        if self.interrupt.interrupted() {
             self.blocked = true;
         }
         if self.blocked {
@@ -377,13 +357,13 @@ impl<'a> Steps<'a> {
                     self.blocked = true;
                 }
                 let mut error = format!("{e:#}");
-                if interrupted() {
+                if self.interrupt.interrupted() {
                     error.push_str("\n(interrupted)");
                 }
                 (StepStatus::Failed, Some(error), None)
             }
         };
-        if interrupted() {
+        if self.interrupt.interrupted() {
             self.blocked = true;
         }
         self.records.push(StepRecord {
@@ -455,7 +435,7 @@ struct Made {
 /// every later failure is a failed step in the report.
 pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoReport> {
     check_preconditions(opts)?;
-    let _interrupt = InterruptGuard::install();
+    let interrupt = InterruptGuard::install();
     let started = Instant::now();
     // The work directory: --keep DIR, else a temporary directory removed at the end.
     let mut temp = None;
@@ -488,6 +468,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
 
     let mut steps = Steps {
         listener,
+        interrupt: &interrupt,
         records: Vec::new(),
         blocked: false,
     };
@@ -565,7 +546,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
         total_seconds: started.elapsed().as_secs_f64(),
         kept: opts.keep.as_ref().map(|_| work.clone()),
         kept_chroot,
-        interrupted: interrupted(),
+        interrupted: interrupt.interrupted(),
     };
     if let Ok(json) = serde_json::to_string_pretty(&report) {
         let _ = std::fs::write(logs.join("demo-report.json"), json);
@@ -788,13 +769,7 @@ fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String
 }
 
 fn tail(out: &Output, n: usize) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    crate::process::output_tail(out, n)
 }
 
 fn slug(name: &str) -> String {

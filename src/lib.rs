@@ -18,6 +18,7 @@ pub mod elf;
 pub mod error;
 pub mod host;
 pub mod plan;
+pub mod process;
 pub mod progress;
 pub mod repo;
 pub mod rocm;

@@ -339,8 +339,14 @@ fn the_demo_script_checks_rust_and_announces_the_build() {
     let out = run_demo("1.63.0");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let manifest = include_str!("../Cargo.toml");
+    let need = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap();
     assert!(
-        stderr.contains("needs Rust 1.88 or newer; cargo here is 1.63.0"),
+        stderr.contains(&format!("needs Rust {need} or newer; cargo here is 1.63.0")),
         "{stderr}"
     );
     assert!(stderr.contains("rustup"), "{stderr}");

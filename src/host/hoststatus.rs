@@ -162,7 +162,8 @@ fn ours_info(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
     OursInfo {
         commit: m.commit.clone(),
         commit_time: m.commit_time,
-        commit_date: crate::plan::templates::dates(m.commit_time).1,
+        commit_date: crate::deb::date::changelog_date(m.commit_time)
+            .unwrap_or_else(|e| e.to_string()),
         origin: if adopted { "adopted" } else { "built" }.to_string(),
         source: m.source.clone(),
         tool_version: m.tool_version.clone(),
@@ -467,7 +468,10 @@ impl HostStatus {
                 o.commit_date,
                 o.tool_version,
                 o.installed_at
-                    .map(|t| format!(", installed {}", crate::plan::templates::dates(t).1))
+                    .map(|t| format!(
+                        ", installed {}",
+                        crate::deb::date::changelog_date(t).unwrap_or_else(|e| e.to_string())
+                    ))
                     .unwrap_or_default()
             ));
         }

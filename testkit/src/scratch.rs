@@ -70,7 +70,7 @@ extern "C" fn remove_registered() {
 /// Remove `dir` unless something is still mounted below it: deleting through a mount point
 /// could delete a host directory bind-mounted into a chroot.
 pub fn remove_unless_mounted(dir: &Path) {
-    if !mounts_below(dir).is_empty() {
+    if !rocm_pin::sandbox::mounts_under(dir).is_empty() {
         eprintln!(
             "rocm-pin-testkit: {} still has mounts below it; left in place",
             dir.display()
@@ -78,36 +78,6 @@ pub fn remove_unless_mounted(dir: &Path) {
         return;
     }
     let _ = fs::remove_dir_all(dir);
-}
-
-/// Mount points at or below `dir`, from /proc/self/mountinfo (field 5, octal-escaped).
-fn mounts_below(dir: &Path) -> Vec<PathBuf> {
-    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    info.lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .map(|m| PathBuf::from(unescape_octal(m)))
-        .filter(|m| m.starts_with(dir))
-        .collect()
-}
-
-fn unescape_octal(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Remove scratch directories whose owning process is gone (killed before its exit handler).
@@ -171,11 +141,5 @@ mod tests {
         assert!(p.is_dir());
         drop(d);
         assert!(!p.exists());
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_decoded() {
-        assert_eq!(unescape_octal("/tmp/a\\040b"), "/tmp/a b");
-        assert_eq!(unescape_octal("/plain"), "/plain");
     }
 }
