@@ -502,6 +502,28 @@ fn pin_moves(
     }
     sb.add_local_repo("pins", &repo).expect("pins repo");
     assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
+    // The guard on (its verify runs after apt's dpkg runs of the move, too).
+    let mut argv = install_argv(&a.ours);
+    argv.push("--guard");
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    // status: the new pin is published, the guard is on.
+    let st = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(j["guard"], true, "{j}");
+    let newer = j["upgrades"]["ours"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        newer.len(),
+        2,
+        "status must list pin N+1 for both packages: {j}"
+    );
+    assert!(
+        text(&sb.run(&["rocm-pin", "status"]).unwrap()).contains("a new commit pin"),
+        "human status names the new pin"
+    );
     log_probes_around_dpkg(&sb);
 
     // N -> N+1 through apt.
