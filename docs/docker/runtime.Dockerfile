@@ -35,11 +35,13 @@ RUN if [ "$INSTALL_BUILD_DEPS" = 1 ]; then \
     fi && \
     apt-get install -y --no-install-recommends /tmp/rocm-pin-tool/rocm-pin_*.deb && \
     rm -rf /tmp/rocm-pin-tool
+COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/
 # The repository signing key is a secret: mounted for this RUN only, never in a layer. Without
-# it build-runtime.sh makes a throwaway key and keeps only its public half.
+# it build-runtime.sh makes a throwaway key and keeps only its public half. The context is
+# bind-mounted (read-only, not copied) for a local source checkout.
 RUN --mount=type=secret,id=rocm-pin-key \
     --mount=type=bind,target=/ctx \
-    bash /usr/share/rocm-pin/docker/build-runtime.sh && rm -rf /tmp/rocm-pin-work
+    bash /usr/local/share/rocm-pin/docker/build-runtime.sh && rm -rf /tmp/rocm-pin-work
 
 # --- the artifact image: only /rocm-pin-<commit12>/ --------------------------------------
 FROM scratch AS runtime

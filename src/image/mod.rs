@@ -126,7 +126,13 @@ fn skopeo_source(reference: &str) -> String {
 fn skopeo_fetch(reference: &str, layout: &Path) -> anyhow::Result<()> {
     let src = skopeo_source(reference);
     let dest = format!("oci:{}:image", layout.display());
-    let out = Command::new("skopeo")
+    let mut cmd = Command::new("skopeo");
+    // skopeo 1.9 ignores CONTAINERS_REGISTRIES_CONF (buildah and podman read it): pass it on,
+    // so a registry marked insecure there (a loopback registry) is reachable.
+    if let Some(conf) = std::env::var_os("CONTAINERS_REGISTRIES_CONF").filter(|v| !v.is_empty()) {
+        cmd.arg("--registries-conf").arg(conf);
+    }
+    let out = cmd
         .args(["copy", "--quiet", &src, &dest])
         .output()
         .map_err(|e| {
