@@ -133,7 +133,14 @@ fn skopeo_fetch(reference: &str, layout: &Path) -> anyhow::Result<()> {
         cmd.arg("--registries-conf").arg(conf);
     }
     let out = cmd
-        .args(["copy", "--quiet", &src, &dest])
+        // Local storage holds layers uncompressed: keep them so (no gzip round trip).
+        .args([
+            "copy",
+            "--quiet",
+            "--dest-oci-accept-uncompressed-layers",
+            &src,
+            &dest,
+        ])
         .output()
         .map_err(|e| {
             anyhow!("cannot run skopeo ({e}): apt-get install skopeo (scripts/install-deps)")
