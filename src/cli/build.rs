@@ -68,14 +68,14 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     };
     if args.dry_run {
         for line in build::plan(&opts)? {
-            println!("{line}");
+            outln!("{line}");
         }
         return Ok(());
     }
     let listener = crate::progress::for_cli(args.quiet);
     let outcome = build::build(&opts, listener.as_ref())?;
     let m = &outcome.manifest;
-    println!(
+    outln!(
         "{} {} ({}) in {}",
         if outcome.cache_hit {
             "reused cached staging of"
@@ -98,9 +98,9 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
                 if b { "exported" } else { "MISSING" }
             ));
         }
-        println!("  {}  [{}]", lib.path, facts.join(", "));
+        outln!("  {}  [{}]", lib.path, facts.join(", "));
     }
-    println!(
+    outln!(
         "manifest: {}",
         outcome.staging.join(build::MANIFEST_FILE).display()
     );

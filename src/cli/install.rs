@@ -51,20 +51,20 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
     };
     let report = install(&opts, listener.as_ref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     for a in &report.actions {
-        println!("{a}");
+        outln!("{a}");
     }
     for k in &report.kept_stock {
-        println!("kept for rollback: {k}");
+        outln!("kept for rollback: {k}");
     }
     for w in &report.warnings {
-        println!("warning: {w}");
+        outln!("warning: {w}");
     }
     match report.outcome.as_str() {
-        "off" | "skipped" => println!(
+        "off" | "skipped" => outln!(
             "rocm-pin install: {}",
             report
                 .gate
@@ -74,9 +74,9 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         ),
         _ => {
             if let Some(v) = &report.verify {
-                print!("{}", v.to_human());
+                out!("{}", v.to_human());
             }
-            println!("rocm-pin install: {}", report.outcome);
+            outln!("rocm-pin install: {}", report.outcome);
         }
     }
     Ok(())

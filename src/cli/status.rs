@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::rocm::{GateMode, MODE_ENV};
+
 /// Report ROCm version and prefix, gate decision, installed flavor/commit, verify summary and
 /// the processes that still map a deleted copy of the old runtime. Always exits 0.
 ///
@@ -16,14 +18,18 @@ pub struct StatusArgs {
     /// Report on the installation under this root instead of /
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
+    /// The gate mode to report the decision for when nothing is installed yet (as `install`
+    /// would take it)
+    #[arg(long, value_enum, env = MODE_ENV, default_value = "require")]
+    pub mode: GateMode,
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = crate::host::hoststatus::host_status(&args.root)?;
+    let s = crate::host::hoststatus::host_status(&args.root, args.mode)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
-        print!("{}", s.to_human());
+        out!("{}", s.to_human());
     }
     Ok(())
 }

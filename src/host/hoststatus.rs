@@ -5,7 +5,7 @@ use std::path::Path;
 use super::gate;
 use super::rollback::installed_pin;
 use super::status::in_root;
-use crate::rocm;
+use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StaleMapping {
@@ -81,7 +81,33 @@ pub fn stale_mappings(proc_dir: &Path) -> Vec<StaleMapping> {
     out
 }
 
-pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
+/// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
+/// line leads somewhere instead of just saying "not installed".
+fn gate_preview(root: &Path, mode: GateMode) -> String {
+    let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
+        Ok((prefix, _)) => prefix.display().to_string(),
+        Err(_) => format!("/opt/rocm-{}", rocm::TARGET_ROCM_VERSION),
+    };
+    let d = gate::evaluate(root, &target, mode, rocm::TARGET_ROCM_VERSION);
+    let verdict = match (mode, d.matches) {
+        (GateMode::Off, _) => "would do nothing",
+        (_, true) => "would proceed",
+        (GateMode::Auto, false) => "would skip this host (exit 0)",
+        (GateMode::Require, false) => "would refuse (exit 2)",
+    };
+    let mode_name = match mode {
+        GateMode::Require => "require",
+        GateMode::Auto => "auto",
+        GateMode::Off => "off",
+    };
+    format!(
+        "not installed; `rocm-pin install` {verdict} under mode {mode_name}: {}",
+        d.reason
+    )
+}
+
+/// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
+pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line(&in_root(
@@ -99,7 +125,7 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
         (None, Some(_)) => "installed (gate passed)".to_string(),
-        (None, None) => "not installed".to_string(),
+        (None, None) => gate_preview(root, mode),
     };
     let (verify_ok, failed, n) = if pin.is_some() && skip.is_none() {
         match crate::verify::verify(&crate::verify::VerifyOptions {

@@ -17,7 +17,8 @@ use super::apt;
 use super::gate::{self, GateDecision};
 use super::loader;
 use super::status::{self, in_root, StatusEntry};
-use crate::error::{ExitError, ExitKind};
+use crate::error::{usage, ExitError};
+use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};
 
@@ -60,10 +61,6 @@ pub struct InstallReport {
     /// "installed", "already-installed", "skipped", "off".
     pub outcome: String,
     pub verify: Option<crate::verify::VerifyReport>,
-}
-
-fn refuse(msg: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, msg).into()
 }
 
 fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
@@ -121,7 +118,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
             .next()
             .with_context(|| format!("{}: empty control file", deb.display()))?;
         let Some(commit) = e.extra.get(rocm::COMMIT_FIELD).cloned() else {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "{} ({}) is not a rocm-pin replacement package (no {} field); make it with `rocm-pin package`",
                 deb.display(),
                 e.package,
@@ -152,14 +149,14 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
         });
     }
     let marker = marker.ok_or_else(|| {
-        refuse(format!(
+        usage(format!(
             "none of the given .debs ships the provenance marker */{}: give both replacement packages (the HSA one carries it)",
             rocm::MARKER_RELPATH
         ))
     })?;
     for f in &mut facts {
         let Some(r) = marker.replaced.iter().find(|r| r.package == f.package) else {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "{} ({}) is not named in the marker of commit {}: the .debs come from different `rocm-pin package` runs",
                 f.path.display(),
                 f.package,
@@ -167,7 +164,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
             )));
         };
         if r.version != f.version || f.commit != marker.commit {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "{}: version {} / commit {} do not match the marker ({} / {})",
                 f.path.display(),
                 f.version,
@@ -181,7 +178,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
     }
     for r in &marker.replaced {
         if !facts.iter().any(|f| f.package == r.package) {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "the marker names {} {} but it was not given: install both replacement packages in one run",
                 r.package, r.version
             )));
@@ -217,12 +214,6 @@ fn apt_get(lock_timeout: u32) -> Command {
         .arg("-o")
         .arg("Dpkg::Use-Pty=0");
     cmd
-}
-
-fn tail(bytes: &[u8], n: usize) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// Where kept stock .debs live.
@@ -315,7 +306,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     let root = Path::new("/");
     let mut report = InstallReport::default();
     if opts.debs.is_empty() {
-        return Err(refuse(
+        return Err(usage(
             "no .deb given: rocm-pin install HSA.deb HIP.deb (made by `rocm-pin package`)",
         ));
     }
@@ -328,7 +319,11 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
     // 1. Gate.
     let g = gate::evaluate(root, &marker.prefix, opts.mode, rocm::TARGET_ROCM_VERSION);
-    listener.info(&g.reason);
+    // Said once: when the gate stops the install, the reason is the refusal (require) or the
+    // command's result line (auto, off), so it is only reported here when the install goes on.
+    if g.proceed() {
+        listener.info(&g.reason);
+    }
     report.gate = Some(g.clone());
     match (opts.mode, g.matches) {
         (GateMode::Off, _) => {
@@ -344,7 +339,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             report.outcome = "skipped".into();
             return Ok(report);
         }
-        (GateMode::Require, false) => return Err(refuse(g.reason)),
+        (GateMode::Require, false) => return Err(usage(g.reason)),
         _ => {}
     }
 
@@ -400,13 +395,13 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         match by_name.get(f.stock_name.as_str()).filter(|e| e.has_files()) {
             Some(s) => {
                 if s.version != f.stock_version || s.architecture != f.architecture {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "stock {} is installed at {} ({}), but {} was built against {} ({}): apt would remove every package that depends on {} with `=` (rocm-hip-runtime, hip-dev) and exit 0. Rebuild the replacement with `rocm-pin package` against this host's stock packages.",
                         s.package, s.version, s.architecture, f.package, f.stock_version, f.architecture, s.package
                     )));
                 }
                 if !s.is_installed_ok() {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "stock {} is in dpkg state {} ({}): fix it first (`dpkg --configure -a` / `apt-get -f install`)",
                         s.package,
                         s.abbrev(),
@@ -423,13 +418,13 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                     }
                 }
                 Some(o) => {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "{} {} is installed but provides {} at another version than {} ({}); install the matching replacement or roll back first",
                         o.package, o.version, f.stock_name, f.package, f.stock_version
                     )))
                 }
                 None => {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
                         f.stock_name, f.stock_version, f.package, rocm::TARGET_ROCM_VERSION
                     )))
@@ -459,7 +454,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                 .and_then(|n| rocm::family_of(&n.to_string_lossy()))
                 .is_some_and(|f| f.half == rocm::Half::Hsa)
         })
-        .ok_or_else(|| refuse("the marker names no HSA library"))?;
+        .ok_or_else(|| usage("the marker names no HSA library"))?;
     let lib_dir = Path::new(&hsa_lib.path)
         .parent()
         .map(|p| p.display().to_string())
@@ -479,7 +474,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             cmd.args(&deb_args);
             let out = cmd.output().context("cannot run apt-get -s")?;
             if !out.status.success() {
-                return Err(refuse(format!(
+                return Err(usage(format!(
                     "apt-get -s install refused the transaction ({}); nothing changed:\n{}",
                     out.status,
                     tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
@@ -493,7 +488,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             .filter(|n| !stock_names.contains(&n.as_str()))
             .collect();
         if !extra.is_empty() {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
                 extra.join(", "),
                 stock_names.join(", ")
@@ -570,7 +565,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             return Err(if changed {
                 ExitError::check_failed(msg).into()
             } else {
-                refuse(msg)
+                usage(msg)
             });
         }
         let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();

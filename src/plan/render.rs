@@ -229,14 +229,8 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
         StockInput::Root(root) => {
             let db = DpkgDb::open(root)?;
             let asked = req.prefix.as_deref().unwrap_or(rocm::DEFAULT_ROCM_PATH);
-            let (resolved, hops) = rocm::resolve_rocm_path(root, Path::new(asked)).with_context(
-                || {
-                    format!(
-                        "cannot resolve the ROCm prefix {asked} under {}; give --prefix /opt/rocm-X.Y.Z",
-                        root.display()
-                    )
-                },
-            )?;
+            let (resolved, hops) = rocm::resolve_rocm_path(root, Path::new(asked))
+                .with_context(|| no_rocm_prefix_hint(root, req.prefix.as_deref()))?;
             let prefix = resolved.display().to_string();
             // Paths always go into the real versioned prefix, never through a symlink.
             let _ = hops;
@@ -292,6 +286,34 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
             let db = DpkgDb::open(target_root).ok();
             Ok((prefix, stock, db))
         }
+    }
+}
+
+/// What to say when the stock packages are to be read from a root that has no ROCm where we
+/// looked: the two ways forward differ by whether `--prefix` was given.
+fn no_rocm_prefix_hint(root: &Path, prefix: Option<&str>) -> String {
+    let stock_debs = format!(
+        "--stock-deb {}_*.deb {}_*.deb (the stock packages the replacements are built against, e.g. \
+         from `apt-get download {} {}` with AMD's ROCm repository)",
+        rocm::stock_base_name(Half::Hsa),
+        rocm::stock_base_name(Half::Hip),
+        rocm::stock_base_name(Half::Hsa),
+        rocm::stock_base_name(Half::Hip),
+    );
+    match prefix {
+        None => format!(
+            "no ROCm installation under {}: {} does not resolve. Give the stock packages with {stock_debs}, \
+             or --stock-root DIR for a ROCm image tree; on a ROCm host whose {} link is missing, give \
+             --prefix /opt/rocm-X.Y.Z",
+            root.display(),
+            rocm::DEFAULT_ROCM_PATH,
+            rocm::DEFAULT_ROCM_PATH,
+        ),
+        Some(p) => format!(
+            "--prefix {p} does not exist under {}, so there are no installed stock packages to read there. \
+             Give the stock packages with {stock_debs} instead, or --stock-root DIR for a ROCm image tree",
+            root.display()
+        ),
     }
 }
 
