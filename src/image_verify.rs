@@ -74,3 +74,54 @@ fn label_check(
         detail,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn root_with_commit(commit: &str) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        let dpkg = t.path().join("var/lib/dpkg");
+        std::fs::create_dir_all(&dpkg).unwrap();
+        std::fs::write(
+            dpkg.join("status"),
+            format!(
+                "Package: hip-runtime-amd-pinned\nStatus: install ok installed\nVersion: 1\nArchitecture: amd64\n{}: {commit}\n\n",
+                rocm::COMMIT_FIELD
+            ),
+        )
+        .unwrap();
+        t
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_commit_label_must_name_the_installed_commit() {
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        let root = root_with_commit(&a);
+        let ok = label_check(&labels(&[(COMMIT_LABEL, &a)]), root.path())
+            .unwrap()
+            .unwrap();
+        assert!(ok.ok, "{ok:?}");
+        let bad = label_check(&labels(&[(COMMIT_LABEL, &b)]), root.path())
+            .unwrap()
+            .unwrap();
+        assert!(!bad.ok && bad.detail.contains(&a), "{bad:?}");
+        // Ours wins over the OCI revision (a downstream image's revision is its own project's).
+        let both = labels(&[(COMMIT_LABEL, &a), (OCI_REVISION_LABEL, &b)]);
+        assert!(label_check(&both, root.path()).unwrap().unwrap().ok);
+        let rev = label_check(&labels(&[(OCI_REVISION_LABEL, &b)]), root.path())
+            .unwrap()
+            .unwrap();
+        assert!(!rev.ok && rev.subject == OCI_REVISION_LABEL, "{rev:?}");
+        assert!(label_check(&labels(&[]), root.path()).unwrap().is_none());
+    }
+}

@@ -318,3 +318,107 @@ fn docker_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
         layers,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deb::tar::{TarWriter, WriteKind};
+
+    /// A tar of (name, contents) regular files.
+    fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = TarWriter::new(Vec::new());
+        for (name, data) in files {
+            w.append_header(
+                name.as_bytes(),
+                WriteKind::File(data.len() as u64),
+                0o644,
+                0,
+            )
+            .unwrap();
+            w.write_contents(&mut &data[..], data.len() as u64, &mut |_| {})
+                .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn sha(data: &[u8]) -> String {
+        format!("sha256:{}", hex::encode(sha2::Sha256::digest(data)))
+    }
+
+    /// An oci-archive of one image with one layer; `tamper` changes the layer after hashing.
+    fn oci_archive(dir: &Path, tamper: bool) -> PathBuf {
+        let layer = tar_of(&[("etc/hello", b"world")]);
+        let config = br#"{"config":{"Labels":{"io.example":"yes"}},"rootfs":{"type":"layers"}}"#;
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"config":{{"digest":"{}"}},"layers":[{{"digest":"{}"}}]}}"#,
+            sha(config),
+            sha(&layer)
+        );
+        let index = format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"digest":"{}"}}]}}"#,
+            sha(manifest.as_bytes())
+        );
+        let blob = |d: &str| format!("blobs/sha256/{}", d.trim_start_matches("sha256:"));
+        let mut stored_layer = layer.clone();
+        if tamper {
+            stored_layer[600] ^= 1; // inside the file's contents
+        }
+        let archive = tar_of(&[
+            ("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#),
+            ("index.json", index.as_bytes()),
+            (&blob(&sha(manifest.as_bytes())), manifest.as_bytes()),
+            (&blob(&sha(config)), config),
+            (&blob(&sha(&layer)), &stored_layer),
+        ]);
+        let path = dir.join(if tamper { "bad.tar" } else { "good.tar" });
+        fs::write(&path, archive).unwrap();
+        path
+    }
+
+    #[test]
+    fn an_oci_archive_unpacks_with_its_labels_and_a_changed_blob_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let img = unpack(&ImageSource::Archive(oci_archive(t.path(), false))).unwrap();
+        assert_eq!(fs::read(img.root().join("etc/hello")).unwrap(), b"world");
+        assert_eq!(
+            img.labels.get("io.example").map(String::as_str),
+            Some("yes")
+        );
+        assert_eq!(img.layers, 1);
+        let err = unpack(&ImageSource::Archive(oci_archive(t.path(), true))).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("does not match its digest"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn a_docker_archive_naming_a_layer_outside_the_archive_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let layer = tar_of(&[("f", b"x")]);
+        for (layers, needle) in [
+            (r#"["../outside.tar"]"#, "'..'"),
+            (r#"["/etc/passwd"]"#, "absolute"),
+        ] {
+            let manifest = format!(r#"[{{"Config":"c.json","Layers":{layers}}}]"#);
+            let archive = tar_of(&[
+                ("manifest.json", manifest.as_bytes()),
+                ("c.json", br#"{"config":{}}"#),
+                ("l.tar", &layer),
+            ]);
+            let path = t.path().join("d.tar");
+            fs::write(&path, archive).unwrap();
+            let err = unpack(&ImageSource::Archive(path)).unwrap_err();
+            assert!(format!("{err:#}").contains(needle), "{needle}: {err:#}");
+        }
+    }
+
+    #[test]
+    fn references_without_a_transport_are_registry_references() {
+        assert_eq!(skopeo_source("reg:5000/a:b"), "docker://reg:5000/a:b");
+        assert_eq!(
+            skopeo_source("containers-storage:localhost/a"),
+            "containers-storage:localhost/a"
+        );
+    }
+}
