@@ -134,6 +134,8 @@ impl Tools {
         let mut argv: Vec<String> = vec![
             "bud".into(),
             "--layers".into(),
+            // Failed builds too: no working containers (and their mounts) left behind.
+            "--force-rm".into(),
             "--network".into(),
             "none".into(),
             "-f".into(),

@@ -36,6 +36,9 @@ RUN if [ "$INSTALL_BUILD_DEPS" = 1 ]; then \
     apt-get install -y --no-install-recommends /tmp/rocm-pin-tool/rocm-pin_*.deb && \
     rm -rf /tmp/rocm-pin-tool
 COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/
+# Names the signing key (e.g. its fingerprint). A secret is not part of the layer cache key
+# (buildah --layers, BuildKit): without this, a build with another key reuses the old signature.
+ARG ROCM_PIN_SIGN_KEY_ID=none
 # The repository signing key is a secret: mounted for this RUN only, never in a layer. Without
 # it build-runtime.sh makes a throwaway key and keeps only its public half. The context is
 # bind-mounted (read-only, not copied) for a local source checkout.
