@@ -749,3 +749,64 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     drop(tags);
     drop(registry);
 }
+
+/// scripts/images fails with a message that says what to do, and changes nothing, when its
+/// inputs are missing.
+#[test]
+fn images_script_refuses_clearly() {
+    let empty = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(repo_dir().join("scripts/images"))
+            .args(args)
+            .env("ROCM_PIN_CACHE", empty.path())
+            .env("ROCM_PIN_BIN", bin())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["runtime"]);
+    assert_eq!(rc(&out), 2, "runtime without --registry:\n{}", text(&out));
+    assert!(
+        text(&out).contains("--registry HOST:PORT"),
+        "{}",
+        text(&out)
+    );
+    let out = run(&["frobnicate"]);
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    if unsafe { libc::geteuid() } == 0 {
+        let out = run(&["base"]);
+        assert_eq!(
+            rc(&out),
+            1,
+            "base without the chroot tarball:\n{}",
+            text(&out)
+        );
+        assert!(
+            text(&out).contains("bookworm-apt.tar.zst is missing: run scripts/test-setup"),
+            "{}",
+            text(&out)
+        );
+    }
+    // Only the tools' configuration was written: no storage, no image.
+    let mut left: Vec<String> = walk(empty.path());
+    left.sort();
+    assert!(
+        left.iter().all(|p| p.ends_with(".conf") || p == "images"),
+        "{left:?}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        out.push(p.strip_prefix(dir).unwrap().display().to_string());
+        if p.is_dir() {
+            out.extend(
+                walk(&p)
+                    .into_iter()
+                    .map(|c| format!("{}/{c}", p.file_name().unwrap().to_string_lossy())),
+            );
+        }
+    }
+    out
+}
