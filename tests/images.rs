@@ -531,6 +531,15 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "{}",
         text(&out)
     );
+    // The way CI checks a published tag: pushed, then verified by registry reference.
+    let published = format!("{}/rocm-pin-test-vllm:{run_id}", registry.0);
+    tools.ok(
+        "buildah",
+        &["push", "--quiet", &vllm, &format!("docker://{published}")],
+    );
+    let out = verify_image(&["--image", &published], &tools.env);
+    assert_eq!(rc(&out), 0, "verify --image {published}:\n{}", text(&out));
+    assert!(text(&out).contains("image-label"), "{}", text(&out));
     let oci_archive = w.join("sglang.oci.tar");
     let docker_archive = w.join("sglang.docker.tar");
     tools.ok(
