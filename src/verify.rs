@@ -151,6 +151,9 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     }
     let entries = status::read_status(root)?;
     let mut c = Checks(Vec::new());
+    if let Some(p) = crate::host::inplace::detect(root, &entries) {
+        c.add("in-place-patch", &p.prefix, false, p.summary());
+    }
     run_checks(opts, &entries, &mut c);
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
     report.checks = c.0;

@@ -230,6 +230,7 @@ fn make_root(b: &Built) -> tempfile::TempDir {
         ],
         files,
         tool_version: "test".into(),
+        source: None,
     };
     let marker_path = format!("{PREFIX}/.info/rocm-pin.json");
     write(

@@ -35,6 +35,10 @@ pub struct InstallArgs {
     /// "cannot be downloaded". Off by default: the packages' own pins hold without it
     #[arg(long)]
     pub local_repo: bool,
+    /// Accept replacement .debs older than the installed ones: going back to a previous
+    /// commit pin is explicit (refused without this)
+    #[arg(long)]
+    pub allow_downgrade: bool,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -48,6 +52,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         lock_timeout: args.lock_timeout,
         guard: args.guard,
         local_repo: args.local_repo,
+        allow_downgrade: args.allow_downgrade,
     };
     let report = install(&opts, listener.as_ref())?;
     if args.json {

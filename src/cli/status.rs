@@ -6,8 +6,13 @@ use clap::Args;
 
 use crate::rocm::{GateMode, MODE_ENV};
 
-/// Report ROCm version and prefix, gate decision, installed flavor/commit, verify summary and
-/// the processes that still map a deleted copy of the old runtime. Always exits 0.
+/// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
+/// origin), pins and Protected, available upgrades of ours and of stock, guard hook, local
+/// repository, an in-place patch, a quick verify, processes still mapping a deleted runtime.
+///
+/// Exit 0 healthy (ours installed, verify passes) or nothing installed yet (the gate line says
+/// what `install` would decide), 1 broken (patched in place, or ours installed and verify
+/// failing), 3 skipped by the version gate. JSON schema: docs/status-json.md.
 ///
 /// Example: `rocm-pin status --json`
 #[derive(Args, Debug)]
@@ -31,5 +36,12 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     } else {
         out!("{}", s.to_human());
     }
-    Ok(())
+    match s.exit_code {
+        0 => Ok(()),
+        3 => Err(crate::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(crate::error::ExitError::check_failed(
+            "status: the pinned runtime is not healthy (see above)",
+        )
+        .into()),
+    }
 }

@@ -45,6 +45,8 @@ pub struct InstallOptions {
     pub guard: bool,
     /// Also keep our .debs in a signed local apt repository (see `localrepo`).
     pub local_repo: bool,
+    /// Accept .debs older than the installed pin (going back to a previous commit pin).
+    pub allow_downgrade: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -226,7 +228,7 @@ pub fn deb_file_name(name: &str, version: &str, arch: &str) -> String {
     format!("{name}_{}_{arch}.deb", version.replace(':', "%3a"))
 }
 
-fn deb_is(path: &Path, name: &str, version: &str) -> bool {
+pub fn deb_is(path: &Path, name: &str, version: &str) -> bool {
     run_ok(
         Command::new("dpkg-deb")
             .arg("-f")
@@ -416,6 +418,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                     if o.version != f.version || !o.is_installed_ok() {
                         all_ours_current = false;
                     }
+                    if !opts.allow_downgrade {
+                        super::pinmove::refuse_downgrade(o, &f.version)?;
+                    }
                 }
                 Some(o) => {
                     return Err(usage(format!(
@@ -468,6 +473,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
             let mut cmd = apt_get(opts.lock_timeout);
             cmd.args(["-s", "install"]);
+            if opts.allow_downgrade {
+                cmd.arg("--allow-downgrades");
+            }
             if all_ours_current {
                 cmd.arg("--reinstall");
             }
@@ -525,6 +533,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         let snap_before = snapshot(root)?;
         let mut cmd = apt_get(opts.lock_timeout);
         cmd.args(["install", "-y"]);
+        if opts.allow_downgrade {
+            cmd.arg("--allow-downgrades");
+        }
         if all_ours_current {
             cmd.arg("--reinstall")
                 .arg("-o")
@@ -615,6 +626,18 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
+    let stock_names: Vec<String> = facts.iter().map(|f| f.stock_name.clone()).collect();
+    let held = super::hold::write(root, &stock_names)?;
+    if !held.is_empty() {
+        report.actions.push(format!(
+            "holds {} at the installed release ({})",
+            held.iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::hold::hold_path().display()
+        ));
+    }
 
     if opts.guard {
         write_guard(root)?;

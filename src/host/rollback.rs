@@ -132,6 +132,12 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .into());
     }
     report.purged = ours.iter().map(|e| e.package.clone()).collect();
+    // The release hold goes with our pins: the stock release may move again.
+    if super::hold::remove(root)? {
+        report
+            .purged
+            .push(super::hold::hold_path().display().to_string());
+    }
     // The local repository (--local-repo) holds only our packages: it leaves with them.
     if super::localrepo::remove(root)? {
         report
