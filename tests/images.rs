@@ -657,7 +657,31 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "vllm.Dockerfile must end with the verify line"
     );
     let without_verify = &vllm_file[..vllm_file.len() - verify_line.len()];
-    let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
+    // install-runtime.sh installs the guard, whose dpkg hook fails the reverting RUN itself
+    // (issue 17): the first build shows that. The revert the guard cannot see (a step that
+    // opts out of it, or an image built without it) is what the last line must catch.
+    let guarded_revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
+    std::fs::write(
+        ctx.join("rocm-pin/revert-guarded.Dockerfile"),
+        format!("{without_verify}{guarded_revert}{verify_line}"),
+    )
+    .unwrap();
+    let out = build(
+        "revert-guarded.Dockerfile",
+        &tag("reverted-guarded"),
+        &common(&base, "require"),
+    );
+    let s = text(&out);
+    assert_ne!(rc(&out), 0, "the guarded revert built:\n{}", tail(&out));
+    assert!(
+        s.contains("RUN dpkg -i --force-all")
+            && !s.contains("verify-runtime.sh")
+            && s.contains("FAIL stock-absent hip-runtime-amd"),
+        "the guard did not fail the reverting RUN naming the package:\n{}",
+        tail(&out)
+    );
+    let revert =
+        "RUN ROCM_PIN_NO_GUARD=1 dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert.Dockerfile"),
         format!("{without_verify}{revert}{verify_line}"),
