@@ -230,6 +230,8 @@ fn make_root(b: &Built) -> tempfile::TempDir {
         ],
         files,
         tool_version: "test".into(),
+        patches: vec![],
+        backport_check_skipped: false,
     };
     let marker_path = format!("{PREFIX}/.info/rocm-pin.json");
     write(
@@ -306,6 +308,7 @@ fn run(root: &Path) -> VerifyReport {
         root: root.to_path_buf(),
         ld_library_path: None,
         ask_apt: false,
+        accept_skipped_backport_check: false,
     })
     .unwrap()
 }
@@ -480,6 +483,7 @@ fn verify_fake_root_pass_and_tamper_matrix() {
         root: d.path().to_path_buf(),
         ld_library_path: Some("/srv/other".into()),
         ask_apt: false,
+        accept_skipped_backport_check: false,
     })
     .unwrap();
     assert_fails(&rep, "loader");

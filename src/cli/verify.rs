@@ -24,11 +24,16 @@ pub struct VerifyArgs {
     /// Check the installation under this root directory instead of / (a chroot or image tree)
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
+    /// Accept packages built with --no-backport-check (recorded in them): their HSA library may
+    /// lack the backport symbol; without this flag that is a failure
+    #[arg(long)]
+    pub accept_skipped_backport_check: bool,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let opts = VerifyOptions {
         root: args.root.clone(),
+        accept_skipped_backport_check: args.accept_skipped_backport_check,
         ..VerifyOptions::default()
     };
     let report = verify(&opts)?;

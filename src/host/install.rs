@@ -327,7 +327,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     report.packages = facts.clone();
 
     // 1. Gate.
-    let g = gate::evaluate(root, &marker.prefix, opts.mode, rocm::TARGET_ROCM_VERSION);
+    // The release the packages were made against (their prefix), 7.2.4 for the pinned runtime.
+    let wanted = rocm::release_of_prefix(&marker.prefix);
+    let g = gate::evaluate(root, &marker.prefix, opts.mode, &wanted);
     listener.info(&g.reason);
     report.gate = Some(g.clone());
     match (opts.mode, g.matches) {
@@ -431,7 +433,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                 None => {
                     return Err(refuse(format!(
                         "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
-                        f.stock_name, f.stock_version, f.package, rocm::TARGET_ROCM_VERSION
+                        f.stock_name, f.stock_version, f.package, rocm::release_of_prefix(&marker.prefix)
                     )))
                 }
             },

@@ -460,6 +460,8 @@ fn write_marker(plan: &PackagePlan, trees: &Path) -> anyhow::Result<()> {
         libraries,
         files,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        patches: plan.patches.clone(),
+        backport_check_skipped: plan.backport_check_skipped,
     };
     let at = marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;
     ensure_parent(&at)?;
