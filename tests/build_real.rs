@@ -437,6 +437,12 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
         "patches shown: {t}"
     );
     eprintln!("{t}");
+    let status = sh_ok(sb, "rocm-pin status");
+    assert!(
+        status.contains("0002-hip-define-wavefront-size-for-llvm-22.patch")
+            && status.contains("--no-backport-check"),
+        "{status}"
+    );
     let status = sh_ok(sb, "dpkg-query -W -f='${X-Rocm-Pin-Patches}|${X-Rocm-Pin-Backport-Check}\\n' hsa-rocr-pinned hip-runtime-amd-pinned");
     for line in status.lines() {
         assert!(

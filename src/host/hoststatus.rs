@@ -27,6 +27,10 @@ pub struct HostStatus {
     pub gate: String,
     pub flavor: Option<String>,
     pub commit: Option<String>,
+    /// The patch series the installed build carries on top of `commit` (from the marker).
+    pub patches: Vec<crate::build::patches::PatchRecord>,
+    /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
+    pub backport_check_skipped: bool,
     pub packages: Vec<String>,
     pub verify_ok: Option<bool>,
     pub verify_failed: Vec<String>,
@@ -127,6 +131,11 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
         gate,
         flavor: marker.as_ref().map(|m| m.flavor.clone()),
         commit: marker.as_ref().map(|m| m.commit.clone()),
+        patches: marker
+            .as_ref()
+            .map(|m| m.patches.clone())
+            .unwrap_or_default(),
+        backport_check_skipped: marker.as_ref().is_some_and(|m| m.backport_check_skipped),
         packages: pin
             .as_ref()
             .map(|(o, _)| {
@@ -163,6 +172,14 @@ impl HostStatus {
         s.push_str(&format!("gate:        {}\n", self.gate));
         if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
             s.push_str(&format!("installed:   flavor {f}, commit {c}\n"));
+        }
+        for p in &self.patches {
+            s.push_str(&format!("  + patch    {} (sha256 {})\n", p.name, p.sha256));
+        }
+        if self.backport_check_skipped {
+            s.push_str(
+                "  built with --no-backport-check (verify needs --accept-skipped-backport-check)\n",
+            );
         }
         for p in &self.packages {
             s.push_str(&format!("             {p}\n"));
