@@ -754,22 +754,7 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
     let mut inputs = step_inputs(&p, opts, kind, &src, generator, commit_time.to_string());
     inputs.rocr_cached = rocr_cached;
     let steps = steps::build_steps(&inputs);
-    listener.info(&format!(
-        "building {} at {}{} with {} jobs{}",
-        kind.describe(),
-        p.commit,
-        if p.series.is_empty() {
-            String::new()
-        } else {
-            format!(" + {} patch(es)", p.series.len())
-        },
-        p.jobs,
-        if rocr_cached {
-            "; ROCr's stage is cached (same inputs): not rebuilt"
-        } else {
-            ""
-        }
-    ));
+    listener.info(&building_line(&p, kind, rocr_cached));
     for step in &steps {
         progress::step(listener, &step.name, || {
             steps::run_step(step, &p.layout.logs)
@@ -815,6 +800,25 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
         tree: kind,
         warnings: validated.warnings,
     })
+}
+
+fn building_line(p: &Prepared, kind: TreeKind, rocr_cached: bool) -> String {
+    format!(
+        "building {} at {}{} with {} jobs{}",
+        kind.describe(),
+        p.commit,
+        if p.series.is_empty() {
+            String::new()
+        } else {
+            format!(" + {} patch(es)", p.series.len())
+        },
+        p.jobs,
+        if rocr_cached {
+            "; ROCr's stage is cached (same inputs): not rebuilt"
+        } else {
+            ""
+        }
+    )
 }
 
 /// A local tree: its projects, the prerequisites and its cleanliness (Some(kind)). A URL: the

@@ -338,12 +338,27 @@ pub fn plan(
             staging.dir.display()
         )
     })?;
+    let backport_check_skipped = staging
+        .manifest
+        .as_ref()
+        .is_some_and(|m| m.backport_check_skipped);
     if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
-        bail!(
-            "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
-            hsa_lib.source.display(),
-            rocm::BACKPORT_SYMBOL
-        );
+        if !backport_check_skipped {
+            bail!(
+                "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
+                hsa_lib.source.display(),
+                rocm::BACKPORT_SYMBOL
+            );
+        }
+        // Built with --no-backport-check: both controls and the marker say so, and verify
+        // fails on it unless told it is accepted.
+        warnings.push(format!(
+            "staged {} does not export {}: accepted because the build recorded --no-backport-check \
+             ({} and the marker carry it)",
+            hsa_lib.file_name,
+            rocm::BACKPORT_SYMBOL,
+            rocm::BACKPORT_CHECK_FIELD
+        ));
     }
     if staging.family("libamdhip64").is_none() {
         bail!(
