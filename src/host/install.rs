@@ -44,6 +44,9 @@ pub struct InstallOptions {
     pub guard: bool,
     /// Also keep our .debs in a signed local apt repository (see `localrepo`).
     pub local_repo: bool,
+    /// Packages built with `--no-backport-check` are accepted: the final verify (and the guard
+    /// hook) pass `--accept-skipped-backport-check`.
+    pub accept_skipped_backport_check: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -624,7 +627,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     gate::clear_skip_record(root)?;
 
     if opts.guard {
-        write_guard(root)?;
+        write_guard_with(root, opts.accept_skipped_backport_check)?;
         report.actions.push(format!(
             "installed the apt guard {}",
             guard_path().display()
@@ -644,7 +647,10 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
     // 7. verify.
     let v = progress::step(listener, "verify", || {
-        crate::verify::verify(&crate::verify::VerifyOptions::default())
+        crate::verify::verify(&crate::verify::VerifyOptions {
+            accept_skipped_backport_check: opts.accept_skipped_backport_check,
+            ..crate::verify::VerifyOptions::default()
+        })
     })?;
     let ok = v.ok;
     report.verify = Some(v);
@@ -697,6 +703,16 @@ pub fn guard_path() -> PathBuf {
 
 /// `--guard`: a DPkg::Post-Invoke hook so any apt command that breaks the runtime fails.
 pub fn write_guard(root: &Path) -> anyhow::Result<()> {
+    write_guard_with(root, false)
+}
+
+/// [`write_guard`], its verify accepting a recorded `--no-backport-check` when `accept`.
+pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> anyhow::Result<()> {
+    let flag = if accept_skipped_backport_check {
+        " --accept-skipped-backport-check"
+    } else {
+        ""
+    };
     let exe = self_path()?.display().to_string();
     if exe.contains('"') || exe.contains('\'') {
         anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt hook");
@@ -706,7 +722,7 @@ pub fn write_guard(root: &Path) -> anyhow::Result<()> {
         std::fs::File::create(&p).with_context(|| format!("cannot write {}", p.display()))?;
     writeln!(
         f,
-        "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet\"; }};"
+        "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet{flag}\"; }};"
     )?;
     Ok(())
 }
