@@ -931,3 +931,7 @@ fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
         },
     );
 }
+
+#[cfg(test)]
+#[path = "verify_provenance_tests.rs"]
+mod provenance_tests;
