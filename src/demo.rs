@@ -23,12 +23,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
 use crate::build::{self, standin_tree, BuildOptions};
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 use crate::progress::Listener;
 use crate::repo::{self, RepoOptions};
@@ -191,28 +192,23 @@ pub fn standin_notice(commit: Option<&str>) -> String {
     )
 }
 
-/// The same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image).
+/// The same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image): the
+/// README's block, command for command (tests/first_hour.rs holds the two together), with
+/// `--guard` so a later apt command that reverts the runtime fails loudly.
 pub fn real_host_commands() -> Vec<String> {
     vec![
         format!(
-            "rocm-pin build --source {} --commit {} --rocm-path {} --out /var/tmp/rocm-pin/staging",
+            "rocm-pin build --source {} --out staging/   # pinned commit by default",
             rocm::PIN_REPOSITORY.trim_end_matches(".git"),
-            rocm::PIN_COMMIT,
-            rocm::DEFAULT_ROCM_PATH
         ),
-        "rocm-pin package --staging /var/tmp/rocm-pin/staging --out /var/tmp/rocm-pin/debs"
-            .to_string(),
-        "sudo rocm-pin install --mode require /var/tmp/rocm-pin/debs/*.deb".to_string(),
-        "rocm-pin verify    # last, after every other apt command (exit 0 = patched runtime live)"
+        "rocm-pin package --staging staging/ --out debs/".to_string(),
+        "sudo rocm-pin install debs/*.deb --guard".to_string(),
+        "rocm-pin verify    # last, after every other apt command (exit 0 = patched runtime in use)"
             .to_string(),
         "# many hosts/images: rocm-pin repo keygen --out repo-key.asc && rocm-pin repo \
-         /var/tmp/rocm-pin/debs/*.deb --sign-key repo-key.asc --out /srv/rocm-pin-repo"
+         debs/*.deb --sign-key repo-key.asc --out /srv/rocm-pin-repo"
             .to_string(),
     ]
-}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
 }
 
 /// Refusals that must come before anything is created: not root, an unknown suite, a `--keep`
@@ -287,61 +283,44 @@ impl Listener for Nested<'_> {
     }
 }
 
-/// Set by SIGINT/SIGTERM while [`run`] runs.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_signal: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Ctrl-C / SIGTERM during the demo: instead of dying with an overlay mounted and a chroot left
 /// in /tmp, remember it, start no further step (a child in the terminal's process group gets
-/// the SIGINT itself, so the running step fails), and clean up as on any failure. The previous
-/// handlers are restored on drop.
+/// the SIGINT itself, so the running step fails), and clean up as on any failure. signal-hook
+/// sets the flag from its handler (an atomic store, async-signal-safe). On drop our actions are
+/// unregistered; signal-hook's own handler stays installed, so a signal after the demo is
+/// ignored rather than fatal — harmless, as the process ends right after.
 struct InterruptGuard {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
+    flag: Arc<AtomicBool>,
+    registered: Vec<signal_hook::SigId>,
 }
 
 impl InterruptGuard {
     fn install() -> InterruptGuard {
-        INTERRUPTED.store(false, Ordering::SeqCst);
-        let mut previous = Vec::new();
-        for signal in [libc::SIGINT, libc::SIGTERM] {
-            // SAFETY: plain sigaction calls with zero-initialised structs; the handler only
-            // stores to an atomic.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, &action, &mut old) == 0 {
-                    previous.push((signal, old));
-                }
-            }
-        }
-        InterruptGuard { previous }
+        let flag = Arc::new(AtomicBool::new(false));
+        let registered = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+            .into_iter()
+            .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&flag)).ok())
+            .collect();
+        InterruptGuard { flag, registered }
+    }
+
+    fn interrupted(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
     }
 }
 
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
-        for (signal, old) in &self.previous {
-            // SAFETY: restores the action saved by install().
-            unsafe {
-                libc::sigaction(*signal, old, std::ptr::null_mut());
-            }
+        for id in self.registered.drain(..) {
+            signal_hook::low_level::unregister(id);
         }
     }
-}
-
-fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// Runs and records steps. Once `blocked`, further steps are recorded as not run.
 struct Steps<'a> {
     listener: &'a dyn Listener,
+    interrupt: &'a InterruptGuard,
     records: Vec<StepRecord>,
     blocked: bool,
 }
@@ -354,7 +333,7 @@ impl<'a> Steps<'a> {
         fatal: bool,
         f: impl FnOnce() -> anyhow::Result<T>,
     ) -> Option<T> {
-        if interrupted() {
+        if self.interrupt.interrupted() {
             self.blocked = true;
         }
         if self.blocked {
@@ -378,13 +357,13 @@ impl<'a> Steps<'a> {
                     self.blocked = true;
                 }
                 let mut error = format!("{e:#}");
-                if interrupted() {
+                if self.interrupt.interrupted() {
                     error.push_str("\n(interrupted)");
                 }
                 (StepStatus::Failed, Some(error), None)
             }
         };
-        if interrupted() {
+        if self.interrupt.interrupted() {
             self.blocked = true;
         }
         self.records.push(StepRecord {
@@ -456,7 +435,7 @@ struct Made {
 /// every later failure is a failed step in the report.
 pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoReport> {
     check_preconditions(opts)?;
-    let _interrupt = InterruptGuard::install();
+    let interrupt = InterruptGuard::install();
     let started = Instant::now();
     // The work directory: --keep DIR, else a temporary directory removed at the end.
     let mut temp = None;
@@ -489,6 +468,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
 
     let mut steps = Steps {
         listener,
+        interrupt: &interrupt,
         records: Vec::new(),
         blocked: false,
     };
@@ -566,7 +546,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
         total_seconds: started.elapsed().as_secs_f64(),
         kept: opts.keep.as_ref().map(|_| work.clone()),
         kept_chroot,
-        interrupted: interrupted(),
+        interrupted: interrupt.interrupted(),
     };
     if let Ok(json) = serde_json::to_string_pretty(&report) {
         let _ = std::fs::write(logs.join("demo-report.json"), json);
@@ -789,13 +769,7 @@ fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String
 }
 
 fn tail(out: &Output, n: usize) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    crate::process::output_tail(out, n)
 }
 
 fn slug(name: &str) -> String {
@@ -1098,12 +1072,11 @@ mod tests {
     }
 
     #[test]
-    fn the_real_host_commands_use_the_pinned_source() {
+    fn the_real_host_commands_use_the_pinned_repository_and_the_guard() {
         let cmds = real_host_commands().join("\n");
         assert!(cmds.contains("rocm-pin build --source https://github.com/ROCm/rocm-systems "));
-        assert!(cmds.contains(rocm::PIN_COMMIT));
         assert!(cmds.contains("rocm-pin package --staging"));
-        assert!(cmds.contains("rocm-pin install --mode require"));
+        assert!(cmds.contains("rocm-pin install debs/*.deb --guard"));
         assert!(cmds.contains("rocm-pin verify"));
     }
 }

@@ -56,6 +56,12 @@ impl fmt::Display for ExitError {
 
 impl std::error::Error for ExitError {}
 
+/// Bad input, a refused operation or an environment problem (exit 2), as an `anyhow::Error`
+/// so it travels with `?` like any other error and keeps its exit code.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    ExitError::new(ExitKind::Usage, message).into()
+}
+
 /// Map any error to the process exit code.
 pub fn exit_code_for(err: &anyhow::Error) -> i32 {
     err.downcast_ref::<ExitError>()

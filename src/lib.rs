@@ -7,6 +7,9 @@
 //! - [`host`] is the only place that touches the dpkg database, apt configuration or runs apt/dpkg.
 //! - [`build`], [`plan`], [`verify`], [`repo`] are the pipeline stages; [`cli`] is thin.
 
+// First, so its `out!`/`outln!`/`errln!` macros are in scope in every module below.
+#[macro_use]
+pub mod output;
 pub mod build;
 pub mod cli;
 pub mod deb;
@@ -15,6 +18,7 @@ pub mod elf;
 pub mod error;
 pub mod host;
 pub mod plan;
+pub mod process;
 pub mod progress;
 pub mod repo;
 pub mod rocm;

@@ -1,16 +1,19 @@
 use clap::Parser;
+use rocm_pin::output;
 
 fn main() {
     let cli = rocm_pin::cli::Cli::parse();
     match rocm_pin::cli::run(cli) {
         Ok(()) => {}
+        // The reader of our stdout went away (`| head`): end as any Unix filter does there.
+        Err(err) if output::is_stdout_closed(&err) => output::exit_by_sigpipe(),
         Err(err) => {
             // One line per cause, outermost first: what failed, then why.
             let mut msg = format!("rocm-pin: error: {err}");
             for cause in err.chain().skip(1) {
                 msg.push_str(&format!("\n  caused by: {cause}"));
             }
-            eprintln!("{msg}");
+            output::write_stderr(format_args!("{msg}\n"));
             std::process::exit(rocm_pin::error::exit_code_for(&err));
         }
     }

@@ -25,17 +25,17 @@ impl Listener for Silent {}
 pub struct Lines;
 impl Listener for Lines {
     fn step_started(&self, name: &str) {
-        eprintln!("==> {name}");
+        errln!("==> {name}");
     }
     fn step_finished(&self, name: &str, elapsed: Duration, ok: bool) {
         let word = if ok { "done" } else { "FAILED" };
-        eprintln!("    {name}: {word} in {:.1}s", elapsed.as_secs_f64());
+        errln!("    {name}: {word} in {:.1}s", elapsed.as_secs_f64());
     }
     fn info(&self, message: &str) {
-        eprintln!("    {message}");
+        errln!("    {message}");
     }
     fn warn(&self, message: &str) {
-        eprintln!("warning: {message}");
+        errln!("warning: {message}");
     }
 }
 
@@ -77,13 +77,13 @@ impl Listener for Spinner {
     fn info(&self, message: &str) {
         match &*self.current.lock().unwrap_or_else(|e| e.into_inner()) {
             Some((bar, _)) => bar.println(format!("    {message}")),
-            None => eprintln!("    {message}"),
+            None => errln!("    {message}"),
         }
     }
     fn warn(&self, message: &str) {
         match &*self.current.lock().unwrap_or_else(|e| e.into_inner()) {
             Some((bar, _)) => bar.println(format!("warning: {message}")),
-            None => eprintln!("warning: {message}"),
+            None => errln!("warning: {message}"),
         }
     }
 }

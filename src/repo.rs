@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::deb::control::{format_many, package_name_problem, Paragraph};
 use crate::deb::Version;
-use crate::error::ExitError;
+use crate::error::usage;
 use crate::progress::{step, Listener};
 
 pub const DEFAULT_SUITE: &str = "stable";
@@ -89,10 +89,6 @@ impl Listed {
     fn id(&self) -> String {
         format!("{}_{}_{}", self.name, self.version, self.arch)
     }
-}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(ExitError::new(crate::error::ExitKind::Usage, message))
 }
 
 /// Suite and component names become path components and Release values.
@@ -411,36 +407,6 @@ pub fn release_time() -> anyhow::Result<i64> {
     }
 }
 
-/// RFC 2822 date in UTC, as Debian's Release files carry it: `Thu, 03 Dec 2026 02:08:07 UTC`.
-pub fn rfc2822_utc(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{}, {:02} {} {} {:02}:{:02}:{:02} UTC",
-        WEEKDAYS[days.rem_euclid(7) as usize],
-        day,
-        MONTHS[(month - 1) as usize],
-        year,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// Write (or extend) a repository with `debs`.
 pub fn publish(
     debs: &[PathBuf],
@@ -462,7 +428,7 @@ pub fn publish(
     // set, InRelease and Release.gpg are then byte-identical from run to run (EdDSA signatures
     // are deterministic; only the creation time subpacket would differ).
     let released_at = release_time()?;
-    let date = rfc2822_utc(released_at);
+    let date = crate::deb::date::release_date(released_at)?;
     // One writer at a time per repository: an existing one is locked before it is read; a new
     // one is created (exclusively) and locked only once the inputs have been checked.
     let existing_lock = match fs::metadata(&opts.out) {
@@ -524,20 +490,20 @@ pub fn publish(
 
 /// An exclusive flock on the repository directory, released when the returned file is dropped.
 fn lock_repository(dir: &Path, listener: &dyn Listener) -> anyhow::Result<fs::File> {
-    use std::os::fd::AsRawFd;
     let file =
         fs::File::open(dir).with_context(|| format!("opening {} to lock it", dir.display()))?;
-    // SAFETY: flock on a file descriptor we own; no memory is shared with the call.
-    let try_lock = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if try_lock != 0 {
-        listener.info(&format!(
-            "waiting for another rocm-pin repo writing {}",
-            dir.display()
-        ));
-        // SAFETY: as above.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("locking {}", dir.display()));
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            listener.info(&format!(
+                "waiting for another rocm-pin repo writing {}",
+                dir.display()
+            ));
+            file.lock()
+                .with_context(|| format!("locking {}", dir.display()))?;
+        }
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", dir.display()))
         }
     }
     Ok(file)
@@ -968,14 +934,6 @@ pub mod signing {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc2822_dates() {
-        assert_eq!(rfc2822_utc(0), "Thu, 01 Jan 1970 00:00:00 UTC");
-        assert_eq!(rfc2822_utc(951_782_400), "Tue, 29 Feb 2000 00:00:00 UTC");
-        assert_eq!(rfc2822_utc(1_764_727_687), "Wed, 03 Dec 2025 02:08:07 UTC");
-        assert_eq!(rfc2822_utc(4_102_444_799), "Thu, 31 Dec 2099 23:59:59 UTC");
-    }
 
     #[test]
     fn names_are_checked() {

@@ -332,7 +332,14 @@ pub struct Marker {
     /// The build ran with `--no-backport-check`: `verify` fails unless told it is accepted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backport_check_skipped: bool,
+    /// Where the libraries came from: the staging manifest's `source` (a git URL or checkout
+    /// for `rocm-pin build`; "adopted from an in-place patch …" for `rocm-pin adopt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
+
+/// The manifest `source` of a staging tree made by `rocm-pin adopt` starts with this.
+pub const ADOPTED_SOURCE: &str = "adopted from an in-place patch";
 
 /// The runtime library family of `path` when it is a replaceable runtime library of the target
 /// prefix: directly in `<prefix>/lib/` (not `lib/asan/`, not `/usr/lib`, not another
@@ -403,5 +410,71 @@ mod discovery_tests {
             Some("/opt/rocm-7.2.4")
         );
         assert!(prefix_of_runtime_path("/usr/lib/libamdhip64.so.7").is_none());
+    }
+}
+
+/// The in-place method's commit marker (relative to the prefix), written by the seed's
+/// Dockerfile block next to the hard links it makes over the stock file names.
+pub const INPLACE_COMMIT_RELPATH: &str = ".info/atom-rocm-runtime-commit";
+/// The in-place method's soname list (relative to the prefix), one soname per line.
+pub const INPLACE_SONAMES_RELPATH: &str = ".info/atom-rocm-runtime-sonames";
+/// Stock packages whose files the in-place method overwrites: hsa-rocr / hip-runtime-amd and
+/// their multi-version names (`hip-runtime-amd7.2.4`); never the `-asan` builds.
+pub fn is_stock_runtime_package(name: &str) -> bool {
+    !name.contains("asan")
+        && [Half::Hsa, Half::Hip].iter().any(|h| {
+            name.strip_prefix(stock_base_name(*h)).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit())
+            })
+        })
+}
+
+/// The short git hash CLR puts in the HIP library's file name when built without a ROCm patch
+/// version (`libamdhip64.so.7.2.53211-b539bf7` → `b539bf7`). None when the name carries none.
+pub fn commit_hint_of_file_name(file_name: &str) -> Option<&str> {
+    let (_, tail) = file_name.rsplit_once('-')?;
+    (tail.len() >= 7 && tail.bytes().all(|b| b.is_ascii_hexdigit())).then_some(tail)
+}
+
+#[cfg(test)]
+mod inplace_name_tests {
+    use super::*;
+
+    #[test]
+    fn stock_runtime_names_and_commit_hints() {
+        assert!(is_stock_runtime_package("hsa-rocr"));
+        assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
+        assert!(!is_stock_runtime_package("hsa-rocr-asan"));
+        assert!(!is_stock_runtime_package("hsa-rocr-pinned"));
+        assert!(!is_stock_runtime_package("hsa-rocr-dev"));
+        assert_eq!(
+            commit_hint_of_file_name("libamdhip64.so.7.2.53211-b539bf7"),
+            Some("b539bf7")
+        );
+        assert_eq!(commit_hint_of_file_name("libamdhip64.so.7.2.70204"), None);
+        assert_eq!(commit_hint_of_file_name("libhsa-runtime64.so.1.18.0"), None);
+    }
+}
+
+/// The ROCm release a stock package version encodes in its 5-digit release component
+/// (`7.2.53211.70205-1~24.04` → `7.2.5`, `1.18.0.70204-93~24.04` → `7.2.4`). None when the
+/// version has no such component.
+pub fn release_of_stock_version(version: &str) -> Option<String> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
+    let last = upstream.rsplit('.').next()?;
+    let n: u32 = (last.len() == 5).then(|| last.parse().ok()).flatten()?;
+    Some(format!("{}.{}.{}", n / 10000, (n / 100) % 100, n % 100))
+}
+
+#[cfg(test)]
+mod release_tests {
+    #[test]
+    fn release_from_stock_versions() {
+        use super::release_of_stock_version as r;
+        assert_eq!(r("7.2.53211.70205-1~24.04").as_deref(), Some("7.2.5"));
+        assert_eq!(r("1.18.0.70204-93~24.04").as_deref(), Some("7.2.4"));
+        assert_eq!(r("7.2.4.70204-93~24.04").as_deref(), Some("7.2.4"));
+        assert_eq!(r("5.7.1-2"), None);
     }
 }

@@ -28,6 +28,8 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::process::tail_lines as tail;
+
 /// The PATH commands inside the chroot get.
 pub const CHROOT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -667,12 +669,6 @@ fn check_output(what: &str, out: &Output) -> Result<String> {
 }
 
 /// The last `n` lines of a command's output.
-fn tail(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 fn components(p: &Path) -> Vec<std::ffi::OsString> {
     p.components()
         .filter_map(|c| match c {
@@ -774,7 +770,7 @@ fn umount(target: &Path) -> Result<()> {
 }
 
 /// Mount points at or below `root`, from /proc/self/mountinfo.
-fn mounts_under(root: &Path) -> Vec<PathBuf> {
+pub fn mounts_under(root: &Path) -> Vec<PathBuf> {
     let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else {
         return Vec::new();
     };
@@ -818,16 +814,8 @@ impl FileLock {
             .write(true)
             .open(path)
             .with_context(|| format!("cannot open lock file {}", path.display()))?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid open file descriptor.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            bail!(
-                "cannot lock {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            );
-        }
+        file.lock()
+            .with_context(|| format!("cannot lock {}", path.display()))?;
         let _ = writeln!(file, "{}", std::process::id());
         Ok(FileLock { _file: file })
     }
@@ -845,11 +833,5 @@ mod tests {
         );
         assert_eq!(unescape_mountinfo("/plain"), PathBuf::from("/plain"));
         assert_eq!(unescape_mountinfo("/end\\"), PathBuf::from("/end\\"));
-    }
-
-    #[test]
-    fn tail_keeps_last_lines() {
-        assert_eq!(tail(b"a\nb\nc\n", 2), "b\nc");
-        assert_eq!(tail(b"", 2), "");
     }
 }

@@ -15,7 +15,7 @@ use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
 use crate::host::status::{self, canonicalize_in_root, in_root, StatusEntry};
-use crate::rocm;
+use crate::rocm::{self, Half};
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -155,6 +155,9 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     }
     let entries = status::read_status(root)?;
     let mut c = Checks(Vec::new());
+    if let Some(p) = crate::host::inplace::detect(root, &entries) {
+        c.add("in-place-patch", &p.prefix, false, p.summary());
+    }
     run_checks(opts, &entries, &mut c);
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
     report.checks = c.0;
@@ -170,15 +173,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
         .collect();
     if ours.is_empty() {
-        c.add(
-            "packages",
-            "",
-            false,
-            format!(
-                "no rocm-pin replacement package is installed (no package with {} in dpkg status); run `rocm-pin install`",
-                rocm::COMMIT_FIELD
-            ),
-        );
+        check_nothing_installed(root, &by_name, c);
         return;
     }
 
@@ -348,6 +343,44 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
     });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
+}
+
+/// Nothing of ours is installed. Say first whether there is a ROCm to replace at all: on a host
+/// without one, "run `rocm-pin install`" would only lead to install's own refusal.
+fn check_nothing_installed(root: &Path, by_name: &BTreeMap<&str, &StatusEntry>, c: &mut Checks) {
+    let stock_installed: Vec<&str> = [Half::Hsa, Half::Hip]
+        .into_iter()
+        .map(rocm::stock_base_name)
+        .filter(|name| by_name.get(name).is_some_and(|e| e.has_files()))
+        .collect();
+    let rocm_path = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH));
+    if rocm_path.is_err() && stock_installed.is_empty() {
+        c.add(
+            "rocm",
+            "",
+            false,
+            format!(
+                "no ROCm installation found: {} does not resolve under {} and neither {} nor {} is installed \
+                 (dpkg database). rocm-pin replaces the runtime of an installed ROCm {}: run this where ROCm \
+                 is installed (the ROCm image, or `--root` pointing at its tree), or install ROCm first",
+                rocm::DEFAULT_ROCM_PATH,
+                root.display(),
+                rocm::stock_base_name(Half::Hsa),
+                rocm::stock_base_name(Half::Hip),
+                rocm::TARGET_ROCM_VERSION,
+            ),
+        );
+        return;
+    }
+    c.add(
+        "packages",
+        "",
+        false,
+        format!(
+            "no rocm-pin replacement package is installed (no package with {} in dpkg status); run `rocm-pin install`",
+            rocm::COMMIT_FIELD
+        ),
+    );
 }
 
 fn check_pins(

@@ -16,6 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+
+use rocm_pin_testkit::scratch::ScratchDir;
 use std::time::Instant;
 
 use rocm_pin::progress::Silent;
@@ -85,7 +87,7 @@ fn copy_scripts(sb: &Sandbox) {
 
 /// What the builder stage produced, shared by every downstream test.
 struct Built {
-    _work: tempfile::TempDir,
+    _work: ScratchDir,
     stock: StockSet,
     probe: PathBuf,
     commit: String,
@@ -104,10 +106,7 @@ fn built() -> &'static Built {
 fn run_builder_stage() -> Built {
     assert_root();
     let t0 = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-docker-test-")
-        .tempdir()
-        .unwrap();
+    let work = ScratchDir::new("docker").expect("scratch directory");
     let w = work.path();
     let spec = StockSetSpec::for_host().expect("host architecture");
     let stock = build_stock_set(&spec, &w.join("stock"), &Silent).expect("stand-in stock set");

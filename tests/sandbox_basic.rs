@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use rocm_pin::sandbox::{test_cache_dir, Backend, ChrootImage, Sandbox, SandboxOptions};
 
@@ -313,50 +312,4 @@ fn helpers_copy_resolve_and_run_rocm_pin_inside() {
     drop(sb);
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mountinfo.contains(proc_dir.to_str().unwrap()));
-}
-
-/// Not a timed assertion: reports how long a fresh sandbox takes with each backend.
-#[test]
-fn measure_create_time() {
-    let img = image("bookworm");
-    // Warm the overlay's unpacked image once.
-    drop(
-        Sandbox::with_options(
-            &img,
-            &SandboxOptions {
-                backend: Some(Backend::Overlay),
-                ..Default::default()
-            },
-        )
-        .unwrap(),
-    );
-    for backend in backends() {
-        let mut times = Vec::new();
-        for _ in 0..3 {
-            let start = Instant::now();
-            let sb = Sandbox::with_options(
-                &img,
-                &SandboxOptions {
-                    backend: Some(backend),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-            times.push(start.elapsed().as_secs_f64());
-            let start = Instant::now();
-            drop(sb);
-            times.push(-start.elapsed().as_secs_f64());
-        }
-        let create: Vec<String> = times
-            .iter()
-            .filter(|t| **t >= 0.0)
-            .map(|t| format!("{:.3}s", t))
-            .collect();
-        let remove: Vec<String> = times
-            .iter()
-            .filter(|t| **t < 0.0)
-            .map(|t| format!("{:.3}s", -t))
-            .collect();
-        eprintln!("sandbox {backend:?}: create {create:?}, drop {remove:?}");
-    }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::prereq::{self, ProbeEnv};
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 
 /// Which launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,11 +25,9 @@ impl Launcher {
         match text {
             "ccache" => Ok(Launcher::Ccache),
             "sccache" => Ok(Launcher::Sccache),
-            other => Err(ExitError::new(
-                ExitKind::Usage,
-                format!("--compiler-launcher {other:?}: choose ccache or sccache"),
-            )
-            .into()),
+            other => Err(usage(format!(
+                "--compiler-launcher {other:?}: choose ccache or sccache"
+            ))),
         }
     }
 
@@ -48,17 +46,13 @@ impl Launcher {
     /// Where it is on PATH, or a usage error naming the package.
     pub fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
         prereq::find_program(env, self.program()).ok_or_else(|| {
-            ExitError::new(
-                ExitKind::Usage,
-                format!(
-                    "--compiler-launcher {}: `{}` is not on PATH; install it (apt-get install -y {}) \
-                     or build without a launcher",
-                    self.program(),
-                    self.program(),
-                    self.package()
-                ),
-            )
-            .into()
+            usage(format!(
+                "--compiler-launcher {}: `{}` is not on PATH; install it (apt-get install -y {}) \
+                 or build without a launcher",
+                self.program(),
+                self.program(),
+                self.package()
+            ))
         })
     }
 

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 use crate::progress::{self, Listener};
 use prereq::ProbeEnv;
 use source::SourceSpec;
@@ -117,10 +117,6 @@ pub struct BuildOutcome {
     pub cache_hit: bool,
     pub tree: TreeKind,
     pub warnings: Vec<String>,
-}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
 }
 
 /// Where the job count came from, for the plan header.
@@ -508,7 +504,6 @@ const LOCK_FILE: &str = "lock";
 /// Check that `DIR` is new, empty or a previous rocm-pin staging, create its work directory and
 /// take the build lock.
 fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
-    use std::os::unix::io::AsRawFd;
     let staging = &layout.staging;
     if staging.exists() {
         if !staging.is_dir() {
@@ -541,9 +536,7 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
         .write(true)
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
-    // SAFETY: flock on a file descriptor we own; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
+    if file.try_lock().is_err() {
         return Err(usage(format!(
             "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
             staging.display(),
@@ -865,6 +858,17 @@ fn check_source(
                     &format!("fetching {url}"),
                 )
             })?;
+            // A fetched tree is the real runtime, which cannot build without ROCm's toolchain:
+            // say so before the fetch, not after minutes of it.
+            if !p.rocm_resolved {
+                return Err(usage(format!(
+                    "ROCm path {} does not exist; nothing was fetched. The runtime at {url} builds \
+                     against an installed ROCm (its LLVM, comgr and device libraries): build inside the \
+                     ROCm {} image or on a ROCm host, or give --rocm-path DIR (see docs/building.md)",
+                    p.rocm.display(),
+                    crate::rocm::TARGET_ROCM_VERSION
+                )));
+            }
             Ok(None)
         }
     }

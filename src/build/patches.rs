@@ -13,7 +13,7 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use super::steps::Cmd;
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 
 /// What provenance records for one patch.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -55,10 +55,6 @@ pub fn touched_paths(text: &str) -> Vec<String> {
         }
     }
     out
-}
-
-fn usage(message: String) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
 }
 
 /// The series: `dir`'s `*.patch`/`*.diff` files in name order, then `files` in the order given.

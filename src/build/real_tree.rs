@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 
 /// CLR's comgr request.
 pub const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
@@ -31,10 +31,6 @@ pub const TARGET_LISTS: &[(&str, &str)] = &[
 ];
 /// The list only built with image support (`-DIMAGE_SUPPORT=OFF` skips it).
 const IMAGE_LIST: &str = "projects/rocr-runtime/runtime/hsa-runtime/image/blit_src/CMakeLists.txt";
-
-fn refuse(message: String) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
-}
 
 /// `find_package(amd_comgr 2.8 …)` → `("2.8", line)`; None when the tree asks no version.
 pub fn comgr_request(text: &str) -> Option<(String, usize)> {
@@ -156,7 +152,7 @@ pub fn check_comgr(
     };
     let (found, compatible) = evaluate_version_file(&file, &requested, scratch)?;
     if !compatible {
-        return Err(refuse(format!(
+        return Err(usage(format!(
             "comgr {found} (found at {}) does not satisfy the tree's request \
              `find_package(amd_comgr {requested} …)` at {}:{line}: comgr's CMake version file \
              ({}) calls {found} incompatible with {requested}. Nothing was built. Use a comgr \
@@ -220,7 +216,7 @@ pub fn supported_targets(clang: &Path) -> anyhow::Result<Vec<String>> {
 pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> anyhow::Result<()> {
     let supported = supported_targets(clang)?;
     if supported.is_empty() {
-        return Err(refuse(format!(
+        return Err(usage(format!(
             "{} lists no AMDGPU processors (--target=amdgcn-amd-amdhsa --print-supported-cpus): \
              it cannot build ROCr's device code; use an LLVM with the AMDGPU backend",
             clang.display()
@@ -245,7 +241,7 @@ pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> 
     if problems.is_empty() {
         return Ok(());
     }
-    Err(refuse(format!(
+    Err(usage(format!(
         "{} does not support offload targets the tree's hard-coded lists require (nothing was \
          built):\n{}\nuse a newer LLVM (--llvm-dir), or carry a patch (--patch) removing them from \
          the list",

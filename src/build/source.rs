@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::Context;
 
 use super::steps::Cmd;
-use crate::error::ExitError;
+use crate::error::{usage, ExitError};
 
 /// Where the source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,10 +69,6 @@ pub fn normalize_commit(commit: &str) -> anyhow::Result<String> {
     }
 }
 
-fn refuse(message: String) -> anyhow::Error {
-    ExitError::new(crate::error::ExitKind::Usage, message).into()
-}
-
 /// Run git and return trimmed stdout; the error names the command and git's stderr.
 pub fn git_output(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("git")
@@ -123,19 +119,19 @@ pub fn local_check_commands(dir: &Path, paths: &[&str]) -> Vec<Cmd> {
 /// Refuse a local checkout that is not exactly `commit` with a clean build tree.
 pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<()> {
     if !dir.is_dir() {
-        return Err(refuse(format!(
+        return Err(usage(format!(
             "source {} is not a directory (give a local rocm-systems checkout or a git URL)",
             dir.display()
         )));
     }
     let head = git_output(dir, &["rev-parse", "--verify", "HEAD^{commit}"]).map_err(|e| {
-        refuse(format!(
+        usage(format!(
             "source {} is not a usable git checkout: {e:#}",
             dir.display()
         ))
     })?;
     if head != commit {
-        return Err(refuse(format!(
+        return Err(usage(format!(
             "source {} is at commit {head}, not the requested {commit}: check out exactly that \
              commit (git -C {} checkout --detach {commit}) or pass --commit {head} if that is \
              the code you mean to build",
@@ -159,7 +155,7 @@ pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<(
         } else {
             String::new()
         };
-        return Err(refuse(format!(
+        return Err(usage(format!(
             "source {} has uncommitted changes or untracked files in the build paths ({}); the \
              recorded commit {commit} would not be the code built. Commit, stash or remove them \
              (git stash -u), then build again:\n    {shown}{more}",

@@ -417,11 +417,7 @@ pub fn run_step(step: &Step, logs: &Path) -> anyhow::Result<()> {
 
 /// The last `n` lines of a log (lossy UTF-8).
 pub fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    crate::process::tail_lines(&std::fs::read(path).unwrap_or_default(), n)
 }
 
 #[cfg(test)]

@@ -88,14 +88,14 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     };
     if args.dry_run {
         for line in build::plan(&opts)? {
-            println!("{line}");
+            outln!("{line}");
         }
         return Ok(());
     }
     let listener = crate::progress::for_cli(args.quiet);
     let outcome = build::build(&opts, listener.as_ref())?;
     let m = &outcome.manifest;
-    println!(
+    outln!(
         "{} {} ({}) in {}",
         if outcome.cache_hit {
             "reused cached staging of"
@@ -118,18 +118,18 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
                 if b { "exported" } else { "MISSING" }
             ));
         }
-        println!("  {}  [{}]", lib.path, facts.join(", "));
+        outln!("  {}  [{}]", lib.path, facts.join(", "));
     }
     for patch in &m.patches {
-        println!("  patch {}  sha256 {}", patch.name, patch.sha256);
+        outln!("  patch {}  sha256 {}", patch.name, patch.sha256);
     }
     if m.backport_check_skipped {
-        println!(
+        outln!(
             "  backport check SKIPPED (--no-backport-check): recorded; `rocm-pin verify` fails \
              unless given --accept-skipped-backport-check"
         );
     }
-    println!(
+    outln!(
         "manifest: {}",
         outcome.staging.join(build::MANIFEST_FILE).display()
     );

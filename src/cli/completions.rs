@@ -9,6 +9,8 @@ pub struct CompletionsArgs {
 
 pub fn run(args: CompletionsArgs) -> anyhow::Result<()> {
     let mut cmd = super::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "rocm-pin", &mut std::io::stdout());
-    Ok(())
+    // Into a buffer first: clap_complete unwraps its own writes, which panics on a closed pipe.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "rocm-pin", &mut script);
+    crate::output::write_stdout_bytes(&script)
 }

@@ -93,9 +93,9 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
     let listener = crate::progress::for_cli(a.quiet || a.json);
     let summary = deb::build_from_dir(&a.dir, &a.out, &opts, listener.as_ref())?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        outln!("{}", serde_json::to_string_pretty(&summary)?);
     } else if !a.quiet {
-        println!(
+        outln!(
             "built {} ({} {} {}, {} entries, Installed-Size {} KiB, {} bytes)",
             summary.output.display(),
             summary.package,
@@ -275,9 +275,9 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
         elf_skipped,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_text(&report, &info);
+        print_text(&report, &info)?;
     }
     let bad = report.md5sums.mismatches.len() + report.md5sums.missing.len();
     if bad > 0 {
@@ -329,30 +329,30 @@ fn mode_string(e: &deb::Entry) -> String {
     )
 }
 
-fn print_text(r: &InspectReport, info: &deb::DebInfo) {
-    println!("{}", r.file);
-    println!("control:");
+fn print_text(r: &InspectReport, info: &deb::DebInfo) -> anyhow::Result<()> {
+    outln!("{}", r.file);
+    outln!("control:");
     for (k, v) in info.control.fields() {
-        println!("  {k}: {v}");
+        outln!("  {k}: {v}");
     }
-    println!("control files: {}", r.control_files.join(", "));
-    println!("members:");
+    outln!("control files: {}", r.control_files.join(", "));
+    outln!("members:");
     for m in &r.members {
         let c = m.compression.map(|c| c.name()).unwrap_or("-");
-        println!("  {:<16} {:>12} bytes  compression {c}", m.name, m.size);
+        outln!("  {:<16} {:>12} bytes  compression {c}", m.name, m.size);
     }
-    println!("entries ({}):", r.entries.len());
+    outln!("entries ({}):", r.entries.len());
     for e in &r.entries {
         let tail = match &e.kind {
             EntryKind::Symlink(t) => format!(" -> {t}"),
             EntryKind::Hardlink(t) => format!(" link to {t}"),
             _ => String::new(),
         };
-        println!("  {} {:>10} {}{tail}", mode_string(e), e.size, e.path);
+        outln!("  {} {:>10} {}{tail}", mode_string(e), e.size, e.path);
     }
     let m = &r.md5sums;
     if m.present {
-        println!(
+        outln!(
             "md5sums: {} checked, {} mismatched, {} missing, {} unlisted",
             m.checked,
             m.mismatches.len(),
@@ -360,26 +360,27 @@ fn print_text(r: &InspectReport, info: &deb::DebInfo) {
             m.unlisted.len()
         );
         for p in &m.mismatches {
-            println!("  MISMATCH {p}");
+            outln!("  MISMATCH {p}");
         }
         for p in &m.missing {
-            println!("  MISSING  {p}");
+            outln!("  MISSING  {p}");
         }
     } else {
-        println!("md5sums: none in the package");
+        outln!("md5sums: none in the package");
     }
-    println!("ELF shared objects ({}):", r.elf.len());
+    outln!("ELF shared objects ({}):", r.elf.len());
     for e in &r.elf {
-        println!("  {}", e.path);
-        println!("    SONAME {}", e.soname.as_deref().unwrap_or("-"));
-        println!("    NEEDED {}", e.needed.join(", "));
+        outln!("  {}", e.path);
+        outln!("    SONAME {}", e.soname.as_deref().unwrap_or("-"));
+        outln!("    NEEDED {}", e.needed.join(", "));
         match (&e.symbol.exported, &e.symbol.version) {
-            (true, Some(v)) => println!("    exports {}@{v}", e.symbol.name),
-            (true, None) => println!("    exports {} (unversioned)", e.symbol.name),
-            _ => println!("    does not export {}", e.symbol.name),
+            (true, Some(v)) => outln!("    exports {}@{v}", e.symbol.name),
+            (true, None) => outln!("    exports {} (unversioned)", e.symbol.name),
+            _ => outln!("    does not export {}", e.symbol.name),
         }
     }
     for p in &r.elf_skipped {
-        println!("  {p}: ELF larger than --max-elf-mib, not parsed");
+        outln!("  {p}: ELF larger than --max-elf-mib, not parsed");
     }
+    Ok(())
 }

@@ -53,24 +53,24 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let listener = crate::progress::for_cli(args.json);
     let report = demo::run(&opts, listener.as_ref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!();
-        print!("{}", report.table());
+        outln!();
+        out!("{}", report.table());
         for s in report.failed() {
-            println!(
+            outln!(
                 "\nFAILED: {}\n{}",
                 s.name,
                 s.error.as_deref().unwrap_or("(no detail)")
             );
         }
-        println!("\n{}", demo::standin_notice(report.commit.as_deref()));
-        println!("\nThe same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image):");
+        outln!("\n{}", demo::standin_notice(report.commit.as_deref()));
+        outln!("\nThe same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image):");
         for c in demo::real_host_commands() {
-            println!("  {c}");
+            outln!("  {c}");
         }
         match (&report.kept, &report.kept_chroot) {
-            (Some(dir), Some(root)) => println!(
+            (Some(dir), Some(root)) => outln!(
                 "\nKept for inspection in {}: chroot root {} (e.g. chroot {} rocm-pin verify), \
                  logs in {}/logs",
                 dir.display(),
@@ -78,12 +78,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 root.display(),
                 dir.display()
             ),
-            (Some(dir), None) => println!(
+            (Some(dir), None) => outln!(
                 "\nKept for inspection in {} (logs in {}/logs)",
                 dir.display(),
                 dir.display()
             ),
-            _ => println!("\nEverything temporary was removed (--keep DIR keeps it); the chroot image stays cached in {}.", opts.cache_dir.display()),
+            _ => outln!("\nEverything temporary was removed (--keep DIR keeps it); the chroot image stays cached in {}.", opts.cache_dir.display()),
         }
     }
     if report.interrupted {

@@ -39,6 +39,10 @@ pub struct InstallArgs {
     /// the --guard hook pass --accept-skipped-backport-check
     #[arg(long)]
     pub accept_skipped_backport_check: bool,
+    /// Accept replacement .debs older than the installed ones: going back to a previous
+    /// commit pin is explicit (refused without this)
+    #[arg(long)]
+    pub allow_downgrade: bool,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -53,23 +57,24 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         guard: args.guard,
         local_repo: args.local_repo,
         accept_skipped_backport_check: args.accept_skipped_backport_check,
+        allow_downgrade: args.allow_downgrade,
     };
     let report = install(&opts, listener.as_ref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     for a in &report.actions {
-        println!("{a}");
+        outln!("{a}");
     }
     for k in &report.kept_stock {
-        println!("kept for rollback: {k}");
+        outln!("kept for rollback: {k}");
     }
     for w in &report.warnings {
-        println!("warning: {w}");
+        outln!("warning: {w}");
     }
     match report.outcome.as_str() {
-        "off" | "skipped" => println!(
+        "off" | "skipped" => outln!(
             "rocm-pin install: {}",
             report
                 .gate
@@ -79,9 +84,9 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         ),
         _ => {
             if let Some(v) = &report.verify {
-                print!("{}", v.to_human());
+                out!("{}", v.to_human());
             }
-            println!("rocm-pin install: {}", report.outcome);
+            outln!("rocm-pin install: {}", report.outcome);
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod adopt;
 pub mod build;
 pub mod completions;
 pub mod deb;
@@ -40,6 +41,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Report ROCm version, gate decision, installed flavor/commit and verify summary
     Status(status::StatusArgs),
+    /// Turn a host patched in place (cp -P + hard links) into the pinned packages, offline
+    Adopt(adopt::AdoptArgs),
     /// Put the stock runtime back (offline) and purge the replacement packages
     Rollback(rollback::RollbackArgs),
     /// Write a (signed) apt repository holding the replacement .debs
@@ -64,6 +67,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify(a) => verify::run(a),
         Command::Status(a) => status::run(a),
         Command::Rollback(a) => rollback::run(a),
+        Command::Adopt(a) => adopt::run(a),
         Command::Repo(a) => repo::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Deb(c) => deb::run(c),

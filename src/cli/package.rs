@@ -126,7 +126,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
     let listener = crate::progress::for_cli(args.quiet);
     let outcome = plan::package(&req, listener.as_ref())?;
     for d in &outcome.debs {
-        println!("{}", d.output.display());
+        outln!("{}", d.output.display());
     }
     Ok(())
 }

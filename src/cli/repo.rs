@@ -84,10 +84,10 @@ pub struct KeygenArgs {
 pub fn run(args: RepoArgs) -> anyhow::Result<()> {
     if let Some(RepoCommand::Keygen(k)) = args.command {
         let files = repo::keygen(&k.out, &k.user_id)?;
-        println!("secret key:  {} (keep it private)", files.secret.display());
-        println!("public key:  {}", files.public_asc.display());
-        println!("signed-by:   {}", files.public_gpg.display());
-        println!("fingerprint: {}", files.fingerprint);
+        outln!("secret key:  {} (keep it private)", files.secret.display());
+        outln!("public key:  {}", files.public_asc.display());
+        outln!("signed-by:   {}", files.public_gpg.display());
+        outln!("fingerprint: {}", files.fingerprint);
         return Ok(());
     }
     let Some(out) = args.out else {
@@ -103,9 +103,9 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
     let listener = crate::progress::for_cli(args.quiet || args.json);
     let summary = repo::publish(&args.debs, &opts, listener.as_ref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        outln!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        println!(
+        outln!(
             "{}: {} added, {} already present, {} packages in total ({})",
             opts.out.display(),
             summary.added.len(),
@@ -114,8 +114,8 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
             summary.architectures.join(", ")
         );
         match &summary.signed_by {
-            Some(fp) => println!("signed by {fp}: {}", summary.release.display()),
-            None => println!(
+            Some(fp) => outln!("signed by {fp}: {}", summary.release.display()),
+            None => outln!(
                 "unsigned (clients need [trusted=yes]; pass --sign-key to sign): {}",
                 summary.release.display()
             ),

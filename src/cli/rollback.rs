@@ -22,19 +22,19 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
     let listener = crate::progress::for_cli(args.json);
     let r = crate::host::rollback::rollback(args.lock_timeout, listener.as_ref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("installed: {}", r.stock_debs.join(" "));
-        println!("purged:    {}", r.purged.join(" "));
+        outln!("installed: {}", r.stock_debs.join(" "));
+        outln!("purged:    {}", r.purged.join(" "));
         for c in &r.checks {
-            println!(
+            outln!(
                 "{} {:<16} {}",
                 if c.ok { "ok  " } else { "FAIL" },
                 c.name,
                 c.detail
             );
         }
-        println!("rocm-pin rollback: the stock runtime is back");
+        outln!("rocm-pin rollback: the stock runtime is back");
     }
     Ok(())
 }

@@ -4,8 +4,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-/// Report ROCm version and prefix, gate decision, installed flavor/commit, verify summary and
-/// the processes that still map a deleted copy of the old runtime. Always exits 0.
+use crate::rocm::{GateMode, MODE_ENV};
+
+/// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
+/// origin), pins and Protected, available upgrades of ours and of stock, guard hook, local
+/// repository, an in-place patch, a quick verify, processes still mapping a deleted runtime.
+///
+/// Exit 0 healthy (ours installed, verify passes) or nothing installed yet (the gate line says
+/// what `install` would decide), 1 broken (patched in place, or ours installed and verify
+/// failing), 3 skipped by the version gate. JSON schema: docs/status-json.md.
 ///
 /// Example: `rocm-pin status --json`
 #[derive(Args, Debug)]
@@ -16,14 +23,25 @@ pub struct StatusArgs {
     /// Report on the installation under this root instead of /
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
+    /// The gate mode to report the decision for when nothing is installed yet (as `install`
+    /// would take it)
+    #[arg(long, value_enum, env = MODE_ENV, default_value = "require")]
+    pub mode: GateMode,
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = crate::host::hoststatus::host_status(&args.root)?;
+    let s = crate::host::hoststatus::host_status(&args.root, args.mode)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
-        print!("{}", s.to_human());
+        out!("{}", s.to_human());
     }
-    Ok(())
+    match s.exit_code {
+        0 => Ok(()),
+        3 => Err(crate::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(crate::error::ExitError::check_failed(
+            "status: the pinned runtime is not healthy (see above)",
+        )
+        .into()),
+    }
 }

@@ -38,16 +38,18 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     };
     let report = verify(&opts)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.quiet {
         for c in report.failed() {
-            eprintln!(
+            errln!(
                 "rocm-pin verify: FAIL {} {}: {}",
-                c.name, c.subject, c.detail
+                c.name,
+                c.subject,
+                c.detail
             );
         }
     } else {
-        print!("{}", report.to_human());
+        out!("{}", report.to_human());
     }
     match report.exit_code() {
         0 => Ok(()),

@@ -10,6 +10,7 @@ pub mod ar;
 pub mod archive;
 pub mod compress;
 pub mod control;
+pub mod date;
 pub mod reader;
 pub mod tar;
 pub mod version;

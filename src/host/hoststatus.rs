@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::gate;
 use super::rollback::installed_pin;
-use super::status::in_root;
-use crate::rocm;
+use super::status::{in_root, StatusEntry};
+use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StaleMapping {
@@ -14,8 +14,55 @@ pub struct StaleMapping {
     pub path: String,
 }
 
+/// Our installed pair: where it came from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OursInfo {
+    pub commit: String,
+    /// The commit's time (an adoption: when the in-place patch was applied); the package
+    /// build date is this time too (SOURCE_DATE_EPOCH).
+    pub commit_time: i64,
+    pub commit_date: String,
+    /// "built" (`rocm-pin build` + `package`) or "adopted" (`rocm-pin adopt`).
+    pub origin: String,
+    /// The marker's source note (adopted packages only).
+    pub source: Option<String>,
+    /// rocm-pin version that made the packages.
+    pub tool_version: String,
+    /// When dpkg installed them (mtime of their file list), Unix seconds.
+    pub installed_at: Option<i64>,
+}
+
+/// One stock package of the pair.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StockState {
+    pub package: String,
+    /// dpkg's two letters (`ii`, `rc`, …), "absent" when dpkg does not know it.
+    pub state: String,
+    pub version: Option<String>,
+    /// Our package standing in for it (Provides at the exact version), when installed.
+    pub replaced_by: Option<String>,
+}
+
+/// The apt pin of one stock name.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PinState {
+    pub stock_name: String,
+    pub file: String,
+    /// The file exists and pins the stock name below 0.
+    pub pinned: bool,
+    /// Our package carries `Protected: yes`.
+    pub protected: bool,
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HostStatus {
+    /// Version of this document (docs/status-json.md).
+    pub schema: u32,
+    /// "healthy" (exit 0), "not-installed" (exit 0: nothing of ours, no in-place patch),
+    /// "broken" (exit 1: patched in place, or ours installed and verify failing), "skipped"
+    /// (exit 3: the version gate skipped this host).
+    pub health: String,
+    pub exit_code: i32,
     /// Every hop of the `/opt/rocm` chain, None when it does not resolve.
     pub rocm_path_chain: Option<Vec<String>>,
     /// `.info/version` of where `/opt/rocm` points.
@@ -37,6 +84,18 @@ pub struct HostStatus {
     pub verify_checks: usize,
     /// Processes still mapping a deleted copy of a runtime library: they need a restart.
     pub stale_processes: Vec<StaleMapping>,
+    /// A patch made the old in-place way (files hard-linked over dpkg-owned names).
+    pub in_place: Option<super::inplace::InPlacePatch>,
+    pub ours: Option<OursInfo>,
+    pub stock: Vec<StockState>,
+    pub pins: Vec<PinState>,
+    /// None when nothing of ours is installed.
+    pub upgrades: Option<super::upgrades::Upgrades>,
+    /// The apt guard hook (`install --guard`) is in place.
+    pub guard: bool,
+    pub guard_path: String,
+    /// The local repository (`install --local-repo`), when present.
+    pub local_repo: Option<String>,
 }
 
 fn first_line(p: &Path) -> Option<String> {
@@ -85,7 +144,130 @@ pub fn stale_mappings(proc_dir: &Path) -> Vec<StaleMapping> {
     out
 }
 
-pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
+fn ours_info(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
+    let installed_at = ours
+        .iter()
+        .filter_map(|e| {
+            let list = in_root(root, &format!("/var/lib/dpkg/info/{}.list", e.package));
+            let t = std::fs::metadata(list).ok()?.modified().ok()?;
+            t.duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs() as i64)
+        })
+        .max();
+    let adopted = m
+        .source
+        .as_deref()
+        .is_some_and(|s| s.starts_with(rocm::ADOPTED_SOURCE));
+    OursInfo {
+        commit: m.commit.clone(),
+        commit_time: m.commit_time,
+        commit_date: crate::deb::date::changelog_date(m.commit_time)
+            .unwrap_or_else(|e| e.to_string()),
+        origin: if adopted { "adopted" } else { "built" }.to_string(),
+        source: m.source.clone(),
+        tool_version: m.tool_version.clone(),
+        installed_at,
+    }
+}
+
+/// The stock pair's dpkg state: the marker's stock names when ours is installed, else the
+/// stock runtime packages dpkg knows.
+fn stock_states(entries: &[StatusEntry], marker: Option<&rocm::Marker>) -> Vec<StockState> {
+    let names: Vec<(String, Option<String>)> = match marker {
+        Some(m) => m
+            .replaced
+            .iter()
+            .map(|r| (r.stock_name.clone(), Some(r.package.clone())))
+            .collect(),
+        None => entries
+            .iter()
+            .filter(|e| rocm::is_stock_runtime_package(&e.package))
+            .map(|e| (e.package.clone(), None))
+            .collect(),
+    };
+    names
+        .into_iter()
+        .map(|(name, ours)| {
+            let e = entries.iter().find(|e| e.package == name);
+            let replaced_by =
+                ours.filter(|o| entries.iter().any(|x| &x.package == o && x.has_files()));
+            StockState {
+                package: name,
+                state: e.map(|e| e.abbrev()).unwrap_or_else(|| "absent".into()),
+                version: e.filter(|e| e.has_files()).map(|e| e.version.clone()),
+                replaced_by,
+            }
+        })
+        .collect()
+}
+
+fn pin_states(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinState> {
+    m.replaced
+        .iter()
+        .map(|r| {
+            let file = rocm::pin_file_path(&r.package);
+            let pinned = std::fs::read_to_string(in_root(root, &file.to_string_lossy()))
+                .ok()
+                .and_then(|t| super::apt::parse_preferences(&t).ok())
+                .is_some_and(|st| {
+                    st.iter()
+                        .any(|s| s.priority < 0 && s.packages.iter().any(|p| p == &r.stock_name))
+                });
+            PinState {
+                stock_name: r.stock_name.clone(),
+                file: file.display().to_string(),
+                pinned,
+                protected: ours.iter().any(|e| e.package == r.package && e.protected),
+            }
+        })
+        .collect()
+}
+
+/// (ok, failed lines, number of checks) of a verify run; None when not applicable.
+fn quick_verify(root: &Path) -> (Option<bool>, Vec<String>, usize) {
+    match crate::verify::verify(&crate::verify::VerifyOptions {
+        root: root.to_path_buf(),
+        ..Default::default()
+    }) {
+        Ok(v) => (
+            Some(v.ok),
+            v.failed()
+                .map(|c| format!("{} {}: {}", c.name, c.subject, c.detail))
+                .collect(),
+            v.checks.len(),
+        ),
+        Err(e) => (Some(false), vec![format!("{e:#}")], 0),
+    }
+}
+
+/// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
+/// line leads somewhere instead of just saying "not installed".
+fn gate_preview(root: &Path, mode: GateMode) -> String {
+    let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
+        Ok((prefix, _)) => prefix.display().to_string(),
+        Err(_) => format!("/opt/rocm-{}", rocm::TARGET_ROCM_VERSION),
+    };
+    let d = gate::evaluate(root, &target, mode, rocm::TARGET_ROCM_VERSION);
+    let verdict = match (mode, d.matches) {
+        (GateMode::Off, _) => "would do nothing",
+        (_, true) => "would proceed",
+        (GateMode::Auto, false) => "would skip this host (exit 0)",
+        (GateMode::Require, false) => "would refuse (exit 2)",
+    };
+    let mode_name = match mode {
+        GateMode::Require => "require",
+        GateMode::Auto => "auto",
+        GateMode::Off => "off",
+    };
+    format!(
+        "not installed; `rocm-pin install` {verdict} under mode {mode_name}: {}",
+        d.reason
+    )
+}
+
+/// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
+pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line(&in_root(
@@ -93,7 +275,9 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
             &format!("{}/{}", p.display(), rocm::VERSION_RELPATH),
         ))
     });
+    let entries = super::status::read_status(root)?;
     let pin = installed_pin(root)?;
+    let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
     let target_version = target_prefix
@@ -103,26 +287,26 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
         (None, Some(_)) => "installed (gate passed)".to_string(),
-        (None, None) => "not installed".to_string(),
+        (None, None) => gate_preview(root, mode),
     };
-    let (verify_ok, failed, n) = if pin.is_some() && skip.is_none() {
-        match crate::verify::verify(&crate::verify::VerifyOptions {
-            root: root.to_path_buf(),
-            ..Default::default()
-        }) {
-            Ok(v) => (
-                Some(v.ok),
-                v.failed()
-                    .map(|c| format!("{} {}: {}", c.name, c.subject, c.detail))
-                    .collect(),
-                v.checks.len(),
-            ),
-            Err(e) => (Some(false), vec![format!("{e:#}")], 0),
-        }
+    let in_place = super::inplace::detect(root, &entries);
+    let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
+        quick_verify(root)
     } else {
         (None, Vec::new(), 0)
     };
+    let (health, exit_code) = match (&skip, verify_ok, &pin) {
+        (Some(_), _, _) => ("skipped", 3),
+        (None, Some(true), _) => ("healthy", 0),
+        // Nothing of ours and no in-place patch: nothing is broken yet.
+        (None, None, None) => ("not-installed", 0),
+        _ => ("broken", 1),
+    };
+    let local_repo = Path::new(rocm::STATE_DIR).join("repo");
     Ok(HostStatus {
+        schema: 1,
+        health: health.to_string(),
+        exit_code,
         rocm_path_chain: chain.map(|(_, h)| h.iter().map(|p| p.display().to_string()).collect()),
         rocm_version,
         target_prefix,
@@ -136,18 +320,29 @@ pub fn host_status(root: &Path) -> anyhow::Result<HostStatus> {
             .map(|m| m.patches.clone())
             .unwrap_or_default(),
         backport_check_skipped: marker.as_ref().is_some_and(|m| m.backport_check_skipped),
-        packages: pin
-            .as_ref()
-            .map(|(o, _)| {
-                o.iter()
-                    .map(|e| format!("{} {} ({})", e.package, e.version, e.abbrev()))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        packages: ours
+            .iter()
+            .map(|e| format!("{} {} ({})", e.package, e.version, e.abbrev()))
+            .collect(),
         verify_ok,
         verify_failed: failed,
         verify_checks: n,
         stale_processes: stale_mappings(&in_root(root, "/proc")),
+        in_place,
+        ours: marker.as_ref().map(|m| ours_info(root, &ours, m)),
+        stock: stock_states(&entries, marker.as_ref()),
+        pins: marker
+            .as_ref()
+            .map(|m| pin_states(root, &ours, m))
+            .unwrap_or_default(),
+        upgrades: marker
+            .as_ref()
+            .map(|m| super::upgrades::available(root, &ours, m)),
+        guard: in_root(root, &super::install::guard_path().to_string_lossy()).exists(),
+        guard_path: super::install::guard_path().display().to_string(),
+        local_repo: in_root(root, &local_repo.to_string_lossy())
+            .exists()
+            .then(|| local_repo.display().to_string()),
     })
 }
 
@@ -170,6 +365,9 @@ impl HostStatus {
             ));
         }
         s.push_str(&format!("gate:        {}\n", self.gate));
+        if let Some(p) = &self.in_place {
+            s.push_str(&format!("in place:    {}", p.describe()));
+        }
         if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
             s.push_str(&format!("installed:   flavor {f}, commit {c}\n"));
         }
@@ -184,6 +382,23 @@ impl HostStatus {
         for p in &self.packages {
             s.push_str(&format!("             {p}\n"));
         }
+        self.push_ours_and_stock(&mut s);
+        self.push_upgrades(&mut s);
+        s.push_str(&format!(
+            "guard hook:  {}\n",
+            if self.guard {
+                format!("on ({})", self.guard_path)
+            } else {
+                format!(
+                    "off ({} absent; `rocm-pin install --guard` adds it)",
+                    self.guard_path
+                )
+            }
+        ));
+        s.push_str(&format!(
+            "local repo:  {}\n",
+            self.local_repo.as_deref().unwrap_or("none")
+        ));
         match self.verify_ok {
             Some(true) => s.push_str(&format!(
                 "verify:      all {} checks pass\n",
@@ -212,7 +427,94 @@ impl HostStatus {
                 ));
             }
         }
+        s.push_str(&format!(
+            "health:      {} (exit {})\n",
+            self.health.to_uppercase(),
+            self.exit_code
+        ));
         s
+    }
+
+    fn push_ours_and_stock(&self, s: &mut String) {
+        if let Some(o) = &self.ours {
+            s.push_str(&format!(
+                "origin:      {} — commit time {}, made by rocm-pin {}{}\n",
+                match &o.source {
+                    Some(src) if o.origin == "adopted" => src.clone(),
+                    _ => "built from source (rocm-pin build + package)".to_string(),
+                },
+                o.commit_date,
+                o.tool_version,
+                o.installed_at
+                    .map(|t| format!(
+                        ", installed {}",
+                        crate::deb::date::changelog_date(t).unwrap_or_else(|e| e.to_string())
+                    ))
+                    .unwrap_or_default()
+            ));
+        }
+        for st in &self.stock {
+            let what = match (&st.version, &st.replaced_by) {
+                (Some(v), _) => format!("{} {v}", st.state),
+                (None, Some(o)) => format!("not installed (replaced by {o})"),
+                (None, None) => format!("not installed ({})", st.state),
+            };
+            s.push_str(&format!("stock:       {}: {what}\n", st.package));
+        }
+        for p in &self.pins {
+            s.push_str(&format!(
+                "pin:         {} {} {}{}; Protected: {}\n",
+                p.file,
+                if p.pinned { "pins" } else { "does NOT pin" },
+                p.stock_name,
+                if p.pinned { " away (priority < 0)" } else { "" },
+                if p.protected { "yes" } else { "NO" }
+            ));
+        }
+    }
+
+    fn push_upgrades(&self, s: &mut String) {
+        let Some(u) = &self.upgrades else { return };
+        if let Some(e) = &u.error {
+            s.push_str(&format!("upgrades:    unknown ({e})\n"));
+            return;
+        }
+        if u.ours.is_empty() {
+            s.push_str("upgrades:    ours: none published\n");
+        }
+        for a in &u.ours {
+            s.push_str(&format!(
+                "upgrades:    ours: {} {} -> {} (a new commit pin; `apt-get upgrade` installs it)\n",
+                a.package, a.current, a.newest
+            ));
+        }
+        match &u.stock_release {
+            None => s.push_str("             stock: nothing newer than the replaced versions\n"),
+            Some(rel) => {
+                s.push_str(&format!(
+                    "             stock: ROCm {rel} is available while this pin targets {} — kept back by the pin:\n",
+                    u.target_release.as_deref().unwrap_or("?")
+                ));
+                for a in &u.stock {
+                    s.push_str(&format!(
+                        "               {} {} (replaced: {}, priority {})\n",
+                        a.package, a.newest, a.current, a.priority
+                    ));
+                }
+                for a in &u.held {
+                    s.push_str(&format!(
+                        "               {} held at {} ({} available; {})\n",
+                        a.package,
+                        a.current,
+                        a.newest,
+                        super::hold::hold_path().display()
+                    ));
+                }
+                for (i, w) in u.ways_forward.iter().enumerate() {
+                    s.push_str(&format!("             way forward {}: {w}\n", i + 1));
+                }
+            }
+        }
     }
 }
 

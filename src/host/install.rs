@@ -17,7 +17,8 @@ use super::apt;
 use super::gate::{self, GateDecision};
 use super::loader;
 use super::status::{self, in_root, StatusEntry};
-use crate::error::{ExitError, ExitKind};
+use crate::error::{usage, ExitError};
+use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};
 
@@ -47,6 +48,8 @@ pub struct InstallOptions {
     /// Packages built with `--no-backport-check` are accepted: the final verify (and the guard
     /// hook) pass `--accept-skipped-backport-check`.
     pub accept_skipped_backport_check: bool,
+    /// Accept .debs older than the installed pin (going back to a previous commit pin).
+    pub allow_downgrade: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -63,10 +66,6 @@ pub struct InstallReport {
     /// "installed", "already-installed", "skipped", "off".
     pub outcome: String,
     pub verify: Option<crate::verify::VerifyReport>,
-}
-
-fn refuse(msg: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, msg).into()
 }
 
 fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
@@ -124,7 +123,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
             .next()
             .with_context(|| format!("{}: empty control file", deb.display()))?;
         let Some(commit) = e.extra.get(rocm::COMMIT_FIELD).cloned() else {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "{} ({}) is not a rocm-pin replacement package (no {} field); make it with `rocm-pin package`",
                 deb.display(),
                 e.package,
@@ -155,14 +154,14 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
         });
     }
     let marker = marker.ok_or_else(|| {
-        refuse(format!(
+        usage(format!(
             "none of the given .debs ships the provenance marker */{}: give both replacement packages (the HSA one carries it)",
             rocm::MARKER_RELPATH
         ))
     })?;
     for f in &mut facts {
         let Some(r) = marker.replaced.iter().find(|r| r.package == f.package) else {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "{} ({}) is not named in the marker of commit {}: the .debs come from different `rocm-pin package` runs",
                 f.path.display(),
                 f.package,
@@ -170,7 +169,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
             )));
         };
         if r.version != f.version || f.commit != marker.commit {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "{}: version {} / commit {} do not match the marker ({} / {})",
                 f.path.display(),
                 f.version,
@@ -184,7 +183,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
     }
     for r in &marker.replaced {
         if !facts.iter().any(|f| f.package == r.package) {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "the marker names {} {} but it was not given: install both replacement packages in one run",
                 r.package, r.version
             )));
@@ -222,12 +221,6 @@ fn apt_get(lock_timeout: u32) -> Command {
     cmd
 }
 
-fn tail(bytes: &[u8], n: usize) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Where kept stock .debs live.
 pub fn stock_dir() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("stock")
@@ -238,7 +231,7 @@ pub fn deb_file_name(name: &str, version: &str, arch: &str) -> String {
     format!("{name}_{}_{arch}.deb", version.replace(':', "%3a"))
 }
 
-fn deb_is(path: &Path, name: &str, version: &str) -> bool {
+pub fn deb_is(path: &Path, name: &str, version: &str) -> bool {
     run_ok(
         Command::new("dpkg-deb")
             .arg("-f")
@@ -318,7 +311,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     let root = Path::new("/");
     let mut report = InstallReport::default();
     if opts.debs.is_empty() {
-        return Err(refuse(
+        return Err(usage(
             "no .deb given: rocm-pin install HSA.deb HIP.deb (made by `rocm-pin package`)",
         ));
     }
@@ -333,7 +326,11 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     // The release the packages were made against (their prefix), 7.2.4 for the pinned runtime.
     let wanted = rocm::release_of_prefix(&marker.prefix);
     let g = gate::evaluate(root, &marker.prefix, opts.mode, &wanted);
-    listener.info(&g.reason);
+    // Said once: when the gate stops the install, the reason is the refusal (require) or the
+    // command's result line (auto, off), so it is only reported here when the install goes on.
+    if g.proceed() {
+        listener.info(&g.reason);
+    }
     report.gate = Some(g.clone());
     match (opts.mode, g.matches) {
         (GateMode::Off, _) => {
@@ -349,7 +346,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             report.outcome = "skipped".into();
             return Ok(report);
         }
-        (GateMode::Require, false) => return Err(refuse(g.reason)),
+        (GateMode::Require, false) => return Err(usage(g.reason)),
         _ => {}
     }
 
@@ -405,13 +402,13 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         match by_name.get(f.stock_name.as_str()).filter(|e| e.has_files()) {
             Some(s) => {
                 if s.version != f.stock_version || s.architecture != f.architecture {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "stock {} is installed at {} ({}), but {} was built against {} ({}): apt would remove every package that depends on {} with `=` (rocm-hip-runtime, hip-dev) and exit 0. Rebuild the replacement with `rocm-pin package` against this host's stock packages.",
                         s.package, s.version, s.architecture, f.package, f.stock_version, f.architecture, s.package
                     )));
                 }
                 if !s.is_installed_ok() {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "stock {} is in dpkg state {} ({}): fix it first (`dpkg --configure -a` / `apt-get -f install`)",
                         s.package,
                         s.abbrev(),
@@ -426,15 +423,18 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                     if o.version != f.version || !o.is_installed_ok() {
                         all_ours_current = false;
                     }
+                    if !opts.allow_downgrade {
+                        super::pinmove::refuse_downgrade(o, &f.version)?;
+                    }
                 }
                 Some(o) => {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "{} {} is installed but provides {} at another version than {} ({}); install the matching replacement or roll back first",
                         o.package, o.version, f.stock_name, f.package, f.stock_version
                     )))
                 }
                 None => {
-                    return Err(refuse(format!(
+                    return Err(usage(format!(
                         "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
                         f.stock_name, f.stock_version, f.package, rocm::release_of_prefix(&marker.prefix)
                     )))
@@ -464,7 +464,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                 .and_then(|n| rocm::family_of(&n.to_string_lossy()))
                 .is_some_and(|f| f.half == rocm::Half::Hsa)
         })
-        .ok_or_else(|| refuse("the marker names no HSA library"))?;
+        .ok_or_else(|| usage("the marker names no HSA library"))?;
     let lib_dir = Path::new(&hsa_lib.path)
         .parent()
         .map(|p| p.display().to_string())
@@ -478,13 +478,16 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
             let mut cmd = apt_get(opts.lock_timeout);
             cmd.args(["-s", "install"]);
+            if opts.allow_downgrade {
+                cmd.arg("--allow-downgrades");
+            }
             if all_ours_current {
                 cmd.arg("--reinstall");
             }
             cmd.args(&deb_args);
             let out = cmd.output().context("cannot run apt-get -s")?;
             if !out.status.success() {
-                return Err(refuse(format!(
+                return Err(usage(format!(
                     "apt-get -s install refused the transaction ({}); nothing changed:\n{}",
                     out.status,
                     tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
@@ -498,7 +501,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             .filter(|n| !stock_names.contains(&n.as_str()))
             .collect();
         if !extra.is_empty() {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
                 extra.join(", "),
                 stock_names.join(", ")
@@ -535,6 +538,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         let snap_before = snapshot(root)?;
         let mut cmd = apt_get(opts.lock_timeout);
         cmd.args(["install", "-y"]);
+        if opts.allow_downgrade {
+            cmd.arg("--allow-downgrades");
+        }
         if all_ours_current {
             cmd.arg("--reinstall")
                 .arg("-o")
@@ -575,7 +581,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             return Err(if changed {
                 ExitError::check_failed(msg).into()
             } else {
-                refuse(msg)
+                usage(msg)
             });
         }
         let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
@@ -625,6 +631,18 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
+    let stock_names: Vec<String> = facts.iter().map(|f| f.stock_name.clone()).collect();
+    let held = super::hold::write(root, &stock_names)?;
+    if !held.is_empty() {
+        report.actions.push(format!(
+            "holds {} at the installed release ({})",
+            held.iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::hold::hold_path().display()
+        ));
+    }
 
     if opts.guard {
         write_guard_with(root, opts.accept_skipped_backport_check)?;

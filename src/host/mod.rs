@@ -2,14 +2,19 @@
 //! preferences, or runs apt-get/dpkg/ldconfig. Every function takes the root it works on
 //! (`/` on a real host, a chroot directory in tests), so nothing here assumes the live system.
 
+pub mod adopt;
 pub mod apt;
 pub mod dpkgdb;
 pub mod excludes;
 pub mod gate;
+pub mod hold;
 pub mod hoststatus;
+pub mod inplace;
 pub mod install;
 pub mod loader;
 pub mod localrepo;
+pub mod pinmove;
 pub mod repack;
 pub mod rollback;
 pub mod status;
+pub mod upgrades;

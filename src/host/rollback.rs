@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::install::{deb_file_name, remove_guard, stock_dir};
 use super::loader;
 use super::status::{self, canonicalize_in_root, in_root, StatusEntry};
-use crate::error::{ExitError, ExitKind};
+use crate::error::{usage, ExitError};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
 
@@ -28,10 +28,6 @@ pub struct RollbackReport {
     pub removed: Vec<String>,
     pub checks: Vec<RollbackCheck>,
     pub ok: bool,
-}
-
-fn refuse(msg: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, msg).into()
 }
 
 /// Read our installed packages and the marker.
@@ -61,12 +57,12 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
 pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<RollbackReport> {
     let root = Path::new("/");
     let Some((ours, marker)) = installed_pin(root)? else {
-        return Err(refuse(
+        return Err(usage(
             "no rocm-pin replacement package is installed: nothing to roll back",
         ));
     };
     let marker = marker.ok_or_else(|| {
-        refuse(format!(
+        usage(format!(
             "the provenance marker */{} is missing or unreadable, so the stock versions to restore are unknown; reinstall the replacement (`rocm-pin install`) first",
             rocm::MARKER_RELPATH
         ))
@@ -80,7 +76,7 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
             &r.architecture,
         ));
         if !p.exists() {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "the kept stock package {} is missing: rollback needs the stock {} {} .deb (put it there, e.g. `apt-get download {}={}`); nothing changed",
                 p.display(),
                 r.stock_name,
@@ -136,6 +132,12 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .into());
     }
     report.purged = ours.iter().map(|e| e.package.clone()).collect();
+    // The release hold goes with our pins: the stock release may move again.
+    if super::hold::remove(root)? {
+        report
+            .purged
+            .push(super::hold::hold_path().display().to_string());
+    }
     // The local repository (--local-repo) holds only our packages: it leaves with them.
     if super::localrepo::remove(root)? {
         report

@@ -23,6 +23,10 @@ use crate::rocm::{self, Half};
 pub enum StockInput {
     /// The dpkg database (and installed files) under this root.
     Root(PathBuf),
+    /// [`StockInput::Root`] on a host patched in place (`rocm-pin adopt --no-rollback`): the
+    /// stock runtime library files of the families the staging rebuilds may differ from dpkg's
+    /// md5sums (they are replaced, never carried).
+    PatchedInPlace(PathBuf),
     /// Stock .debs; NEEDED entries are resolved against the dpkg database under `target_root`.
     Debs {
         debs: Vec<PathBuf>,
@@ -113,7 +117,11 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
             render_tree(p, &trees.join(&p.package))
         })?;
     }
-    write_marker(&plan, &trees)?;
+    write_marker(
+        &plan,
+        &trees,
+        staging.manifest.as_ref().map(|m| m.source.as_str()),
+    )?;
 
     let epoch = req
         .source_date_epoch
@@ -226,24 +234,23 @@ type LoadedStock = (String, Vec<(Half, StockPackage)>, Option<DpkgDb>);
 
 fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> {
     match &req.stock {
-        StockInput::Root(root) => {
+        StockInput::Root(root) | StockInput::PatchedInPlace(root) => {
             let db = DpkgDb::open(root)?;
             let asked = req.prefix.as_deref().unwrap_or(rocm::DEFAULT_ROCM_PATH);
-            let (resolved, hops) = rocm::resolve_rocm_path(root, Path::new(asked)).with_context(
-                || {
-                    format!(
-                        "cannot resolve the ROCm prefix {asked} under {}; give --prefix /opt/rocm-X.Y.Z",
-                        root.display()
-                    )
-                },
-            )?;
+            let (resolved, hops) = rocm::resolve_rocm_path(root, Path::new(asked))
+                .with_context(|| no_rocm_prefix_hint(root, req.prefix.as_deref()))?;
             let prefix = resolved.display().to_string();
             // Paths always go into the real versioned prefix, never through a symlink.
             let _ = hops;
             let found = super::discover_in_db(&db, &prefix)?;
             let mut stock = vec![];
+            let in_place = matches!(req.stock, StockInput::PatchedInPlace(_));
+            let replaced = |path: &str| {
+                in_place
+                    && rocm::runtime_library_family_at(&prefix, path).is_some_and(|f| f.required)
+            };
             for (half, name) in found {
-                stock.push((half, stock::from_dpkg_db(&db, &name)?));
+                stock.push((half, stock::from_dpkg_db_allowing(&db, &name, &replaced)?));
             }
             Ok((prefix, stock, Some(db)))
         }
@@ -292,6 +299,34 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
             let db = DpkgDb::open(target_root).ok();
             Ok((prefix, stock, db))
         }
+    }
+}
+
+/// What to say when the stock packages are to be read from a root that has no ROCm where we
+/// looked: the two ways forward differ by whether `--prefix` was given.
+fn no_rocm_prefix_hint(root: &Path, prefix: Option<&str>) -> String {
+    let stock_debs = format!(
+        "--stock-deb {}_*.deb {}_*.deb (the stock packages the replacements are built against, e.g. \
+         from `apt-get download {} {}` with AMD's ROCm repository)",
+        rocm::stock_base_name(Half::Hsa),
+        rocm::stock_base_name(Half::Hip),
+        rocm::stock_base_name(Half::Hsa),
+        rocm::stock_base_name(Half::Hip),
+    );
+    match prefix {
+        None => format!(
+            "no ROCm installation under {}: {} does not resolve. Give the stock packages with {stock_debs}, \
+             or --stock-root DIR for a ROCm image tree; on a ROCm host whose {} link is missing, give \
+             --prefix /opt/rocm-X.Y.Z",
+            root.display(),
+            rocm::DEFAULT_ROCM_PATH,
+            rocm::DEFAULT_ROCM_PATH,
+        ),
+        Some(p) => format!(
+            "--prefix {p} does not exist under {}, so there are no installed stock packages to read there. \
+             Give the stock packages with {stock_debs} instead, or --stock-root DIR for a ROCm image tree",
+            root.display()
+        ),
     }
 }
 
@@ -426,7 +461,7 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
 }
 
 /// The provenance marker `<prefix>/.info/rocm-pin.json` in the HSA tree, from the rendered files.
-fn write_marker(plan: &PackagePlan, trees: &Path) -> anyhow::Result<()> {
+fn write_marker(plan: &PackagePlan, trees: &Path, source: Option<&str>) -> anyhow::Result<()> {
     let mut files = BTreeMap::new();
     let mut libraries = vec![];
     let mut marker_at = None;
@@ -462,6 +497,10 @@ fn write_marker(plan: &PackagePlan, trees: &Path) -> anyhow::Result<()> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         patches: plan.patches.clone(),
         backport_check_skipped: plan.backport_check_skipped,
+        // Only an adoption is recorded: a built pair's marker stays byte-identical to before.
+        source: source
+            .filter(|s| s.starts_with(rocm::ADOPTED_SOURCE))
+            .map(str::to_string),
     };
     let at = marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;
     ensure_parent(&at)?;

@@ -62,6 +62,17 @@ impl StockPackage {
 /// Load one installed package from the database, checking every regular file against the
 /// package's md5sums. A missing file is an error unless dpkg's path filters exclude it.
 pub fn from_dpkg_db(db: &DpkgDb, name: &str) -> anyhow::Result<StockPackage> {
+    from_dpkg_db_allowing(db, name, &|_| false)
+}
+
+/// [`from_dpkg_db`], but a file for which `replaced_in_place(path)` is true may differ from
+/// its md5sum: `rocm-pin adopt` reads a host whose runtime files were overwritten in place
+/// (their content is never carried: the rebuilt library takes those names).
+pub fn from_dpkg_db_allowing(
+    db: &DpkgDb,
+    name: &str,
+    replaced_in_place: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<StockPackage> {
     let pkg = db
         .installed(name)
         .ok_or_else(|| anyhow!("stock package {name} is not installed (state must be `installed`) in the dpkg database under {}", db.root().display()))?;
@@ -113,7 +124,7 @@ pub fn from_dpkg_db(db: &DpkgDb, name: &str) -> anyhow::Result<StockPackage> {
                 ));
             }
             match sums.get(path) {
-                Some(expected) if *expected != actual => bail!(
+                Some(expected) if *expected != actual && !replaced_in_place(path) => bail!(
                     "stock file {path} of {name} was modified on disk: md5 {actual}, dpkg recorded {expected} \
                      (a previous in-place replacement?). Restore it with apt-get install --reinstall {name}"
                 ),

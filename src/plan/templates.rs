@@ -107,7 +107,7 @@ pub fn docs(
     staging: &super::Staging,
     opts: &super::PlanOptions,
 ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
-    let (year, date) = dates(staging.commit_time);
+    let (year, date) = dates(staging.commit_time)?;
     let year = year.to_string();
     let tool = env!("CARGO_PKG_VERSION");
     let vars = [
@@ -163,34 +163,12 @@ fn gzip_max(data: &[u8]) -> anyhow::Result<Vec<u8>> {
     Ok(enc.finish()?)
 }
 
-/// (year, RFC 2822 date) of a Unix timestamp, UTC.
-pub fn dates(t: i64) -> (i64, String) {
-    let days = t.div_euclid(86400);
-    let secs = t.rem_euclid(86400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    let wd = (days + 4).rem_euclid(7); // 1970-01-01 was a Thursday
-    let wdn = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][wd as usize];
-    let mn = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ][(m - 1) as usize];
-    (
-        y,
-        format!(
-            "{wdn}, {d:02} {mn} {y} {:02}:{:02}:{:02} +0000",
-            secs / 3600,
-            (secs / 60) % 60,
-            secs % 60
-        ),
-    )
+/// (year, RFC 2822 date) of a Unix timestamp, UTC: the copyright year and the changelog trailer.
+pub fn dates(t: i64) -> anyhow::Result<(i32, String)> {
+    Ok((
+        crate::deb::date::year(t)?,
+        crate::deb::date::changelog_date(t)?,
+    ))
 }
 
 #[cfg(test)]
@@ -199,12 +177,10 @@ mod tests {
 
     #[test]
     fn dates_match_date_r() {
-        assert_eq!(dates(0).1, "Thu, 01 Jan 1970 00:00:00 +0000");
         assert_eq!(
-            dates(1764720000),
+            dates(1764720000).unwrap(),
             (2025, "Wed, 03 Dec 2025 00:00:00 +0000".into())
         );
-        assert_eq!(dates(951782400).1, "Tue, 29 Feb 2000 00:00:00 +0000");
     }
 
     #[test]

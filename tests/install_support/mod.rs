@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use rocm_pin_testkit::scratch::ScratchDir;
+
 use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin::standin::{self, StockRole, StockSet, StockSetSpec};
 
@@ -94,7 +96,7 @@ pub fn must(cmd: &mut Command) -> Output {
 
 /// Everything suite-independent: the stand-in stock sets, our packages, the loader probe.
 pub struct Packages {
-    _work: tempfile::TempDir,
+    _work: ScratchDir,
     pub stock: StockSet,
     /// The custom rccl with exact `=` deps (dpkg -i only).
     pub custom: StockSet,
@@ -110,7 +112,7 @@ pub struct Packages {
 pub struct Artifacts {
     pub suite: String,
     pub pkgs: &'static Packages,
-    _work: tempfile::TempDir,
+    _work: ScratchDir,
     /// Stock set installed (no rocm-pin yet).
     pub stock_snapshot: PathBuf,
     /// Stock set + `rocm-pin install` done inside.
@@ -217,10 +219,7 @@ fn make_packages() -> Packages {
         unsafe { libc::geteuid() } == 0,
         "the install acceptance tests need root (chroot); CI runs as root"
     );
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-install-test-")
-        .tempdir()
-        .unwrap();
+    let work = ScratchDir::new("install").expect("scratch directory");
     let w = work.path();
     let listener = rocm_pin::progress::Silent;
 
@@ -306,10 +305,7 @@ fn make_packages() -> Packages {
 fn make_artifacts(suite: &str) -> Artifacts {
     let t0 = std::time::Instant::now();
     let p = packages();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-install-test-")
-        .tempdir()
-        .unwrap();
+    let work = ScratchDir::new("install").expect("scratch directory");
     let w = work.path();
     let (stock, custom, probe, ours, ours_dir) =
         (&p.stock, &p.custom, &p.probe, &p.ours, &p.ours_dir);

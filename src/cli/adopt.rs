@@ -1,0 +1,69 @@
+//! `rocm-pin adopt`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::host::adopt::{adopt, AdoptOptions};
+
+/// Turn a host or image patched in place (the old `cp -P` + hard-link method, with
+/// /opt/rocm/.info/atom-rocm-runtime-commit) into the pinned, Protected packages: offline,
+/// without a source build. The live patched libraries are packaged exactly as `rocm-pin
+/// package` does and installed exactly as `rocm-pin install` does, then verified.
+///
+/// Refuses (exit 2, nothing changed) on a host that is not patched in place, on an in-place
+/// patch that is broken (empty or dangling files, a marker disagreeing with the libraries), and
+/// when no stock .deb can be had for rollback (unless --no-rollback). A run killed part-way is
+/// completed by the next `rocm-pin adopt`.
+///
+/// Example: `rocm-pin adopt && rocm-pin status`
+#[derive(Args, Debug)]
+pub struct AdoptArgs {
+    /// Directory that receives the adopted .debs (default /var/lib/rocm-pin/adopted)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Adopt even when no stock .deb can be found (`rocm-pin rollback` will then need the
+    /// stock packages from a repository)
+    #[arg(long)]
+    pub no_rollback: bool,
+    /// Seconds to wait for another apt/dpkg holding the lock
+    #[arg(long, default_value_t = 120)]
+    pub lock_timeout: u32,
+    /// Print the result as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
+    let listener = crate::progress::for_cli(args.json);
+    let report = adopt(
+        &AdoptOptions {
+            out: args.out,
+            no_rollback: args.no_rollback,
+            lock_timeout: args.lock_timeout,
+        },
+        listener.as_ref(),
+    )?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    if report.resumed {
+        outln!("completed an adoption that was interrupted earlier");
+    }
+    for s in &report.stock_debs {
+        outln!("kept for rollback: {s}");
+    }
+    for a in &report.actions {
+        outln!("{a}");
+    }
+    for w in &report.warnings {
+        outln!("warning: {w}");
+    }
+    outln!(
+        "rocm-pin adopt: commit {} is now installed as packages: {}",
+        report.commit,
+        report.debs.join(" ")
+    );
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! The release hold: what keeps a newer stock ROCm release from being half-installed around
+//! our pair. ROCm's meta packages depend with exact `=` versions on the stock pair *and* on
+//! their siblings (`rocm-hip-runtime` → `hip-runtime-amd (= …)`, `hsa-rocr (= …)`,
+//! `rocm-core (= …)`). With the stock pair pinned away, a new release makes `apt full-upgrade`
+//! and `apt-get dist-upgrade` (measured, bookworm and trixie) remove the meta package to
+//! upgrade `rocm-core` alone — which re-points `/opt/rocm` at the new, runtime-less prefix
+//! and exits 0. Holding those siblings at their installed versions (priority 990, so apt never
+//! picks a newer one but never downgrades either) keeps the whole release where it is; the
+//! metas themselves stay unpinned, so apt still lists them as kept back.
+//!
+//! Written by `install` (an apt preferences file rocm-pin owns, not a conffile of ours),
+//! removed by `rollback`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::status::{self, in_root};
+
+pub fn hold_path() -> PathBuf {
+    PathBuf::from("/etc/apt/preferences.d/rocm-pin-release-hold")
+}
+
+/// `name (= version)` relations of a Depends field (alternatives included).
+fn exact_relations(depends: &str) -> Vec<(String, String)> {
+    depends
+        .split([',', '|'])
+        .filter_map(|rel| {
+            let (name, rest) = rel.trim().split_once('(')?;
+            let rest = rest.trim().strip_prefix('=')?;
+            let version = rest.trim_end_matches(')').trim();
+            let name = name.trim().split(':').next().unwrap_or("").to_string();
+            (!name.is_empty() && !version.is_empty()).then(|| (name, version.to_string()))
+        })
+        .collect()
+}
+
+/// The installed packages to hold: every exact `=` dependency (other than the stock pair) of
+/// an installed package that depends with `=` on the stock pair, at its installed version.
+pub fn held_packages(root: &Path, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let entries = status::read_status_with(root, &["Depends"])?;
+    let installed = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e.package == name && e.is_installed_ok())
+            .map(|e| e.version.clone())
+    };
+    let mut held: Vec<(String, String)> = Vec::new();
+    for e in entries.iter().filter(|e| e.is_installed_ok()) {
+        let rels = exact_relations(e.extra.get("Depends").map(String::as_str).unwrap_or(""));
+        if !rels.iter().any(|(n, _)| stock_names.contains(n)) {
+            continue;
+        }
+        for (n, v) in rels {
+            if stock_names.contains(&n) || held.iter().any(|(h, _)| *h == n) {
+                continue;
+            }
+            if installed(&n).as_deref() == Some(v.as_str()) {
+                held.push((n, v));
+            }
+        }
+    }
+    held.sort();
+    Ok(held)
+}
+
+/// Write (or refresh) the hold for the stock pair `stock_names`. Returns what it holds.
+pub fn write(root: &Path, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let held = held_packages(root, stock_names)?;
+    let path = in_root(root, &hold_path().to_string_lossy());
+    if held.is_empty() {
+        remove(root)?;
+        return Ok(held);
+    }
+    let mut text = String::from(
+        "# Written by `rocm-pin install`, removed by `rocm-pin rollback`: holds the packages ROCm's\n\
+         # exact-version metas need at the installed release, so a newer stock release cannot be\n\
+         # half-installed around the pinned HIP/HSA pair. See `rocm-pin status`.\n",
+    );
+    for (n, v) in &held {
+        text.push_str(&format!(
+            "\nPackage: {n}\nPin: version {v}\nPin-Priority: 990\n"
+        ));
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(held)
+}
+
+pub fn remove(root: &Path) -> anyhow::Result<bool> {
+    let p = in_root(root, &hold_path().to_string_lossy());
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}
+
+/// The packages the hold file names (for `status`).
+pub fn read(root: &Path) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(in_root(root, &hold_path().to_string_lossy())) else {
+        return Vec::new();
+    };
+    super::apt::parse_preferences(&text)
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|s| {
+            let v = s.pin.strip_prefix("version ").unwrap_or(&s.pin).to_string();
+            s.packages.into_iter().map(move |p| (p, v.clone()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_exact_relations() {
+        assert_eq!(
+            exact_relations("hip-runtime-amd (= 7.2.53211.70204-93~24.04), rocm-core (= 7.2.4.70204-93~24.04), libc6 (>= 2.34) | foo, bar:amd64 (= 1)"),
+            vec![
+                ("hip-runtime-amd".to_string(), "7.2.53211.70204-93~24.04".to_string()),
+                ("rocm-core".to_string(), "7.2.4.70204-93~24.04".to_string()),
+                ("bar".to_string(), "1".to_string()),
+            ]
+        );
+    }
+}

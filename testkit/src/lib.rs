@@ -1,0 +1,3 @@
+//! Test machinery shared by rocm-pin's integration tests. Nothing here ships in the product.
+
+pub mod scratch;
