@@ -447,7 +447,11 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
         "patches shown: {t}"
     );
     eprintln!("{t}");
-    let status = sh_ok(sb, "rocm-pin status");
+    // status: the series and the skip shown; unhealthy unless the skip is accepted.
+    let out = sh(sb, "rocm-pin status 2>&1");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("backport-symbol"), "{}", text(&out));
+    let status = sh_ok(sb, "rocm-pin status --accept-skipped-backport-check");
     assert!(
         status.contains("0002-hip-define-wavefront-size-for-llvm-22.patch")
             && status.contains("--no-backport-check"),

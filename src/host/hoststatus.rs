@@ -225,9 +225,13 @@ fn pin_states(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
 }
 
 /// (ok, failed lines, number of checks) of a verify run; None when not applicable.
-fn quick_verify(root: &Path) -> (Option<bool>, Vec<String>, usize) {
+fn quick_verify(
+    root: &Path,
+    accept_skipped_backport_check: bool,
+) -> (Option<bool>, Vec<String>, usize) {
     match crate::verify::verify(&crate::verify::VerifyOptions {
         root: root.to_path_buf(),
+        accept_skipped_backport_check,
         ..Default::default()
     }) {
         Ok(v) => (
@@ -268,6 +272,15 @@ fn gate_preview(root: &Path, mode: GateMode) -> String {
 
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
 pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
+    host_status_with(root, mode, false)
+}
+
+/// [`host_status`], its verify accepting a recorded `--no-backport-check` when `accept`.
+pub fn host_status_with(
+    root: &Path,
+    mode: GateMode,
+    accept_skipped_backport_check: bool,
+) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line(&in_root(
@@ -291,7 +304,7 @@ pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
     };
     let in_place = super::inplace::detect(root, &entries);
     let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
-        quick_verify(root)
+        quick_verify(root, accept_skipped_backport_check)
     } else {
         (None, Vec::new(), 0)
     };
