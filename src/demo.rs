@@ -35,7 +35,7 @@ use crate::progress::Listener;
 use crate::repo::{self, RepoOptions};
 use crate::rocm;
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
-use crate::standin::{self, StockRole, StockSet, StockSetSpec};
+use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
 
 /// Where the chroot image is cached unless `--cache` says otherwise.
 pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
@@ -376,45 +376,10 @@ impl<'a> Steps<'a> {
     }
 }
 
-/// A downstream apt command run after `rocm-pin install`.
-struct Downstream {
-    name: &'static str,
-    script: String,
-    /// Publish the newer stock release in the stock repository first.
-    newer_stock: bool,
-}
-
-fn downstream_steps(custom_deb: &str) -> Vec<Downstream> {
-    vec![
-        Downstream {
-            name: "fix-broken (seed): dpkg -i --force-all custom rccl; apt --fix-broken install",
-            script: format!(
-                "dpkg -i --force-all {CUSTOM_CHROOT_DIR}/{custom_deb} || true\n\
-                 apt --fix-broken install -y"
-            ),
-            newer_stock: false,
-        },
-        Downstream {
-            name: "apt-get install --reinstall hip-runtime-amd",
-            script: "apt-get install --reinstall -y hip-runtime-amd".into(),
-            newer_stock: false,
-        },
-        Downstream {
-            name: "apt-get install hipblas (a new dependant)",
-            script: "apt-get install -y hipblas".into(),
-            newer_stock: false,
-        },
-        Downstream {
-            name: "apt-get upgrade (newer stock release published)",
-            script: "apt-get upgrade -y".into(),
-            newer_stock: true,
-        },
-        Downstream {
-            name: "apt-get dist-upgrade",
-            script: "apt-get dist-upgrade -y".into(),
-            newer_stock: false,
-        },
-    ]
+/// The downstream commands run after `rocm-pin install`: the demo's entries of the one
+/// scenario list the acceptance tests also run (under every apt solver).
+fn downstream_steps(custom_deb: &str) -> Vec<scenarios::Scenario> {
+    scenarios::demo_scenarios(&format!("{CUSTOM_CHROOT_DIR}/{custom_deb}"))
 }
 
 /// Everything made outside the chroot, in the work directory.
@@ -563,7 +528,11 @@ fn chroot_step_names() -> Vec<String> {
         ),
         "chroot: rocm-pin install --mode require (from the signed repo)".to_string(),
     ];
-    v.extend(downstream_steps("").into_iter().map(|d| d.name.to_string()));
+    v.extend(
+        downstream_steps("")
+            .into_iter()
+            .map(|d| d.title.to_string()),
+    );
     v
 }
 
@@ -968,8 +937,8 @@ fn in_chroot(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     for (i, d) in downstream_steps(&custom_deb).into_iter().enumerate() {
-        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.name)));
-        steps.run(d.name, false, || {
+        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.title)));
+        steps.run(d.title, false, || {
             if d.newer_stock {
                 standin::chroot::publish(sb, "stock", &made.newer)?;
                 listener.info(&format!(
@@ -988,9 +957,9 @@ fn in_chroot(
                     tail(&out, 25)
                 );
             }
-            if d.name.starts_with("fix-broken") {
-                let rccl = chroot_sh_ok(sb, &log, "dpkg-query -W -f '${Version}' rccl")?;
-                listener.info(&format!("rccl installed: {rccl}"));
+            if let Some((label, command)) = d.show {
+                let shown = chroot_sh_ok(sb, &log, command)?;
+                listener.info(&format!("{label}: {shown}"));
             }
             check_patched(sb, made, &log, listener)
         });

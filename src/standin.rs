@@ -26,6 +26,7 @@
 
 pub mod chroot;
 mod csrc;
+pub mod scenarios;
 
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
 

@@ -119,6 +119,21 @@ impl Default for VerifyOptions {
     }
 }
 
+/// How to remove a stock package that sits next to ours, for the solver apt uses here
+/// (measured in bookworm/trixie chroots: `apt-get remove` and `rocm-pin install` repair under
+/// both solvers; `apt-get -f install` only under the classic one).
+fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
+    let common = format!(
+        "remove it: `apt-get remove -y {stock}` (ours provide it, nothing else goes), or run `rocm-pin install` with our .debs again"
+    );
+    match solver {
+        apt::Solver::Classic => format!("{common} (or `apt-get -f install`)"),
+        apt::Solver::Solver3 => format!(
+            "{common}; not `apt-get -f install`: apt's 3.0 solver, the one apt uses here, fails on it"
+        ),
+    }
+}
+
 /// The skip record the version gate writes (in-root path).
 pub fn skip_record_path() -> PathBuf {
     crate::host::gate::skip_record_path()
@@ -300,17 +315,21 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
     // Stock real packages not installed.
     for r in &marker.replaced {
         match by_name.get(r.stock_name.as_str()) {
-            Some(e) if e.has_files() => c.add(
-                "stock-absent",
-                &r.stock_name,
-                false,
-                format!(
-                    "stock {} {} is installed ({}) next to ours; run `rocm-pin install` again (or `apt-get -f install`)",
-                    e.package,
-                    e.version,
-                    e.abbrev()
-                ),
-            ),
+            Some(e) if e.has_files() => {
+                let apt_version = by_name.get("apt").map(|a| a.version.as_str());
+                c.add(
+                    "stock-absent",
+                    &r.stock_name,
+                    false,
+                    format!(
+                        "stock {} {} is installed ({}) next to ours; {}",
+                        e.package,
+                        e.version,
+                        e.abbrev(),
+                        stock_repair_hint(&e.package, apt::solver(root, apt_version))
+                    ),
+                )
+            }
             _ => c.add(
                 "stock-absent",
                 &r.stock_name,
@@ -963,6 +982,23 @@ fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
             problems.join("; ")
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stock_repair_hint_fits_the_solver() {
+        let classic = stock_repair_hint("hsa-rocr", apt::Solver::Classic);
+        let solver3 = stock_repair_hint("hsa-rocr", apt::Solver::Solver3);
+        for h in [&classic, &solver3] {
+            assert!(h.contains("`apt-get remove -y hsa-rocr`"), "{h}");
+            assert!(h.contains("rocm-pin install"), "{h}");
+        }
+        assert!(classic.contains("(or `apt-get -f install`)"), "{classic}");
+        assert!(solver3.contains("not `apt-get -f install`"), "{solver3}");
+    }
 }
 
 #[cfg(test)]

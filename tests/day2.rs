@@ -105,7 +105,7 @@ fn adopt_then_downstream(suite: &str) {
 
     // adopt (trixie: into --out).
     let t = std::time::Instant::now();
-    let out = if suite == "trixie" {
+    let out = if suite == "trixie-solver3" {
         sb.run(&["rocm-pin", "adopt", "--out", "/root/adopted"])
             .unwrap()
     } else {
@@ -134,7 +134,7 @@ fn adopt_then_downstream(suite: &str) {
             .is_some_and(|s| s.starts_with("adopted from an in-place patch")),
         "{marker}"
     );
-    let debs_dir = if suite == "trixie" {
+    let debs_dir = if suite == "trixie-solver3" {
         "/root/adopted"
     } else {
         "/var/lib/rocm-pin/adopted"
@@ -185,7 +185,7 @@ fn adopt_in_place_patch_survives_downstream_bookworm() {
 
 #[test]
 fn adopt_in_place_patch_survives_downstream_trixie() {
-    adopt_then_downstream("trixie");
+    adopt_then_downstream("trixie-solver3");
 }
 
 /// The control: the same downstream commands without adopt put stock back.
@@ -218,6 +218,12 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
     let a = artifacts("bookworm");
     let commit = our_commit(a);
     let hip_real = || -> String { format!("$(readlink -f {LIB}/libamdhip64.so.7)") };
+    let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+    let stock_hsa = format!(
+        "dpkg-deb --fsys-tarfile {STOCK_DEBS_DIR}/{} | tar -xOf - .{} > /tmp/stock-hsa",
+        hsa.deb.file_name().unwrap().to_string_lossy(),
+        hsa.libraries[0].path
+    );
     let cases: Vec<(&str, Option<String>, &str)> = vec![
         ("not patched at all", None, "not patched in place"),
         (
@@ -236,6 +242,22 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
                 "echo 0123456789abcdef0123456789abcdef01234567 > {COMMIT_MARKER}"
             )),
             "was built from commit",
+        ),
+        (
+            "HSA library without the backport symbol",
+            Some(format!(
+                "{}; f=$(readlink -f {LIB}/libhsa-runtime64.so.1); cat /tmp/stock-hsa > $f; printf x >> $f",
+                stock_hsa
+            )),
+            "does not export hsa_amd_signal_create_v2",
+        ),
+        (
+            "only half of the pair patched",
+            Some(format!(
+                "{}; cat /tmp/stock-hsa > $(readlink -f {LIB}/libhsa-runtime64.so.1)",
+                stock_hsa
+            )),
+            "no patched libhsa-runtime64",
         ),
         (
             "no stock .deb for rollback",
@@ -308,35 +330,50 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// An adoption killed right after dpkg ran (apt-get and rocm-pin SIGKILLed from a
-/// DPkg::Post-Invoke hook, by pid): the next `rocm-pin adopt` completes it.
+/// An adoption SIGKILLed (with the apt-get it runs, by pid, from an apt hook) before dpkg ran
+/// and right after it ran: the next `rocm-pin adopt` completes it.
 #[test]
 fn adopt_killed_half_way_completes_on_the_next_run() {
     let a = artifacts("bookworm");
-    let sb = fresh_with_proc(a, &a.stock_snapshot);
-    patch_in_place(&sb, a, &our_commit(a));
-    sb.write(
-        "/usr/local/bin/kill-adopt",
-        "#!/bin/sh\n# $PPID is apt-get; its parent is rocm-pin adopt.\napt=$PPID\nadopt=$(awk '{print $4}' /proc/$apt/stat)\nkill -KILL \"$adopt\" \"$apt\"\n",
-    )
-    .unwrap();
-    sb.sh_ok("chmod +x /usr/local/bin/kill-adopt").unwrap();
-    sb.write(
-        "/etc/apt/apt.conf.d/99kill-adopt",
-        "DPkg::Post-Invoke { \"/usr/local/bin/kill-adopt\"; };\n",
-    )
-    .unwrap();
-    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
-    assert_ne!(rc(&out), 0, "the hook did not kill adopt:\n{}", text(&out));
-    assert!(sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
-    sb.sh_ok("rm /etc/apt/apt.conf.d/99kill-adopt").unwrap();
-    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    assert!(text(&out).contains("interrupted"), "{}", text(&out));
-    assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
-    assert!(all_patched(&probe(&sb)));
-    assert!(!sb.path(COMMIT_MARKER).exists());
-    assert!(!sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
+    for hook in ["DPkg::Pre-Invoke", "DPkg::Post-Invoke"] {
+        let sb = fresh_with_proc(a, &a.stock_snapshot);
+        patch_in_place(&sb, a, &our_commit(a));
+        sb.write(
+            "/usr/local/bin/kill-adopt",
+            "#!/bin/sh\n# Walk up from this hook to rocm-pin (apt-get and a sh -c lie between) and\n# SIGKILL it and its apt-get, by pid.\npid=$$\nwhile [ \"$pid\" -gt 1 ]; do\n  pid=$(awk '{print $4}' /proc/$pid/stat)\n  case \"$(cat /proc/$pid/comm)\" in\n    apt-get) apt=$pid ;;\n    rocm-pin) kill -KILL \"$pid\" $apt; exit 0 ;;\n  esac\ndone\nexit 1\n",
+        )
+        .unwrap();
+        sb.sh_ok("chmod +x /usr/local/bin/kill-adopt").unwrap();
+        sb.write(
+            "/etc/apt/apt.conf.d/99kill-adopt",
+            format!("{hook} {{ \"/usr/local/bin/kill-adopt\"; }};\n"),
+        )
+        .unwrap();
+        let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+        // Killed by the signal (no exit code), not an error exit of its own.
+        assert!(
+            matches!(rc(&out), -1 | 137),
+            "{hook}: the hook did not kill adopt (rc {}):\n{}",
+            rc(&out),
+            text(&out)
+        );
+        assert!(
+            sb.path("/var/lib/rocm-pin/adopt-state.json").exists(),
+            "{hook}: {}",
+            text(&out)
+        );
+        sb.sh_ok("rm /etc/apt/apt.conf.d/99kill-adopt").unwrap();
+        let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+        assert_eq!(rc(&out), 0, "{hook}: {}", text(&out));
+        assert!(text(&out).contains("interrupted"), "{}", text(&out));
+        assert_eq!(rc(&verify(&sb)), 0, "{hook}: {}", text(&verify(&sb)));
+        assert!(all_patched(&probe(&sb)), "{hook}");
+        assert!(!sb.path(COMMIT_MARKER).exists(), "{hook}");
+        assert!(
+            !sb.path("/var/lib/rocm-pin/adopt-state.json").exists(),
+            "{hook}"
+        );
+    }
 }
 
 /// Pin N+1: the stand-in source with one more commit (a day later), built and packaged the
@@ -465,6 +502,28 @@ fn pin_moves(
     }
     sb.add_local_repo("pins", &repo).expect("pins repo");
     assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
+    // The guard on (its verify runs after apt's dpkg runs of the move, too).
+    let mut argv = install_argv(&a.ours);
+    argv.push("--guard");
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    // status: the new pin is published, the guard is on.
+    let st = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(j["guard"], true, "{j}");
+    let newer = j["upgrades"]["ours"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        newer.len(),
+        2,
+        "status must list pin N+1 for both packages: {j}"
+    );
+    assert!(
+        text(&sb.run(&["rocm-pin", "status"]).unwrap()).contains("a new commit pin"),
+        "human status names the new pin"
+    );
     log_probes_around_dpkg(&sb);
 
     // N -> N+1 through apt.
@@ -533,7 +592,7 @@ fn the_pin_moves_through_apt_and_back_only_when_asked() {
         .tempdir()
         .unwrap();
     let (next_commit, next_debs) = build_next_pin(artifacts("bookworm"), work.path());
-    for suite in ["bookworm", "trixie"] {
+    for suite in ["bookworm", "trixie-solver3"] {
         pin_moves(suite, &next_commit, &next_debs, work.path());
     }
 }
@@ -552,7 +611,7 @@ fn day2_image(suite: &str) -> rocm_pin::sandbox::ChrootImage {
 /// Stock set + `rocm-pin install` on the day-2 image (its dpkg database differs from the
 /// shared snapshots', so they cannot be unpacked onto it).
 fn installed_on_day2_image(a: &Artifacts) -> Sandbox {
-    let sb = Sandbox::with_options(&day2_image(&a.suite), &opts(&a.suite)).expect("sandbox");
+    let sb = Sandbox::with_options(&day2_image(&a.suite), &opts(a.config)).expect("sandbox");
     sb.add_local_repo("stock", &a.stock.out_dir).unwrap();
     sb.run_ok(&[
         "apt-get",
@@ -604,7 +663,7 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
     // bookworm's classic solver removes the meta to upgrade rocm-core alone (exit 0, /opt/rocm
     // re-pointed); trixie's apt 3 solver keeps all three back even without it.
     let control = sb
-        .sh("H=/etc/apt/preferences.d/rocm-pin-release-hold; mv $H /root/hold.saved; apt-get dist-upgrade -s; mv /root/hold.saved $H")
+        .sh("H=/etc/apt/preferences.d/rocm-pin-release-hold; mv $H /root/hold.saved; apt-get dist-upgrade -s; rocm-pin status | grep ^hold:; mv /root/hold.saved $H")
         .unwrap();
     assert_eq!(
         text(&control).contains("Remv rocm-hip-runtime"),
@@ -612,7 +671,60 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
         "control on {suite} without the hold:\n{}",
         text(&control)
     );
+    assert!(
+        text(&control).contains("MISSING rocm-core"),
+        "status must say the hold is missing:\n{}",
+        text(&control)
+    );
 
+    every_upgrade_command_keeps_everything(&sb, suite, &runtime_ids);
+
+    // status: stock 7.2.5 is there, this pin targets 7.2.4, the two ways forward.
+    let st = sb.run(&["rocm-pin", "status"]).unwrap();
+    let t = text(&st);
+    eprintln!("{suite}: status with stock 7.2.5 published:\n{t}");
+    assert_eq!(rc(&st), 0, "{t}");
+    assert!(
+        t.contains("ROCm 7.2.5 is available while this pin targets 7.2.4"),
+        "{t}"
+    );
+    assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
+    assert!(t.contains("a pin built for 7.2.5"), "{t}");
+    assert!(t.contains("hold:        rocm-core 7.2.4"), "{t}");
+    let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(j["upgrades"]["stock_release"], "7.2.5", "{j}");
+    assert_eq!(j["health"], "healthy");
+
+    // rollback, then apt reaches stock 7.2.5 cleanly with every dependant.
+    let out = sb.sh("rocm-pin rollback && apt full-upgrade -y").unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let inst = sb.installed_packages().unwrap();
+    for role in [
+        StockRole::HsaRocr,
+        StockRole::HipRuntime,
+        StockRole::RocmHipRuntime,
+        StockRole::HipDev,
+    ] {
+        let p = r725.require(role).unwrap();
+        assert_eq!(inst.get(&p.name), Some(&p.version), "{}", text(&out));
+    }
+    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+    let ids = probe(&sb);
+    assert!(
+        ids.iter().all(|(_, id)| id.contains("-STOCK-70205")),
+        "{ids:?}"
+    );
+}
+
+/// apt upgrade / full-upgrade / dist-upgrade, aptitude safe-upgrade, unattended-upgrade, in
+/// turn: none removes ours, installs stock, changes any package, /opt/rocm or the runtime
+/// (`runtime_ids`), and each shows what it keeps back.
+fn every_upgrade_command_keeps_everything(
+    sb: &Sandbox,
+    suite: &str,
+    runtime_ids: &[(String, String)],
+) {
     let mut failures = Vec::new();
     let mut table = Vec::new();
     for cmd in [
@@ -625,8 +737,8 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
         let before = sb.installed_packages().unwrap();
         let out = sb.sh(cmd).unwrap();
         let after = sb.installed_packages().unwrap();
-        let ids = probe(&sb);
-        let v = verify(&sb);
+        let ids = probe(sb);
+        let v = verify(sb);
         let mut problems = Vec::new();
         if ids != runtime_ids {
             problems.push(format!("the runtime changed: {ids:?} (exit {})", rc(&out)));
@@ -689,42 +801,6 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
     }
     eprintln!("{}", table.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-
-    // status: stock 7.2.5 is there, this pin targets 7.2.4, the two ways forward.
-    let st = sb.run(&["rocm-pin", "status"]).unwrap();
-    let t = text(&st);
-    eprintln!("{suite}: status with stock 7.2.5 published:\n{t}");
-    assert_eq!(rc(&st), 0, "{t}");
-    assert!(
-        t.contains("ROCm 7.2.5 is available while this pin targets 7.2.4"),
-        "{t}"
-    );
-    assert!(t.contains("rocm-pin rollback && apt full-upgrade"), "{t}");
-    assert!(t.contains("build a pin for 7.2.5"), "{t}");
-    let js = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
-    assert_eq!(j["upgrades"]["stock_release"], "7.2.5", "{j}");
-    assert_eq!(j["health"], "healthy");
-
-    // rollback, then apt reaches stock 7.2.5 cleanly with every dependant.
-    let out = sb.sh("rocm-pin rollback && apt full-upgrade -y").unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    let inst = sb.installed_packages().unwrap();
-    for role in [
-        StockRole::HsaRocr,
-        StockRole::HipRuntime,
-        StockRole::RocmHipRuntime,
-        StockRole::HipDev,
-    ] {
-        let p = r725.require(role).unwrap();
-        assert_eq!(inst.get(&p.name), Some(&p.version), "{}", text(&out));
-    }
-    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
-    let ids = probe(&sb);
-    assert!(
-        ids.iter().all(|(_, id)| id.contains("-STOCK-70205")),
-        "{ids:?}"
-    );
 }
 
 /// A new stock ROCm release is published: no upgrade command removes ours or installs stock,
@@ -736,7 +812,7 @@ fn a_new_stock_release_is_kept_back_until_the_admin_chooses() {
         .tempdir()
         .unwrap();
     let r725 = stock_725(work.path());
-    for suite in ["bookworm", "trixie"] {
+    for suite in ["bookworm", "trixie-solver3"] {
         stock_moves(suite, &r725);
     }
 }

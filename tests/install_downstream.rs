@@ -1,176 +1,133 @@
-//! Acceptance: after `rocm-pin install` (run inside a bookworm chroot with real apt/dpkg), every
-//! downstream command that used to revert the runtime leaves the patched libraries live, verify
-//! passing and every dependant installed; apt exits as measured (rc 100 for explicit stock
-//! versions, rc 1 for `dpkg -i` of stock). Then rollback, idempotency and the pin-restore path.
+//! Acceptance: after `rocm-pin install` (run inside a chroot with real apt/dpkg), every
+//! downstream command of the one scenario list (`rocm_pin::standin::scenarios`, the demo's
+//! among them) leaves the patched libraries live and every dependant installed, with verify
+//! passing or, where the list says so for the solver, apt failing loudly and verify naming a
+//! repair that works. Run under each apt configuration CI covers: bookworm (apt 2.6), trixie
+//! (apt 3.0, classic solver), trixie with `APT::Solver "3.0"`. Then the repair by `rocm-pin
+//! install`, rollback, idempotency and the pin-restore path.
 
 mod install_support;
 
 use install_support::*;
+use rocm_pin::sandbox::Sandbox;
+use rocm_pin::standin::scenarios::{scenarios, Inputs};
 use rocm_pin::standin::StockRole;
 
-struct Scenario {
-    name: &'static str,
-    /// Shell script run inside the chroot; `$STOCK` is the stock .debs dir.
-    script: String,
-    /// Expected exit code of the script (the last command's, or the first failing one's).
-    rc: i32,
-    /// Publish the r2 stock release in the repository first.
-    r2: bool,
-    /// Expected outcome of `rocm-pin verify` afterwards.
-    verify_ok: bool,
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
 }
 
-fn sc(name: &'static str, script: impl Into<String>, rc: i32) -> Scenario {
-    Scenario {
-        name,
-        script: script.into(),
-        rc,
-        r2: false,
-        verify_ok: true,
-    }
-}
-
-fn scenarios(a: &Artifacts, solver3: bool) -> Vec<Scenario> {
+/// Where the scenarios' inputs are in the snapshots.
+fn inputs(a: &Artifacts) -> Inputs {
     let stock_deb = |role: StockRole| {
         format!(
             "{STOCK_DEBS_DIR}/{}",
-            a.stock
-                .require(role)
-                .unwrap()
-                .deb
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
+            file_name(&a.stock.require(role).unwrap().deb)
         )
     };
-    let custom = format!(
-        "/root/{}",
-        a.custom.packages[0]
-            .deb
-            .file_name()
+    Inputs {
+        custom_rccl_deb: format!("/root/{}", file_name(&a.custom.packages[0].deb)),
+        stock_hsa_deb: stock_deb(StockRole::HsaRocr),
+        stock_hip_deb: stock_deb(StockRole::HipRuntime),
+        stock_hip_request: a
+            .stock
+            .require(StockRole::HipRuntime)
             .unwrap()
-            .to_string_lossy()
-    );
-    let hip = a.stock.require(StockRole::HipRuntime).unwrap();
-    let mut v = vec![
-        sc("fix-broken", "apt-get -f install -y", 0),
-        sc(
-            "custom-rccl-eq+fix-broken",
-            format!("dpkg -i --force-all {custom} || true; apt --fix-broken install -y"),
-            0,
-        ),
-        sc(
-            "reinstall-hip",
-            "apt-get install --reinstall -y hip-runtime-amd",
-            0,
-        ),
-        sc(
-            "reinstall-hsa",
-            "apt-get install --reinstall -y hsa-rocr",
-            0,
-        ),
-        sc(
-            "explicit-stock-version",
-            format!("apt-get install -y {}", hip.pinned_request()),
-            100,
-        ),
-        sc(
-            "install-dependants",
-            "apt-get install -y rocm-hip-runtime hip-dev rccl hipblas",
-            0,
-        ),
-        sc("autoremove", "apt-get autoremove -y", 0),
-        sc(
-            "dpkg-i-stock",
-            format!("dpkg -i {}", stock_deb(StockRole::HipRuntime)),
-            1,
-        ),
-        sc(
-            "ld.so.conf.d+ldconfig",
-            "echo /opt/rocm-7.2.4/lib > /etc/ld.so.conf.d/rocm.conf; ldconfig",
-            0,
-        ),
-    ];
-    // dpkg -i --force-all of the stock hsa-rocr (its scripts run while ours are installed),
-    // then fix-broken. Classic solver: removes the forced stock package again (rc 0).
-    // apt 3's solver3 (measured): fix-broken fails rc 100, our files stay live, the forced
-    // stock package stays half-installed next to ours, so verify fails (stock-absent).
-    let mut force = sc(
-        "force-stock-hsa+fix-broken",
-        format!(
-            "dpkg -i --force-all {} || true; apt --fix-broken install -y",
-            stock_deb(StockRole::HsaRocr)
-        ),
-        if solver3 { 100 } else { 0 },
-    );
-    force.verify_ok = !solver3;
-    v.push(force);
-    for (name, cmd) in [
-        ("r2:apt-get-upgrade", "apt-get upgrade -y"),
-        ("r2:apt-upgrade", "apt upgrade -y"),
-        ("r2:dist-upgrade", "apt-get dist-upgrade -y"),
-    ] {
-        let mut s = sc(name, cmd, 0);
-        s.r2 = true;
-        v.push(s);
+            .pinned_request(),
     }
-    v
 }
 
-fn run_matrix(suite: &str) {
-    let a = artifacts(suite);
-    let solver3 = suite == "trixie";
+/// The patched pair live, every dependant installed: what must hold after every scenario.
+fn runtime_problems(sb: &Sandbox) -> Vec<String> {
+    let mut problems = Vec::new();
+    let ids = probe(sb);
+    if !all_patched(&ids) {
+        problems.push(format!("loader uses {ids:?}"));
+    }
+    let deps = dependant_states(sb);
+    if !deps.iter().all(|(_, st)| st == "ii") {
+        problems.push(format!("dependants {deps:?}"));
+    }
+    problems
+}
+
+/// The repair verify names for a stock package next to ours: the first backquoted command of
+/// its `stock-absent` line.
+fn named_repair(verify_text: &str) -> Option<String> {
+    let line = verify_text
+        .lines()
+        .find(|l| l.contains("FAIL") && l.contains("stock-absent"))?;
+    line.split('`').nth(1).map(str::to_string)
+}
+
+/// Every scenario of the list in a fresh copy of the installed chroot of `config`, checked
+/// against the outcome the list states for that config's solver. When verify is to fail, it
+/// must fail `stock-absent` and name a repair; the repair is run and everything checked again.
+fn run_matrix(config: &str) {
+    let a = artifacts(config);
+    let solver = solver_of(config);
     let mut failures = Vec::new();
     let mut table = Vec::new();
-    for s in scenarios(a, solver3) {
+    for s in scenarios(&inputs(a)) {
+        let want = s.expect(&solver);
         let t = std::time::Instant::now();
         let sb = fresh(a, &a.installed_snapshot);
-        if s.r2 {
+        if s.newer_stock {
             sb.add_local_repo("stock", &a.r2.out_dir)
                 .expect("publish r2");
         }
         let out = sb.sh(&s.script).unwrap();
         let got_rc = rc(&out);
-        let ids = probe(&sb);
         let v = verify(&sb);
-        let deps = dependant_states(&sb);
-        let mut problems = Vec::new();
-        if got_rc != s.rc {
-            problems.push(format!("rc {got_rc}, expected {}", s.rc));
+        let mut problems = runtime_problems(&sb);
+        if got_rc != want.rc {
+            problems.push(format!("rc {got_rc}, expected {}", want.rc));
         }
-        if !all_patched(&ids) {
-            problems.push(format!("loader uses {ids:?}"));
-        }
-        if v.status.success() != s.verify_ok {
+        if v.status.success() != want.verify_ok {
             problems.push(format!(
                 "verify rc {} (expected {}):\n{}",
                 rc(&v),
-                if s.verify_ok { "pass" } else { "fail" },
+                if want.verify_ok { "pass" } else { "fail" },
                 text(&v)
             ));
         }
-        if !s.verify_ok && !failed_checks(&sb).iter().any(|c| c == "stock-absent") {
-            problems.push("verify did not name stock-absent".into());
-        }
-        if !deps.iter().all(|(_, st)| st == "ii") {
-            problems.push(format!("dependants {deps:?}"));
+        let mut repaired = String::new();
+        if !want.verify_ok && !v.status.success() {
+            if !failed_checks(&sb).iter().any(|c| c == "stock-absent") {
+                problems.push("verify did not name stock-absent".into());
+            }
+            match named_repair(&text(&v)) {
+                None => problems.push(format!(
+                    "verify names no repair for stock-absent:\n{}",
+                    text(&v)
+                )),
+                Some(repair) => {
+                    let r = sb.sh(&repair).unwrap();
+                    let v2 = verify(&sb);
+                    if rc(&r) != 0 || !v2.status.success() {
+                        problems.push(format!(
+                            "the repair verify names, `{repair}`, rc {}:\n{}\nverify after it:\n{}",
+                            rc(&r),
+                            text(&r),
+                            text(&v2)
+                        ));
+                    }
+                    problems.extend(runtime_problems(&sb));
+                    repaired = format!(", then `{repair}` rc {}", rc(&r));
+                }
+            }
         }
         table.push(format!(
-            "{suite} {:<28} rc {got_rc:<3} {} verify {} deps {} {:.1}s",
-            s.name,
-            if all_patched(&ids) { "P" } else { "NOT-P" },
+            "{config:<14} {:<28} rc {got_rc:<3} verify {}{repaired}: {} {:.1}s",
+            s.id,
             rc(&v),
-            if deps.iter().all(|(_, st)| st == "ii") {
-                "ii"
-            } else {
-                "BROKEN"
-            },
+            if problems.is_empty() { "ok" } else { "FAILED" },
             t.elapsed().as_secs_f64()
         ));
         if !problems.is_empty() {
             failures.push(format!(
-                "{}: {}\n--- script output:\n{}",
-                s.name,
+                "{config} {}: {}\n--- script output:\n{}",
+                s.id,
                 problems.join("; "),
                 text(&out)
             ));
@@ -183,6 +140,87 @@ fn run_matrix(suite: &str) {
 #[test]
 fn downstream_commands_keep_the_patched_runtime_bookworm() {
     run_matrix("bookworm");
+}
+
+#[test]
+fn downstream_commands_keep_the_patched_runtime_trixie() {
+    run_matrix("trixie");
+}
+
+/// apt 3 with `APT::Solver "3.0"`: the same list. The measured difference: after `dpkg -i
+/// --force-all` of a stock package of the pair, fix-broken fails (rc 100) with our files still
+/// live; verify fails naming `apt-get remove -y <stock>`, which repairs.
+#[test]
+fn downstream_commands_keep_the_patched_runtime_trixie_solver3() {
+    run_matrix("trixie-solver3");
+}
+
+/// `rocm-pin install` repairs a host where a stock package of either half was forced in next
+/// to ours (`dpkg -i --force-all`): the stock package is removed by name in the same apt
+/// transaction, nothing else goes, verify passes, under every apt configuration.
+#[test]
+fn install_repairs_a_stock_package_forced_in_next_to_ours() {
+    let mut failures = Vec::new();
+    for config in CONFIGS {
+        let a = artifacts(config);
+        let i = inputs(a);
+        // The newer stock release's hsa-rocr too: another version than ours provide.
+        let r2_hsa = a.r2.require(StockRole::HsaRocr).unwrap();
+        let r2_deb = format!("/root/{}", file_name(&r2_hsa.deb));
+        for (stock, deb) in [
+            ("hsa-rocr", &i.stock_hsa_deb),
+            ("hip-runtime-amd", &i.stock_hip_deb),
+            ("hsa-rocr", &r2_deb),
+        ] {
+            let sb = fresh(a, &a.installed_snapshot);
+            sb.copy_in(&r2_hsa.deb, &r2_deb).unwrap();
+            sb.sh_ok(&format!("dpkg -i --force-all {deb}")).unwrap();
+            assert!(
+                failed_checks(&sb).contains(&"stock-absent".to_string()),
+                "{config}: forcing {stock} in must fail verify"
+            );
+            let before = sb.installed_packages().unwrap();
+            let out = sb.run(&install_argv(&a.ours)).unwrap();
+            let after = sb.installed_packages().unwrap();
+            let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+            let mut problems = runtime_problems(&sb);
+            if rc(&out) != 0 {
+                problems.push(format!("rc {}", rc(&out)));
+            }
+            if gone != [stock] {
+                problems.push(format!("removed {gone:?}, expected only {stock}"));
+            }
+            if !text(&out).contains(&format!("{stock}- (the stock packages removed by name")) {
+                problems
+                    .push("the report does not say the stock package was removed by name".into());
+            }
+            let v = verify(&sb);
+            if !v.status.success() {
+                problems.push(format!("verify fails:\n{}", text(&v)));
+            }
+            // Only the version ours provide is kept for rollback, never the forced one.
+            let kept = sb.sh_ok("ls /var/lib/rocm-pin/stock").unwrap();
+            if kept.contains(&r2_hsa.version) {
+                problems.push(format!(
+                    "the forced {} was kept for rollback: {kept}",
+                    r2_hsa.version
+                ));
+            }
+            eprintln!(
+                "{config:<14} install repairs forced {} rc {} removed {gone:?}",
+                deb.rsplit('/').next().unwrap(),
+                rc(&out)
+            );
+            if !problems.is_empty() {
+                failures.push(format!(
+                    "{config} {stock}: {}\n{}",
+                    problems.join("; "),
+                    text(&out)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]
@@ -210,40 +248,45 @@ fn install_is_idempotent_and_restores_a_deleted_pin() {
     assert!(verify(&sb).status.success());
 }
 
+/// Rollback under every apt configuration: the kept stock .debs back offline in one apt
+/// transaction, ours purged, the stock loader live, dependants kept.
 #[test]
 fn rollback_restores_stock_offline() {
-    let a = artifacts("bookworm");
-    let sb = fresh(a, &a.installed_snapshot);
-    // No network, no repository: only the kept .debs.
-    sb.sh_ok("rm -f /etc/apt/sources.list.d/*.list; apt-get update -q")
-        .unwrap();
-    let kept = sb.sh_ok("ls /var/lib/rocm-pin/stock").unwrap();
-    assert!(
-        kept.contains("hsa-rocr_") && kept.contains("hip-runtime-amd_"),
-        "{kept}"
-    );
-    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    let ids = probe(&sb);
-    assert!(
-        ids.iter().all(|(_, id)| id.contains("-STOCK-")),
-        "loader after rollback: {ids:?}"
-    );
-    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
-    let pol = sb
-        .run_ok(&["apt-cache", "policy", "hsa-rocr", "hip-runtime-amd"])
-        .unwrap();
-    assert!(!pol.contains(" -1\n"), "stock still pinned:\n{pol}");
-    assert!(!sb.path("/etc/apt/preferences.d/hsa-rocr-pinned").exists());
-    // verify now fails (nothing of ours installed), exit 1.
-    assert_eq!(rc(&verify(&sb)), 1);
-}
-
-/// apt 3 with `APT::Solver "3.0"`: the same matrix. The one measured difference: after
-/// `dpkg -i --force-all` of stock hsa-rocr, fix-broken fails (rc 100) with our files still live.
-#[test]
-fn downstream_commands_keep_the_patched_runtime_trixie_solver3() {
-    run_matrix("trixie");
+    for config in CONFIGS {
+        let a = artifacts(config);
+        let sb = fresh(a, &a.installed_snapshot);
+        // No network, no repository: only the kept .debs.
+        sb.sh_ok("rm -f /etc/apt/sources.list.d/*.list; apt-get update -q")
+            .unwrap();
+        let kept = sb.sh_ok("ls /var/lib/rocm-pin/stock").unwrap();
+        assert!(
+            kept.contains("hsa-rocr_") && kept.contains("hip-runtime-amd_"),
+            "{config}: {kept}"
+        );
+        let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+        assert_eq!(rc(&out), 0, "{config}: {}", text(&out));
+        let ids = probe(&sb);
+        assert!(
+            ids.iter().all(|(_, id)| id.contains("-STOCK-")),
+            "{config}: loader after rollback: {ids:?}"
+        );
+        assert!(
+            dependants_installed(&sb),
+            "{config}: {:?}",
+            dependant_states(&sb)
+        );
+        let pol = sb
+            .run_ok(&["apt-cache", "policy", "hsa-rocr", "hip-runtime-amd"])
+            .unwrap();
+        assert!(
+            !pol.contains(" -1\n"),
+            "{config}: stock still pinned:\n{pol}"
+        );
+        assert!(!sb.path("/etc/apt/preferences.d/hsa-rocr-pinned").exists());
+        // verify now fails (nothing of ours installed), exit 1.
+        assert_eq!(rc(&verify(&sb)), 1);
+        eprintln!("{config:<14} rollback rc 0, stock live, dependants kept");
+    }
 }
 
 #[test]

@@ -1,14 +1,50 @@
-//! Acceptance in a bookworm chroot: the tamper matrix (each tamper takes effect, then `verify`
+//! Acceptance in chroots under each apt configuration CI covers (bookworm, trixie, trixie
+//! with `APT::Solver "3.0"`): the tamper matrix (each tamper takes effect, then `verify`
 //! fails naming the check) and the gate matrix (every version × every mode, the stock-version
 //! mismatch, verify's exit 3 after an `auto` skip). `rocm-pin` runs inside the chroot.
 
 mod install_support;
 
 use install_support::*;
+use rocm_pin::host::apt::Solver;
 use rocm_pin::sandbox::Sandbox;
 use rocm_pin::standin::StockRole;
 
 const LIB: &str = "/opt/rocm-7.2.4/lib";
+
+/// Each test below runs under every apt configuration CI covers, as its own test
+/// (`<name>::bookworm`, `<name>::trixie`, `<name>::trixie_solver3`).
+macro_rules! per_config {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn bookworm() {
+                super::$name("bookworm")
+            }
+            #[test]
+            fn trixie() {
+                super::$name("trixie")
+            }
+            #[test]
+            fn trixie_solver3() {
+                super::$name("trixie-solver3")
+            }
+        }
+    )*};
+}
+
+per_config!(
+    tamper_matrix_fails_verify_naming_the_check,
+    gate_matrix_versions_by_modes,
+    stock_mismatch_and_absent_stock_are_refused_before_apt,
+    an_interrupted_install_is_completed_by_the_next_run,
+    a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run,
+    status_reports_the_install_and_processes_mapping_the_old_runtime,
+    guard_fails_the_apt_command_that_breaks_the_runtime,
+    a_held_dpkg_lock_fails_cleanly_after_the_timeout,
+    stock_is_rebuilt_from_the_dpkg_database_only_when_unmodified,
+    dpkg_guard_fails_a_forced_stock_install_at_that_command,
+);
 
 struct Tamper {
     name: &'static str,
@@ -128,9 +164,8 @@ fn tampers(a: &Artifacts) -> Vec<Tamper> {
     ]
 }
 
-#[test]
-fn tamper_matrix_fails_verify_naming_the_check() {
-    let a = artifacts("bookworm");
+fn tamper_matrix_fails_verify_naming_the_check(config: &str) {
+    let a = artifacts(config);
     let mut failures = Vec::new();
     for t in tampers(a) {
         let sb = fresh(a, &a.installed_snapshot);
@@ -176,9 +211,8 @@ fn status_of(sb: &Sandbox) -> String {
     sb.read_to_string("/var/lib/dpkg/status").unwrap()
 }
 
-#[test]
-fn gate_matrix_versions_by_modes() {
-    let a = artifacts("bookworm");
+fn gate_matrix_versions_by_modes(config: &str) {
+    let a = artifacts(config);
     let versions: &[(Option<&str>, bool)] = &[
         (Some("7.2.4"), true),
         (Some("7.2.4-42"), true),
@@ -190,6 +224,11 @@ fn gate_matrix_versions_by_modes() {
     ];
     let mut failures = Vec::new();
     for (version, matches) in versions {
+        // The refusals and skips are decided before apt runs: the same under every apt
+        // configuration, so only bookworm runs them; the others run every case that installs.
+        if !matches && config != "bookworm" {
+            continue;
+        }
         for mode in ["require", "auto", "off"] {
             let sb = fresh(a, &a.stock_snapshot);
             let vf = "/opt/rocm-7.2.4/.info/version";
@@ -238,20 +277,23 @@ fn gate_matrix_versions_by_modes() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-#[test]
-fn stock_mismatch_and_absent_stock_are_refused_before_apt() {
-    let a = artifacts("bookworm");
+fn stock_mismatch_and_absent_stock_are_refused_before_apt(config: &str) {
+    let a = artifacts(config);
     // Stock -94 where we were built against -93.
     let sb = fresh(a, &a.stock_snapshot);
     sb.add_local_repo("r94", &a.r94.out_dir).unwrap();
     let hsa = a.r94.require(StockRole::HsaRocr).unwrap();
     let hip = a.r94.require(StockRole::HipRuntime).unwrap();
+    // The dependants with `=` on -93 go by name: the classic solver removes them by itself,
+    // apt 3's solver refuses to decide it ("Reached two conflicting decisions").
     sb.run_ok(&[
         "apt-get",
         "install",
         "-y",
         &hsa.pinned_request(),
         &hip.pinned_request(),
+        "hip-dev-",
+        "rocm-hip-runtime-",
     ])
     .unwrap();
     let before = status_of(&sb);
@@ -280,9 +322,8 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt() {
 
 /// A run killed between dpkg's unpack and configure (the state SIGKILL during apt leaves):
 /// the next `rocm-pin install` completes it.
-#[test]
-fn an_interrupted_install_is_completed_by_the_next_run() {
-    let a = artifacts("bookworm");
+fn an_interrupted_install_is_completed_by_the_next_run(config: &str) {
+    let a = artifacts(config);
     let sb = fresh(a, &a.stock_snapshot);
     let argv = install_argv(&a.ours);
     let mut unpack = vec!["dpkg", "--unpack"];
@@ -339,10 +380,9 @@ exec /sbin/ldconfig "$@"
 
 /// A real SIGKILL in the middle of apt (issue 5): `rocm-pin install`, apt-get and dpkg die
 /// inside our hsa postinst; dpkg is left interrupted and the next `rocm-pin install` completes.
-#[test]
-fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run() {
+fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run(config: &str) {
     use std::os::unix::process::ExitStatusExt;
-    let a = artifacts("bookworm");
+    let a = artifacts(config);
     let sb = fresh_with_proc(a, &a.stock_snapshot);
     let wrapper = "/usr/local/sbin/ldconfig";
     sb.write(wrapper, KILLING_LDCONFIG).unwrap();
@@ -440,9 +480,8 @@ fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run() {
 }
 
 /// status: the facts, and a process still mapping the replaced (deleted) stock library.
-#[test]
-fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
-    let a = artifacts("bookworm");
+fn status_reports_the_install_and_processes_mapping_the_old_runtime(config: &str) {
+    let a = artifacts(config);
     let sb = fresh_with_proc(a, &a.stock_snapshot);
     // A long-running process with the stock runtime mapped, like a serving process.
     let mut holder = sb
@@ -481,9 +520,8 @@ fn status_reports_the_install_and_processes_mapping_the_old_runtime() {
 /// `--guard`: a later apt command that makes another libhsa-runtime64.so.1 win the loader
 /// fails at that command (DPkg::Post-Invoke runs `rocm-pin verify --quiet`); without the
 /// guard the same command exits 0 and only a later verify notices.
-#[test]
-fn guard_fails_the_apt_command_that_breaks_the_runtime() {
-    let a = artifacts("bookworm");
+fn guard_fails_the_apt_command_that_breaks_the_runtime(config: &str) {
+    let a = artifacts(config);
     // A package shipping a stock libhsa-runtime64.so.1 in its own prefix + an ld.so.conf.d
     // entry that sorts first.
     let work = tempfile::tempdir().unwrap();
@@ -564,10 +602,9 @@ fn guard_fails_the_apt_command_that_breaks_the_runtime() {
 
 /// Another apt/dpkg holding the lock: install waits `--lock-timeout`, then fails with a clear
 /// message, and nothing changed (the loader entry it wrote first is taken away again).
-#[test]
-fn a_held_dpkg_lock_fails_cleanly_after_the_timeout() {
+fn a_held_dpkg_lock_fails_cleanly_after_the_timeout(config: &str) {
     use std::os::unix::io::AsRawFd;
-    let a = artifacts("bookworm");
+    let a = artifacts(config);
     let sb = fresh(a, &a.stock_snapshot);
     // The same fcntl write lock apt and dpkg take, held from outside the chroot.
     let f = std::fs::OpenOptions::new()
@@ -597,9 +634,8 @@ fn a_held_dpkg_lock_fails_cleanly_after_the_timeout() {
 /// No apt cache and no repository: the stock pair is rebuilt from the dpkg database (its
 /// files all match dpkg's md5sums), and rollback restores it offline. With a stock file
 /// changed in place, no "stock" package is made: a warning names the file, rollback refuses.
-#[test]
-fn stock_is_rebuilt_from_the_dpkg_database_only_when_unmodified() {
-    let a = artifacts("bookworm");
+fn stock_is_rebuilt_from_the_dpkg_database_only_when_unmodified(config: &str) {
+    let a = artifacts(config);
     let offline =
         "rm -f /etc/apt/sources.list.d/*.list; rm -rf /var/lib/apt/lists/*; apt-get update -q";
     let sb = fresh(a, &a.stock_snapshot);
@@ -637,4 +673,88 @@ fn stock_is_rebuilt_from_the_dpkg_database_only_when_unmodified() {
         verify(&sb).status.success(),
         "nothing changed by the refusal"
     );
+}
+
+/// `--guard`'s dpkg `post-invoke` hook, under every apt configuration: `dpkg -i --force-all`
+/// of a stock package of either half fails that very command, naming the package and the
+/// repair, and the named repair (an apt command: apt's own dpkg runs are not checked mid-way)
+/// goes through; a healthy dpkg run by hand passes; rollback takes both hook files away.
+fn dpkg_guard_fails_a_forced_stock_install_at_that_command(config: &str) {
+    let dpkg_hook = "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard";
+    let apt_hook = "/etc/apt/apt.conf.d/80rocm-pin-guard";
+    let a = artifacts(config);
+    {
+        let sb = fresh(a, &a.stock_snapshot);
+        let mut argv = install_argv(&a.ours);
+        argv.push("--guard");
+        let out = sb.run(&argv).unwrap();
+        assert_eq!(rc(&out), 0, "{config}: {}", text(&out));
+        assert!(sb.path(dpkg_hook).is_file() && sb.path(apt_hook).is_file());
+        // A dpkg run by hand that leaves the runtime intact passes the hook.
+        let out = sb.run(&["dpkg", "-i", argv[2]]).unwrap();
+        assert_eq!(rc(&out), 0, "{config}: healthy dpkg -i: {}", text(&out));
+        for role in [StockRole::HsaRocr, StockRole::HipRuntime] {
+            let stock = a.stock.require(role).unwrap();
+            let deb = format!(
+                "{STOCK_DEBS_DIR}/{}",
+                stock.deb.file_name().unwrap().to_string_lossy()
+            );
+            let out = sb.run(&["dpkg", "-i", "--force-all", &deb]).unwrap();
+            let said = text(&out);
+            let repair = format!("apt-get remove -y {}", stock.name);
+            eprintln!(
+                "{config:<14} guarded dpkg -i --force-all {:<16} rc {}",
+                stock.name,
+                rc(&out)
+            );
+            assert_eq!(rc(&out), 2, "{config}: the hook must fail dpkg:\n{said}");
+            assert!(
+                said.contains(&format!("FAIL stock-absent {}", stock.name))
+                    && said.contains(&repair)
+                    && said.contains("rocm-pin --guard"),
+                "{config}: the failure must name {} and `{repair}`:\n{said}",
+                stock.name
+            );
+            // The hint fits the solver apt uses here (read from the chroot's apt configuration).
+            let fix_broken_hint = match solver_of(config) {
+                Solver::Classic => "(or `apt-get -f install`)",
+                Solver::Solver3 => "not `apt-get -f install`",
+            };
+            assert!(
+                said.contains(fix_broken_hint),
+                "{config}: want {fix_broken_hint:?}:\n{said}"
+            );
+            let out = sb.sh(&repair).unwrap();
+            assert_eq!(rc(&out), 0, "{config}: {repair}: {}", text(&out));
+            let v = verify(&sb);
+            assert!(v.status.success(), "{config}: {}", text(&v));
+            assert!(all_patched(&probe(&sb)));
+            assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+        }
+        // ROCM_PIN_NO_GUARD=1 skips the dpkg check for one command; `rocm-pin install`, with
+        // both hooks in place, then repairs what it let through.
+        let hsa = a.stock.require(StockRole::HsaRocr).unwrap();
+        let deb = format!(
+            "{STOCK_DEBS_DIR}/{}",
+            hsa.deb.file_name().unwrap().to_string_lossy()
+        );
+        let mut cmd = sb.command(&["dpkg", "-i", "--force-all", &deb]);
+        let out = cmd.env("ROCM_PIN_NO_GUARD", "1").output().unwrap();
+        assert_eq!(rc(&out), 0, "{config}: skipped guard: {}", text(&out));
+        assert!(failed_checks(&sb).contains(&"stock-absent".to_string()));
+        let out = sb.run(&argv).unwrap();
+        assert_eq!(
+            rc(&out),
+            0,
+            "{config}: repair under the guard: {}",
+            text(&out)
+        );
+        assert!(verify(&sb).status.success());
+        let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+        assert_eq!(rc(&out), 0, "{config}: {}", text(&out));
+        assert!(!sb.path(dpkg_hook).exists() && !sb.path(apt_hook).exists());
+        // No hook left behind: dpkg by hand works on the stock host again.
+        let out = sb.run(&["dpkg", "--configure", "-a"]).unwrap();
+        assert_eq!(rc(&out), 0, "{config}: {}", text(&out));
+    }
 }

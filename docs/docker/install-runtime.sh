@@ -19,7 +19,7 @@
 #   ROCM_PIN_SUITE     the repository's suite                                         [stable]
 #   ROCM_PIN_FLAVOR    replacement packages are <stock>-<flavor>                       [pinned]
 #   ROCM_PIN_MODE      require | auto | off                                            [require]
-#   ROCM_PIN_GUARD     1: apt hook so any later apt command that breaks the runtime fails [1]
+#   ROCM_PIN_GUARD     1: apt + dpkg hooks so any later apt/dpkg command that breaks the runtime fails [1]
 #   ROCM_PIN_KEEP_ARTIFACT  1: leave the artifact in the image                         [0]
 set -euo pipefail
 

@@ -26,8 +26,9 @@ pub struct InstallArgs {
     /// Seconds to wait for another apt/dpkg holding the lock
     #[arg(long, default_value_t = 120)]
     pub lock_timeout: u32,
-    /// Also install an apt DPkg::Post-Invoke hook running `rocm-pin verify --quiet`, so any
-    /// later apt command that breaks the runtime fails
+    /// Also install an apt DPkg::Post-Invoke hook and a dpkg post-invoke hook running `rocm-pin
+    /// verify --quiet`, so any later apt command, or dpkg run by hand (`dpkg -i --force-all` of a
+    /// stock package), that breaks the runtime fails
     #[arg(long)]
     pub guard: bool,
     /// Also keep our .debs in a signed apt repository on this host (/var/lib/rocm-pin/repo),

@@ -15,7 +15,7 @@ use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
 use super::status::{self, in_root};
 use crate::build::manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
-use crate::error::{ExitError, ExitKind};
+use crate::error::{usage, ExitError, ExitKind};
 use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode};
@@ -53,10 +53,6 @@ struct AdoptState {
     debs: Vec<PathBuf>,
 }
 
-fn refuse(msg: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, msg).into()
-}
-
 fn state_path(root: &Path) -> PathBuf {
     in_root(root, &format!("{}/adopt-state.json", rocm::STATE_DIR))
 }
@@ -73,7 +69,6 @@ fn default_out() -> PathBuf {
 /// One adoption at a time: an exclusive flock on `/var/lib/rocm-pin/adopt.lock`, held until
 /// the returned file is dropped. Work directories of killed runs are removed under it.
 fn lock_and_clean(root: &Path) -> anyhow::Result<std::fs::File> {
-    use std::os::unix::io::AsRawFd;
     let dir = in_root(root, rocm::STATE_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join("adopt.lock");
@@ -83,9 +78,8 @@ fn lock_and_clean(root: &Path) -> anyhow::Result<std::fs::File> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    // SAFETY: flock on a descriptor we own; no memory is shared.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(refuse(format!(
+    if file.try_lock().is_err() {
+        return Err(usage(format!(
             "another `rocm-pin adopt` is running ({} is locked); nothing changed",
             path.display()
         )));
@@ -144,18 +138,18 @@ fn adopt_locked(
     let patch = inplace::detect(root, &entries);
     let patch = match patch {
         None => {
-            return Err(refuse(
+            return Err(usage(
                 "this host is not patched in place: every stock runtime file matches dpkg's md5sums and there is no in-place marker (.info/atom-rocm-runtime-commit). Nothing to adopt; nothing changed. To install the patched pair use `rocm-pin install`.",
             ))
         }
         Some(p) if !p.is_live() => {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "nothing live to adopt; nothing changed:\n{}",
                 p.describe()
             )))
         }
         Some(p) if !p.problems.is_empty() => {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "refusing to adopt this in-place patch; nothing changed:\n{}",
                 p.describe()
             )))
@@ -259,7 +253,7 @@ fn finish(
     report.debs = state.debs.iter().map(|d| d.display().to_string()).collect();
     for d in &state.debs {
         if !d.is_file() {
-            return Err(refuse(format!(
+            return Err(usage(format!(
                 "the interrupted adoption's package {} is gone; remove {} and run `rocm-pin adopt` again",
                 d.display(),
                 state_path(root).display()
@@ -278,7 +272,17 @@ fn finish(
         },
         listener,
     );
-    let inst = inst.context("installing the adopted packages")?;
+    let inst = match inst {
+        Ok(i) => i,
+        Err(e) => {
+            // A refusal changed nothing: the next run starts from the host again instead of
+            // retrying the same .debs.
+            if crate::error::exit_code_for(&e) == ExitKind::Usage.code() {
+                let _ = std::fs::remove_file(state_path(root));
+            }
+            return Err(e.context("installing the adopted packages"));
+        }
+    };
     report.actions.extend(inst.actions.iter().cloned());
     report.warnings.extend(inst.warnings.iter().cloned());
     report.install = Some(inst);
@@ -404,7 +408,7 @@ fn find_stock_debs(
     }
     if !opts.no_rollback {
         let _ = std::fs::remove_dir(&keep_dir);
-        return Err(refuse(format!(
+        return Err(usage(format!(
             "no stock .deb for {} (not kept in {}, not in /var/cache/apt/archives, `apt-get download` failed). The dpkg database cannot rebuild it: the in-place patch overwrote its files. Without it `rocm-pin rollback` cannot put stock back offline. Put the .deb into /var/cache/apt/archives (or configure its repository), or accept that with `rocm-pin adopt --no-rollback`. Nothing changed.",
             missing.join(", "),
             install::stock_dir().display()

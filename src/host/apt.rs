@@ -172,6 +172,159 @@ pub fn run_captured(cmd: &mut Command) -> anyhow::Result<Output> {
     cmd.output().with_context(|| format!("cannot run {desc}"))
 }
 
+/// Which dependency solver apt uses on a root: it decides whether `apt-get -f install` can
+/// remove a stock package forced in next to ours (apt 3's solver fails on it, measured).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum Solver {
+    /// The classic solver (`APT::Solver "internal"`, apt's default up to 3.0).
+    Classic,
+    /// apt 3's solver (`APT::Solver "3.0"`).
+    Solver3,
+}
+
+/// `APT::Solver` as apt on `root` reads it from `etc/apt/apt.conf` and `etc/apt/apt.conf.d/*`
+/// (the last setting wins; None when unset). Read from the files, not `apt-config`, so it works
+/// on any root (apt reads its configuration before `-o Dir=` takes effect).
+pub fn configured_solver(root: &Path) -> Option<String> {
+    let etc = root.join("etc/apt");
+    let mut files = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(etc.join("apt.conf.d")) {
+        let mut parts: Vec<_> = dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    // apt's rule: only [A-Za-z0-9_.-], no extension or `.conf`.
+                    n.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+                        && (!n.contains('.') || n.ends_with(".conf"))
+                })
+            })
+            .collect();
+        parts.sort();
+        files.extend(parts);
+    }
+    files.push(etc.join("apt.conf"));
+    let mut solver = None;
+    for f in files {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            for (key, value) in parse_apt_conf(&text) {
+                if key.eq_ignore_ascii_case("APT::Solver") {
+                    solver = Some(value);
+                }
+            }
+        }
+    }
+    solver
+}
+
+/// The solver apt uses on `root`: `APT::Solver` when set, else apt's default for the installed
+/// apt version (assumed: the 3.0 solver from apt 3.1 on, the release that made it Ubuntu's
+/// default; trixie's apt 3.0 still defaults to the classic one, measured).
+pub fn solver(root: &Path, apt_version: Option<&str>) -> Solver {
+    let is3 = |v: &str| v.trim().starts_with('3');
+    match configured_solver(root) {
+        Some(v) if is3(&v) => Solver::Solver3,
+        Some(_) => Solver::Classic,
+        None => {
+            let default3 = apt_version
+                .is_some_and(|v| crate::deb::version::compare(v, "3.1~").is_ok_and(|o| o.is_ge()));
+            if default3 {
+                Solver::Solver3
+            } else {
+                Solver::Classic
+            }
+        }
+    }
+}
+
+/// `(full key, value)` of every assignment in an apt configuration text: `A::B "v";`, scopes
+/// `A { B "v"; };`, comments (`//`, `#`, `/* */`). `#include`/`#clear` are ignored.
+pub fn parse_apt_conf(text: &str) -> Vec<(String, String)> {
+    let mut tokens: Vec<String> = Vec::new();
+    let mut chars = text.chars().peekable();
+    let mut word = String::new();
+    let flush = |word: &mut String, tokens: &mut Vec<String>| {
+        if !word.is_empty() {
+            tokens.push(std::mem::take(word));
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                flush(&mut word, &mut tokens);
+                let mut v = String::from("\"");
+                for c in chars.by_ref() {
+                    if c == '"' {
+                        break;
+                    }
+                    v.push(c);
+                }
+                tokens.push(v);
+            }
+            '#' => {
+                flush(&mut word, &mut tokens);
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                flush(&mut word, &mut tokens);
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                flush(&mut word, &mut tokens);
+                chars.next();
+                let mut prev = ' ';
+                for c in chars.by_ref() {
+                    if prev == '*' && c == '/' {
+                        break;
+                    }
+                    prev = c;
+                }
+            }
+            '{' | '}' | ';' => {
+                flush(&mut word, &mut tokens);
+                tokens.push(c.to_string());
+            }
+            c if c.is_whitespace() => flush(&mut word, &mut tokens),
+            c => word.push(c),
+        }
+    }
+    flush(&mut word, &mut tokens);
+    let mut out = Vec::new();
+    let mut scope: Vec<String> = Vec::new();
+    let mut key: Option<String> = None;
+    for t in tokens {
+        match t.as_str() {
+            "{" => scope.push(key.take().unwrap_or_default()),
+            "}" => {
+                scope.pop();
+            }
+            ";" => key = None,
+            _ if t.starts_with('"') => {
+                if let Some(k) = key.take() {
+                    let full = scope
+                        .iter()
+                        .chain(std::iter::once(&k))
+                        .filter(|s| !s.is_empty())
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("::");
+                    out.push((full, t[1..].to_string()));
+                }
+            }
+            _ => key = Some(t),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +341,37 @@ mod tests {
         assert_eq!(p[2].versions, vec![("7.2.4.70204-93~24.04".into(), 100)]);
         assert_eq!(p[2].installed.as_deref(), Some("7.2.4.70204-93~24.04"));
         assert!(p[3].is_pinned_away() && p[3].versions.is_empty());
+    }
+
+    #[test]
+    fn parses_apt_conf_keys_scopes_and_comments() {
+        let text = "// c\nAPT::Solver \"internal\";\n# x\nAPT {\n  Solver \"3.0\"; /* a \"b\" */\n  Get { Assume-Yes \"true\"; };\n};\nDpkg::Use-Pty \"0\";\n";
+        let kv = parse_apt_conf(text);
+        assert_eq!(
+            kv,
+            vec![
+                ("APT::Solver".to_string(), "internal".to_string()),
+                ("APT::Solver".to_string(), "3.0".to_string()),
+                ("APT::Get::Assume-Yes".to_string(), "true".to_string()),
+                ("Dpkg::Use-Pty".to_string(), "0".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_last_solver_setting_wins_and_apt_3_1_defaults_to_solver3() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("etc/apt/apt.conf.d");
+        std::fs::create_dir_all(&conf).unwrap();
+        assert_eq!(solver(d.path(), Some("3.0.3")), Solver::Classic);
+        assert_eq!(solver(d.path(), Some("3.1.6")), Solver::Solver3);
+        std::fs::write(conf.join("50a"), "APT::Solver \"3.0\";\n").unwrap();
+        assert_eq!(solver(d.path(), Some("2.6.1")), Solver::Solver3);
+        std::fs::write(conf.join("60b"), "APT { Solver \"internal\"; };\n").unwrap();
+        // Not read by apt: an extension other than .conf.
+        std::fs::write(conf.join("70c.disabled"), "APT::Solver \"3.0\";\n").unwrap();
+        assert_eq!(configured_solver(d.path()).as_deref(), Some("internal"));
+        assert_eq!(solver(d.path(), Some("3.1.6")), Solver::Classic);
     }
 
     #[test]

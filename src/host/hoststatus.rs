@@ -96,6 +96,10 @@ pub struct HostStatus {
     pub guard_path: String,
     /// The local repository (`install --local-repo`), when present.
     pub local_repo: Option<String>,
+    /// The release hold (`/etc/apt/preferences.d/rocm-pin-release-hold`): `package version`
+    /// it holds, and what it should hold but does not (deleted or stale).
+    pub release_hold: Vec<String>,
+    pub release_hold_missing: Vec<String>,
 }
 
 fn first_line(p: &Path) -> Option<String> {
@@ -316,6 +320,20 @@ pub fn host_status_with(
         _ => ("broken", 1),
     };
     let local_repo = Path::new(rocm::STATE_DIR).join("repo");
+    let held = super::hold::read(root);
+    let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
+    let release_hold_missing: Vec<String> = match &marker {
+        Some(m) => {
+            let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
+            super::hold::held_packages(root, &names)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|h| !held.contains(h))
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect()
+        }
+        None => Vec::new(),
+    };
     Ok(HostStatus {
         schema: 1,
         health: health.to_string(),
@@ -356,6 +374,8 @@ pub fn host_status_with(
         local_repo: in_root(root, &local_repo.to_string_lossy())
             .exists()
             .then(|| local_repo.display().to_string()),
+        release_hold,
+        release_hold_missing,
     })
 }
 
@@ -412,6 +432,25 @@ impl HostStatus {
             "local repo:  {}\n",
             self.local_repo.as_deref().unwrap_or("none")
         ));
+        if !self.release_hold.is_empty() || !self.release_hold_missing.is_empty() {
+            s.push_str(&format!(
+                "hold:        {} ({}){}\n",
+                if self.release_hold.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    self.release_hold.join(", ")
+                },
+                super::hold::hold_path().display(),
+                if self.release_hold_missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; MISSING {}: a new stock release could half-upgrade around the pin — run `rocm-pin install` again",
+                        self.release_hold_missing.join(", ")
+                    )
+                }
+            ));
+        }
         match self.verify_ok {
             Some(true) => s.push_str(&format!(
                 "verify:      all {} checks pass\n",

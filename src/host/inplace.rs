@@ -232,10 +232,18 @@ pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
             .collect()
     });
     let stock = stock_runtime_files(root, entries, &prefix);
+    let filters = super::excludes::PathFilters::load(root).ok();
     let mut differing = Vec::new();
     for (e, files) in &stock {
         for (path, want) in files {
-            let got = md5_of(&in_root(root, path)).unwrap_or_else(|| "missing".to_string());
+            let host = in_root(root, path);
+            // Absent by dpkg's path-exclude is how dpkg installed it, not a patch.
+            if std::fs::symlink_metadata(&host).is_err()
+                && filters.as_ref().is_some_and(|f| f.is_excluded(path))
+            {
+                continue;
+            }
+            let got = md5_of(&host).unwrap_or_else(|| "missing".to_string());
             if &got != want {
                 differing.push(DifferingFile {
                     path: path.clone(),
@@ -484,5 +492,78 @@ mod tests {
             other.summary()
         );
         assert!(detect(r, &[ours(rocm::PIN_COMMIT)]).is_none());
+    }
+
+    /// The seed's shape on a fake root: the stock name hard-linked to a patched file whose
+    /// name carries the short commit, the soname link re-pointed, the markers.
+    #[test]
+    fn reads_hard_links_over_stock_names_and_judges_the_markers() {
+        use md5::Digest as _;
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let lib = r.join("opt/rocm-7.2.4/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
+        std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
+        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        let stock = "libamdhip64.so.7.2.70204";
+        std::fs::write(
+            r.join("var/lib/dpkg/info/hip-runtime-amd.md5sums"),
+            format!(
+                "{}  opt/rocm-7.2.4/lib/{stock}\n",
+                hex::encode(md5::Md5::digest(b"stock hip"))
+            ),
+        )
+        .unwrap();
+        let patched = "libamdhip64.so.7.2.53211-b539bf7";
+        std::fs::write(lib.join(patched), b"patched hip").unwrap();
+        std::fs::hard_link(lib.join(patched), lib.join(stock)).unwrap();
+        std::os::unix::fs::symlink(patched, lib.join("libamdhip64.so.7")).unwrap();
+        let marker = r.join("opt/rocm-7.2.4/.info/atom-rocm-runtime-commit");
+        std::fs::write(&marker, format!("{}\n", rocm::PIN_COMMIT)).unwrap();
+        let entries = [StatusEntry {
+            package: "hip-runtime-amd".into(),
+            version: "7.2.53211.70204-93~24.04".into(),
+            architecture: "amd64".into(),
+            status: "install ok installed".into(),
+            ..Default::default()
+        }];
+        let p = detect(r, &entries).unwrap();
+        assert!(p.is_live());
+        assert_eq!(p.differing.len(), 1);
+        assert_eq!(p.differing[0].path, format!("/opt/rocm-7.2.4/lib/{stock}"));
+        assert_eq!(p.libraries.len(), 1);
+        let l = &p.libraries[0];
+        assert_eq!(l.path, format!("/opt/rocm-7.2.4/lib/{patched}"));
+        assert_eq!(l.aliases, vec![format!("/opt/rocm-7.2.4/lib/{stock}")]);
+        assert_eq!(l.links, vec!["libamdhip64.so.7".to_string()]);
+        // Not ELF, and only half of the pair: both said.
+        assert!(
+            p.problems.iter().any(|x| x.contains("not an ELF")),
+            "{:?}",
+            p.problems
+        );
+        assert!(p
+            .problems
+            .iter()
+            .any(|x| x.contains("no patched libhsa-runtime64")));
+        assert!(!p.problems.iter().any(|x| x.contains("built from commit")));
+        assert!(p.summary().contains("rocm-pin adopt"), "{}", p.summary());
+        // A marker naming another commit than the file name's.
+        std::fs::write(&marker, "0123456789abcdef0123456789abcdef01234567\n").unwrap();
+        let p = detect(r, &entries).unwrap();
+        assert!(
+            p.problems
+                .iter()
+                .any(|x| x.contains("built from commit b539bf7")),
+            "{:?}",
+            p.problems
+        );
+        // Stock content back (what `apt-get install --reinstall` does): reverted, marker stale.
+        std::fs::remove_file(lib.join(stock)).unwrap();
+        std::fs::write(lib.join(stock), b"stock hip").unwrap();
+        let p = detect(r, &entries).unwrap();
+        assert!(!p.is_live());
+        assert!(p.describe().contains("REVERTED"), "{}", p.describe());
     }
 }

@@ -372,6 +372,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
                     .arg("--configure")
                     .arg("-a")
                     .env("DEBIAN_FRONTEND", "noninteractive")
+                    .env(NO_GUARD_ENV, "1")
                     .output()
                     .context("cannot run dpkg --configure -a")
             },
@@ -393,62 +394,15 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
     let before = status::read_status(root)?;
-    let by_name: BTreeMap<&str, &StatusEntry> =
-        before.iter().map(|e| (e.package.as_str(), e)).collect();
-    let mut stock_present = Vec::new();
-    let mut all_ours_current = true;
-    for f in &facts {
-        let ours = by_name.get(f.package.as_str()).filter(|e| e.has_files());
-        match by_name.get(f.stock_name.as_str()).filter(|e| e.has_files()) {
-            Some(s) => {
-                if s.version != f.stock_version || s.architecture != f.architecture {
-                    return Err(usage(format!(
-                        "stock {} is installed at {} ({}), but {} was built against {} ({}): apt would remove every package that depends on {} with `=` (rocm-hip-runtime, hip-dev) and exit 0. Rebuild the replacement with `rocm-pin package` against this host's stock packages.",
-                        s.package, s.version, s.architecture, f.package, f.stock_version, f.architecture, s.package
-                    )));
-                }
-                if !s.is_installed_ok() {
-                    return Err(usage(format!(
-                        "stock {} is in dpkg state {} ({}): fix it first (`dpkg --configure -a` / `apt-get -f install`)",
-                        s.package,
-                        s.abbrev(),
-                        s.status
-                    )));
-                }
-                stock_present.push((*s).clone());
-                all_ours_current = false;
-            }
-            None => match ours {
-                Some(o) if o.provides.contains(&format!("{} (= {})", f.stock_name, f.stock_version)) => {
-                    if o.version != f.version || !o.is_installed_ok() {
-                        all_ours_current = false;
-                    }
-                    if !opts.allow_downgrade {
-                        super::pinmove::refuse_downgrade(o, &f.version)?;
-                    }
-                }
-                Some(o) => {
-                    return Err(usage(format!(
-                        "{} {} is installed but provides {} at another version than {} ({}); install the matching replacement or roll back first",
-                        o.package, o.version, f.stock_name, f.package, f.stock_version
-                    )))
-                }
-                None => {
-                    return Err(usage(format!(
-                        "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
-                        f.stock_name, f.stock_version, f.package, rocm::release_of_prefix(&marker.prefix)
-                    )))
-                }
-            },
-        }
-    }
+    let stock_match = match_stock(&facts, &before, opts.allow_downgrade)?;
+    let (stock_present, all_ours_current) = (&stock_match.present, stock_match.ours_current);
     // A deleted pin conffile is restored with --force-confmiss.
     let missing_conffiles: Vec<String> = facts
         .iter()
         .filter(|f| {
-            by_name
-                .get(f.package.as_str())
-                .is_some_and(|e| e.has_files())
+            before
+                .iter()
+                .any(|e| e.package == f.package && e.has_files())
         })
         .map(|f| rocm::pin_file_path(&f.package))
         .filter(|p| !in_root(root, &p.to_string_lossy()).exists())
@@ -471,8 +425,15 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         .unwrap_or_default();
     let entry = rocm::loader_entry_path(&hsa_lib.package);
 
-    let need_apt = !all_ours_current || !missing_conffiles.is_empty();
-    let deb_args: Vec<String> = facts.iter().map(|f| f.path.display().to_string()).collect();
+    let need_apt = !all_ours_current || !stock_present.is_empty() || !missing_conffiles.is_empty();
+    // Ours already installed at these versions: apt must be told to reinstall them (a stock
+    // package forced in next to them, a deleted pin conffile).
+    let reinstall = all_ours_current;
+    let mut deb_args: Vec<String> = facts.iter().map(|f| f.path.display().to_string()).collect();
+    // Every stock package still installed is removed by name in the same transaction (`name-`),
+    // so neither apt solver has to decide it: apt 3's solver refuses a transaction where a
+    // stock package forced in next to ours would have to go implicitly.
+    deb_args.extend(stock_present.iter().map(|s| format!("{}-", s.package)));
     if need_apt {
         // 3. Simulate: refuse if apt would remove anything but the stock pair.
         let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
@@ -481,7 +442,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             if opts.allow_downgrade {
                 cmd.arg("--allow-downgrades");
             }
-            if all_ours_current {
+            if reinstall {
                 cmd.arg("--reinstall");
             }
             cmd.args(&deb_args);
@@ -511,8 +472,12 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             .actions
             .push("simulated: apt removes only the stock pair".into());
 
-        // 4. Keep the stock .debs for offline rollback (while they are still installed).
-        for s in &stock_present {
+        // 4. Keep the stock .debs for offline rollback (while they are still installed); a
+        // stock package at another version forced in next to ours is not the one to restore.
+        for s in stock_present
+            .iter()
+            .filter(|s| stock_match.kept_for_rollback(s))
+        {
             progress::step(listener, &format!("keep stock {}", s.package), || {
                 keep_stock(root, s, opts.lock_timeout, &mut report)
             })?;
@@ -541,7 +506,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         if opts.allow_downgrade {
             cmd.arg("--allow-downgrades");
         }
-        if all_ours_current {
+        if reinstall {
             cmd.arg("--reinstall")
                 .arg("-o")
                 .arg("Dpkg::Options::=--force-confmiss");
@@ -603,12 +568,29 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             .into());
         }
         report.actions.push(format!(
-            "apt-get install {}{}",
+            "apt-get install {}{}{}",
             facts
                 .iter()
                 .map(|f| format!("{}_{}", f.package, f.version))
                 .collect::<Vec<_>>()
                 .join(" "),
+            if stock_present.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " {} (the stock packages removed by name, same transaction{})",
+                    stock_present
+                        .iter()
+                        .map(|s| format!("{}-", s.package))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    if reinstall {
+                        "; ours reinstalled: a stock package had been forced in next to them"
+                    } else {
+                        ""
+                    }
+                )
+            },
             if missing_conffiles.is_empty() {
                 String::new()
             } else {
@@ -647,8 +629,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     if opts.guard {
         write_guard_with(root, opts.accept_skipped_backport_check)?;
         report.actions.push(format!(
-            "installed the apt guard {}",
-            guard_path().display()
+            "installed the guard: apt {} and dpkg {}",
+            guard_path().display(),
+            dpkg_guard_path().display()
         ));
     }
     if opts.local_repo {
@@ -686,6 +669,94 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     Ok(report)
 }
 
+/// What step 2 found: the stock packages still installed, and whether ours are all in place.
+struct StockMatch {
+    present: Vec<StatusEntry>,
+    /// Every replacement installed (`ii`) at the version given.
+    ours_current: bool,
+    /// (stock name, the exact version our Provides carries).
+    provided: Vec<(String, String)>,
+}
+
+impl StockMatch {
+    /// The stock .deb worth keeping for rollback: the exact version ours provides.
+    fn kept_for_rollback(&self, stock: &StatusEntry) -> bool {
+        self.provided
+            .iter()
+            .any(|(n, v)| *n == stock.package && *v == stock.version)
+    }
+}
+
+/// Step 2: each replacement against the dpkg database. Before ours are installed the stock
+/// package must be at the exact version and architecture our Provides carry (else apt would
+/// remove every `=` dependant). Once ours provide it, a stock package next to them (forced in
+/// with `dpkg -i --force-all`) is only something to remove, whatever its version or state.
+fn match_stock(
+    facts: &[DebFacts],
+    before: &[StatusEntry],
+    allow_downgrade: bool,
+) -> anyhow::Result<StockMatch> {
+    let by_name: BTreeMap<&str, &StatusEntry> =
+        before.iter().map(|e| (e.package.as_str(), e)).collect();
+    let mut m = StockMatch {
+        present: Vec::new(),
+        ours_current: true,
+        provided: Vec::new(),
+    };
+    for f in facts {
+        m.provided
+            .push((f.stock_name.clone(), f.stock_version.clone()));
+        let provides = format!("{} (= {})", f.stock_name, f.stock_version);
+        let ours = by_name.get(f.package.as_str()).filter(|e| e.has_files());
+        match ours {
+            Some(o) if o.provides.contains(&provides) => {
+                if o.version != f.version || !o.is_installed_ok() {
+                    m.ours_current = false;
+                }
+                if !allow_downgrade {
+                    super::pinmove::refuse_downgrade(o, &f.version)?;
+                }
+            }
+            Some(o) => {
+                return Err(usage(format!(
+                    "{} {} is installed but provides {} at another version than {} ({}); install the matching replacement or roll back first",
+                    o.package, o.version, f.stock_name, f.package, f.stock_version
+                )))
+            }
+            None => m.ours_current = false,
+        }
+        let stock = by_name.get(f.stock_name.as_str()).filter(|e| e.has_files());
+        match (stock, ours) {
+            (Some(s), Some(_)) => m.present.push((*s).clone()),
+            (Some(s), None) => {
+                if s.version != f.stock_version || s.architecture != f.architecture {
+                    return Err(usage(format!(
+                        "stock {} is installed at {} ({}), but {} was built against {} ({}): apt would remove every package that depends on {} with `=` (rocm-hip-runtime, hip-dev) and exit 0. Rebuild the replacement with `rocm-pin package` against this host's stock packages.",
+                        s.package, s.version, s.architecture, f.package, f.stock_version, f.architecture, s.package
+                    )));
+                }
+                if !s.is_installed_ok() {
+                    return Err(usage(format!(
+                        "stock {} is in dpkg state {} ({}): fix it first (`dpkg --configure -a` / `apt-get -f install`)",
+                        s.package,
+                        s.abbrev(),
+                        s.status
+                    )));
+                }
+                m.present.push((*s).clone());
+            }
+            (None, Some(_)) => {}
+            (None, None) => {
+                return Err(usage(format!(
+                    "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
+                    f.stock_name, f.stock_version, f.package, rocm::TARGET_ROCM_VERSION
+                )))
+            }
+        }
+    }
+    Ok(m)
+}
+
 /// This executable's absolute path: /proc/self/exe, else argv[0] (absolute, relative or found
 /// on PATH) — chroots and minimal containers often have no /proc.
 pub fn self_path() -> anyhow::Result<PathBuf> {
@@ -719,7 +790,35 @@ pub fn guard_path() -> PathBuf {
     PathBuf::from("/etc/apt/apt.conf.d/80rocm-pin-guard")
 }
 
-/// `--guard`: a DPkg::Post-Invoke hook so any apt command that breaks the runtime fails.
+/// The dpkg configuration file of `--guard` (dpkg reads every file in `dpkg.cfg.d`).
+pub fn dpkg_guard_path() -> PathBuf {
+    PathBuf::from("/etc/dpkg/dpkg.cfg.d/rocm-pin-guard")
+}
+
+/// Set in the environment of a dpkg run that must not be checked by the dpkg guard: rocm-pin's
+/// own `dpkg --configure -a` (it verifies at its end), or an admin's deliberate repair.
+pub const NO_GUARD_ENV: &str = "ROCM_PIN_NO_GUARD";
+
+/// The dpkg `post-invoke` hook: `rocm-pin verify --quiet` after every dpkg run that was not
+/// started by apt. dpkg runs it with `sh -c` after its action (and trigger processing); a
+/// non-zero exit makes dpkg itself exit 2, so `dpkg -i --force-all <stock>.deb` fails the very
+/// command (a Dockerfile `RUN` line) with verify's line naming the package and the repair.
+/// apt sets `DPKG_FRONTEND_LOCKED` for the dpkg runs it makes; those are skipped, because they
+/// are steps of one transaction (verify would see its middle) and apt's own `DPkg::Post-Invoke`
+/// guard checks the end. A deleted rocm-pin binary disarms the hook with a warning instead of
+/// failing every later dpkg run.
+pub fn dpkg_guard_hook(exe: &str) -> String {
+    format!(
+        "[ -n \"${{DPKG_FRONTEND_LOCKED:-}}\" ] || [ -n \"${{{NO_GUARD_ENV}:-}}\" ] || \
+if [ ! -x '{exe}' ]; then echo \"rocm-pin --guard: {exe} is gone; remove {dpkg} and {apt}\" >&2; \
+else '{exe}' verify --quiet || {{ echo \"rocm-pin --guard: this dpkg run left the patched ROCm runtime broken (the line above names it and the repair); dpkg exits non-zero. {NO_GUARD_ENV}=1 skips this check.\" >&2; exit 1; }}; fi",
+        dpkg = dpkg_guard_path().display(),
+        apt = guard_path().display(),
+    )
+}
+
+/// `--guard`: an apt `DPkg::Post-Invoke` hook so any apt command that breaks the runtime
+/// fails, and a dpkg `post-invoke` hook ([`dpkg_guard_hook`]) for dpkg run by hand.
 pub fn write_guard(root: &Path) -> anyhow::Result<()> {
     write_guard_with(root, false)
 }
@@ -732,8 +831,8 @@ pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> any
         ""
     };
     let exe = self_path()?.display().to_string();
-    if exe.contains('"') || exe.contains('\'') {
-        anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt hook");
+    if exe.contains('"') || exe.contains('\'') || exe.contains('\n') {
+        anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt or dpkg hook");
     }
     let p = in_root(root, &guard_path().to_string_lossy());
     let mut f =
@@ -742,16 +841,33 @@ pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> any
         f,
         "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet{flag}\"; }};"
     )?;
+    let p = in_root(root, &dpkg_guard_path().to_string_lossy());
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(
+        &p,
+        format!(
+            "# rocm-pin --guard: a dpkg run by hand (dpkg -i, even with --force-all) that leaves the\n# patched ROCm runtime broken fails. Remove this file (or run `rocm-pin rollback`) to stop.\npost-invoke={}\n",
+            dpkg_guard_hook(&exe)
+        ),
+    )
+    .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
 }
 
+/// Remove both guard files; true when there was one.
 pub fn remove_guard(root: &Path) -> anyhow::Result<bool> {
-    let p = in_root(root, &guard_path().to_string_lossy());
-    match std::fs::remove_file(&p) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    let mut removed = false;
+    for path in [guard_path(), dpkg_guard_path()] {
+        let p = in_root(root, &path.to_string_lossy());
+        match std::fs::remove_file(&p) {
+            Ok(()) => removed = true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", p.display())),
+        }
     }
+    Ok(removed)
 }
 
 #[cfg(test)]

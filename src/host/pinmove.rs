@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use super::status::StatusEntry;
-use crate::error::{ExitError, ExitKind};
+use crate::error::usage;
 use crate::rocm;
 
 /// Refuse installing `version` over the installed `ours` when it is older: a downgrade to an
@@ -12,20 +12,15 @@ use crate::rocm;
 /// at hand.
 pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()> {
     let order = crate::deb::version::compare(version, &ours.version).map_err(|e| {
-        ExitError::new(
-            ExitKind::Usage,
-            format!(
-                "cannot compare versions {version} and {}: {e}",
-                ours.version
-            ),
-        )
+        usage(format!(
+            "cannot compare versions {version} and {}: {e}",
+            ours.version
+        ))
     })?;
     if order != Ordering::Less {
         return Ok(());
     }
-    Err(ExitError::new(
-        ExitKind::Usage,
-        format!(
+    Err(usage(format!(
             "{} {} is installed (commit {}); the given .deb is the older {version}: that is a downgrade to an earlier commit pin. Nothing changed. If going back to that pin is what you want, run again with --allow-downgrade.",
             ours.package,
             ours.version,
@@ -33,7 +28,5 @@ pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()>
                 .get(rocm::COMMIT_FIELD)
                 .map(String::as_str)
                 .unwrap_or("?")
-        ),
-    )
-    .into())
+    )))
 }

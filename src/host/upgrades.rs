@@ -129,7 +129,8 @@ pub fn available(root: &Path, ours: &[StatusEntry], marker: &Marker) -> Upgrades
                 "stock {rel} without the backport: `rocm-pin rollback && apt full-upgrade`"
             ),
             format!(
-                "keep the backport: build a pin for {rel} (`rocm-pin build` on a {rel} builder, `rocm-pin package --stock-deb {debs}`), then `rocm-pin install` it; until then apt keeps the {rel} packages back"
+                "keep the backport on {rel}: that needs a pin built for {rel} (the backport on {rel}'s sources, a rocm-pin whose version gate targets {rel} — this one targets {} —, `rocm-pin package --stock-deb {debs}`), then `rocm-pin rollback && apt full-upgrade && rocm-pin install <the {rel} pin's .debs>`; until then apt keeps {rel} back",
+                rocm::TARGET_ROCM_VERSION
             ),
         ];
     }

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use rocm_pin_testkit::scratch::ScratchDir;
 
+use rocm_pin::host::apt::Solver;
 use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin::standin::{self, StockRole, StockSet, StockSetSpec};
 
@@ -110,6 +111,8 @@ pub struct Packages {
 }
 
 pub struct Artifacts {
+    /// The apt configuration (one of [`CONFIGS`]).
+    pub config: &'static str,
     pub suite: String,
     pub pkgs: &'static Packages,
     _work: ScratchDir,
@@ -131,18 +134,39 @@ impl std::ops::Deref for Artifacts {
 static PACKAGES: OnceLock<Packages> = OnceLock::new();
 static BOOKWORM: OnceLock<Artifacts> = OnceLock::new();
 static TRIXIE: OnceLock<Artifacts> = OnceLock::new();
+static TRIXIE_SOLVER3: OnceLock<Artifacts> = OnceLock::new();
+
+/// The apt configurations the install tests run under: bookworm (apt 2.6), trixie (apt 3.0,
+/// classic solver), trixie with `APT::Solver "3.0"`.
+pub const CONFIGS: &[&str] = &["bookworm", "trixie", "trixie-solver3"];
+
+/// The Debian suite of an apt configuration.
+pub fn suite_of(config: &str) -> &str {
+    config.split('-').next().unwrap_or(config)
+}
+
+/// The solver apt uses in an apt configuration (what the tests expect, stated, not detected).
+pub fn solver_of(config: &str) -> Solver {
+    if config.ends_with("-solver3") {
+        Solver::Solver3
+    } else {
+        Solver::Classic
+    }
+}
 
 pub fn packages() -> &'static Packages {
     PACKAGES.get_or_init(make_packages)
 }
 
-pub fn artifacts(suite: &str) -> &'static Artifacts {
-    let cell = match suite {
-        "bookworm" => &BOOKWORM,
-        "trixie" => &TRIXIE,
+/// The chroot snapshots of one apt configuration (one of [`CONFIGS`]), made once per test binary.
+pub fn artifacts(config: &str) -> &'static Artifacts {
+    let (cell, config) = match config {
+        "bookworm" => (&BOOKWORM, "bookworm"),
+        "trixie" => (&TRIXIE, "trixie"),
+        "trixie-solver3" => (&TRIXIE_SOLVER3, "trixie-solver3"),
         other => panic!("no artifacts for {other}"),
     };
-    cell.get_or_init(|| make_artifacts(suite))
+    cell.get_or_init(|| make_artifacts(config))
 }
 
 /// Directories a snapshot carries (everything dpkg, apt, rocm-pin and the stand-in touch).
@@ -176,17 +200,17 @@ fn snapshot(sb: &Sandbox, out: &Path) {
     );
 }
 
-pub fn opts(suite: &str) -> SandboxOptions {
+pub fn opts(config: &str) -> SandboxOptions {
     SandboxOptions {
         dpkg_excludes: true,
-        apt_solver3: suite == "trixie",
+        apt_solver3: solver_of(config) == Solver::Solver3,
         ..Default::default()
     }
 }
 
 /// A fresh sandbox with `snap` unpacked into it.
 pub fn fresh(a: &Artifacts, snap: &Path) -> Sandbox {
-    fresh_with(a, snap, opts(&a.suite))
+    fresh_with(a, snap, opts(a.config))
 }
 
 /// `fresh` with /proc mounted in the chroot (for tests that look at or signal processes).
@@ -196,7 +220,7 @@ pub fn fresh_with_proc(a: &Artifacts, snap: &Path) -> Sandbox {
         snap,
         SandboxOptions {
             mount_proc: true,
-            ..opts(&a.suite)
+            ..opts(a.config)
         },
     )
 }
@@ -302,7 +326,8 @@ fn make_packages() -> Packages {
     }
 }
 
-fn make_artifacts(suite: &str) -> Artifacts {
+fn make_artifacts(config: &'static str) -> Artifacts {
+    let suite = suite_of(config);
     let t0 = std::time::Instant::now();
     let p = packages();
     let work = ScratchDir::new("install").expect("scratch directory");
@@ -311,7 +336,7 @@ fn make_artifacts(suite: &str) -> Artifacts {
         (&p.stock, &p.custom, &p.probe, &p.ours, &p.ours_dir);
 
     // 4. The stock set installed through apt from a local repository.
-    let sb = Sandbox::with_options(&image(suite), &opts(suite)).expect("sandbox");
+    let sb = Sandbox::with_options(&image(suite), &opts(config)).expect("sandbox");
     sb.add_local_repo("stock", &stock.out_dir)
         .expect("stock repo");
     sb.run_ok(&[
@@ -359,15 +384,16 @@ fn make_artifacts(suite: &str) -> Artifacts {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::copy(
             &installed_snapshot,
-            dir.join(format!("{suite}-installed.tar")),
+            dir.join(format!("{config}-installed.tar")),
         )
         .unwrap();
     }
     eprintln!(
-        "install_support: {suite} artifacts ready in {:.1}s",
+        "install_support: {config} artifacts ready in {:.1}s",
         t0.elapsed().as_secs_f64()
     );
     Artifacts {
+        config,
         suite: suite.to_string(),
         pkgs: p,
         _work: work,
