@@ -16,14 +16,18 @@ pub const COMMIT_LABEL: &str = "io.rocm-pin.commit";
 pub const OCI_REVISION_LABEL: &str = "org.opencontainers.image.revision";
 
 /// Unpack `source` and verify it. Errors (exit 2) only when the image cannot be read.
-pub fn verify_image(source: &ImageSource) -> anyhow::Result<VerifyReport> {
+pub fn verify_image(
+    source: &ImageSource,
+    accept_skipped_backport_check: bool,
+) -> anyhow::Result<VerifyReport> {
     let unpacked = image::unpack(source)?;
     let root = unpacked.root();
     let opts = VerifyOptions {
         root: root.clone(),
         // The host's LD_LIBRARY_PATH says nothing about the image.
         ld_library_path: None,
-        ask_apt: true,
+        accept_skipped_backport_check,
+        ..VerifyOptions::default()
     };
     let mut report = verify(&opts)?;
     report.root = source.describe();

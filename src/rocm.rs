@@ -185,6 +185,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_release_comes_from_the_versioned_prefix() {
+        assert_eq!(release_of_prefix("/opt/rocm-6.3.0"), "6.3.0");
+        assert_eq!(release_of_prefix("/opt/rocm-7.2.4/"), "7.2.4");
+        assert_eq!(release_of_prefix("/opt/rocm"), TARGET_ROCM_VERSION);
+        assert_eq!(release_of_prefix("/opt/rocm-x"), TARGET_ROCM_VERSION);
+    }
+
+    #[test]
     fn version_gate_matches_the_reviewed_regex() {
         for ok in ["7.2.4", "7.2.4-42", "7.2.4+123", "7.2.4\n"] {
             assert!(version_matches(ok, "7.2.4"), "{ok:?} should match");
@@ -228,8 +236,37 @@ mod tests {
 
 /// Control field carrying the full source commit in both replacement packages.
 pub const COMMIT_FIELD: &str = "X-Rocm-Pin-Commit";
+/// Control field listing the patch series applied on top of the commit, in order:
+/// `<name> <sha256>, <name> <sha256>` (absent when none).
+pub const PATCHES_FIELD: &str = "X-Rocm-Pin-Patches";
+/// Control field present (`skipped`) when the build ran with `--no-backport-check`.
+pub const BACKPORT_CHECK_FIELD: &str = "X-Rocm-Pin-Backport-Check";
+
+/// The [`PATCHES_FIELD`] value for a series (None when empty).
+pub fn patches_field(patches: &[crate::build::patches::PatchRecord]) -> Option<String> {
+    (!patches.is_empty()).then(|| {
+        patches
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.sha256))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
 
 /// `hip-runtime-amd` + `pinned` → `hip-runtime-amd-pinned`.
+/// The ROCm release a set of packages was made for, from its versioned prefix
+/// (`/opt/rocm-6.3.0` → `6.3.0`); [`TARGET_ROCM_VERSION`] when the prefix carries none.
+pub fn release_of_prefix(prefix: &str) -> String {
+    prefix
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .and_then(|dir| dir.strip_prefix("rocm-"))
+        .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .unwrap_or(TARGET_ROCM_VERSION)
+        .to_string()
+}
+
 pub fn replacement_name(stock_name: &str, flavor: &str) -> String {
     format!("{stock_name}-{flavor}")
 }
@@ -289,6 +326,12 @@ pub struct Marker {
     pub files: std::collections::BTreeMap<String, String>,
     /// rocm-pin version that made the packages.
     pub tool_version: String,
+    /// The patch series applied on top of `commit` (from the build manifest), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<crate::build::patches::PatchRecord>,
+    /// The build ran with `--no-backport-check`: `verify` fails unless told it is accepted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backport_check_skipped: bool,
     /// Where the libraries came from: the staging manifest's `source` (a git URL or checkout
     /// for `rocm-pin build`; "adopted from an in-place patch …" for `rocm-pin adopt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

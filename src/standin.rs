@@ -204,6 +204,19 @@ impl StockSetSpec {
         }
     }
 
+    /// The shape of AMD's ROCm 6.3.0 packages (`-39~24.04`: `hsa-rocr 1.14.0.60300`,
+    /// `hip-runtime-amd 6.3.42131.60300`, `libamdhip64.so.6`, prefix `/opt/rocm-6.3.0`): a stock
+    /// set whose SONAME majors match a HIP 6.3 tree built from source.
+    pub fn rocm_6_3(architecture: &str) -> Self {
+        StockSetSpec {
+            rocm_version: "6.3.0".to_string(),
+            build_number: 39,
+            hsa_version: "1.14.0".to_string(),
+            hip_build: 42131,
+            ..Self::new(architecture)
+        }
+    }
+
     /// [`StockSetSpec::new`] for this host's architecture (`dpkg --print-architecture`).
     pub fn for_host() -> anyhow::Result<Self> {
         Ok(Self::new(&host_architecture()?))

@@ -101,6 +101,9 @@ pub struct VerifyOptions {
     pub ld_library_path: Option<String>,
     /// Ask apt whether the pins are effective (off only for unit tests on trees without apt).
     pub ask_apt: bool,
+    /// The packages were built with `--no-backport-check` (the marker says so) and that is
+    /// accepted: the backport-symbol check then passes without the symbol, saying why.
+    pub accept_skipped_backport_check: bool,
 }
 
 impl Default for VerifyOptions {
@@ -111,6 +114,7 @@ impl Default for VerifyOptions {
                 .ok()
                 .filter(|s| !s.is_empty()),
             ask_apt: true,
+            accept_skipped_backport_check: false,
         }
     }
 }
@@ -222,12 +226,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
             .and_then(|b| serde_json::from_slice::<rocm::Marker>(&b).map_err(Into::into))
         {
             Ok(m) => {
-                c.add(
-                    "marker",
-                    p,
-                    true,
-                    format!("commit {} flavor {}", m.commit, m.flavor),
-                );
+                c.add("marker", p, true, marker_summary(&m));
                 Some(m)
             }
             Err(e) => {
@@ -280,6 +279,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
             },
         );
         if let Some(m) = &marker {
+            check_patches_field(e, m, c);
             let ok = commit == m.commit;
             c.add(
                 "marker-commit",
@@ -657,6 +657,77 @@ fn identity(root: &Path, path: &str) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
+/// The marker line of the report: commit, flavor, and the patch series when there is one.
+fn marker_summary(m: &rocm::Marker) -> String {
+    let mut text = format!("commit {} flavor {}", m.commit, m.flavor);
+    if !m.patches.is_empty() {
+        let names: Vec<String> = m
+            .patches
+            .iter()
+            .map(|p| format!("{} ({})", p.name, &p.sha256[..p.sha256.len().min(12)]))
+            .collect();
+        text.push_str(&format!(" + patches {}", names.join(", ")));
+    }
+    if m.backport_check_skipped {
+        text.push_str("; built with --no-backport-check");
+    }
+    text
+}
+
+/// Each package's patch-series field must say what the marker says (both absent is fine).
+fn check_patches_field(e: &StatusEntry, m: &rocm::Marker, c: &mut Checks) {
+    let field = e.extra.get(rocm::PATCHES_FIELD).cloned();
+    let want = rocm::patches_field(&m.patches);
+    if field.is_none() && want.is_none() {
+        return;
+    }
+    let ok = field == want;
+    c.add(
+        "patches",
+        &e.package,
+        ok,
+        if ok {
+            format!("{} = marker series", rocm::PATCHES_FIELD)
+        } else {
+            format!(
+                "{} is {:?} but the marker says {:?}; reinstall both replacement packages",
+                rocm::PATCHES_FIELD,
+                field.unwrap_or_default(),
+                want.unwrap_or_default()
+            )
+        },
+    );
+}
+
+/// The HSA library lacks the backport symbol: a failure, unless the build recorded
+/// `--no-backport-check` and the caller accepted that.
+fn missing_backport_symbol(opts: &VerifyOptions, marker: &rocm::Marker) -> (bool, String) {
+    let base = format!(
+        "does not export {} (a stock or unpatched ROCr)",
+        rocm::BACKPORT_SYMBOL
+    );
+    match (
+        marker.backport_check_skipped,
+        opts.accept_skipped_backport_check,
+    ) {
+        (true, true) => (
+            true,
+            format!(
+                "{base}; the build skipped the backport check (--no-backport-check, recorded in \
+                 the marker) and --accept-skipped-backport-check accepts that"
+            ),
+        ),
+        (true, false) => (
+            false,
+            format!(
+                "{base}; the build skipped the backport check (--no-backport-check, recorded in \
+                 the marker): pass --accept-skipped-backport-check if that is intended"
+            ),
+        ),
+        (false, _) => (false, base),
+    }
+}
+
 fn check_libraries(
     opts: &VerifyOptions,
     marker: &rocm::Marker,
@@ -753,13 +824,7 @@ fn check_libraries(
                                 .unwrap_or_default()
                         ),
                     ),
-                    None => (
-                        false,
-                        format!(
-                            "does not export {} (a stock or unpatched ROCr)",
-                            rocm::BACKPORT_SYMBOL
-                        ),
-                    ),
+                    None => missing_backport_symbol(opts, marker),
                 },
                 Err(e) => (false, format!("not a readable ELF: {e:#}")),
             };
@@ -935,3 +1000,7 @@ mod tests {
         assert!(solver3.contains("not `apt-get -f install`"), "{solver3}");
     }
 }
+
+#[cfg(test)]
+#[path = "verify_provenance_tests.rs"]
+mod provenance_tests;

@@ -230,6 +230,8 @@ fn make_root(b: &Built) -> tempfile::TempDir {
         ],
         files,
         tool_version: "test".into(),
+        patches: vec![],
+        backport_check_skipped: false,
         source: None,
     };
     let marker_path = format!("{PREFIX}/.info/rocm-pin.json");
@@ -307,6 +309,7 @@ fn run(root: &Path) -> VerifyReport {
         root: root.to_path_buf(),
         ld_library_path: None,
         ask_apt: false,
+        accept_skipped_backport_check: false,
     })
     .unwrap()
 }
@@ -481,6 +484,7 @@ fn verify_fake_root_pass_and_tamper_matrix() {
         root: d.path().to_path_buf(),
         ld_library_path: Some("/srv/other".into()),
         ask_apt: false,
+        accept_skipped_backport_check: false,
     })
     .unwrap();
     assert_fails(&rep, "loader");

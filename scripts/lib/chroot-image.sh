@@ -3,6 +3,9 @@
 # `mmdebstrap --variant=apt [--include=INCLUDE] SUITE`, unless it is already there. Sourced by the
 # scripts/setup.d/2x-*.sh scripts, which only say which images they need.
 #
+# CHROOT_IMAGE_OPTS / CHROOT_IMAGE_MIRRORS (arrays, optional): extra mmdebstrap options (before the
+# suite) and mirror lines (after the target), for images that need more than the default mirror.
+#
 # ROCM_PIN_CHROOT_SEED=DIR: copy DIR/<TAG>.tar.zst instead of running mmdebstrap when it exists
 # there (a developer machine with a prepared tarball); CI leaves it unset.
 make_chroot_image() {
@@ -32,7 +35,9 @@ make_chroot_image() {
     fi
     echo "chroot image: mmdebstrap --variant=apt ${include:+--include=$include }$suite"
     start=$SECONDS
-    mmdebstrap --variant=apt --quiet ${include:+"--include=$include"} "$suite" "$tmp"
+    mmdebstrap --variant=apt --quiet ${include:+"--include=$include"} \
+      ${CHROOT_IMAGE_OPTS[@]+"${CHROOT_IMAGE_OPTS[@]}"} \
+      "$suite" "$tmp" ${CHROOT_IMAGE_MIRRORS[@]+"${CHROOT_IMAGE_MIRRORS[@]}"}
     echo "chroot image: $tag made in $((SECONDS - start)) s"
   fi
   mv "$tmp" "$tarball"

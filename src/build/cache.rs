@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::manifest::{BuildManifest, MANIFEST_FILE};
 
 /// Bumped when the meaning of a staging changes (layout, recipe): old stagings then miss.
-pub const CACHE_FORMAT: u32 = 1;
+pub const CACHE_FORMAT: u32 = 2;
 /// Relative to the work directory.
 pub const CACHE_FILE: &str = "cache-key.json";
 
@@ -30,6 +30,12 @@ pub struct CacheKey {
     pub rocm_patch_version: Option<String>,
     pub rocr_cmake_args: Vec<String>,
     pub clr_cmake_args: Vec<String>,
+    /// `--llvm-dir`.
+    pub llvm_dir: Option<String>,
+    /// The patch series (names and sha256), in order.
+    pub patches: Vec<super::patches::PatchRecord>,
+    /// False with `--no-backport-check` (recorded in the manifest, so part of the output).
+    pub backport_check: bool,
 }
 
 impl CacheKey {
@@ -95,8 +101,14 @@ fn describe_change(old: &CacheKey, new: &CacheKey) -> String {
     if old.rocm_path != new.rocm_path || old.rocm_version != new.rocm_version {
         changed.push("ROCm path or version".into());
     }
-    if old.generator != new.generator || old.tools != new.tools {
+    if old.generator != new.generator || old.tools != new.tools || old.llvm_dir != new.llvm_dir {
         changed.push("toolchain".into());
+    }
+    if old.patches != new.patches {
+        changed.push("patch series".into());
+    }
+    if old.backport_check != new.backport_check {
+        changed.push("backport check".into());
     }
     if old.rocm_patch_version != new.rocm_patch_version
         || old.rocr_cmake_args != new.rocr_cmake_args
@@ -140,6 +152,9 @@ mod tests {
             rocm_patch_version: None,
             rocr_cmake_args: vec![],
             clr_cmake_args: vec![],
+            llvm_dir: None,
+            patches: vec![],
+            backport_check: true,
         }
     }
 
@@ -155,6 +170,13 @@ mod tests {
         c.clr_cmake_args.push("-DX=1".into());
         assert_ne!(a.digest(), c.digest());
         assert_eq!(a.digest(), key().digest());
+        let mut d = key();
+        d.patches.push(super::super::patches::PatchRecord {
+            name: "0001-x.patch".into(),
+            sha256: "00".repeat(32),
+        });
+        assert_ne!(a.digest(), d.digest());
+        assert!(describe_change(&a, &d).contains("patch series"));
     }
 
     #[test]

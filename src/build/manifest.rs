@@ -20,7 +20,24 @@ pub struct BuildManifest {
     pub tools: BTreeMap<String, String>,
     /// Every shared library (real file, not symlink) in the install.
     pub libraries: Vec<ManifestLibrary>,
+    /// `--llvm-dir`: the LLVM/Clang the tree was compiled for, when not `<rocm path>/llvm`
+    /// (Debian's toolchain: `/usr/lib/llvm-22`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llvm_dir: Option<String>,
+    /// The patch series applied on top of `commit`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<PatchRecord>,
+    /// True when built with `--no-backport-check` (the HSA library may lack the backport
+    /// symbol); packages and marker carry it on, and `verify` fails unless told it is accepted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backport_check_skipped: bool,
+    /// `--compiler-launcher` and the cache configuration it ran with (never changes the bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler_launcher: Option<LauncherRecord>,
 }
+
+pub use super::launcher::LauncherRecord;
+pub use super::patches::PatchRecord;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ManifestLibrary {

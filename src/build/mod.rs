@@ -10,10 +10,14 @@
 //! build trees, ROCr's private prefix, cache key).
 
 pub mod cache;
+pub mod launcher;
 pub mod manifest;
+pub mod patches;
 pub mod prereq;
+pub mod real_tree;
 pub mod recipe;
 pub mod source;
+pub mod stage;
 pub mod standin_tree;
 pub mod steps;
 pub mod validate;
@@ -58,6 +62,14 @@ pub struct BuildOptions {
     /// Extra arguments appended to ROCr's / CLR's configure command.
     pub rocr_cmake_args: Vec<String>,
     pub clr_cmake_args: Vec<String>,
+    /// `--llvm-dir`: LLVM/Clang outside `<rocm>/llvm` (Debian's `/usr/lib/llvm-22`).
+    pub llvm_dir: Option<PathBuf>,
+    /// `--patches DIR`: its `*.patch`/`*.diff` in name order, applied first.
+    pub patches_dir: Option<PathBuf>,
+    /// `--patch FILE` (repeatable), applied after `patches_dir`'s, in order.
+    pub patches: Vec<PathBuf>,
+    /// `--compiler-launcher ccache|sccache`.
+    pub compiler_launcher: Option<String>,
 }
 
 impl BuildOptions {
@@ -73,6 +85,24 @@ impl BuildOptions {
             rocm_patch_version: None,
             rocr_cmake_args: vec![],
             clr_cmake_args: vec![],
+            llvm_dir: None,
+            patches_dir: None,
+            patches: vec![],
+            compiler_launcher: None,
+        }
+    }
+
+    /// The toolchain description the recipe uses, for `rocm` (the resolved ROCm path).
+    fn toolchain<'a>(
+        &'a self,
+        rocm: &'a Path,
+        llvm_dir: Option<&'a Path>,
+    ) -> recipe::Toolchain<'a> {
+        recipe::Toolchain {
+            rocm,
+            llvm_dir,
+            clr_cmake_args: &self.clr_cmake_args,
+            rocr_cmake_args: &self.rocr_cmake_args,
         }
     }
 }
@@ -160,7 +190,7 @@ fn tool_versions(
     env: &ProbeEnv,
     generator: Generator,
     kind: TreeKind,
-    rocm: &Path,
+    tc: &recipe::Toolchain,
 ) -> BTreeMap<String, String> {
     let mut tools = BTreeMap::new();
     let mut add = |name: &str, program: Option<PathBuf>, args: &[&str]| {
@@ -200,12 +230,23 @@ fn tool_versions(
         &["--version"],
     );
     if kind == TreeKind::RocmSystems {
-        let clang = rocm.join("llvm/bin/clang");
+        let clang = tc.clang();
         add(
-            "rocm-llvm",
+            if tc.llvm_dir.is_some() {
+                "llvm"
+            } else {
+                "rocm-llvm"
+            },
             clang.is_file().then_some(clang),
             &["--version"],
         );
+        let dirs = real_tree::comgr_package_dirs(tc.rocm, tc.llvm_dir);
+        if let Some((dir, version)) = real_tree::comgr_version(&dirs) {
+            tools.insert(
+                "amd_comgr".to_string(),
+                format!("{version} ({})", dir.display()),
+            );
+        }
     }
     tools
 }
@@ -221,6 +262,10 @@ struct Prepared {
     jobs: u32,
     jobs_source: JobsSource,
     env: ProbeEnv,
+    /// `--llvm-dir`, absolute.
+    llvm_dir: Option<PathBuf>,
+    series: Vec<patches::Patch>,
+    launcher: Option<(launcher::Launcher, PathBuf)>,
 }
 
 fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
@@ -246,6 +291,28 @@ fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
             )));
         }
     }
+    let series = patches::load_series(opts.patches_dir.as_deref(), &opts.patches)?;
+    let llvm_dir = match &opts.llvm_dir {
+        Some(d) => {
+            let d = absolute(d)?;
+            if !d.is_dir() {
+                return Err(usage(format!(
+                    "--llvm-dir {} is not a directory (Debian: /usr/lib/llvm-<N> from clang-<N>)",
+                    d.display()
+                )));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    let env = ProbeEnv::default();
+    let launcher = match &opts.compiler_launcher {
+        Some(name) => {
+            let l = launcher::Launcher::parse(name)?;
+            Some((l, l.locate(&env)?))
+        }
+        None => None,
+    };
     Ok(Prepared {
         layout: Layout::new(&staging),
         spec,
@@ -255,14 +322,19 @@ fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
         rocm_resolved,
         jobs,
         jobs_source,
-        env: ProbeEnv::default(),
+        env,
+        llvm_dir,
+        series,
+        launcher,
     })
 }
 
+/// Where the tree is built from: the user's checkout as it is, or the tool's own checkout (a
+/// URL fetch, or a shared clone of a local checkout when a patch series is applied).
 fn source_dir(p: &Prepared) -> PathBuf {
     match &p.spec {
-        SourceSpec::Local(dir) => dir.clone(),
-        SourceSpec::Url(_) => p.layout.checkout.clone(),
+        SourceSpec::Local(dir) if p.series.is_empty() => dir.clone(),
+        _ => p.layout.checkout.clone(),
     }
 }
 
@@ -285,6 +357,9 @@ fn step_inputs<'a>(
         rocm_patch_version: opts.rocm_patch_version.as_deref(),
         rocr_cmake_args: &opts.rocr_cmake_args,
         clr_cmake_args: &opts.clr_cmake_args,
+        llvm_dir: p.llvm_dir.as_deref(),
+        launcher: p.launcher.as_ref().map(|(_, path)| path.as_path()),
+        rocr_cached: false,
     }
 }
 
@@ -379,15 +454,25 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
             );
         }
     }
+    lines.extend(stage::plan_lines(&p));
+    let tc = opts.toolchain(&p.rocm, p.llvm_dir.as_deref());
     lines.push(format!(
         "# prerequisites checked for {}: {}",
         kind.describe(),
-        recipe::requirements(kind, &p.rocm)
+        recipe::requirements_for(kind, &tc)
             .iter()
             .map(|r| r.package.as_str())
             .collect::<Vec<_>>()
             .join(" ")
     ));
+    if kind == TreeKind::RocmSystems {
+        lines.push(format!(
+            "# then checked on the tree: comgr's version against {} and {}'s AMDGPU targets \
+             against ROCr's hard-coded lists",
+            real_tree::COMGR_REQUEST_FILE,
+            tc.clang().display()
+        ));
+    }
     let inputs = step_inputs(&p, opts, kind, &src, generator, epoch);
     for step in steps::build_steps(&inputs) {
         lines.push(format!(
@@ -463,7 +548,7 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
 
 /// Make `DIR` an empty staging directory (keeping a URL checkout for reuse). Refuses a
 /// non-empty directory that is not a previous rocm-pin staging.
-fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
+fn clean_staging(layout: &Layout, keep: &[PathBuf]) -> anyhow::Result<()> {
     let staging = &layout.staging;
     if staging.exists() {
         if !staging.is_dir() {
@@ -507,7 +592,7 @@ fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
                     .with_context(|| format!("reading {}", layout.work.display()))?
                     .path();
                 if path != layout.checkout && path != layout.work.join(LOCK_FILE) {
-                    remove_any(&path)?;
+                    remove_except(&path, keep)?;
                 }
             }
         }
@@ -515,6 +600,25 @@ fn clean_staging(layout: &Layout) -> anyhow::Result<()> {
     std::fs::create_dir_all(&layout.work)
         .with_context(|| format!("creating {}", layout.work.display()))?;
     Ok(())
+}
+
+/// Remove `path`, except the `keep` paths under it (their parents stay as directories).
+fn remove_except(path: &Path, keep: &[PathBuf]) -> anyhow::Result<()> {
+    if keep.iter().any(|k| k == path) {
+        return Ok(());
+    }
+    if keep.iter().any(|k| k.starts_with(path)) && path.is_dir() {
+        for entry in
+            std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))?
+        {
+            let child = entry
+                .with_context(|| format!("reading {}", path.display()))?
+                .path();
+            remove_except(&child, keep)?;
+        }
+        return Ok(());
+    }
+    remove_any(path)
 }
 
 fn remove_any(path: &Path) -> anyhow::Result<()> {
@@ -581,10 +685,143 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
         backport_check: opts.backport_check,
     };
     let generator = choose_generator(&p.env);
+    let tc = opts.toolchain(&p.rocm, p.llvm_dir.as_deref());
 
     // Source and prerequisites. A local tree is checked in full before anything else; a URL can
     // only be told apart after the fetch, so the base set is checked first, the rest after.
-    let mut kind = match &p.spec {
+    let kind = check_source(&p, &tc, listener)?;
+    if !p.rocm_resolved {
+        listener.warn(&format!(
+            "ROCm path {} does not exist; building without a ROCm install",
+            p.rocm.display()
+        ));
+    }
+    let rocm_version = recipe::rocm_version(&p.rocm);
+
+    let tools = tool_versions(
+        &p.env,
+        generator,
+        kind.unwrap_or(TreeKind::RocmSystems),
+        &tc,
+    );
+    let key = cache::CacheKey {
+        format: cache::CACHE_FORMAT,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: p.commit.clone(),
+        source: p.spec.display(),
+        rocm_path: p.rocm.display().to_string(),
+        rocm_version: rocm_version.clone(),
+        generator: generator.cmake_name().to_string(),
+        tools: tools.clone(),
+        rocm_patch_version: opts.rocm_patch_version.clone(),
+        rocr_cmake_args: opts.rocr_cmake_args.clone(),
+        clr_cmake_args: opts.clr_cmake_args.clone(),
+        llvm_dir: p.llvm_dir.as_ref().map(|d| d.display().to_string()),
+        patches: p.series.iter().map(|x| x.record.clone()).collect(),
+        backport_check: opts.backport_check,
+    };
+
+    let _lock = claim_staging(&p.layout)?;
+    if opts.rebuild {
+        listener.info("--rebuild: ignoring any cached staging");
+    } else if let Some(hit) = cached_staging(&p, &key, kind, validate_opts, started, listener) {
+        return Ok(hit);
+    }
+
+    let rocr_digest = stage::rocr_stage_digest(&key, &p.series, recipe::CLR_ONLY_PATHS);
+    let rocr_cached = !opts.rebuild && stage::rocr_stage_valid(&p.layout, &rocr_digest);
+    let keep = if rocr_cached {
+        stage::rocr_stage_paths(&p.layout)
+    } else {
+        vec![]
+    };
+    clean_staging(&p.layout, &keep)?;
+    let src = source_dir(&p);
+    let kind = fetch_and_patch(&p, &tc, kind, &src, listener)?;
+    let commit_time = source::commit_time(&src, &p.commit)?;
+    let mut tools = tools;
+    if kind == TreeKind::RocmSystems {
+        check_tree(&p, &tc, &src, &mut tools, listener)?;
+    }
+
+    let mut inputs = step_inputs(&p, opts, kind, &src, generator, commit_time.to_string());
+    inputs.rocr_cached = rocr_cached;
+    let steps = steps::build_steps(&inputs);
+    listener.info(&building_line(&p, kind, rocr_cached));
+    for step in &steps {
+        progress::step(listener, &step.name, || {
+            steps::run_step(step, &p.layout.logs)
+        })?;
+        if step.name == "install-rocr" {
+            stage::mark_rocr_stage(&p.layout, &rocr_digest)?;
+        }
+    }
+
+    let validated = progress::step(listener, "validate install", || {
+        validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts)
+    })?;
+    for w in &validated.warnings {
+        listener.warn(w);
+    }
+    let manifest = BuildManifest {
+        commit: p.commit.clone(),
+        commit_time,
+        source: p.spec.display(),
+        rocm_version,
+        jobs: p.jobs,
+        tools,
+        libraries: validated.libraries,
+        llvm_dir: key.llvm_dir.clone(),
+        patches: key.patches.clone(),
+        backport_check_skipped: !opts.backport_check,
+        compiler_launcher: p
+            .launcher
+            .as_ref()
+            .map(|(l, path)| launcher::record(*l, path, &p.env)),
+    };
+    cache::store(&p.layout.work, &key)?;
+    write_manifest(&p.staging, &manifest)?;
+    listener.info(&format!(
+        "built in {:.1}s; manifest {}",
+        started.elapsed().as_secs_f64(),
+        p.staging.join(MANIFEST_FILE).display()
+    ));
+    Ok(BuildOutcome {
+        staging: p.staging.clone(),
+        manifest,
+        cache_hit: false,
+        tree: kind,
+        warnings: validated.warnings,
+    })
+}
+
+fn building_line(p: &Prepared, kind: TreeKind, rocr_cached: bool) -> String {
+    format!(
+        "building {} at {}{} with {} jobs{}",
+        kind.describe(),
+        p.commit,
+        if p.series.is_empty() {
+            String::new()
+        } else {
+            format!(" + {} patch(es)", p.series.len())
+        },
+        p.jobs,
+        if rocr_cached {
+            "; ROCr's stage is cached (same inputs): not rebuilt"
+        } else {
+            ""
+        }
+    )
+}
+
+/// A local tree: its projects, the prerequisites and its cleanliness (Some(kind)). A URL: the
+/// base prerequisites only (None: the kind is known after the fetch).
+fn check_source(
+    p: &Prepared,
+    tc: &recipe::Toolchain,
+    listener: &dyn Listener,
+) -> anyhow::Result<Option<TreeKind>> {
+    match &p.spec {
         SourceSpec::Local(dir) => {
             if !dir.is_dir() {
                 return Err(usage(format!(
@@ -604,14 +841,14 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
             progress::step(listener, "check prerequisites", || {
                 prereq::check(
                     &p.env,
-                    &recipe::requirements(kind, &p.rocm),
+                    &recipe::requirements_for(kind, tc),
                     &format!("{} at {}", kind.describe(), dir.display()),
                 )
             })?;
             progress::step(listener, "check source", || {
                 source::check_local(dir, &p.commit, crate::rocm::SOURCE_PATHS)
             })?;
-            Some(kind)
+            Ok(Some(kind))
         }
         SourceSpec::Url(url) => {
             progress::step(listener, "check prerequisites", || {
@@ -632,81 +869,69 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
                     crate::rocm::TARGET_ROCM_VERSION
                 )));
             }
-            None
+            Ok(None)
         }
-    };
-    if !p.rocm_resolved {
-        listener.warn(&format!(
-            "ROCm path {} does not exist; building without a ROCm install",
-            p.rocm.display()
-        ));
     }
-    let rocm_version = recipe::rocm_version(&p.rocm);
+}
 
-    let tools = tool_versions(
-        &p.env,
-        generator,
-        kind.unwrap_or(TreeKind::RocmSystems),
-        &p.rocm,
-    );
-    let key = cache::CacheKey {
-        format: cache::CACHE_FORMAT,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        commit: p.commit.clone(),
-        source: p.spec.display(),
-        rocm_path: p.rocm.display().to_string(),
-        rocm_version: rocm_version.clone(),
-        generator: generator.cmake_name().to_string(),
-        tools: tools.clone(),
-        rocm_patch_version: opts.rocm_patch_version.clone(),
-        rocr_cmake_args: opts.rocr_cmake_args.clone(),
-        clr_cmake_args: opts.clr_cmake_args.clone(),
-    };
-
-    let _lock = claim_staging(&p.layout)?;
-    if opts.rebuild {
-        listener.info("--rebuild: ignoring any cached staging");
-    } else {
-        match cache::lookup(&p.staging, &p.layout.work, &key) {
-            cache::Lookup::Candidate(manifest) => {
-                match validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts) {
-                    Ok(validated) if validated.libraries == manifest.libraries => {
-                        for w in &validated.warnings {
-                            listener.warn(w);
-                        }
-                        listener.info(&format!(
-                        "cache hit: reusing the staging in {} built from {} (same commit, options \
-                         and toolchain; checked in {:.2}s; --rebuild forces a clean build)",
+/// The staging of an earlier build with the same key, when it still validates.
+fn cached_staging(
+    p: &Prepared,
+    key: &cache::CacheKey,
+    kind: Option<TreeKind>,
+    validate_opts: validate::ValidateOptions,
+    started: Instant,
+    listener: &dyn Listener,
+) -> Option<BuildOutcome> {
+    match cache::lookup(&p.staging, &p.layout.work, key) {
+        cache::Lookup::Candidate(manifest) => {
+            match validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts) {
+                Ok(validated) if validated.libraries == manifest.libraries => {
+                    for w in &validated.warnings {
+                        listener.warn(w);
+                    }
+                    listener.info(&format!(
+                        "cache hit: reusing the staging in {} built from {} (same commit, patches, \
+                         options and toolchain; checked in {:.2}s; --rebuild forces a clean build)",
                         p.staging.display(),
                         p.commit,
                         started.elapsed().as_secs_f64()
                     ));
-                        // A URL's tree kind is known from the checkout the cached build used.
-                        let tree = kind.unwrap_or_else(|| recipe::tree_kind(&p.layout.checkout));
-                        return Ok(BuildOutcome {
-                            staging: p.staging.clone(),
-                            manifest: *manifest,
-                            cache_hit: true,
-                            tree,
-                            warnings: validated.warnings,
-                        });
-                    }
-                    Ok(_) => listener
-                        .info("cache miss: the staging no longer matches its manifest; rebuilding"),
-                    Err(e) => listener.info(&format!(
-                        "cache miss: the cached staging fails validation now ({e}); rebuilding"
-                    )),
+                    // A URL's tree kind is known from the checkout the cached build used.
+                    let tree = kind.unwrap_or_else(|| recipe::tree_kind(&p.layout.checkout));
+                    return Some(BuildOutcome {
+                        staging: p.staging.clone(),
+                        manifest: *manifest,
+                        cache_hit: true,
+                        tree,
+                        warnings: validated.warnings,
+                    });
                 }
+                Ok(_) => listener
+                    .info("cache miss: the staging no longer matches its manifest; rebuilding"),
+                Err(e) => listener.info(&format!(
+                    "cache miss: the cached staging fails validation now ({e}); rebuilding"
+                )),
             }
-            cache::Lookup::Miss(reason) => listener.info(&format!("cache miss: {reason}")),
         }
+        cache::Lookup::Miss(reason) => listener.info(&format!("cache miss: {reason}")),
     }
+    None
+}
 
-    clean_staging(&p.layout)?;
-    let src = source_dir(&p);
+/// Fetch a URL (then check its prerequisites), make the tool's checkout for a series, apply it.
+fn fetch_and_patch(
+    p: &Prepared,
+    tc: &recipe::Toolchain,
+    kind: Option<TreeKind>,
+    src: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<TreeKind> {
+    let mut kind = kind;
     if let SourceSpec::Url(url) = &p.spec {
-        fetch(url, &p, listener)?;
-        let missing = recipe::missing_projects(&src);
+        stage::reset_if_patched(p)?;
+        fetch(url, p, listener)?;
+        let missing = recipe::missing_projects(src);
         if !missing.is_empty() {
             return Err(usage(format!(
                 "{url} at {} lacks {} (not a rocm-systems repository?)",
@@ -714,57 +939,36 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
                 missing.join(", ")
             )));
         }
-        let k = recipe::tree_kind(&src);
+        let k = recipe::tree_kind(src);
         progress::step(listener, "check prerequisites", || {
             prereq::check(
                 &p.env,
-                &recipe::requirements(k, &p.rocm),
+                &recipe::requirements_for(k, tc),
                 &format!("{} fetched from {url}", k.describe()),
             )
         })?;
         kind = Some(k);
     }
-    let kind = kind.unwrap_or(TreeKind::RocmSystems);
-    let commit_time = source::commit_time(&src, &p.commit)?;
+    stage::checkout_and_patch(p, listener)?;
+    Ok(kind.unwrap_or(TreeKind::RocmSystems))
+}
 
-    let inputs = step_inputs(&p, opts, kind, &src, generator, commit_time.to_string());
-    let steps = steps::build_steps(&inputs);
-    listener.info(&format!(
-        "building {} at {} with {} jobs",
-        kind.describe(),
-        p.commit,
-        p.jobs
-    ));
-    run_steps(&steps, &p.layout.logs, listener)?;
-
-    let validated = progress::step(listener, "validate install", || {
-        validate::validate_install(&p.staging, SKIP_IN_STAGING, validate_opts)
-    })?;
-    for w in &validated.warnings {
-        listener.warn(w);
-    }
-    let manifest = BuildManifest {
-        commit: p.commit.clone(),
-        commit_time,
-        source: p.spec.display(),
-        rocm_version,
-        jobs: p.jobs,
-        tools,
-        libraries: validated.libraries,
-    };
-    cache::store(&p.layout.work, &key)?;
-    write_manifest(&p.staging, &manifest)?;
-    listener.info(&format!(
-        "built in {:.1}s; manifest {}",
-        started.elapsed().as_secs_f64(),
-        p.staging.join(MANIFEST_FILE).display()
-    ));
-    Ok(BuildOutcome {
-        staging: p.staging.clone(),
-        manifest,
-        cache_hit: false,
-        tree: kind,
-        warnings: validated.warnings,
+/// The real tree against the toolchain, on the patched checkout, before anything compiles.
+fn check_tree(
+    p: &Prepared,
+    tc: &recipe::Toolchain,
+    src: &Path,
+    tools: &mut BTreeMap<String, String>,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    progress::step(listener, "check the tree against the toolchain", || {
+        let dirs = real_tree::comgr_package_dirs(tc.rocm, tc.llvm_dir);
+        if let Some(v) = real_tree::check_comgr(src, &dirs, &p.layout.work.join("checks"))? {
+            tools
+                .entry("amd_comgr".to_string())
+                .or_insert_with(|| v.clone());
+        }
+        real_tree::check_offload_targets(src, &tc.clang(), tc.image_support())
     })
 }
 
@@ -792,7 +996,7 @@ mod tests {
             again = claim_staging(&layout);
         }
         let _again = again.unwrap();
-        clean_staging(&layout).unwrap();
+        clean_staging(&layout, &[]).unwrap();
         assert!(layout.work.join(LOCK_FILE).exists());
     }
 

@@ -20,6 +20,8 @@ pub enum Probe {
     PythonModule(String),
     /// This exact file or directory exists.
     Path(PathBuf),
+    /// Any of these files or directories exists.
+    AnyPath(Vec<PathBuf>),
 }
 
 /// One thing the build needs and the package that provides it.
@@ -83,7 +85,11 @@ impl Default for ProbeEnv {
     }
 }
 
-/// Debian's multiarch directory name for this machine.
+/// Debian's multiarch directory name for this machine (`x86_64-linux-gnu`).
+pub fn multiarch() -> Option<&'static str> {
+    multiarch_triple()
+}
+
 fn multiarch_triple() -> Option<&'static str> {
     match std::env::consts::ARCH {
         "x86_64" => Some("x86_64-linux-gnu"),
@@ -137,6 +143,7 @@ fn present(env: &ProbeEnv, probe: &Probe) -> bool {
                 .unwrap_or(false)
         }
         Probe::Path(p) => p.exists(),
+        Probe::AnyPath(ps) => ps.iter().any(|p| p.exists()),
     }
 }
 
@@ -154,6 +161,11 @@ fn describe(probe: &Probe) -> String {
         Probe::Library(name) => format!("library {name}"),
         Probe::PythonModule(m) => format!("Python module {m}"),
         Probe::Path(p) => format!("{}", p.display()),
+        Probe::AnyPath(ps) => ps
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" or "),
     }
 }
 

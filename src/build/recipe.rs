@@ -12,6 +12,9 @@ pub const ROCR_PROJECT: &str = "projects/rocr-runtime";
 pub const CLR_PROJECT: &str = "projects/clr";
 /// HIP common sources (`VERSION`, headers), passed to CLR as `HIP_COMMON_DIR`.
 pub const HIP_PROJECT: &str = "projects/hip";
+/// Paths only CLR's build reads (with a trailing `/`): a patch confined to them leaves ROCr's
+/// cached stage valid.
+pub const CLR_ONLY_PATHS: &[&str] = &["projects/clr/", "projects/hip/"];
 /// Present only in the real CLR: how the real tree is told from the stand-in.
 pub const REAL_TREE_MARKER: &str = "projects/clr/hipamd";
 
@@ -69,12 +72,90 @@ pub fn base_requirements() -> Vec<Requirement> {
     ]
 }
 
-/// What building `kind` needs (the base set included). `rocm` is the resolved ROCm path.
+/// The toolchain the real tree is compiled with: ROCm's (`<rocm>/llvm`, comgr and
+/// rocprofiler-register under the ROCm path), or a distribution's (`--llvm-dir`, e.g. Debian's
+/// `/usr/lib/llvm-22` with comgr's CMake package in the multiarch directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Toolchain<'a> {
+    pub rocm: &'a Path,
+    pub llvm_dir: Option<&'a Path>,
+    /// CLR's extra configure arguments (a switched-off feature needs no prerequisite).
+    pub clr_cmake_args: &'a [String],
+    pub rocr_cmake_args: &'a [String],
+}
+
+impl<'a> Toolchain<'a> {
+    pub fn rocm_only(rocm: &'a Path) -> Self {
+        Toolchain {
+            rocm,
+            llvm_dir: None,
+            clr_cmake_args: &[],
+            rocr_cmake_args: &[],
+        }
+    }
+
+    /// The LLVM root: `--llvm-dir`, else `<rocm>/llvm`.
+    pub fn llvm_root(&self) -> PathBuf {
+        self.llvm_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.rocm.join("llvm"))
+    }
+
+    pub fn clang(&self) -> PathBuf {
+        self.llvm_root().join("bin/clang")
+    }
+
+    fn switched_off(args: &[String], option: &str) -> bool {
+        args.iter().any(|a| {
+            a.strip_prefix("-D")
+                .and_then(|d| d.split_once('='))
+                .is_some_and(|(k, v)| {
+                    k.split(':').next() == Some(option)
+                        && matches!(
+                            v.to_ascii_uppercase().as_str(),
+                            "OFF" | "0" | "FALSE" | "NO"
+                        )
+                })
+        })
+    }
+
+    /// False when ROCr is configured with `-DIMAGE_SUPPORT=OFF`.
+    pub fn image_support(&self) -> bool {
+        !Self::switched_off(self.rocr_cmake_args, "IMAGE_SUPPORT")
+    }
+
+    fn rocprofiler_register(&self) -> bool {
+        !Self::switched_off(self.clr_cmake_args, "HIP_ENABLE_ROCPROFILER_REGISTER")
+    }
+
+    /// Debian's package names for an `llvm-N` directory (`clang-22 lld-22 …`).
+    fn llvm_packages(&self) -> String {
+        let n = self
+            .llvm_dir
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("llvm-"))
+            .filter(|n| n.chars().all(|c| c.is_ascii_digit()));
+        match n {
+            Some(n) => format!("clang-{n} lld-{n} llvm-{n}-dev libclang-{n}-dev"),
+            None => "rocm-llvm".to_string(),
+        }
+    }
+}
+
+/// What building `kind` needs (the base set included), with ROCm's own toolchain.
 pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
+    requirements_for(kind, &Toolchain::rocm_only(rocm))
+}
+
+/// What building `kind` with `tc` needs (the base set included).
+pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
     let mut reqs = base_requirements();
     if kind == TreeKind::StandIn {
         return reqs;
     }
+    let rocm = tc.rocm;
+    let debian = tc.llvm_dir.is_some();
     reqs.extend([
         program("C++ compiler", &["c++", "g++", "clang++"], "g++"),
         program("pkg-config", &["pkg-config", "pkgconf"], "pkg-config"),
@@ -103,46 +184,87 @@ pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
         Requirement::new(
             "OpenGL headers (rocclr's find_package(OpenGL REQUIRED))",
             Probe::Header("GL/gl.h".into()),
-            "libgl1-mesa-dev",
+            if debian {
+                "libgl-dev"
+            } else {
+                "libgl1-mesa-dev"
+            },
         ),
         Requirement::new(
             "OpenGL library (rocclr's find_package(OpenGL REQUIRED))",
             Probe::Library("libGL.so".into()),
-            "libglvnd-dev",
+            if debian { "libgl-dev" } else { "libglvnd-dev" },
         ),
-        Requirement::new(
-            "Python module CppHeaderParser (hipamd's configure stops without it)",
-            Probe::PythonModule("CppHeaderParser".into()),
-            "python3-pip",
-        )
-        .with_note("no Debian package ships it: then run `pip3 install CppHeaderParser`"),
+        if debian {
+            Requirement::new(
+                "Python module CppHeaderParser (hipamd's configure stops without it)",
+                Probe::PythonModule("CppHeaderParser".into()),
+                "python3-cppheaderparser",
+            )
+            .with_note("Debian trixie and later; elsewhere `pip3 install CppHeaderParser`")
+        } else {
+            Requirement::new(
+                "Python module CppHeaderParser (hipamd's configure stops without it)",
+                Probe::PythonModule("CppHeaderParser".into()),
+                "python3-pip",
+            )
+            .with_note("no Debian package ships it: then run `pip3 install CppHeaderParser`")
+        },
         Requirement::new(
             "Python module ply",
             Probe::PythonModule("ply".into()),
             "python3-ply",
         ),
         Requirement::new(
-            "ROCm's LLVM (clang under the ROCm path)",
-            Probe::Path(rocm.join("llvm/bin/clang")),
-            "rocm-llvm",
+            if debian {
+                "Clang of --llvm-dir"
+            } else {
+                "ROCm's LLVM (clang under the ROCm path)"
+            },
+            Probe::Path(tc.clang()),
+            &tc.llvm_packages(),
         )
-        .with_note(&format!(
-            "from the ROCm apt repository; expected at {}",
-            rocm.join("llvm/bin/clang").display()
-        )),
-        Requirement::new(
-            "rocprofiler-register CMake package (hipamd requires it)",
-            Probe::Path(rocm.join("lib/cmake/rocprofiler-register")),
-            "rocprofiler-register",
-        )
-        .with_note("from the ROCm apt repository"),
+        .with_note(&if debian {
+            format!("expected at {}", tc.clang().display())
+        } else {
+            format!(
+                "from the ROCm apt repository; expected at {}",
+                tc.clang().display()
+            )
+        }),
         Requirement::new(
             "comgr CMake package",
-            Probe::Path(rocm.join("lib/cmake/amd_comgr")),
-            "comgr",
+            Probe::AnyPath(super::real_tree::comgr_package_dirs(rocm, tc.llvm_dir)),
+            if debian { "libamd-comgr-dev" } else { "comgr" },
         )
-        .with_note("from the ROCm apt repository"),
+        .with_note(if debian {
+            "Debian experimental (ROCm 7.2.4): apt-get install -t experimental"
+        } else {
+            "from the ROCm apt repository"
+        }),
     ]);
+    if tc.rocprofiler_register() {
+        let mut dirs = vec![rocm.join("lib/cmake/rocprofiler-register")];
+        if let Some(t) = super::prereq::multiarch() {
+            dirs.push(PathBuf::from(format!(
+                "/usr/lib/{t}/cmake/rocprofiler-register"
+            )));
+        }
+        reqs.push(
+            Requirement::new(
+                "rocprofiler-register CMake package (hipamd requires it)",
+                Probe::AnyPath(dirs),
+                if debian {
+                    "librocprofiler-register-dev"
+                } else {
+                    "rocprofiler-register"
+                },
+            )
+            .with_note(
+                "or configure CLR with --clr-cmake-arg=-DHIP_ENABLE_ROCPROFILER_REGISTER=OFF",
+            ),
+        );
+    }
     reqs
 }
 
@@ -157,8 +279,9 @@ pub struct LlvmWiring {
     pub shims: Vec<(PathBuf, String)>,
 }
 
-pub fn llvm_wiring(rocm: &Path, shim_root: &Path) -> LlvmWiring {
-    let llvm = rocm.join("llvm");
+/// `llvm` is the LLVM root: `<rocm>/llvm`, or `--llvm-dir` (whose CMake files Debian ships).
+pub fn llvm_wiring(llvm: &Path, shim_root: &Path) -> LlvmWiring {
+    let llvm = llvm.to_path_buf();
     let real_llvm = llvm.join("lib/cmake/llvm");
     let real_clang = llvm.join("lib/cmake/clang");
     if real_llvm.join("LLVMConfig.cmake").is_file()
@@ -212,6 +335,25 @@ pub struct ConfigureInputs<'a> {
     pub llvm: Option<&'a LlvmWiring>,
     /// `ROCM_PATCH_VERSION` (e.g. 70204): library file names then match stock ones.
     pub rocm_patch_version: Option<&'a str>,
+    /// `--llvm-dir` (None: `<rocm>/llvm`).
+    pub llvm_dir: Option<&'a Path>,
+    /// `--compiler-launcher`, resolved.
+    pub launcher: Option<&'a Path>,
+}
+
+/// `CMAKE_PREFIX_PATH`'s tail after the ROCm path: the LLVM directory when given.
+fn prefix_path(head: &[&Path], i: &ConfigureInputs) -> String {
+    let mut parts: Vec<String> = head.iter().map(|x| p(x)).collect();
+    if let Some(l) = i.llvm_dir {
+        parts.push(p(l));
+    }
+    parts.join(";")
+}
+
+fn launcher_defines(i: &ConfigureInputs) -> Vec<String> {
+    i.launcher
+        .map(super::launcher::Launcher::cmake_defines)
+        .unwrap_or_default()
 }
 
 fn define(name: &str, value: impl AsRef<str>) -> String {
@@ -229,7 +371,7 @@ pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
         // Link once with the final RUNPATH: an install-time rewrite leaves the build tree's
         // path in .dynstr, so the bytes would depend on where the build ran.
         define("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON"),
-        define("CMAKE_PREFIX_PATH", p(i.rocm)),
+        define("CMAKE_PREFIX_PATH", prefix_path(&[i.rocm], i)),
         define("CMAKE_INSTALL_PREFIX", p(i.rocr_prefix)),
         define("CMAKE_INSTALL_LIBDIR", "lib"),
     ];
@@ -240,6 +382,7 @@ pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
     if let Some(v) = i.rocm_patch_version {
         d.push(define("ROCM_PATCH_VERSION", v));
     }
+    d.extend(launcher_defines(i));
     d
 }
 
@@ -255,7 +398,7 @@ pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
         define("ROCM_PATH", p(i.rocm)),
         define(
             "CMAKE_PREFIX_PATH",
-            format!("{};{}", p(i.rocr_prefix), p(i.rocm)),
+            prefix_path(&[i.rocr_prefix, i.rocm], i),
         ),
         define("CMAKE_INSTALL_PREFIX", p(i.staging)),
         define("CMAKE_INSTALL_LIBDIR", "lib"),
@@ -263,7 +406,11 @@ pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
     if i.kind == TreeKind::RocmSystems {
         // hipcc/hipconfig are not built here; without this hipamd asks $ROCM/bin/hipconfig.
         d.push(define("HIP_PLATFORM", "amd"));
-        d.push(define("HIP_LLVM_ROOT", p(&i.rocm.join("llvm"))));
+        let llvm_root = i
+            .llvm_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| i.rocm.join("llvm"));
+        d.push(define("HIP_LLVM_ROOT", p(&llvm_root)));
     }
     if let Some(llvm) = i.llvm {
         d.push(define("LLVM_DIR", p(&llvm.llvm_dir)));
@@ -272,14 +419,16 @@ pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
     if let Some(v) = i.rocm_patch_version {
         d.push(define("ROCM_PATCH_VERSION", v));
     }
+    d.extend(launcher_defines(i));
     d
 }
 
 /// Directories to put first on PATH while building ROCr: its blit-kernel rules run a bare
 /// `clang`, which must be ROCm's (it targets amdgcn), not a system clang.
-pub fn rocr_path_prepend(kind: TreeKind, rocm: &Path) -> Vec<PathBuf> {
+/// `llvm` is the LLVM root (`<rocm>/llvm` or `--llvm-dir`).
+pub fn rocr_path_prepend(kind: TreeKind, llvm: &Path) -> Vec<PathBuf> {
     match kind {
-        TreeKind::RocmSystems => vec![rocm.join("llvm/bin")],
+        TreeKind::RocmSystems => vec![llvm.join("bin")],
         TreeKind::StandIn => vec![],
     }
 }
@@ -323,7 +472,10 @@ mod tests {
 
     #[test]
     fn clr_gets_rocr_prefix_first() {
-        let llvm = llvm_wiring(Path::new("/nonexistent-rocm"), Path::new("/w/llvm-shim"));
+        let llvm = llvm_wiring(
+            Path::new("/nonexistent-rocm/llvm"),
+            Path::new("/w/llvm-shim"),
+        );
         assert_eq!(llvm.shims.len(), 2);
         let i = ConfigureInputs {
             kind: TreeKind::RocmSystems,
@@ -333,6 +485,8 @@ mod tests {
             staging: Path::new("/out"),
             llvm: Some(&llvm),
             rocm_patch_version: None,
+            llvm_dir: None,
+            launcher: None,
         };
         let d = clr_defines(&i);
         assert!(d.contains(&"-DCMAKE_PREFIX_PATH=/w/rocr-prefix;/opt/rocm-7.2.4".to_string()));

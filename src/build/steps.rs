@@ -174,6 +174,12 @@ pub struct StepInputs<'a> {
     pub rocm_patch_version: Option<&'a str>,
     pub rocr_cmake_args: &'a [String],
     pub clr_cmake_args: &'a [String],
+    /// `--llvm-dir` (None: `<rocm>/llvm`).
+    pub llvm_dir: Option<&'a Path>,
+    /// `--compiler-launcher`, resolved to its path.
+    pub launcher: Option<&'a Path>,
+    /// Skip ROCr's configure, build and private install: its stage is cached (same inputs).
+    pub rocr_cached: bool,
 }
 
 /// Environment of every configure/build/install command. The build makes no network call and
@@ -219,9 +225,13 @@ pub fn reproducible_env(
 pub fn build_steps(i: &StepInputs) -> Vec<Step> {
     let l = i.layout;
     let env = reproducible_env(&i.source_date_epoch, i.source_dir, &l.work);
-    let rocr_path = recipe::rocr_path_prepend(i.kind, i.rocm);
+    let llvm_root = i
+        .llvm_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| i.rocm.join("llvm"));
+    let rocr_path = recipe::rocr_path_prepend(i.kind, &llvm_root);
     let llvm = (i.kind == TreeKind::RocmSystems)
-        .then(|| recipe::llvm_wiring(i.rocm, &l.cmake_dir.join("llvm-shim")));
+        .then(|| recipe::llvm_wiring(&llvm_root, &l.cmake_dir.join("llvm-shim")));
     let inputs = ConfigureInputs {
         kind: i.kind,
         source_dir: i.source_dir,
@@ -230,6 +240,8 @@ pub fn build_steps(i: &StepInputs) -> Vec<Step> {
         staging: &l.staging,
         llvm: llvm.as_ref(),
         rocm_patch_version: i.rocm_patch_version,
+        llvm_dir: i.llvm_dir,
+        launcher: i.launcher,
     };
     let jobs = i.jobs.to_string();
     let p = |path: &Path| path.display().to_string();
@@ -262,7 +274,7 @@ pub fn build_steps(i: &StepInputs) -> Vec<Step> {
     let mut clr_defines = recipe::clr_defines(&inputs);
     clr_defines.push(format!("-DCMAKE_PROJECT_INCLUDE={}", p(&include_first)));
 
-    vec![
+    let mut steps = vec![
         Step {
             name: "configure-rocr".into(),
             writes: llvm.map(|w| w.shims).unwrap_or_default(),
@@ -328,8 +340,15 @@ pub fn build_steps(i: &StepInputs) -> Vec<Step> {
             )
             .with_env(&env, &rocr_path)],
         },
-    ]
+    ];
+    if i.rocr_cached {
+        steps.retain(|s| !ROCR_STAGE_STEPS.contains(&s.name.as_str()));
+    }
+    steps
 }
+
+/// The steps that make ROCr's stage (its build tree and private prefix), skipped when cached.
+pub const ROCR_STAGE_STEPS: &[&str] = &["configure-rocr", "build-rocr", "install-rocr"];
 
 /// Run one step: write its files, run its commands with output appended to `<logs>/<name>.log`.
 /// On failure the error names the command, the log and quotes its last [`LOG_TAIL_LINES`] lines.

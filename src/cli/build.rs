@@ -32,9 +32,25 @@ pub struct BuildArgs {
     /// Ignore a cached staging and build from clean
     #[arg(long)]
     pub rebuild: bool,
-    /// Accept an HSA library without the backport symbol (warns instead of failing)
+    /// Accept an HSA library without the backport symbol (warns instead of failing); recorded in
+    /// the manifest, the packages and the marker, and `verify` fails unless told it is accepted
     #[arg(long)]
     pub no_backport_check: bool,
+    /// LLVM/Clang (and its CMake files) outside <rocm path>/llvm, e.g. Debian's /usr/lib/llvm-22;
+    /// recorded in the manifest
+    #[arg(long, value_name = "DIR")]
+    pub llvm_dir: Option<PathBuf>,
+    /// A patch applied (git apply) on top of the commit before configuring (repeatable, in
+    /// order, after --patches); name and sha256 recorded in the manifest, packages and marker
+    #[arg(long = "patch", value_name = "FILE")]
+    pub patches: Vec<PathBuf>,
+    /// A directory of patches (*.patch, *.diff), applied in name order before any --patch
+    #[arg(long = "patches", value_name = "DIR")]
+    pub patches_dir: Option<PathBuf>,
+    /// Run compiles through ccache or sccache (its cache, local or remote, configured its own
+    /// way: ccache.conf / CCACHE_REMOTE_STORAGE, SCCACHE_*); recorded in the manifest
+    #[arg(long, value_name = "ccache|sccache")]
+    pub compiler_launcher: Option<String>,
     /// ROCM_PATCH_VERSION for ROCr and CLR (e.g. 70204, so library file names match stock ones)
     #[arg(long, value_name = "DIGITS")]
     pub rocm_patch_version: Option<String>,
@@ -65,6 +81,10 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         rocm_patch_version: args.rocm_patch_version,
         rocr_cmake_args: args.rocr_cmake_args,
         clr_cmake_args: args.clr_cmake_args,
+        llvm_dir: args.llvm_dir,
+        patches_dir: args.patches_dir,
+        patches: args.patches,
+        compiler_launcher: args.compiler_launcher,
     };
     if args.dry_run {
         for line in build::plan(&opts)? {
@@ -99,6 +119,15 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             ));
         }
         outln!("  {}  [{}]", lib.path, facts.join(", "));
+    }
+    for patch in &m.patches {
+        outln!("  patch {}  sha256 {}", patch.name, patch.sha256);
+    }
+    if m.backport_check_skipped {
+        outln!(
+            "  backport check SKIPPED (--no-backport-check): recorded; `rocm-pin verify` fails \
+             unless given --accept-skipped-backport-check"
+        );
     }
     outln!(
         "manifest: {}",

@@ -36,6 +36,10 @@ pub struct InstallArgs {
     /// "cannot be downloaded". Off by default: the packages' own pins hold without it
     #[arg(long)]
     pub local_repo: bool,
+    /// Accept packages built with --no-backport-check (recorded in them): the final verify and
+    /// the --guard hook pass --accept-skipped-backport-check
+    #[arg(long)]
+    pub accept_skipped_backport_check: bool,
     /// Accept replacement .debs older than the installed ones: going back to a previous
     /// commit pin is explicit (refused without this)
     #[arg(long)]
@@ -53,6 +57,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         lock_timeout: args.lock_timeout,
         guard: args.guard,
         local_repo: args.local_repo,
+        accept_skipped_backport_check: args.accept_skipped_backport_check,
         allow_downgrade: args.allow_downgrade,
     };
     let report = install(&opts, listener.as_ref())?;

@@ -27,10 +27,18 @@ pub struct StatusArgs {
     /// would take it)
     #[arg(long, value_enum, env = MODE_ENV, default_value = "require")]
     pub mode: GateMode,
+    /// Accept packages built with --no-backport-check (recorded in them) in the health verdict,
+    /// as `verify --accept-skipped-backport-check` does
+    #[arg(long)]
+    pub accept_skipped_backport_check: bool,
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = crate::host::hoststatus::host_status(&args.root, args.mode)?;
+    let s = crate::host::hoststatus::host_status_with(
+        &args.root,
+        args.mode,
+        args.accept_skipped_backport_check,
+    )?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {

@@ -34,6 +34,10 @@ pub struct VerifyArgs {
     /// Like --image, from an oci-archive or docker-archive tarball
     #[arg(long, value_name = "FILE", conflicts_with = "root")]
     pub image_archive: Option<PathBuf>,
+    /// Accept packages built with --no-backport-check (recorded in them): their HSA library may
+    /// lack the backport symbol; without this flag that is a failure
+    #[arg(long)]
+    pub accept_skipped_backport_check: bool,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
@@ -43,9 +47,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         (None, None) => None,
     };
     let report = match image {
-        Some(source) => verify_image(&source)?,
+        Some(source) => verify_image(&source, args.accept_skipped_backport_check)?,
         None => verify(&VerifyOptions {
             root: args.root.clone(),
+            accept_skipped_backport_check: args.accept_skipped_backport_check,
             ..VerifyOptions::default()
         })?,
     };

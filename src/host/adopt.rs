@@ -268,6 +268,7 @@ fn finish(
             guard: false,
             local_repo: false,
             allow_downgrade: false,
+            accept_skipped_backport_check: false,
         },
         listener,
     );
@@ -499,6 +500,10 @@ fn make_staging(
         jobs: 0,
         tools: Default::default(),
         libraries,
+        llvm_dir: None,
+        patches: vec![],
+        backport_check_skipped: false,
+        compiler_launcher: None,
     };
     std::fs::write(
         staging.join(MANIFEST_FILE),

@@ -74,6 +74,10 @@ pub struct HostStatus {
     pub gate: String,
     pub flavor: Option<String>,
     pub commit: Option<String>,
+    /// The patch series the installed build carries on top of `commit` (from the marker).
+    pub patches: Vec<crate::build::patches::PatchRecord>,
+    /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
+    pub backport_check_skipped: bool,
     pub packages: Vec<String>,
     pub verify_ok: Option<bool>,
     pub verify_failed: Vec<String>,
@@ -225,9 +229,13 @@ fn pin_states(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
 }
 
 /// (ok, failed lines, number of checks) of a verify run; None when not applicable.
-fn quick_verify(root: &Path) -> (Option<bool>, Vec<String>, usize) {
+fn quick_verify(
+    root: &Path,
+    accept_skipped_backport_check: bool,
+) -> (Option<bool>, Vec<String>, usize) {
     match crate::verify::verify(&crate::verify::VerifyOptions {
         root: root.to_path_buf(),
+        accept_skipped_backport_check,
         ..Default::default()
     }) {
         Ok(v) => (
@@ -268,6 +276,15 @@ fn gate_preview(root: &Path, mode: GateMode) -> String {
 
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
 pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
+    host_status_with(root, mode, false)
+}
+
+/// [`host_status`], its verify accepting a recorded `--no-backport-check` when `accept`.
+pub fn host_status_with(
+    root: &Path,
+    mode: GateMode,
+    accept_skipped_backport_check: bool,
+) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line(&in_root(
@@ -291,7 +308,7 @@ pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
     };
     let in_place = super::inplace::detect(root, &entries);
     let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
-        quick_verify(root)
+        quick_verify(root, accept_skipped_backport_check)
     } else {
         (None, Vec::new(), 0)
     };
@@ -329,6 +346,11 @@ pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
         gate,
         flavor: marker.as_ref().map(|m| m.flavor.clone()),
         commit: marker.as_ref().map(|m| m.commit.clone()),
+        patches: marker
+            .as_ref()
+            .map(|m| m.patches.clone())
+            .unwrap_or_default(),
+        backport_check_skipped: marker.as_ref().is_some_and(|m| m.backport_check_skipped),
         packages: ours
             .iter()
             .map(|e| format!("{} {} ({})", e.package, e.version, e.abbrev()))
@@ -381,6 +403,14 @@ impl HostStatus {
         }
         if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
             s.push_str(&format!("installed:   flavor {f}, commit {c}\n"));
+        }
+        for p in &self.patches {
+            s.push_str(&format!("  + patch    {} (sha256 {})\n", p.name, p.sha256));
+        }
+        if self.backport_check_skipped {
+            s.push_str(
+                "  built with --no-backport-check (verify needs --accept-skipped-backport-check)\n",
+            );
         }
         for p in &self.packages {
             s.push_str(&format!("             {p}\n"));

@@ -45,6 +45,9 @@ pub struct InstallOptions {
     pub guard: bool,
     /// Also keep our .debs in a signed local apt repository (see `localrepo`).
     pub local_repo: bool,
+    /// Packages built with `--no-backport-check` are accepted: the final verify (and the guard
+    /// hook) pass `--accept-skipped-backport-check`.
+    pub accept_skipped_backport_check: bool,
     /// Accept .debs older than the installed pin (going back to a previous commit pin).
     pub allow_downgrade: bool,
 }
@@ -320,7 +323,9 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     report.packages = facts.clone();
 
     // 1. Gate.
-    let g = gate::evaluate(root, &marker.prefix, opts.mode, rocm::TARGET_ROCM_VERSION);
+    // The release the packages were made against (their prefix), 7.2.4 for the pinned runtime.
+    let wanted = rocm::release_of_prefix(&marker.prefix);
+    let g = gate::evaluate(root, &marker.prefix, opts.mode, &wanted);
     // Said once: when the gate stops the install, the reason is the refusal (require) or the
     // command's result line (auto, off), so it is only reported here when the install goes on.
     if g.proceed() {
@@ -622,7 +627,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
 
     if opts.guard {
-        write_guard(root)?;
+        write_guard_with(root, opts.accept_skipped_backport_check)?;
         report.actions.push(format!(
             "installed the guard: apt {} and dpkg {}",
             guard_path().display(),
@@ -643,7 +648,10 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
     // 7. verify.
     let v = progress::step(listener, "verify", || {
-        crate::verify::verify(&crate::verify::VerifyOptions::default())
+        crate::verify::verify(&crate::verify::VerifyOptions {
+            accept_skipped_backport_check: opts.accept_skipped_backport_check,
+            ..crate::verify::VerifyOptions::default()
+        })
     })?;
     let ok = v.ok;
     report.verify = Some(v);
@@ -799,11 +807,11 @@ pub const NO_GUARD_ENV: &str = "ROCM_PIN_NO_GUARD";
 /// are steps of one transaction (verify would see its middle) and apt's own `DPkg::Post-Invoke`
 /// guard checks the end. A deleted rocm-pin binary disarms the hook with a warning instead of
 /// failing every later dpkg run.
-pub fn dpkg_guard_hook(exe: &str) -> String {
+pub fn dpkg_guard_hook(exe: &str, verify_flags: &str) -> String {
     format!(
         "[ -n \"${{DPKG_FRONTEND_LOCKED:-}}\" ] || [ -n \"${{{NO_GUARD_ENV}:-}}\" ] || \
 if [ ! -x '{exe}' ]; then echo \"rocm-pin --guard: {exe} is gone; remove {dpkg} and {apt}\" >&2; \
-else '{exe}' verify --quiet || {{ echo \"rocm-pin --guard: this dpkg run left the patched ROCm runtime broken (the line above names it and the repair); dpkg exits non-zero. {NO_GUARD_ENV}=1 skips this check.\" >&2; exit 1; }}; fi",
+else '{exe}' verify --quiet{verify_flags} || {{ echo \"rocm-pin --guard: this dpkg run left the patched ROCm runtime broken (the line above names it and the repair); dpkg exits non-zero. {NO_GUARD_ENV}=1 skips this check.\" >&2; exit 1; }}; fi",
         dpkg = dpkg_guard_path().display(),
         apt = guard_path().display(),
     )
@@ -812,6 +820,16 @@ else '{exe}' verify --quiet || {{ echo \"rocm-pin --guard: this dpkg run left th
 /// `--guard`: an apt `DPkg::Post-Invoke` hook so any apt command that breaks the runtime
 /// fails, and a dpkg `post-invoke` hook ([`dpkg_guard_hook`]) for dpkg run by hand.
 pub fn write_guard(root: &Path) -> anyhow::Result<()> {
+    write_guard_with(root, false)
+}
+
+/// [`write_guard`], its verify accepting a recorded `--no-backport-check` when `accept`.
+pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> anyhow::Result<()> {
+    let flag = if accept_skipped_backport_check {
+        " --accept-skipped-backport-check"
+    } else {
+        ""
+    };
     let exe = self_path()?.display().to_string();
     if exe.contains('"') || exe.contains('\'') || exe.contains('\n') {
         anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt or dpkg hook");
@@ -821,7 +839,7 @@ pub fn write_guard(root: &Path) -> anyhow::Result<()> {
         std::fs::File::create(&p).with_context(|| format!("cannot write {}", p.display()))?;
     writeln!(
         f,
-        "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet\"; }};"
+        "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet{flag}\"; }};"
     )?;
     let p = in_root(root, &dpkg_guard_path().to_string_lossy());
     if let Some(dir) = p.parent() {
@@ -831,7 +849,7 @@ pub fn write_guard(root: &Path) -> anyhow::Result<()> {
         &p,
         format!(
             "# rocm-pin --guard: a dpkg run by hand (dpkg -i, even with --force-all) that leaves the\n# patched ROCm runtime broken fails. Remove this file (or run `rocm-pin rollback`) to stop.\npost-invoke={}\n",
-            dpkg_guard_hook(&exe)
+            dpkg_guard_hook(&exe, flag)
         ),
     )
     .with_context(|| format!("cannot write {}", p.display()))?;

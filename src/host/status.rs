@@ -81,7 +81,10 @@ pub fn read_status_with(root: &Path, extra: &[&str]) -> anyhow::Result<Vec<Statu
 
 /// Read the status file keeping `X-Rocm-Pin-Commit`.
 pub fn read_status(root: &Path) -> anyhow::Result<Vec<StatusEntry>> {
-    read_status_with(root, &[crate::rocm::COMMIT_FIELD])
+    read_status_with(
+        root,
+        &[crate::rocm::COMMIT_FIELD, crate::rocm::PATCHES_FIELD],
+    )
 }
 
 /// Parse status-file text (deb822 paragraphs). Only the fields rocm-pin needs are kept;

@@ -159,6 +159,10 @@ pub struct PackagePlan {
     pub commit: String,
     pub commit_time: i64,
     pub flavor: String,
+    /// The build's patch series (from its manifest), recorded in both controls and the marker.
+    pub patches: Vec<crate::build::patches::PatchRecord>,
+    /// The build ran with `--no-backport-check` (from its manifest).
+    pub backport_check_skipped: bool,
     /// HSA first, then HIP.
     pub packages: Vec<ReplacementPlan>,
     /// Things worth saying that do not stop the run.
@@ -334,12 +338,27 @@ pub fn plan(
             staging.dir.display()
         )
     })?;
+    let backport_check_skipped = staging
+        .manifest
+        .as_ref()
+        .is_some_and(|m| m.backport_check_skipped);
     if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
-        bail!(
-            "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
-            hsa_lib.source.display(),
-            rocm::BACKPORT_SYMBOL
-        );
+        if !backport_check_skipped {
+            bail!(
+                "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
+                hsa_lib.source.display(),
+                rocm::BACKPORT_SYMBOL
+            );
+        }
+        // Built with --no-backport-check: both controls and the marker say so, and verify
+        // fails on it unless told it is accepted.
+        warnings.push(format!(
+            "staged {} does not export {}: accepted because the build recorded --no-backport-check \
+             ({} and the marker carry it)",
+            hsa_lib.file_name,
+            rocm::BACKPORT_SYMBOL,
+            rocm::BACKPORT_CHECK_FIELD
+        ));
     }
     if staging.family("libamdhip64").is_none() {
         bail!(
@@ -731,6 +750,15 @@ pub fn plan(
         commit: staging.commit.clone(),
         commit_time: staging.commit_time,
         flavor: opts.flavor.clone(),
+        patches: staging
+            .manifest
+            .as_ref()
+            .map(|m| m.patches.clone())
+            .unwrap_or_default(),
+        backport_check_skipped: staging
+            .manifest
+            .as_ref()
+            .is_some_and(|m| m.backport_check_skipped),
         packages: plans,
         warnings,
     })
@@ -946,6 +974,14 @@ fn control_for(
         set(&mut c, "Priority", "optional")?;
     }
     set(&mut c, rocm::COMMIT_FIELD, &staging.commit)?;
+    if let Some(m) = &staging.manifest {
+        if let Some(v) = rocm::patches_field(&m.patches) {
+            set(&mut c, rocm::PATCHES_FIELD, &v)?;
+        }
+        if m.backport_check_skipped {
+            set(&mut c, rocm::BACKPORT_CHECK_FIELD, "skipped")?;
+        }
+    }
     set(
         &mut c,
         "Description",

@@ -495,6 +495,8 @@ fn write_marker(plan: &PackagePlan, trees: &Path, source: Option<&str>) -> anyho
         libraries,
         files,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        patches: plan.patches.clone(),
+        backport_check_skipped: plan.backport_check_skipped,
         // Only an adoption is recorded: a built pair's marker stays byte-identical to before.
         source: source
             .filter(|s| s.starts_with(rocm::ADOPTED_SOURCE))

@@ -262,6 +262,10 @@ pub fn write_manifest(dir: &Path) {
         jobs: 1,
         tools: Default::default(),
         libraries,
+        llvm_dir: None,
+        patches: vec![],
+        backport_check_skipped: false,
+        compiler_launcher: None,
     };
     std::fs::write(
         dir.join(MANIFEST_FILE),
