@@ -396,28 +396,7 @@ fn build_next_pin(a: &Artifacts, work: &std::path::Path) -> (String, Vec<std::pa
             )
             .arg(&src),
     );
-    let git = |args: &[&str], date: &str| {
-        must(
-            Command::new("git")
-                .arg("-C")
-                .arg(&src)
-                .args([
-                    "-c",
-                    "user.name=rocm-pin tests",
-                    "-c",
-                    "user.email=tests@rocm-pin.invalid",
-                ])
-                .args([
-                    "-c",
-                    "init.defaultBranch=main",
-                    "-c",
-                    "commit.gpgsign=false",
-                ])
-                .args(args)
-                .env("GIT_AUTHOR_DATE", date)
-                .env("GIT_COMMITTER_DATE", date),
-        )
-    };
+    let git = |args: &[&str], date: &str| git_at(&src, args, date);
     git(&["init", "--quiet"], COMMIT_DATE);
     git(&["add", "--all"], COMMIT_DATE);
     git(
@@ -427,9 +406,7 @@ fn build_next_pin(a: &Artifacts, work: &std::path::Path) -> (String, Vec<std::pa
     std::fs::write(src.join("README.md"), "pin N+1: the next backport commit\n").unwrap();
     let next_date = "2026-01-16T12:00:00+00:00";
     git(&["commit", "--quiet", "-am", "next pin"], next_date);
-    let commit = String::from_utf8_lossy(&git(&["rev-parse", "HEAD"], next_date).stdout)
-        .trim()
-        .to_string();
+    let commit = git(&["rev-parse", "HEAD"], next_date);
     let rocm = work.join("rocm/opt/rocm-7.2.4");
     std::fs::create_dir_all(rocm.join(".info")).unwrap();
     std::fs::write(rocm.join(".info/version"), "7.2.4-93\n").unwrap();

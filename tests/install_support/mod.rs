@@ -45,6 +45,11 @@ pub fn image(suite: &str) -> ChrootImage {
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
+    git_at(dir, args, COMMIT_DATE)
+}
+
+/// `git -C dir args…` as the tests' committer, dated `date`; its trimmed stdout.
+pub fn git_at(dir: &Path, args: &[&str], date: &str) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -61,8 +66,8 @@ fn git(dir: &Path, args: &[&str]) -> String {
             "commit.gpgsign=false",
         ])
         .args(args)
-        .env("GIT_AUTHOR_DATE", COMMIT_DATE)
-        .env("GIT_COMMITTER_DATE", COMMIT_DATE)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
         .output()
         .expect("git");
     assert!(
