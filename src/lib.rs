@@ -17,6 +17,8 @@ pub mod demo;
 pub mod elf;
 pub mod error;
 pub mod host;
+pub mod image;
+pub mod image_verify;
 pub mod plan;
 pub mod process;
 pub mod progress;

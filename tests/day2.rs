@@ -6,6 +6,7 @@
 mod install_support;
 
 use install_support::*;
+use rocm_pin::host::apt::Solver;
 use rocm_pin::sandbox::Sandbox;
 use rocm_pin::standin::StockRole;
 
@@ -185,6 +186,11 @@ fn adopt_in_place_patch_survives_downstream_bookworm() {
 
 #[test]
 fn adopt_in_place_patch_survives_downstream_trixie() {
+    adopt_then_downstream("trixie");
+}
+
+#[test]
+fn adopt_in_place_patch_survives_downstream_trixie_solver3() {
     adopt_then_downstream("trixie-solver3");
 }
 
@@ -592,7 +598,7 @@ fn the_pin_moves_through_apt_and_back_only_when_asked() {
         .tempdir()
         .unwrap();
     let (next_commit, next_debs) = build_next_pin(artifacts("bookworm"), work.path());
-    for suite in ["bookworm", "trixie-solver3"] {
+    for suite in CONFIGS.iter().copied() {
         pin_moves(suite, &next_commit, &next_debs, work.path());
     }
 }
@@ -659,15 +665,16 @@ fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
         .unwrap();
     let runtime_ids = probe(&sb);
     assert!(all_patched(&runtime_ids), "{runtime_ids:?}");
-    // The control (before any upgrade command ran), measured: without the release hold,
-    // bookworm's classic solver removes the meta to upgrade rocm-core alone (exit 0, /opt/rocm
-    // re-pointed); trixie's apt 3 solver keeps all three back even without it.
+    // The control (before any upgrade command ran), measured: without the release hold, the
+    // classic solver (bookworm's apt 2.6 and trixie's apt 3.0 alike) removes the meta to
+    // upgrade rocm-core alone (exit 0, /opt/rocm re-pointed); apt 3's solver 3.0 keeps all
+    // three back even without it.
     let control = sb
         .sh("H=/etc/apt/preferences.d/rocm-pin-release-hold; mv $H /root/hold.saved; apt-get dist-upgrade -s; rocm-pin status | grep ^hold:; mv /root/hold.saved $H")
         .unwrap();
     assert_eq!(
         text(&control).contains("Remv rocm-hip-runtime"),
-        suite == "bookworm",
+        solver_of(suite) == Solver::Classic,
         "control on {suite} without the hold:\n{}",
         text(&control)
     );
@@ -812,7 +819,7 @@ fn a_new_stock_release_is_kept_back_until_the_admin_chooses() {
         .tempdir()
         .unwrap();
     let r725 = stock_725(work.path());
-    for suite in ["bookworm", "trixie-solver3"] {
+    for suite in CONFIGS.iter().copied() {
         stock_moves(suite, &r725);
     }
 }

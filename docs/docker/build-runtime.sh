@@ -21,8 +21,9 @@
 #   ROCM_PATH           the ROCm install to build against and package for   [/opt/rocm]
 #   ROCM_PIN_OUT        where the artifact directory goes                  [/out]
 #   ROCM_PIN_WORK       scratch space (staging, logs)                      [/tmp/rocm-pin-work]
-#   ROCM_PIN_SIGN_KEY   armored secret key for the repository (e.g. a BuildKit secret);
-#                       unset: a fresh key is made and only its public half is kept
+#   ROCM_PIN_SIGN_KEY   armored secret key for the repository [/run/secrets/rocm-pin-key when
+#                       that build secret is mounted]; neither: a fresh key is made and only
+#                       its public half is kept
 #   ROCM_PIN_FLAVOR     replacement packages are <stock>-<flavor>           [pinned]
 #   ROCM_PIN_SUITE      apt suite of the repository                         [stable]
 #   MAX_JOBS            parallel compile jobs (rocm-pin build reads it)     [all CPUs]
@@ -80,6 +81,11 @@ mkdir -p "$tmp/debs" "$tmp/bin"
 cp "${built[@]}" "$tmp/debs/"
 
 sign_key=${ROCM_PIN_SIGN_KEY:-}
+# The Dockerfile's `RUN --mount=type=secret,id=rocm-pin-key` puts the key here for that RUN only.
+if [ -z "$sign_key" ] && [ -s /run/secrets/rocm-pin-key ]; then
+  sign_key=/run/secrets/rocm-pin-key
+  say "signing with the build secret rocm-pin-key"
+fi
 if [ -z "$sign_key" ]; then
   sign_key=$work/repo-key.asc
   rm -f "$sign_key" "$work"/repo-key.pub.*

@@ -106,5 +106,7 @@ if [ "$rc" -ne 0 ]; then
 fi
 
 if [ -n "$apt_repo" ]; then rm -rf "$debs_dir"; fi
+# apt's binary caches (~2 MB, rebuilt on demand) would otherwise land in this layer.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
 if [ "$have_artifact" = 1 ] && [ "$keep" != 1 ]; then rm -rf "$artifact"; fi
 say "done (mode $mode); run verify-runtime.sh as the image's LAST step"

@@ -13,6 +13,7 @@ pub mod manpage;
 pub mod package;
 pub mod repo;
 pub mod rollback;
+pub mod standin;
 pub mod status;
 pub mod verify;
 
@@ -57,6 +58,9 @@ pub enum Command {
     /// Write man pages (used to package rocm-pin itself)
     #[command(hide = true)]
     Manpage(manpage::ManpageArgs),
+    /// Write the built-in stand-in stock set or source to disk (used by scripts/images)
+    #[command(subcommand, hide = true)]
+    Standin(standin::StandinCommand),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -73,5 +77,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Deb(c) => deb::run(c),
         Command::Completions(a) => completions::run(a),
         Command::Manpage(a) => manpage::run(a),
+        Command::Standin(c) => standin::run(c),
     }
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::error::ExitError;
+use crate::image::ImageSource;
+use crate::image_verify::verify_image;
 use crate::verify::{verify, VerifyOptions};
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
@@ -24,19 +26,34 @@ pub struct VerifyArgs {
     /// Check the installation under this root directory instead of / (a chroot or image tree)
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
+    /// Check a built image without running it: unpack its layers (fetched with skopeo; no
+    /// transport prefix means docker://, e.g. containers-storage:NAME for local images) into a
+    /// temporary root, verify there, and check its io.rocm-pin.commit label
+    #[arg(long, value_name = "REF", conflicts_with_all = ["root", "image_archive"])]
+    pub image: Option<String>,
+    /// Like --image, from an oci-archive or docker-archive tarball
+    #[arg(long, value_name = "FILE", conflicts_with = "root")]
+    pub image_archive: Option<PathBuf>,
     /// Accept packages built with --no-backport-check (recorded in them): their HSA library may
-    /// lack the backport symbol; without this flag that is a failure
-    #[arg(long)]
+    /// lack the backport symbol; without this flag that is a failure (not with --image)
+    #[arg(long, conflicts_with_all = ["image", "image_archive"])]
     pub accept_skipped_backport_check: bool,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
-    let opts = VerifyOptions {
-        root: args.root.clone(),
-        accept_skipped_backport_check: args.accept_skipped_backport_check,
-        ..VerifyOptions::default()
+    let image = match (&args.image, &args.image_archive) {
+        (Some(r), _) => Some(ImageSource::Reference(r.clone())),
+        (None, Some(p)) => Some(ImageSource::Archive(p.clone())),
+        (None, None) => None,
     };
-    let report = verify(&opts)?;
+    let report = match image {
+        Some(source) => verify_image(&source)?,
+        None => verify(&VerifyOptions {
+            root: args.root.clone(),
+            accept_skipped_backport_check: args.accept_skipped_backport_check,
+            ..VerifyOptions::default()
+        })?,
+    };
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.quiet {

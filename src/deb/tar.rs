@@ -500,7 +500,7 @@ fn display_name(raw: &[u8]) -> String {
 
 /// Normalise a stored name to its components: strips any number of leading `./`, empty and
 /// `.` components; refuses absolute names and `..`.
-fn components(raw: &[u8]) -> Result<Vec<String>, String> {
+pub fn components(raw: &[u8]) -> Result<Vec<String>, String> {
     let name = std::str::from_utf8(raw)
         .map_err(|_| format!("entry name {:?} is not UTF-8", display_name(raw)))?;
     if name.starts_with('/') {

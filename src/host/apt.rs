@@ -100,6 +100,14 @@ pub fn apt_command(root: &Path, program: &str) -> Command {
 /// Ask apt (read-only) how it sees `names`.
 pub fn policy(root: &Path, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     let mut cmd = apt_command(root, "apt-cache");
+    // Empty cache paths: apt builds its cache in memory instead of (re)writing
+    // /var/cache/apt/*.bin — verify changes nothing, and adds no bytes to an image layer.
+    cmd.args([
+        "-o",
+        "Dir::Cache::pkgcache=",
+        "-o",
+        "Dir::Cache::srcpkgcache=",
+    ]);
     cmd.arg("policy").args(names);
     let out = cmd
         .output()

@@ -1,0 +1,65 @@
+//! `rocm-pin standin` (hidden): writes the built-in stand-in pieces to disk for scripts that
+//! build images without Rust (scripts/images): the stock ROCm .deb set with the loader probe,
+//! and the stand-in rocm-systems checkout.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::standin::{build_loader_probe, build_stock_set, StockRole, StockSetSpec};
+
+#[derive(Subcommand, Debug)]
+pub enum StandinCommand {
+    /// Build the stand-in stock ROCm set into OUT/debs (repository packages), OUT/extra
+    /// (dpkg -i-only packages such as the custom rccl) and the loader probe OUT/rocm-pin-loader-probe
+    Stock(StockArgs),
+    /// Write the stand-in rocm-systems source as a git checkout into OUT; prints its commit
+    Source(SourceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct StockArgs {
+    /// ROCm release the set claims to be (its prefix /opt/rocm-<V> and .info/version)
+    #[arg(long, default_value = crate::rocm::TARGET_ROCM_VERSION)]
+    pub rocm_version: String,
+    /// A new or empty directory
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct SourceArgs {
+    /// A new or empty directory
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(cmd: StandinCommand) -> anyhow::Result<()> {
+    match cmd {
+        StandinCommand::Stock(a) => stock(a),
+        StandinCommand::Source(a) => {
+            let commit = crate::build::standin_tree::write_standin_checkout(&a.out)?;
+            println!("{commit}");
+            Ok(())
+        }
+    }
+}
+
+fn stock(args: StockArgs) -> anyhow::Result<()> {
+    let mut spec = StockSetSpec::for_host()?.with_roles(&[StockRole::CustomRccl]);
+    spec.rocm_version = args.rocm_version;
+    let work = args.out.join(".work");
+    let set = build_stock_set(&spec, &work, &crate::progress::Silent)?;
+    for (dir, in_repo) in [("debs", true), ("extra", false)] {
+        let dest = args.out.join(dir);
+        std::fs::create_dir_all(&dest)?;
+        for p in set.packages.iter().filter(|p| p.in_repository == in_repo) {
+            let name = p.deb.file_name().expect("a .deb has a file name");
+            std::fs::rename(&p.deb, dest.join(name))?;
+        }
+    }
+    std::fs::remove_dir_all(&work)?;
+    build_loader_probe(&args.out.join("rocm-pin-loader-probe"))?;
+    println!("{}", args.out.display());
+    Ok(())
+}

@@ -1,0 +1,493 @@
+//! Apply OCI/Docker layer tars, in order, onto a directory: the image's root filesystem as a
+//! container runtime would see it, built without running anything.
+//!
+//! Whiteouts (OCI image spec, "Representing Changes"): `.wh.<name>` removes `<name>` of the
+//! lower layers, `.wh..wh..opq` removes every lower-layer entry of its directory; neither is
+//! written. Safety: names are normalised by [`crate::deb::tar::components`] (no absolute names,
+//! no `..`); no entry is written through a symlink already in the tree; a hard link must name
+//! a regular file already unpacked (any earlier layer or entry), reached without symlinks; a
+//! relative symlink whose target climbs above the root is refused. Device nodes and FIFOs are
+//! skipped (nothing reads them); ownership is not applied; set-id bits are dropped.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context};
+
+use crate::deb::tar::{components, read_raw, RawEntry};
+
+const WHITEOUT_PREFIX: &str = ".wh.";
+const OPAQUE: &str = ".wh..wh..opq";
+
+/// What one applied layer held.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LayerStats {
+    pub entries: usize,
+    pub whiteouts: usize,
+    /// Device nodes and FIFOs, not created.
+    pub skipped_special: usize,
+}
+
+/// Open a layer blob, undoing gzip or zstd compression (recognised by magic bytes).
+pub fn open_layer(path: &Path) -> anyhow::Result<Box<dyn Read>> {
+    let mut f =
+        fs::File::open(path).with_context(|| format!("opening layer {}", path.display()))?;
+    let mut magic = [0u8; 4];
+    let n = read_up_to(&mut f, &mut magic)?;
+    let head = io::Cursor::new(magic[..n].to_vec());
+    let stream = head.chain(f);
+    Ok(match magic {
+        [0x1f, 0x8b, _, _] => Box::new(flate2::read::GzDecoder::new(stream)),
+        [0x28, 0xb5, 0x2f, 0xfd] => Box::new(zstd::stream::read::Decoder::new(stream)?),
+        _ => Box::new(stream),
+    })
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Apply one layer tar stream onto `root` (an existing directory).
+pub fn apply_layer(root: &Path, layer: &mut dyn Read) -> anyhow::Result<LayerStats> {
+    let mut applier = Applier {
+        root,
+        written: HashSet::new(),
+        stats: LayerStats::default(),
+    };
+    let mut failure: Option<anyhow::Error> = None;
+    let mut layer = layer;
+    let result = read_raw(&mut layer, &mut |raw, content| {
+        applier.apply(raw, content).map_err(|e| {
+            let msg = format!("{e:#}");
+            failure = Some(e);
+            io::Error::other(msg)
+        })
+    });
+    match (result, failure) {
+        (Ok(()), _) => Ok(applier.stats),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(anyhow!("reading the layer tar: {e}")),
+    }
+}
+
+struct Applier<'a> {
+    root: &'a Path,
+    /// Relative paths this layer wrote: an opaque whiteout keeps them.
+    written: HashSet<PathBuf>,
+    stats: LayerStats,
+}
+
+impl Applier<'_> {
+    fn apply(&mut self, raw: &RawEntry, content: &mut dyn Read) -> anyhow::Result<()> {
+        let shown = String::from_utf8_lossy(&raw.name).into_owned();
+        let parts = components(&raw.name).map_err(|e| anyhow!("layer entry refused: {e}"))?;
+        self.stats.entries += 1;
+        let Some((base, dirs)) = parts.split_last() else {
+            // The root itself ("./"): nothing to create.
+            return Ok(());
+        };
+        let rel_parent: PathBuf = dirs.iter().collect();
+        if base == OPAQUE {
+            self.stats.whiteouts += 1;
+            let dir = self.existing_dir(&rel_parent, &shown)?;
+            if let Some(dir) = dir {
+                for e in fs::read_dir(&dir)? {
+                    let name = e?.file_name();
+                    if !self.written.contains(&rel_parent.join(&name)) {
+                        remove_any(&dir.join(&name))?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
+            self.stats.whiteouts += 1;
+            if let Some(dir) = self.existing_dir(&rel_parent, &shown)? {
+                remove_any(&dir.join(hidden))?;
+            }
+            return Ok(());
+        }
+        let parent = self.make_parents(&rel_parent, &shown)?;
+        let dest = parent.join(base);
+        let rel = rel_parent.join(base);
+        let mode = raw.mode & 0o777;
+        match raw.typeflag {
+            b'0' | 0 => {
+                remove_any(&dest)?;
+                let mut f = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(mode)
+                    .open(&dest)
+                    .with_context(|| format!("creating {}", dest.display()))?;
+                io::copy(content, &mut f).with_context(|| format!("writing {}", dest.display()))?;
+                fs::set_permissions(&dest, fs::Permissions::from_mode(mode))?;
+            }
+            b'5' => {
+                let meta = fs::symlink_metadata(&dest).ok();
+                if !meta.as_ref().is_some_and(|m| m.is_dir()) {
+                    remove_any(&dest)?;
+                    fs::create_dir(&dest)
+                        .with_context(|| format!("creating {}", dest.display()))?;
+                }
+                fs::set_permissions(&dest, fs::Permissions::from_mode(mode | 0o700))?;
+            }
+            b'2' => {
+                let target = String::from_utf8(raw.link.clone())
+                    .map_err(|_| anyhow!("symlink {shown:?} has a target that is not UTF-8"))?;
+                check_symlink_target(dirs.len(), &target).map_err(|e| {
+                    anyhow!("layer entry refused: symlink {shown:?} -> {target:?} {e}")
+                })?;
+                remove_any(&dest)?;
+                std::os::unix::fs::symlink(&target, &dest)
+                    .with_context(|| format!("creating symlink {}", dest.display()))?;
+            }
+            b'1' => {
+                let tparts = components(&raw.link)
+                    .map_err(|e| anyhow!("layer entry refused: hard link {shown:?} target: {e}"))?;
+                let target = self.existing_file(&tparts, &shown)?;
+                if target != dest {
+                    remove_any(&dest)?;
+                    fs::hard_link(&target, &dest).with_context(|| {
+                        format!("linking {} to {}", dest.display(), target.display())
+                    })?;
+                }
+            }
+            b'3' | b'4' | b'6' => {
+                self.stats.skipped_special += 1;
+                return Ok(());
+            }
+            other => bail!(
+                "layer entry refused: {shown:?} has unsupported tar type {:?}",
+                char::from(other)
+            ),
+        }
+        self.written.insert(rel);
+        Ok(())
+    }
+
+    /// The directory `rel` under the root when it exists (reached without symlinks).
+    fn existing_dir(&self, rel: &Path, shown: &str) -> anyhow::Result<Option<PathBuf>> {
+        let mut p = self.root.to_path_buf();
+        for c in rel.components() {
+            p.push(c);
+            match fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_symlink() => bail!(
+                    "layer entry refused: {shown:?} goes through the symlink {}",
+                    p.display()
+                ),
+                Ok(m) if m.is_dir() => {}
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(p))
+    }
+
+    /// Create the missing parent directories of an entry; refuse a path through a symlink or
+    /// a non-directory.
+    fn make_parents(&self, rel: &Path, shown: &str) -> anyhow::Result<PathBuf> {
+        let mut p = self.root.to_path_buf();
+        for c in rel.components() {
+            p.push(c);
+            match fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_symlink() => bail!(
+                    "layer entry refused: {shown:?} goes through the symlink {} (a write through it could leave the image root)",
+                    p.display()
+                ),
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => bail!(
+                    "layer entry refused: {shown:?} needs {} to be a directory, but it is a file",
+                    p.display()
+                ),
+                Err(_) => {
+                    fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?;
+                    fs::set_permissions(&p, fs::Permissions::from_mode(0o755))?;
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// The regular file a hard link names, already in the tree and reached without symlinks.
+    fn existing_file(&self, parts: &[String], shown: &str) -> anyhow::Result<PathBuf> {
+        let Some((base, dirs)) = parts.split_last() else {
+            bail!("layer entry refused: hard link {shown:?} points at the root");
+        };
+        let rel: PathBuf = dirs.iter().collect();
+        let dir = self.existing_dir(&rel, shown)?.ok_or_else(|| {
+            anyhow!(
+                "layer entry refused: hard link {shown:?} points at {}, which is not in the image",
+                parts.join("/")
+            )
+        })?;
+        let target = dir.join(base);
+        match fs::symlink_metadata(&target) {
+            Ok(m) if m.is_file() => Ok(target),
+            _ => bail!(
+                "layer entry refused: hard link {shown:?} points at {}, which is not a regular file in the image",
+                parts.join("/")
+            ),
+        }
+    }
+}
+
+/// A relative symlink target must not climb above the image root from the link's directory
+/// (`depth` components below the root); absolute targets are relative to the image root.
+fn check_symlink_target(depth: usize, target: &str) -> Result<(), String> {
+    if target.is_empty() {
+        return Err("has an empty target".into());
+    }
+    if target.starts_with('/') {
+        return Ok(());
+    }
+    let mut level = depth as isize;
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                level -= 1;
+                if level < 0 {
+                    return Err("points outside the image root".into());
+                }
+            }
+            _ => level += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Remove whatever is at `p` (file, symlink or directory tree); nothing there is fine.
+fn remove_any(p: &Path) -> anyhow::Result<()> {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => {
+            fs::remove_dir_all(p).with_context(|| format!("removing {}", p.display()))
+        }
+        Ok(_) => fs::remove_file(p).with_context(|| format!("removing {}", p.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(anyhow!("inspecting {}: {e}", p.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deb::tar::{TarWriter, WriteKind};
+    use std::os::unix::fs::MetadataExt;
+
+    /// One entry of a crafted layer: name, kind, contents (files only).
+    type Spec<'a> = (&'a str, WriteKind<'a>, &'a [u8]);
+
+    /// A layer tar of `entries`, in order.
+    fn layer(entries: &[Spec<'_>]) -> Vec<u8> {
+        let mut w = TarWriter::new(Vec::new());
+        for (name, kind, data) in entries {
+            w.append_header(name.as_bytes(), *kind, 0o644, 1_700_000_000)
+                .unwrap();
+            if let WriteKind::File(n) = kind {
+                w.write_contents(&mut &data[..], *n, &mut |_| {}).unwrap();
+            }
+        }
+        w.finish().unwrap()
+    }
+
+    fn apply(root: &Path, entries: &[(&str, WriteKind<'_>, &[u8])]) -> anyhow::Result<LayerStats> {
+        let bytes = layer(entries);
+        apply_layer(root, &mut &bytes[..])
+    }
+
+    fn file(data: &[u8]) -> WriteKind<'static> {
+        WriteKind::File(data.len() as u64)
+    }
+
+    #[test]
+    fn layers_stack_and_whiteouts_remove_lower_entries_only() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        apply(
+            root,
+            &[
+                ("etc/", WriteKind::Dir, b""),
+                ("etc/keep", file(b"k"), b"k"),
+                ("etc/gone", file(b"g"), b"g"),
+                ("opt/", WriteKind::Dir, b""),
+                ("opt/old/", WriteKind::Dir, b""),
+                ("opt/old/a", file(b"a"), b"a"),
+                ("opt/b", file(b"b"), b"b"),
+            ],
+        )
+        .unwrap();
+        let stats = apply(
+            root,
+            &[
+                ("etc/.wh.gone", file(b""), b""),
+                ("etc/keep", file(b"K2"), b"K2"),
+                // Opaque: what this layer writes in opt/ stays, the lower entries go.
+                ("opt/new", file(b"n"), b"n"),
+                ("opt/.wh..wh..opq", file(b""), b""),
+            ],
+        )
+        .unwrap();
+        assert_eq!(stats.whiteouts, 2);
+        assert!(!root.join("etc/gone").exists());
+        assert!(
+            !root.join("etc/.wh.gone").exists(),
+            "whiteouts are not written"
+        );
+        assert_eq!(fs::read(root.join("etc/keep")).unwrap(), b"K2");
+        assert!(root.join("opt/new").is_file());
+        assert!(!root.join("opt/old").exists() && !root.join("opt/b").exists());
+        assert!(!root.join("opt/.wh..wh..opq").exists());
+    }
+
+    #[test]
+    fn hard_links_across_layers_share_one_inode() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        apply(
+            root,
+            &[
+                ("lib/", WriteKind::Dir, b""),
+                ("lib/libx.so.1.2", file(b"elf"), b"elf"),
+            ],
+        )
+        .unwrap();
+        apply(
+            root,
+            &[(
+                "lib/libx.so.1.2.70204",
+                WriteKind::Hardlink(b"lib/libx.so.1.2"),
+                b"",
+            )],
+        )
+        .unwrap();
+        let a = fs::metadata(root.join("lib/libx.so.1.2")).unwrap();
+        let b = fs::metadata(root.join("lib/libx.so.1.2.70204")).unwrap();
+        assert_eq!(a.ino(), b.ino());
+        assert_eq!(a.nlink(), 2);
+    }
+
+    #[test]
+    fn escaping_entries_and_links_are_refused_and_write_nothing_outside() {
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        fs::write(&secret, b"host").unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        fs::create_dir(&root).unwrap();
+        let secret_s = secret.to_str().unwrap().to_string();
+        let climb = format!("../{}", secret_s.trim_start_matches('/'));
+        let cases: Vec<(Vec<Spec<'_>>, &str)> = vec![
+            (vec![("../escape", file(b"x"), b"x")], "'..'"),
+            (vec![("/abs", file(b"x"), b"x")], "absolute"),
+            (vec![("a/../../escape", file(b"x"), b"x")], "'..'"),
+            // A hard link to a host file, by absolute or climbing name.
+            (
+                vec![("h", WriteKind::Hardlink(secret_s.as_bytes()), b"")],
+                "hard link",
+            ),
+            (
+                vec![("h", WriteKind::Hardlink(climb.as_bytes()), b"")],
+                "hard link",
+            ),
+            // A hard link to something that is not in the image.
+            (
+                vec![("h", WriteKind::Hardlink(b"etc/missing"), b"")],
+                "not in the image",
+            ),
+            // A relative symlink climbing above the root.
+            (
+                vec![
+                    ("lib/", WriteKind::Dir, b""),
+                    ("lib/l", WriteKind::Symlink(b"../../etc/passwd"), b""),
+                ],
+                "outside the image root",
+            ),
+            // Writing through a symlink planted earlier (same layer).
+            (
+                vec![
+                    (
+                        "evil",
+                        WriteKind::Symlink(outside.path().to_str().unwrap().as_bytes()),
+                        b"",
+                    ),
+                    ("evil/secret", file(b"pwned"), b"pwned"),
+                ],
+                "goes through the symlink",
+            ),
+        ];
+        for (entries, needle) in cases {
+            let err = apply(&root, &entries).expect_err(needle);
+            let msg = format!("{err:#}");
+            assert!(
+                msg.contains("refused") || msg.contains(needle),
+                "{needle}: {msg}"
+            );
+            assert!(msg.contains(needle), "expected {needle:?} in: {msg}");
+        }
+        assert_eq!(fs::read(&secret).unwrap(), b"host", "a host file changed");
+        assert!(!t.path().join("escape").exists());
+    }
+
+    #[test]
+    fn a_symlink_from_a_lower_layer_is_not_written_through() {
+        let outside = tempfile::tempdir().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let target = outside.path().to_str().unwrap().as_bytes().to_vec();
+        apply(
+            root,
+            &[
+                ("opt/", WriteKind::Dir, b""),
+                ("opt/rocm", WriteKind::Symlink(&target), b""),
+            ],
+        )
+        .unwrap();
+        let err = apply(root, &[("opt/rocm/lib", file(b"x"), b"x")]).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("goes through the symlink"),
+            "{err:#}"
+        );
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+        // A whiteout through it is refused too (it would delete on the host).
+        fs::write(outside.path().join("victim"), b"v").unwrap();
+        let err = apply(root, &[("opt/rocm/.wh.victim", file(b""), b"")]).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("goes through the symlink"),
+            "{err:#}"
+        );
+        assert!(outside.path().join("victim").exists());
+    }
+
+    #[test]
+    fn compressed_layers_are_recognised() {
+        let bytes = layer(&[("f", file(b"data"), b"data")]);
+        let t = tempfile::tempdir().unwrap();
+        let gz = t.path().join("l.gz");
+        let mut enc = flate2::write::GzEncoder::new(
+            fs::File::create(&gz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        std::io::Write::write_all(&mut enc, &bytes).unwrap();
+        enc.finish().unwrap();
+        let zst = t.path().join("l.zst");
+        fs::write(&zst, zstd::encode_all(&bytes[..], 1).unwrap()).unwrap();
+        for p in [gz, zst] {
+            let root = t
+                .path()
+                .join(format!("root-{}", p.extension().unwrap().to_str().unwrap()));
+            fs::create_dir(&root).unwrap();
+            apply_layer(&root, &mut open_layer(&p).unwrap()).unwrap();
+            assert_eq!(fs::read(root.join("f")).unwrap(), b"data");
+        }
+    }
+}
