@@ -225,3 +225,59 @@ fn no_backport_check_is_recorded_in_the_manifest() {
     run(build_cmd(&src, &commit, &rocm, &out, &[])).ok();
     assert!(!manifest(&out).backport_check_skipped);
 }
+
+#[test]
+fn toolchain_and_launcher_options_are_checked_and_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    let missing = tmp.path().join("no-such-llvm");
+    let r = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--llvm-dir", missing.to_str().unwrap(), "--dry-run"],
+    ))
+    .failed_with(2);
+    assert!(
+        r.stderr
+            .contains(&format!("--llvm-dir {}", missing.display())),
+        "{}",
+        r.stderr
+    );
+    let r = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--compiler-launcher", "distcc", "--dry-run"],
+    ))
+    .failed_with(2);
+    assert!(
+        r.stderr.contains("choose ccache or sccache"),
+        "{}",
+        r.stderr
+    );
+
+    let llvm = tmp.path().join("llvm-22");
+    std::fs::create_dir_all(llvm.join("bin")).unwrap();
+    let dry = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--llvm-dir", llvm.to_str().unwrap(), "--dry-run"],
+    ))
+    .ok();
+    assert!(
+        dry.stdout.contains(&format!(
+            "# toolchain: LLVM/Clang from --llvm-dir {}",
+            llvm.display()
+        )),
+        "{}",
+        dry.stdout
+    );
+    assert!(!out.exists(), "a dry run writes nothing");
+}

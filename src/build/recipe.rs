@@ -471,6 +471,36 @@ mod tests {
     }
 
     #[test]
+    fn debian_toolchain_needs_debian_packages_and_switched_off_features_need_nothing() {
+        let off = vec!["-DHIP_ENABLE_ROCPROFILER_REGISTER=OFF".to_string()];
+        let image_off = vec!["-DIMAGE_SUPPORT:BOOL=off".to_string()];
+        let tc = Toolchain {
+            rocm: Path::new("/usr"),
+            llvm_dir: Some(Path::new("/usr/lib/llvm-22")),
+            clr_cmake_args: &off,
+            rocr_cmake_args: &image_off,
+        };
+        assert_eq!(tc.clang(), Path::new("/usr/lib/llvm-22/bin/clang"));
+        assert!(!tc.image_support());
+        let reqs = requirements_for(TreeKind::RocmSystems, &tc);
+        let packages: Vec<&str> = reqs.iter().map(|r| r.package.as_str()).collect();
+        for p in [
+            "clang-22 lld-22 llvm-22-dev libclang-22-dev",
+            "libamd-comgr-dev",
+            "python3-cppheaderparser",
+            "libgl-dev",
+        ] {
+            assert!(packages.contains(&p), "{p} missing from {packages:?}");
+        }
+        assert!(reqs
+            .iter()
+            .all(|r| !r.what.contains("rocprofiler-register")));
+        let rocm = requirements(TreeKind::RocmSystems, Path::new("/opt/rocm-7.2.4"));
+        assert!(rocm.iter().any(|r| r.what.contains("rocprofiler-register")));
+        assert!(Toolchain::rocm_only(Path::new("/opt/rocm")).image_support());
+    }
+
+    #[test]
     fn clr_gets_rocr_prefix_first() {
         let llvm = llvm_wiring(
             Path::new("/nonexistent-rocm/llvm"),
