@@ -4,12 +4,11 @@
 //! and refuse a tampered Release, a tampered InRelease and an index that does not match its
 //! checksum. Needs root (CI runs as root).
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use rocm_pin::sandbox::{test_cache_dir, ChrootImage, Sandbox};
+use rocm_pin_testkit::http::HttpServer;
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-test.gpg";
 
@@ -32,51 +31,6 @@ fn ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// `python3 -m http.server` on 127.0.0.1, killed when dropped (also when a test panics).
-struct HttpServer {
-    child: Child,
-    port: u16,
-}
-
-impl HttpServer {
-    fn serve(dir: &Path) -> HttpServer {
-        // Ask the kernel for a free port, then hand it to the server.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = Command::new("python3")
-            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-            .arg(dir)
-            .arg(port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 is installed");
-        let server = HttpServer { child, port };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "http.server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A tiny package built with `rocm-pin deb build`.

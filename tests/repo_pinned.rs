@@ -8,56 +8,14 @@ mod package_common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use package_common::*;
 use rocm_pin::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_testkit::http::HttpServer;
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-repo.gpg";
-
-/// `python3 -m http.server` on 127.0.0.1, killed when dropped (also when the test panics).
-struct HttpServer {
-    child: Child,
-    port: u16,
-}
-
-impl HttpServer {
-    fn serve(dir: &Path) -> HttpServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = Command::new("python3")
-            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-            .arg(dir)
-            .arg(port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 is installed");
-        let server = HttpServer { child, port };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "http.server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn status_of(sb: &Sandbox) -> BTreeMap<String, String> {
     sb.run_ok(&["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n"])
@@ -140,8 +98,8 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
     sb.write(
         "/etc/apt/sources.list.d/rocm-pin.list",
         format!(
-            "deb [signed-by={KEYRING}] http://127.0.0.1:{}/rocm-pin rocm-7.2.4 main\n",
-            server.port
+            "deb [signed-by={KEYRING}] {}rocm-pin rocm-7.2.4 main\n",
+            server.url()
         ),
     )
     .unwrap();
