@@ -14,7 +14,8 @@ use md5::Digest as _;
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
-use crate::host::status::{self, canonicalize_in_root, in_root, StatusEntry};
+use crate::host::root::Root;
+use crate::host::status::{self, in_root, StatusEntry};
 use crate::rocm::{self, Half};
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
@@ -769,7 +770,7 @@ fn check_libraries(
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "/".into());
         let link = format!("{dir}/{}", lib.soname);
-        match canonicalize_in_root(root, &link) {
+        match Root::new(root).canonical(&link) {
             Err(e) => c.add("sonames", &link, false, format!("{e:#}")),
             Ok(target) => {
                 let meta = std::fs::metadata(in_root(root, &target));
@@ -878,7 +879,7 @@ fn check_libraries(
             let host = in_root(root, p);
             if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
                 links += 1;
-                if let Err(e) = canonicalize_in_root(root, p) {
+                if let Err(e) = Root::new(root).canonical(p) {
                     dangling.push(format!("{e:#}"));
                 }
             }
