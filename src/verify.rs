@@ -936,17 +936,19 @@ fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
     let mut problems = Vec::new();
     match std::fs::read_to_string(repo.join("Packages")) {
         Err(e) => problems.push(format!("Packages unreadable: {e}")),
-        Ok(text) => {
-            let listed = status::parse_status(&text, &[]).unwrap_or_default();
-            for e in ours {
-                if !listed
-                    .iter()
-                    .any(|p| p.package == e.package && p.version == e.version)
-                {
-                    problems.push(format!("Packages lacks {} {}", e.package, e.version));
+        Ok(text) => match status::parse_status(&text, &[]) {
+            Err(e) => problems.push(format!("Packages is malformed: {e:#}")),
+            Ok(listed) => {
+                for e in ours {
+                    if !listed
+                        .iter()
+                        .any(|p| p.package == e.package && p.version == e.version)
+                    {
+                        problems.push(format!("Packages lacks {} {}", e.package, e.version));
+                    }
                 }
             }
-        }
+        },
     }
     match std::fs::read_to_string(repo.join("Release")) {
         Err(e) => problems.push(format!("Release unreadable: {e}")),
@@ -999,6 +1001,26 @@ mod tests {
         }
         assert!(classic.contains("(or `apt-get -f install`)"), "{classic}");
         assert!(solver3.contains("not `apt-get -f install`"), "{solver3}");
+    }
+
+    #[test]
+    fn a_malformed_local_repo_index_is_called_malformed_not_lacking() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("var/lib/rocm-pin/repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::write(repo.join("Packages"), " continuation without a paragraph\n").unwrap();
+        std::fs::write(repo.join("Release"), "Origin: rocm-pin\n").unwrap();
+        std::fs::write(repo.join("InRelease"), "signed\n").unwrap();
+        let ours = StatusEntry {
+            package: "hsa-rocr-pinned".into(),
+            version: "1".into(),
+            ..Default::default()
+        };
+        let mut c = Checks(Vec::new());
+        check_local_repo(root.path(), &[&ours], &mut c);
+        let detail = &c.0.iter().find(|k| !k.ok).expect("a failed check").detail;
+        assert!(detail.contains("Packages is malformed"), "{detail}");
+        assert!(!detail.contains("lacks"), "{detail}");
     }
 }
 
