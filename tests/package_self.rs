@@ -68,6 +68,7 @@ fn package_of_soname(soname: &str) -> String {
 
 #[test]
 fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
+    rocm_pin_testkit::needs_root!("a chroot and lintian");
     // SAFETY: geteuid has no preconditions.
     assert!(
         unsafe { libc::geteuid() } == 0,

@@ -71,6 +71,7 @@ fn ldconfig_target(sb: &Sandbox, soname: &str) -> Option<String> {
 
 #[test]
 fn stock_set_installs_and_behaves_like_rocm() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let spec = StockSetSpec::for_host().unwrap().with_roles(&[
         StockRole::CustomRccl,
@@ -201,6 +202,7 @@ fn stock_set_installs_and_behaves_like_rocm() {
 
 #[test]
 fn hsa_prerm_deletes_the_loader_entry_and_rocm_core_the_chain() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let set = build(&StockSetSpec::for_host().unwrap(), &work.path().join("r1"));
     let sb = Sandbox::new(&image()).unwrap();
@@ -226,6 +228,7 @@ fn hsa_prerm_deletes_the_loader_entry_and_rocm_core_the_chain() {
 
 #[test]
 fn newer_release_upgrades_in_place_and_multi_version_naming_installs() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let base = StockSetSpec::for_host().unwrap();
     let r1 = build(&base, &work.path().join("r1"));
@@ -301,6 +304,7 @@ fn newer_release_upgrades_in_place_and_multi_version_naming_installs() {
 
 #[test]
 fn stock_set_installs_on_trixie_with_apt3_solver() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let set = build(&StockSetSpec::for_host().unwrap(), &work.path().join("r1"));
     let probe = build_loader_probe(&work.path().join("probe")).unwrap();
