@@ -420,7 +420,7 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
     }
     match &patch.marker_commit {
         None => p.push(format!(
-            "no commit marker {}/{}: the source commit is unknown (give `rocm-pin adopt --commit <sha>`)",
+            "no commit marker {}/{}: the source commit is unknown: write the full 40-digit commit the libraries were built from (libamdhip64's file name ends in its short hash) into that file and run `rocm-pin adopt` again",
             patch.prefix,
             rocm::INPLACE_COMMIT_RELPATH
         )),
