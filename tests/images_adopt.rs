@@ -17,7 +17,7 @@ mod images_support;
 use images_support::*;
 
 const FIXTURES: &str = "tests/fixtures/images-adopt";
-const ADOPT_LINE: &str = "RUN rocm-pin adopt\n";
+const ADOPT_LINE: &str = "RUN rocm-pin adopt --guard\n";
 const VERIFY_LINE: &str = "RUN bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
 /// The vLLM image's step the seed's review names as reverting an in-place patch (§6).
 const VLLM_STEP: &str =
@@ -300,6 +300,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     assert_eq!(status["ours"]["origin"], "adopted", "{status}");
     assert_eq!(status["ours"]["commit"], commit.as_str(), "{status}");
     assert!(status["in_place"].is_null(), "{status}");
+    assert_eq!(status["guard"], true, "{status}");
     assert!(
         parts[3].contains("rollback=0")
             && parts[3].matches("-STOCK-").count() == 2
@@ -319,9 +320,25 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
         "{shown}"
     );
 
-    // --- the control: the same Dockerfile without the adopt line ----------------------------
+    // A later step that forces the stock package back fails at that step (the guard), naming it.
     let downstream = std::fs::read_to_string(ctx.join("rocm-pin/downstream.Dockerfile")).unwrap();
     assert!(downstream.contains(VLLM_STEP), "{downstream}");
+    let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
+    std::fs::write(
+        ctx.join("rocm-pin/revert.Dockerfile"),
+        downstream.replacen(VERIFY_LINE, &format!("{revert}{VERIFY_LINE}"), 1),
+    )
+    .unwrap();
+    let (out, _) = build("revert.Dockerfile", &tag("revert"), &downstream_args);
+    let s = text(&out);
+    assert_ne!(rc(&out), 0, "the reverting step built:\n{}", tail(&out));
+    assert!(
+        !s.contains(VERIFY_LINE.trim_end()) && s.contains("FAIL stock-absent hip-runtime-amd"),
+        "the guard did not fail the reverting step naming the package:\n{}",
+        tail(&out)
+    );
+
+    // --- the control: the same Dockerfile without the adopt line ----------------------------
     let control_file = without(&downstream, ADOPT_LINE);
     std::fs::write(ctx.join("rocm-pin/control.Dockerfile"), &control_file).unwrap();
     std::fs::write(
