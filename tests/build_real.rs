@@ -491,7 +491,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
         "needs root (chroot); CI runs as root"
     );
     let t0 = Instant::now();
-    let tarball = rocm_pin::sandbox::test_cache_dir().join("chroot/sid-rocm-toolchain.tar.zst");
+    let tarball = rocm_pin_testkit::cache_dir().join("chroot/sid-rocm-toolchain.tar.zst");
     assert!(
         tarball.is_file(),
         "{} is missing: run scripts/test-setup (scripts/setup.d/22-rocm-toolchain-chroot.sh)",

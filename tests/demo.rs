@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rocm_pin::sandbox::test_cache_dir;
+use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))

@@ -32,9 +32,7 @@ const ARTIFACT_IN: &str = "/tmp/rocm-pin";
 const SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
 const OURS: &[&str] = &["hsa-rocr-pinned", "hip-runtime-amd-pinned"];
 
-fn cache_dir() -> PathBuf {
-    rocm_pin::sandbox::test_cache_dir()
-}
+use rocm_pin_testkit::cache_dir;
 
 fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

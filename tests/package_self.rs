@@ -166,7 +166,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
 
     // Installed with dpkg (its Depends must be satisfied by a plain bookworm) in a throwaway root,
     // and it runs from there.
-    let cache = rocm_pin::sandbox::test_cache_dir();
+    let cache = rocm_pin_testkit::cache_dir();
     assert!(
         cache.join("chroot/bookworm-apt.tar.zst").is_file(),
         "the bookworm chroot image is missing: run scripts/test-setup"

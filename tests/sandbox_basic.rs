@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_pin::sandbox::{test_cache_dir, Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn image(suite: &str) -> ChrootImage {
     ChrootImage::existing(suite, &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))

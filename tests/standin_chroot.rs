@@ -13,11 +13,7 @@ use rocm_pin::standin::{
     build_loader_probe, build_stock_set, Naming, StockRole, StockSet, StockSetSpec,
 };
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+use rocm_pin_testkit::cache_dir;
 
 fn image() -> ChrootImage {
     assert!(

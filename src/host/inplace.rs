@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use super::root::Root;
 use super::status::{self, in_root, StatusEntry};
 use crate::rocm;
 
@@ -353,7 +354,8 @@ fn patched_libraries(root: &Path, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
             .iter()
             .filter(|(_, m)| m.file_type().is_symlink())
             .filter(|(n, _)| {
-                status::canonicalize_in_root(root, &format!("{lib_dir}/{n}"))
+                Root::new(root)
+                    .canonical(&format!("{lib_dir}/{n}"))
                     .is_ok_and(|t| t == real)
             })
             .map(|(n, _)| n.clone())
