@@ -51,15 +51,6 @@ pub const DPKG_EXCLUDES_PATH: &str = "/etc/dpkg/dpkg.cfg.d/excludes";
 /// Where [`Sandbox::add_local_repo`] puts repositories inside the chroot.
 pub const LOCAL_REPOS_DIR: &str = "/srv/rocm-pin-test-repos";
 
-/// The cache directory tests use: `$ROCM_PIN_CACHE`, else `.cache` in this crate's source tree
-/// (where `scripts/test-setup` puts it). Meant for tests; a CLI takes its own cache location.
-pub fn test_cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
-
 /// A cached chroot tarball made by `mmdebstrap --variant=apt <suite>`.
 #[derive(Debug, Clone)]
 pub struct ChrootImage {

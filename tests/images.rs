@@ -138,7 +138,7 @@ fn recipe_doc_shows_every_dockerfile_verbatim() {
 
 #[test]
 fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
-    assert_root();
+    rocm_pin_testkit::needs_root!("image storage and runc");
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-test-")

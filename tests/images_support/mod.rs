@@ -16,9 +16,8 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
 }
 
-pub fn cache_dir() -> PathBuf {
-    rocm_pin::sandbox::test_cache_dir()
-}
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
 
 pub fn text(out: &Output) -> String {
     format!(
@@ -189,14 +188,6 @@ impl Drop for Tags<'_> {
         }
         let _ = self.tools.run("podman", &["image", "prune", "-f"]);
     }
-}
-
-pub fn assert_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "the image tests need root (image storage, runc); CI runs as root"
-    );
 }
 
 /// Which file the loader maps for each soname, inside the image (the base image's probe).
