@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::install::{deb_file_name, remove_guard, stock_dir};
+use super::install::{deb_file_name, remove_guard, stock_dir, stock_not_kept_path};
 use super::loader;
 use super::status::{self, canonicalize_in_root, in_root, StatusEntry};
 use crate::error::{usage, ExitError};
@@ -54,6 +54,39 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
     Ok(Some((ours, marker)))
 }
 
+/// Why the stock .debs rollback needs (`missing`) are not there, and how to get stock back.
+fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackage)]) -> String {
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(_, r)| format!("{} {}", r.stock_name, r.stock_version))
+        .collect();
+    let requests: Vec<String> = missing
+        .iter()
+        .map(|(_, r)| format!("{}={}", r.stock_name, r.stock_version))
+        .collect();
+    let download = format!(
+        "`apt-get download {}` (apt configured with the stock ROCm repository) into {}, then `rocm-pin rollback` again",
+        requests.join(" "),
+        stock_dir().display()
+    );
+    if in_root(root, &stock_not_kept_path().to_string_lossy()).exists() {
+        format!(
+            "rocm-pin install ran with --no-rollback (as the image recipe's install-runtime.sh does): no stock .debs were kept, so the stock {} cannot be put back offline. In an image, roll back by using the previous image (or the base image without install-runtime.sh); or get the .debs with {download}. Nothing changed.",
+            names.join(" and ")
+        )
+    } else {
+        let paths: Vec<String> = missing
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        format!(
+            "the kept stock package(s) {} are missing: rollback needs the stock {} .debs; get them with {download}. Nothing changed.",
+            paths.join(", "),
+            names.join(" and ")
+        )
+    }
+}
+
 pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<RollbackReport> {
     let root = Path::new("/");
     let Some((ours, marker)) = installed_pin(root)? else {
@@ -69,23 +102,21 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
     })?;
     let mut report = RollbackReport::default();
     let mut debs: Vec<PathBuf> = Vec::new();
+    let mut missing = Vec::new();
     for r in &marker.replaced {
         let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
             &r.stock_name,
             &r.stock_version,
             &r.architecture,
         ));
-        if !p.exists() {
-            return Err(usage(format!(
-                "the kept stock package {} is missing: rollback needs the stock {} {} .deb (put it there, e.g. `apt-get download {}={}`); nothing changed",
-                p.display(),
-                r.stock_name,
-                r.stock_version,
-                r.stock_name,
-                r.stock_version
-            )));
+        if p.exists() {
+            debs.push(p);
+        } else {
+            missing.push((p, r));
         }
-        debs.push(p);
+    }
+    if !missing.is_empty() {
+        return Err(usage(missing_stock_message(root, &missing)));
     }
     report.stock_debs = debs.iter().map(|d| d.display().to_string()).collect();
     let before: BTreeMap<String, String> = status::read_status(root)?
