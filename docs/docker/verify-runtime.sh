@@ -23,9 +23,10 @@ artifact=${ROCM_PIN_ARTIFACT:-/tmp/rocm-pin}
 rocm_pin=rocm-pin
 if ! command -v rocm-pin >/dev/null; then
   # The image does not keep the tool: the artifact mounted for this RUN carries it.
-  shopt -s nullglob
-  found=("$artifact"/bin/rocm-pin "$artifact"/rocm-pin-*/bin/rocm-pin)
-  shopt -u nullglob
+  found=()
+  for b in "$artifact"/bin/rocm-pin "$artifact"/rocm-pin-*/bin/rocm-pin; do
+    if [ -x "$b" ]; then found+=("$b"); fi
+  done
   if [ "${#found[@]}" -ne 1 ]; then
     say "ERROR: rocm-pin is not on PATH and $artifact holds ${#found[@]} rocm-pin binaries: run install-runtime.sh first, and mount the artifact image for this RUN (RUN --mount=type=bind,from=rocm-pin-runtime,target=$artifact)"
     exit 2
