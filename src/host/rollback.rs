@@ -291,3 +291,48 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
     }
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replaced(name: &str) -> rocm::ReplacedPackage {
+        rocm::ReplacedPackage {
+            stock_name: name.into(),
+            stock_version: "1.18.0.70204-93~24.04".into(),
+            architecture: "amd64".into(),
+            package: format!("{name}-pinned"),
+            version: "1.18.0.70204-93~24.04+pin1".into(),
+        }
+    }
+
+    #[test]
+    fn missing_stock_says_how_to_get_it_back() {
+        let root = tempfile::tempdir().unwrap();
+        let (hsa, hip) = (replaced("hsa-rocr"), replaced("hip-runtime-amd"));
+        let missing = vec![
+            (PathBuf::from("/var/lib/rocm-pin/stock/a.deb"), &hsa),
+            (PathBuf::from("/var/lib/rocm-pin/stock/b.deb"), &hip),
+        ];
+        let m = missing_stock_message(root.path(), &missing);
+        assert!(m.contains("/var/lib/rocm-pin/stock/a.deb, /var/lib/rocm-pin/stock/b.deb"));
+        assert!(m.contains(
+            "apt-get download hsa-rocr=1.18.0.70204-93~24.04 hip-runtime-amd=1.18.0.70204-93~24.04"
+        ));
+        assert!(!m.contains("--no-rollback"), "{m}");
+        // After `rocm-pin install --no-rollback`: the record names the reason and the image way.
+        let record = in_root(root.path(), &stock_not_kept_path().to_string_lossy());
+        std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+        std::fs::write(&record, "x\n").unwrap();
+        let m = missing_stock_message(root.path(), &missing);
+        assert!(
+            m.contains("--no-rollback") && m.contains("previous image"),
+            "{m}"
+        );
+        assert!(
+            m.contains("hsa-rocr 1.18.0.70204-93~24.04 and hip-runtime-amd"),
+            "{m}"
+        );
+        assert!(m.ends_with("Nothing changed."), "{m}");
+    }
+}
