@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::Context;
 
@@ -17,6 +17,7 @@ use super::apt;
 use super::gate::{self, GateDecision};
 use super::loader;
 use super::status::{self, in_root, StatusEntry};
+use crate::deb::{EntryKind, ReadLimits};
 use crate::error::{usage, ExitError};
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
@@ -84,29 +85,21 @@ fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// Read a file member of a .deb's data.tar with dpkg-deb + tar (both on every Debian system).
-fn deb_member(deb: &Path, member: &str) -> anyhow::Result<Vec<u8>> {
-    let mut fsys = Command::new("dpkg-deb")
-        .arg("--fsys-tarfile")
-        .arg(deb)
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("cannot run dpkg-deb")?;
-    let stdout = fsys.stdout.take().context("dpkg-deb stdout")?;
-    let out = Command::new("tar")
-        .args(["-xOf", "-", member])
-        .stdin(stdout)
-        .output()
-        .context("cannot run tar")?;
-    let _ = fsys.wait();
-    if !out.status.success() {
-        anyhow::bail!(
-            "{}: cannot read {member}: {}",
-            deb.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(out.stdout)
+/// The provenance marker inside one of our .debs, if it ships one (`(member, bytes)`), read
+/// with our own streaming reader: no `dpkg-deb -c` listing to split into columns (a name with
+/// a space in it broke that), no tar process.
+fn marker_member(deb: &Path) -> anyhow::Result<Option<(String, Vec<u8>)>> {
+    let suffix = format!("/{}", rocm::MARKER_RELPATH);
+    let mut found = None;
+    crate::deb::reader::for_each_data_entry(deb, &ReadLimits::default(), &mut |entry, body| {
+        if found.is_none() && entry.kind == EntryKind::File && entry.path.ends_with(&suffix) {
+            let mut bytes = Vec::new();
+            body.read_to_end(&mut bytes)?;
+            found = Some((entry.path.clone(), bytes));
+        }
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// Read our .debs: control fields, and the marker from the one that ships it.
@@ -116,9 +109,13 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
     for deb in debs {
         let abs = std::fs::canonicalize(deb)
             .with_context(|| format!("{}: no such .deb", deb.display()))?;
-        let ctl = run_ok(Command::new("dpkg-deb").arg("-f").arg(&abs))
+        let (_, control_files) = crate::deb::reader::read_control(&abs, &ReadLimits::default())
             .with_context(|| format!("{} is not a readable .deb", deb.display()))?;
-        let ctl = String::from_utf8_lossy(&ctl);
+        let ctl = control_files
+            .iter()
+            .find(|(name, _)| name == "control")
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .with_context(|| format!("{}: no control file", deb.display()))?;
         let e = status::parse_status(&ctl, &[rocm::COMMIT_FIELD])
             .with_context(|| format!("{}: bad control file", deb.display()))?;
         let e = e
@@ -133,14 +130,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
                 rocm::COMMIT_FIELD
             )));
         };
-        let list = run_ok(Command::new("dpkg-deb").arg("-c").arg(&abs))?;
-        let suffix = format!("/{}", rocm::MARKER_RELPATH);
-        if let Some(member) = String::from_utf8_lossy(&list)
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|n| n.ends_with(&suffix))
-        {
-            let bytes = deb_member(&abs, member)?;
+        if let Some((member, bytes)) = marker_member(&abs)? {
             let m: Marker = serde_json::from_slice(&bytes)
                 .with_context(|| format!("{}: bad marker {member}", deb.display()))?;
             marker = Some(m);

@@ -9,7 +9,8 @@ use anyhow::Context;
 
 use super::install::{deb_file_name, remove_guard, stock_dir, stock_not_kept_path};
 use super::loader;
-use super::status::{self, canonicalize_in_root, in_root, StatusEntry};
+use super::root::Root;
+use super::status::{self, in_root, StatusEntry};
 use crate::error::{usage, ExitError};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
@@ -251,14 +252,14 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
                 .and_then(|e| status::package_list(root, &e.package, &e.architecture).ok())
         })
         .flatten()
-        .filter_map(|p| canonicalize_in_root(root, &p).ok())
+        .filter_map(|p| Root::new(root).canonical(&p).ok())
         .collect();
     for lib in &marker.libraries {
         let res = loader::resolve(root, &lib.soname, &cache, None);
         let winner = res
             .winner
             .as_deref()
-            .and_then(|w| canonicalize_in_root(root, w).ok());
+            .and_then(|w| Root::new(root).canonical(w).ok());
         let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
         add(
             "loader",

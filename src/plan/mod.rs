@@ -294,6 +294,8 @@ fn collect_halves(
 /// Where NEEDED entries are resolved: the target's dpkg database and loader search path.
 pub struct Target<'a> {
     pub db: Option<&'a DpkgDb>,
+    /// Why `db` is absent (the open error), so a refusal that needs it can say so.
+    pub db_error: Option<String>,
     pub prefix: String,
 }
 
@@ -845,8 +847,10 @@ fn resolve_needed(
                 }
                 let (Some(db), Some(dirs)) = (target.db, dirs.as_ref()) else {
                     bail!(
-                        "{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against (give --stock-root)",
-                        lib.file_name
+                        "{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against ({}); \
+                         run on the target system, or give --stock-root DIR for a ROCm image tree",
+                        lib.file_name,
+                        target.db_error.as_deref().unwrap_or("none was read")
                     );
                 };
                 let Some((found, owners)) = db.find_library_owner(needed, dirs)? else {

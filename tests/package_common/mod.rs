@@ -13,11 +13,8 @@ pub const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 pub const COMMIT_TIME: i64 = 1_764_720_000;
 pub const PREFIX: &str = "/opt/rocm-7.2.4";
 
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
 
 pub fn image() -> ChrootImage {
     let tarball = cache_dir().join("chroot/bookworm-apt.tar.zst");
