@@ -416,6 +416,42 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "not one inode in podman run: {inodes:?}"
     );
 
+    // The artifact was bind-mounted, never copied: none of its files is in any layer, and no
+    // stock .deb was kept for rollback (install-runtime.sh's --no-rollback).
+    let artifact_dir = format!("rocm-pin-{}/", &commit[..12]);
+    for (i, layer) in layers.iter().enumerate() {
+        for (name, _, _) in layer {
+            assert!(
+                !name.contains(&artifact_dir) && !name.contains("var/lib/rocm-pin/stock/"),
+                "layer {i} of {sglang} holds {name}: the artifact or stock .debs landed in the image"
+            );
+        }
+    }
+    // So `rocm-pin rollback` in the image refuses, changing nothing, and says what to do.
+    let out = tools.run(
+        "podman",
+        &[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            &sglang,
+            "rocm-pin",
+            "rollback",
+        ],
+    );
+    assert_eq!(
+        rc(&out),
+        2,
+        "rocm-pin rollback in the image:\n{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("--no-rollback") && text(&out).contains("previous image"),
+        "rollback does not say how to get stock back:\n{}",
+        text(&out)
+    );
+
     // --- a second build with nothing changed comes from the layer cache ---------------------
     let t = Instant::now();
     let again = tag("sglang-again");
@@ -438,19 +474,20 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
 
     // --- a step that reverts the runtime fails the build at the last line -------------------
     let vllm_file = std::fs::read_to_string(ctx.join("rocm-pin/vllm.Dockerfile")).unwrap();
-    let verify_line = "RUN bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
+    let verify_line = "RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \\\n    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
     assert!(
         vllm_file.ends_with(verify_line),
-        "vllm.Dockerfile must end with the verify line"
+        "vllm.Dockerfile must end with the verify step:\n{vllm_file}"
     );
     let without_verify = &vllm_file[..vllm_file.len() - verify_line.len()];
-    // install-runtime.sh installs the guard, whose dpkg hook fails the reverting RUN itself
-    // (issue 17): the first build shows that. The revert the guard cannot see (a step that
-    // opts out of it, or an image built without it) is what the last line must catch.
-    let guarded_revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
+    // With the tool kept (the default), install-runtime.sh installs the guard, whose dpkg hook
+    // fails the reverting RUN itself (issue 17): the first build shows that. The revert the
+    // guard cannot see (an image built without the tool and its guard, ROCM_PIN_KEEP_TOOL=0)
+    // is what the last step must catch, with the rocm-pin binary of the mounted artifact.
+    let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert-guarded.Dockerfile"),
-        format!("{without_verify}{guarded_revert}{verify_line}"),
+        format!("{without_verify}{revert}{verify_line}"),
     )
     .unwrap();
     let out = build(
@@ -467,8 +504,6 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "the guard did not fail the reverting RUN naming the package:\n{}",
         tail(&out)
     );
-    let revert =
-        "RUN ROCM_PIN_NO_GUARD=1 dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert.Dockerfile"),
         format!("{without_verify}{revert}{verify_line}"),
@@ -479,8 +514,10 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         format!("{without_verify}{revert}"),
     )
     .unwrap();
+    let mut lean = common(&base, "require");
+    lean.push(("ROCM_PIN_KEEP_TOOL".into(), "0".into()));
     let reverted = tag("reverted");
-    let out = build("revert.Dockerfile", &reverted, &common(&base, "require"));
+    let out = build("revert.Dockerfile", &reverted, &lean);
     assert_eq!(
         rc(&out),
         1,
@@ -496,17 +533,19 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     assert!(!tools.exists(&reverted));
     let unchecked = tag("reverted-unchecked");
     tags.tags.push(unchecked.clone());
-    let out = build(
-        "revert-unchecked.Dockerfile",
-        &unchecked,
-        &common(&base, "require"),
-    );
+    let out = build("revert-unchecked.Dockerfile", &unchecked, &lean);
     assert_eq!(
         rc(&out),
         0,
         "without its verify line the image builds:\n{}",
         tail(&out)
     );
+    // ROCM_PIN_KEEP_TOOL=0: neither the tool nor its guard nor stock .debs are in the image.
+    let left = tools.run_in(
+        &unchecked,
+        "for p in /usr/local/bin/rocm-pin /etc/dpkg/dpkg.cfg.d/rocm-pin-guard /etc/apt/apt.conf.d/80rocm-pin-guard /var/lib/rocm-pin/stock /tmp/rocm-pin/COMMIT; do [ ! -e $p ] || echo $p; done",
+    );
+    assert_eq!(left.trim(), "", "left in the lean image");
     let out = verify_image(
         &["--image", &format!("containers-storage:{unchecked}")],
         &tools.env,

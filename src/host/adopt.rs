@@ -271,6 +271,8 @@ fn finish(
             local_repo: false,
             allow_downgrade: false,
             accept_skipped_backport_check: false,
+            // Adoption keeps (or, with --no-rollback, could not find) the stock .debs itself.
+            no_rollback: false,
         },
         listener,
     );

@@ -51,6 +51,9 @@ pub struct InstallOptions {
     pub accept_skipped_backport_check: bool,
     /// Accept .debs older than the installed pin (going back to a previous commit pin).
     pub allow_downgrade: bool,
+    /// Do not keep the stock .debs for an offline rollback (images: the previous image is the
+    /// rollback); recorded in [`stock_not_kept_path`] so `rocm-pin rollback` can say so.
+    pub no_rollback: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -214,6 +217,29 @@ fn apt_get(lock_timeout: u32) -> Command {
 /// Where kept stock .debs live.
 pub fn stock_dir() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("stock")
+}
+
+/// The record `rocm-pin install --no-rollback` leaves: no stock .debs were kept on purpose.
+pub fn stock_not_kept_path() -> PathBuf {
+    Path::new(rocm::STATE_DIR).join("stock-not-kept")
+}
+
+/// Step 4 with `--no-rollback`: keep nothing, record that (rollback reads it).
+fn record_stock_not_kept(root: &Path, report: &mut InstallReport) -> anyhow::Result<()> {
+    let p = in_root(root, &stock_not_kept_path().to_string_lossy());
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(
+        &p,
+        "rocm-pin install --no-rollback: the stock .debs were not kept (an image is rolled back by using the previous image)\n",
+    )
+    .with_context(|| format!("cannot write {}", p.display()))?;
+    report.actions.push(format!(
+        "stock .debs not kept for rollback (--no-rollback; recorded in {})",
+        stock_not_kept_path().display()
+    ));
+    Ok(())
 }
 
 /// `name_version_arch.deb` as apt names files (`:` in versions becomes `%3a`).
@@ -464,9 +490,15 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
         // 4. Keep the stock .debs for offline rollback (while they are still installed); a
         // stock package at another version forced in next to ours is not the one to restore.
+        if opts.no_rollback {
+            record_stock_not_kept(root, &mut report)?;
+        } else {
+            let record = in_root(root, &stock_not_kept_path().to_string_lossy());
+            let _ = std::fs::remove_file(record);
+        }
         for s in stock_present
             .iter()
-            .filter(|s| stock_match.kept_for_rollback(s))
+            .filter(|s| !opts.no_rollback && stock_match.kept_for_rollback(s))
         {
             progress::step(listener, &format!("keep stock {}", s.package), || {
                 keep_stock(root, s, opts.lock_timeout, &mut report)
