@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::host::install::{install, InstallOptions};
+use crate::host::install::{install, InstallOptions, Outcome};
 use crate::rocm::{GateMode, MODE_ENV};
 
 /// Gate on the ROCm version, install the replacement .debs through apt, pin, verify.
@@ -80,8 +80,8 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
     for w in &report.warnings {
         outln!("warning: {w}");
     }
-    match report.outcome.as_str() {
-        "off" | "skipped" => outln!(
+    match report.outcome {
+        Outcome::Off | Outcome::Skipped => outln!(
             "rocm-pin install: {}",
             report
                 .gate
@@ -93,7 +93,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
             if let Some(v) = &report.verify {
                 out!("{}", v.to_human());
             }
-            outln!("rocm-pin install: {}", report.outcome);
+            outln!("rocm-pin install: {}", report.outcome.word());
         }
     }
     Ok(())
