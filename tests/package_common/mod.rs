@@ -344,9 +344,12 @@ pub fn contents(deb: &Path) -> Vec<(char, String, String)> {
 
 /// Lintian's E:/W: lines for `deb` (overridden tags are not shown).
 pub fn lintian_problems(deb: &Path) -> Vec<String> {
+    // lintian leaves its mldbm-elf-* files in TMPDIR: give it a directory removed afterwards.
+    let tmp = tempfile::tempdir().unwrap();
     let out = Command::new("lintian")
         .arg("--no-cfg")
         .arg(deb)
+        .env("TMPDIR", tmp.path())
         .output()
         .expect("run lintian (apt-get install lintian)");
     let text = String::from_utf8_lossy(&out.stdout);
