@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::install::DebFacts;
+use super::ourdebs::DebFacts;
 use super::status::in_root;
 use crate::repo::{self, RepoOptions};
 use crate::rocm;

@@ -13,6 +13,7 @@ pub mod inplace;
 pub mod install;
 pub mod loader;
 pub mod localrepo;
+pub mod ourdebs;
 pub mod pinmove;
 pub mod repack;
 pub mod rollback;
