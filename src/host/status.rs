@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::deb::Paragraph;
+use crate::host::dpkgdb::parse_conffiles_field;
+
 /// The status database under `root`.
 pub fn status_path(root: &Path) -> PathBuf {
     root.join("var/lib/dpkg/status")
@@ -87,76 +90,50 @@ pub fn read_status(root: &Path) -> anyhow::Result<Vec<StatusEntry>> {
     )
 }
 
-/// Parse status-file text (deb822 paragraphs). Only the fields rocm-pin needs are kept;
-/// continuation lines are kept for Conffiles and joined for the others.
+/// Parse status-file text (deb822 paragraphs, read by the one deb822 parser in
+/// `deb::control`). Only the fields rocm-pin needs are kept; Conffiles keeps one entry per
+/// line, Provides is joined onto one line.
 pub fn parse_status(text: &str, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
-    let mut out = Vec::new();
-    let mut cur = StatusEntry::default();
-    let mut in_para = false;
-    // Which field the continuation lines belong to.
-    let mut last: Option<String> = None;
-    for (lineno, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            if in_para {
-                finish(&mut out, std::mem::take(&mut cur), lineno)?;
-            }
-            in_para = false;
-            last = None;
-            continue;
-        }
-        in_para = true;
-        if line.starts_with(' ') || line.starts_with('\t') {
-            match last.as_deref() {
-                Some("conffiles") => {
-                    let mut parts = line.split_whitespace();
-                    if let (Some(p), Some(m)) = (parts.next(), parts.next()) {
-                        cur.conffiles.push((p.to_string(), m.to_string()));
-                    }
-                }
-                Some("provides") => {
-                    cur.provides.push(' ');
-                    cur.provides.push_str(line.trim());
-                }
-                None => anyhow::bail!(
-                    "line {}: continuation line outside a field: {line:?}",
-                    lineno + 1
-                ),
-                _ => {}
-            }
-            continue;
-        }
-        let Some((name, value)) = line.split_once(':') else {
-            anyhow::bail!("line {}: not a field: {line:?}", lineno + 1);
-        };
-        let lname = name.to_ascii_lowercase();
-        let value = value.trim();
-        match lname.as_str() {
-            "package" => cur.package = value.to_string(),
-            "version" => cur.version = value.to_string(),
-            "architecture" => cur.architecture = value.to_string(),
-            "status" => cur.status = value.split_whitespace().collect::<Vec<_>>().join(" "),
-            "protected" => cur.protected = value.eq_ignore_ascii_case("yes"),
-            "provides" => cur.provides = value.to_string(),
-            _ => {
-                if let Some(x) = extra.iter().find(|x| x.eq_ignore_ascii_case(name)) {
-                    cur.extra.insert(x.to_string(), value.to_string());
-                }
-            }
-        }
-        last = Some(lname);
-    }
-    if in_para {
-        finish(&mut out, cur, text.lines().count())?;
-    }
-    Ok(out)
+    Paragraph::parse_many(text)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .iter()
+        .enumerate()
+        .map(|(i, p)| status_entry(p, extra, i + 1))
+        .collect()
 }
 
-fn finish(out: &mut Vec<StatusEntry>, entry: StatusEntry, lineno: usize) -> anyhow::Result<()> {
-    if entry.package.is_empty() {
-        anyhow::bail!("paragraph ending at line {lineno} has no Package field");
-    }
-    out.push(entry);
-    Ok(())
+fn status_entry(p: &Paragraph, extra: &[&str], number: usize) -> anyhow::Result<StatusEntry> {
+    let package = p
+        .get("Package")
+        .filter(|v| !v.is_empty())
+        .with_context(|| format!("paragraph {number} has no Package field"))?;
+    let field = |name: &str| p.get(name).unwrap_or("").to_string();
+    Ok(StatusEntry {
+        package: package.to_string(),
+        version: field("Version"),
+        architecture: field("Architecture"),
+        status: field("Status")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        protected: p
+            .get("Protected")
+            .is_some_and(|v| v.eq_ignore_ascii_case("yes")),
+        provides: field("Provides")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+        extra: extra
+            .iter()
+            .filter_map(|x| p.get(x).map(|v| (x.to_string(), v.trim().to_string())))
+            .collect(),
+        conffiles: parse_conffiles_field(&field("Conffiles"))
+            .into_iter()
+            .map(|c| (c.path, c.md5))
+            .collect(),
+    })
 }
 
 fn info_file(root: &Path, package: &str, arch: &str, suffix: &str) -> Option<PathBuf> {
