@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::host::adopt::{adopt, AdoptOptions};
+use crate::host::adopt::AdoptOptions;
+use crate::workflow::adopt;
 
 /// Turn a host or image patched in place (the old `cp -P` + hard-link method, with
 /// /opt/rocm/.info/atom-rocm-runtime-commit) into the pinned, Protected packages: offline,
@@ -54,6 +55,7 @@ pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
+    let report = &report.adopt;
     if report.resumed {
         outln!("completed an adoption that was interrupted earlier");
     }

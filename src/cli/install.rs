@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::host::install::{install, InstallOptions, Outcome};
+use crate::host::install::{InstallOptions, Outcome};
 use crate::rocm::{GateMode, MODE_ENV};
+use crate::workflow::install;
 
 /// Gate on the ROCm version, install the replacement .debs through apt, pin, verify.
 ///
@@ -71,6 +72,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
+    let (report, verified) = (&report.install, &report.verify);
     for a in &report.actions {
         outln!("{a}");
     }
@@ -90,7 +92,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
                 .unwrap_or("")
         ),
         _ => {
-            if let Some(v) = &report.verify {
+            if let Some(v) = verified {
                 out!("{}", v.to_human());
             }
             outln!("rocm-pin install: {}", report.outcome.word());

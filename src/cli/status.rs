@@ -34,7 +34,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = crate::host::hoststatus::host_status_with(
+    let s = crate::hoststatus::host_status_with(
         &args.root,
         args.mode,
         args.accept_skipped_backport_check,

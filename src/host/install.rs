@@ -81,7 +81,6 @@ pub struct InstallReport {
     pub kept_stock: Vec<String>,
     pub warnings: Vec<String>,
     pub outcome: Outcome,
-    pub verify: Option<crate::verify::VerifyReport>,
 }
 
 fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
@@ -300,8 +299,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     // release hold, the guard, the local repository.
     finish_host(root, opts, &tx, &facts, &mut report, listener)?;
 
-    // 7. verify.
-    verify_step(opts, &mut report, listener)?;
+    // 7. verify: workflow::install, above host/.
     Ok(report)
 }
 
@@ -718,34 +716,6 @@ fn finish_host(
             super::localrepo::sources_path().display(),
             super::localrepo::preferences_path().display()
         ));
-    }
-    Ok(())
-}
-
-/// verify, as the last step: installed but failing is exit 1 with the report.
-fn verify_step(
-    opts: &InstallOptions,
-    report: &mut InstallReport,
-    listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    let v = progress::step(listener, "verify", || {
-        crate::verify::verify(&crate::verify::VerifyOptions {
-            accept_skipped_backport_check: opts.accept_skipped_backport_check,
-            ..crate::verify::VerifyOptions::default()
-        })
-    })?;
-    let ok = v.ok;
-    report.verify = Some(v);
-    if !ok {
-        return Err(ExitError::check_failed(format!(
-            "installed, but verify fails:\n{}",
-            report
-                .verify
-                .as_ref()
-                .map(|v| v.to_human())
-                .unwrap_or_default()
-        ))
-        .into());
     }
     Ok(())
 }

@@ -8,7 +8,6 @@ pub mod dpkgdb;
 pub mod excludes;
 pub mod gate;
 pub mod hold;
-pub mod hoststatus;
 pub mod inplace;
 pub mod install;
 pub mod loader;

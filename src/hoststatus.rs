@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use super::gate;
-use super::rollback::installed_pin;
-use super::status::{in_root, StatusEntry};
+use crate::host::gate;
+use crate::host::rollback::installed_pin;
+use crate::host::status::{in_root, StatusEntry};
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -85,12 +85,12 @@ pub struct HostStatus {
     /// Processes still mapping a deleted copy of a runtime library: they need a restart.
     pub stale_processes: Vec<StaleMapping>,
     /// A patch made the old in-place way (files hard-linked over dpkg-owned names).
-    pub in_place: Option<super::inplace::InPlacePatch>,
+    pub in_place: Option<crate::host::inplace::InPlacePatch>,
     pub ours: Option<OursInfo>,
     pub stock: Vec<StockState>,
     pub pins: Vec<PinState>,
     /// None when nothing of ours is installed.
-    pub upgrades: Option<super::upgrades::Upgrades>,
+    pub upgrades: Option<crate::host::upgrades::Upgrades>,
     /// The apt guard hook (`install --guard`) is in place.
     pub guard: bool,
     pub guard_path: String,
@@ -224,7 +224,7 @@ fn pin_states(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
             let file = rocm::pin_file_path(&r.package);
             let pinned = std::fs::read_to_string(in_root(root, &file.to_string_lossy()))
                 .ok()
-                .and_then(|t| super::apt::parse_preferences(&t).ok())
+                .and_then(|t| crate::host::apt::parse_preferences(&t).ok())
                 .is_some_and(|st| {
                     st.iter()
                         .any(|s| s.priority < 0 && s.packages.iter().any(|p| p == &r.stock_name))
@@ -303,7 +303,7 @@ pub fn host_status_with(
             &format!("{}/{}", p.display(), rocm::VERSION_RELPATH),
         ))
     });
-    let entries = super::status::read_status(root)?;
+    let entries = crate::host::status::read_status(root)?;
     let pin = installed_pin(root)?;
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
@@ -317,7 +317,7 @@ pub fn host_status_with(
         (None, Some(_)) => "installed (gate passed)".to_string(),
         (None, None) => gate_preview(root, mode),
     };
-    let in_place = super::inplace::detect(root, &entries);
+    let in_place = crate::host::inplace::detect(root, &entries);
     let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
         quick_verify(root, accept_skipped_backport_check)
     } else {
@@ -331,12 +331,12 @@ pub fn host_status_with(
         _ => ("broken", 1),
     };
     let local_repo = Path::new(rocm::STATE_DIR).join("repo");
-    let held = super::hold::read(root);
+    let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
     let release_hold_missing: Vec<String> = match &marker {
         Some(m) => {
             let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
-            super::hold::held_packages(root, &names)
+            crate::host::hold::held_packages(root, &names)
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|h| !held.contains(h))
@@ -379,9 +379,9 @@ pub fn host_status_with(
             .unwrap_or_default(),
         upgrades: marker
             .as_ref()
-            .map(|m| super::upgrades::available(root, &ours, m)),
-        guard: in_root(root, &super::install::guard_path().to_string_lossy()).exists(),
-        guard_path: super::install::guard_path().display().to_string(),
+            .map(|m| crate::host::upgrades::available(root, &ours, m)),
+        guard: in_root(root, &crate::host::install::guard_path().to_string_lossy()).exists(),
+        guard_path: crate::host::install::guard_path().display().to_string(),
         local_repo: in_root(root, &local_repo.to_string_lossy())
             .exists()
             .then(|| local_repo.display().to_string()),
@@ -451,7 +451,7 @@ impl HostStatus {
                 } else {
                     self.release_hold.join(", ")
                 },
-                super::hold::hold_path().display(),
+                crate::host::hold::hold_path().display(),
                 if self.release_hold_missing.is_empty() {
                     String::new()
                 } else {
@@ -570,7 +570,7 @@ impl HostStatus {
                         a.package,
                         a.current,
                         a.newest,
-                        super::hold::hold_path().display()
+                        crate::host::hold::hold_path().display()
                     ));
                 }
                 for (i, w) in u.ways_forward.iter().enumerate() {
