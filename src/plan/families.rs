@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail};
 use super::{
     Content, PlanOptions, PlannedFile, PlannedLibrary, Role, StockFile, StockKind, StockPackage,
 };
-use crate::plan::staging::Staging;
+use crate::plan::staging::{StagedLibrary, Staging};
 use crate::rocm;
 
 /// What the family plan of one package produced.
@@ -29,9 +29,11 @@ pub fn plan_families(
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<FamilyPlan> {
     let lib_dir = format!("{prefix}/lib");
-    let mut files: Vec<PlannedFile> = vec![];
-    let mut libraries = vec![];
-    let mut handled: BTreeSet<String> = BTreeSet::new();
+    let mut plan = FamilyPlan {
+        files: vec![],
+        libraries: vec![],
+        handled: BTreeSet::new(),
+    };
     // Families this stock package owns in <prefix>/lib/.
     let mut families: Vec<&'static rocm::LibraryFamily> = vec![];
     for f in &s.files {
@@ -63,125 +65,155 @@ pub fn plan_families(
             ));
             continue;
         };
-        let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
-            anyhow!(
-                "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
-                staged.source.display()
-            )
-        })?;
-        // The stock soname from the stock real file's ELF, else from its soname link.
-        let stock_real: Vec<&StockFile> = stock_family
-            .iter()
-            .copied()
-            .filter(|f| matches!(f.kind, StockKind::File { .. }))
-            .collect();
-        let mut stock_sonames = BTreeSet::new();
-        for f in &stock_real {
-            match crate::elf::read_elf(&f.source) {
-                Ok(info) => {
-                    if let Some(so) = info.soname {
-                        stock_sonames.insert(so);
-                    }
-                }
-                Err(e) => warnings.push(format!(
-                    "cannot read the stock {} as ELF ({e:#}); its soname is taken from its links",
-                    f.path
-                )),
-            }
+        plan_family(
+            &mut plan,
+            s,
+            ours,
+            &stock_family,
+            staged,
+            &lib_dir,
+            opts,
+            warnings,
+        )?;
+    }
+    Ok(plan)
+}
+
+/// One family: the staged library under its own name, the stock real files as hard links to
+/// it, its SONAME link, and the stock's other links (a dropped old-soname link is a warning).
+#[allow(clippy::too_many_arguments)]
+fn plan_family(
+    plan: &mut FamilyPlan,
+    s: &StockPackage,
+    ours: &str,
+    stock_family: &[&StockFile],
+    staged: &StagedLibrary,
+    lib_dir: &str,
+    opts: &PlanOptions,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
+        anyhow!(
+            "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
+            staged.source.display()
+        )
+    })?;
+    let stock_real: Vec<&StockFile> = stock_family
+        .iter()
+        .copied()
+        .filter(|f| matches!(f.kind, StockKind::File { .. }))
+        .collect();
+    let stock_sonames = stock_sonames(&stock_real, stock_family, &staged_soname, warnings);
+    for so in &stock_sonames {
+        if rocm::soname_major(so) != rocm::soname_major(&staged_soname) && !opts.allow_soname_change
+        {
+            bail!(
+                "SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
+                 Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended",
+                s.name, staged.file_name
+            );
         }
-        if stock_sonames.is_empty() {
-            for f in &stock_family {
-                if let StockKind::Symlink(_) = f.kind {
-                    let n = f.path.rsplit('/').next().unwrap_or("");
-                    if rocm::soname_major(n).is_some()
-                        && n.matches('.').count() == staged_soname.matches('.').count()
-                    {
-                        stock_sonames.insert(n.to_string());
-                    }
-                }
-            }
+    }
+    let real_path = format!("{lib_dir}/{}", staged.file_name);
+    plan.files.push(PlannedFile {
+        path: real_path.clone(),
+        role: Role::Rebuilt,
+        content: Content::Copy {
+            source: staged.source.clone(),
+            mode: 0o644,
+            strip: opts.strip,
+        },
+        from: Some(staged.source.display().to_string()),
+    });
+    plan.handled.insert(real_path.clone());
+    let mut aliases = vec![];
+    for f in &stock_real {
+        if f.path == real_path {
+            continue;
         }
-        for so in &stock_sonames {
-            if rocm::soname_major(so) != rocm::soname_major(&staged_soname)
-                && !opts.allow_soname_change
-            {
-                bail!(
-                    "SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
-                     Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended",
-                    s.name, staged.file_name
-                );
-            }
-        }
-        let real_path = format!("{lib_dir}/{}", staged.file_name);
-        files.push(PlannedFile {
-            path: real_path.clone(),
-            role: Role::Rebuilt,
-            content: Content::Copy {
-                source: staged.source.clone(),
-                mode: 0o644,
-                strip: opts.strip,
-            },
-            from: Some(staged.source.display().to_string()),
+        plan.files.push(PlannedFile {
+            path: f.path.clone(),
+            role: Role::Alias,
+            content: Content::HardLink(real_path.clone()),
+            from: Some(format!("stock {}", s.name)),
         });
-        handled.insert(real_path.clone());
-        let mut aliases = vec![];
-        for f in &stock_real {
-            if f.path == real_path {
+        aliases.push(f.path.clone());
+        plan.handled.insert(f.path.clone());
+    }
+    let soname_path = format!("{lib_dir}/{staged_soname}");
+    if soname_path != real_path {
+        plan.files.push(PlannedFile {
+            path: soname_path.clone(),
+            role: Role::Link,
+            content: Content::Symlink(staged.file_name.clone()),
+            from: None,
+        });
+        plan.handled.insert(soname_path.clone());
+    }
+    for f in stock_family {
+        if plan.handled.contains(&f.path) {
+            continue;
+        }
+        if let StockKind::Symlink(_) = f.kind {
+            let n = f.path.rsplit('/').next().unwrap_or("");
+            if stock_sonames.contains(n) && n != staged_soname {
+                warnings.push(format!(
+                    "{ours}: stock soname link {} dropped (the rebuilt library's SONAME is {staged_soname})",
+                    f.path
+                ));
+                plan.handled.insert(f.path.clone());
                 continue;
             }
-            files.push(PlannedFile {
+            // Development and other links follow the SONAME chain.
+            plan.files.push(PlannedFile {
                 path: f.path.clone(),
-                role: Role::Alias,
-                content: Content::HardLink(real_path.clone()),
-                from: Some(format!("stock {}", s.name)),
-            });
-            aliases.push(f.path.clone());
-            handled.insert(f.path.clone());
-        }
-        let soname_path = format!("{lib_dir}/{staged_soname}");
-        if soname_path != real_path {
-            files.push(PlannedFile {
-                path: soname_path.clone(),
                 role: Role::Link,
-                content: Content::Symlink(staged.file_name.clone()),
+                content: Content::Symlink(staged_soname.clone()),
                 from: None,
             });
-            handled.insert(soname_path.clone());
+            plan.handled.insert(f.path.clone());
         }
-        for f in &stock_family {
-            if handled.contains(&f.path) {
-                continue;
+    }
+    plan.libraries.push(PlannedLibrary {
+        path: real_path,
+        soname: staged_soname,
+        aliases,
+    });
+    Ok(())
+}
+
+/// The stock soname(s): from the stock real files' ELF, else from their soname links.
+fn stock_sonames(
+    stock_real: &[&StockFile],
+    stock_family: &[&StockFile],
+    staged_soname: &str,
+    warnings: &mut Vec<String>,
+) -> BTreeSet<String> {
+    let mut stock_sonames = BTreeSet::new();
+    for f in stock_real {
+        match crate::elf::read_elf(&f.source) {
+            Ok(info) => {
+                if let Some(so) = info.soname {
+                    stock_sonames.insert(so);
+                }
             }
+            Err(e) => warnings.push(format!(
+                "cannot read the stock {} as ELF ({e:#}); its soname is taken from its links",
+                f.path
+            )),
+        }
+    }
+    if stock_sonames.is_empty() {
+        for f in stock_family {
             if let StockKind::Symlink(_) = f.kind {
                 let n = f.path.rsplit('/').next().unwrap_or("");
-                if stock_sonames.contains(n) && n != staged_soname {
-                    warnings.push(format!(
-                        "{ours}: stock soname link {} dropped (the rebuilt library's SONAME is {staged_soname})",
-                        f.path
-                    ));
-                    handled.insert(f.path.clone());
-                    continue;
+                if rocm::soname_major(n).is_some()
+                    && n.matches('.').count() == staged_soname.matches('.').count()
+                {
+                    stock_sonames.insert(n.to_string());
                 }
-                // Development and other links follow the SONAME chain.
-                files.push(PlannedFile {
-                    path: f.path.clone(),
-                    role: Role::Link,
-                    content: Content::Symlink(staged_soname.clone()),
-                    from: None,
-                });
-                handled.insert(f.path.clone());
             }
         }
-        libraries.push(PlannedLibrary {
-            path: real_path,
-            soname: staged_soname,
-            aliases,
-        });
     }
-
-    Ok(FamilyPlan {
-        files,
-        libraries,
-        handled,
-    })
+    stock_sonames
 }
