@@ -58,8 +58,16 @@ start() {
   fi
   mkdir -p "$dir/data" "$dir/exec"
   rm -f "$sock" "$dir/dockerd.pid"
-  # An empty config file: /etc/docker/daemon.json (the host's) is never read.
-  echo '{}' >"$dir/daemon.json"
+  # Our own config file, so /etc/docker/daemon.json (the host's) is never read; the daemon's
+  # identity key goes to the cache too (by default dockerd 20.10 writes /etc/docker/key.json).
+  printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
+  # dockerd and its containerd also make these runtime directories (plugin and shim sockets,
+  # hard-wired); remember which were not there, so stop can remove them again.
+  local d
+  : >"$dir/made-dirs"
+  for d in /run/docker/plugins /run/docker /run/containerd/s /run/containerd; do
+    [ -e "$d" ] || echo "$d" >>"$dir/made-dirs"
+  done
   local storage=overlay2
   [ "$(stat -f -c %T "$dir")" = overlayfs ] && storage=vfs
   setsid dockerd --config-file "$dir/daemon.json" --data-root "$dir/data" --exec-root "$dir/exec" \
@@ -90,6 +98,11 @@ stop() {
     say "no private dockerd running"
   fi
   rm -f "$dir/dockerd.pid" "$sock"
+  local d
+  if [ -f "$dir/made-dirs" ]; then
+    while read -r d; do rmdir "$d" 2>/dev/null || true; done <"$dir/made-dirs"
+    rm -f "$dir/made-dirs"
+  fi
 }
 
 # load REF...: podman storage (scripts/images' configuration) -> the private dockerd.
