@@ -36,8 +36,12 @@ download_debs() {
   rm -rf "$debs" "$debs.tmp"
   mkdir -p "$debs.tmp"
   say "apt-get download ${deb_packages[*]} -> $debs"
-  (cd "$debs.tmp" && apt-get download -q "${deb_packages[@]}") >"$dir/debs.log" 2>&1 ||
-    die "apt-get download failed: $(tail -5 "$dir/debs.log")"
+  # apt's package lists may be missing (scripts/install-deps updates them only when it installs).
+  if ! (cd "$debs.tmp" && apt-get download -q "${deb_packages[@]}") >"$dir/debs.log" 2>&1; then
+    apt-get update -q >>"$dir/debs.log" 2>&1 || die "apt-get update failed: $(tail -5 "$dir/debs.log")"
+    (cd "$debs.tmp" && apt-get download -q "${deb_packages[@]}") >>"$dir/debs.log" 2>&1 ||
+      die "apt-get download ${deb_packages[*]} failed: $(tail -5 "$dir/debs.log")"
+  fi
   touch "$debs.tmp/.done"
   mv "$debs.tmp" "$debs"
 }
