@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::host::root::Missing;
+
 /// ROCm/rocm-systems commit whose ROCr + CLR carry the ordering-edge backport.
 pub const PIN_COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 /// Upstream repository of the pinned commit.
@@ -111,50 +113,8 @@ pub fn family_of(file_name: &str) -> Option<&'static LibraryFamily> {
 /// interpreted inside `root`. Returns the resolved path *inside* root (e.g. `/opt/rocm-7.2.4`)
 /// and every hop for reporting.
 pub fn resolve_rocm_path(root: &Path, path: &Path) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
-    let mut hops = vec![path.to_path_buf()];
-    let mut current = path.to_path_buf();
-    for _ in 0..40 {
-        let on_host = root.join(current.strip_prefix("/").unwrap_or(&current));
-        match std::fs::symlink_metadata(&on_host) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let target = std::fs::read_link(&on_host)?;
-                let next = if target.is_absolute() {
-                    target
-                } else {
-                    current.parent().unwrap_or(Path::new("/")).join(target)
-                };
-                current = normalize(&next);
-                hops.push(current.clone());
-            }
-            Ok(_) => return Ok((current, hops)),
-            Err(e) => anyhow::bail!(
-                "{} does not resolve: {} (chain: {})",
-                path.display(),
-                e,
-                hops.iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" -> ")
-            ),
-        }
-    }
-    anyhow::bail!("{}: too many levels of symbolic links", path.display())
-}
-
-/// Lexically normalise `a/./b/../c` → `a/c` (for link targets; no filesystem access).
-fn normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+    let resolved = crate::host::root::Root::new(root).resolve(path, Missing::Fail)?;
+    Ok((resolved.path, resolved.hops))
 }
 
 /// Does a `.info/version` content name the target release? `7.2.4`, `7.2.4-42`, `7.2.4+123`

@@ -51,15 +51,6 @@ pub const DPKG_EXCLUDES_PATH: &str = "/etc/dpkg/dpkg.cfg.d/excludes";
 /// Where [`Sandbox::add_local_repo`] puts repositories inside the chroot.
 pub const LOCAL_REPOS_DIR: &str = "/srv/rocm-pin-test-repos";
 
-/// The cache directory tests use: `$ROCM_PIN_CACHE`, else `.cache` in this crate's source tree
-/// (where `scripts/test-setup` puts it). Meant for tests; a CLI takes its own cache location.
-pub fn test_cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
-
 /// A cached chroot tarball made by `mmdebstrap --variant=apt <suite>`.
 #[derive(Debug, Clone)]
 pub struct ChrootImage {
@@ -386,36 +377,9 @@ impl Sandbox {
     /// Host path of `p` with every symlink resolved as the chroot would (absolute targets are
     /// relative to the chroot's root). Returns the chroot-side path of the final target.
     pub fn resolve(&self, p: impl AsRef<Path>) -> Result<PathBuf> {
-        let mut current = PathBuf::from("/");
-        let mut rest: Vec<std::ffi::OsString> = components(p.as_ref());
-        rest.reverse();
-        let mut hops = 0;
-        while let Some(part) = rest.pop() {
-            if part == ".." {
-                current.pop();
-                continue;
-            }
-            let candidate = current.join(&part);
-            let host = self.path(&candidate);
-            match fs::symlink_metadata(&host) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    hops += 1;
-                    if hops > 40 {
-                        bail!("too many symlinks resolving {}", p.as_ref().display());
-                    }
-                    let target = fs::read_link(&host)
-                        .with_context(|| format!("cannot read link {}", host.display()))?;
-                    if target.is_absolute() {
-                        current = PathBuf::from("/");
-                    }
-                    let mut t = components(&target);
-                    t.reverse();
-                    rest.extend(t);
-                }
-                _ => current = candidate,
-            }
-        }
-        Ok(current)
+        let resolved = crate::host::root::Root::new(&self.root)
+            .resolve(p.as_ref(), crate::host::root::Missing::Keep)?;
+        Ok(resolved.path)
     }
 
     /// A `chroot <root> argv…` command with a clean environment (PATH, DEBIAN_FRONTEND,
@@ -669,16 +633,6 @@ fn check_output(what: &str, out: &Output) -> Result<String> {
 }
 
 /// The last `n` lines of a command's output.
-fn components(p: &Path) -> Vec<std::ffi::OsString> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn require_root(what: &str) -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

@@ -640,6 +640,8 @@ pub fn build_stock_set(
 /// not load. Dynamically linked against this host's libc; run it inside chroots of the same
 /// or a newer Debian.
 pub fn build_loader_probe(out: &Path) -> anyhow::Result<PathBuf> {
+    // The compiler runs in a temporary directory: a relative `out` would land there.
+    let out = &std::path::absolute(out).with_context(|| format!("resolving {}", out.display()))?;
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

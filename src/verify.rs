@@ -14,7 +14,8 @@ use md5::Digest as _;
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
-use crate::host::status::{self, canonicalize_in_root, in_root, StatusEntry};
+use crate::host::root::Root;
+use crate::host::status::{self, in_root, StatusEntry};
 use crate::rocm::{self, Half};
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
@@ -769,7 +770,7 @@ fn check_libraries(
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "/".into());
         let link = format!("{dir}/{}", lib.soname);
-        match canonicalize_in_root(root, &link) {
+        match Root::new(root).canonical(&link) {
             Err(e) => c.add("sonames", &link, false, format!("{e:#}")),
             Ok(target) => {
                 let meta = std::fs::metadata(in_root(root, &target));
@@ -878,7 +879,7 @@ fn check_libraries(
             let host = in_root(root, p);
             if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
                 links += 1;
-                if let Err(e) = canonicalize_in_root(root, p) {
+                if let Err(e) = Root::new(root).canonical(p) {
                     dangling.push(format!("{e:#}"));
                 }
             }
@@ -935,17 +936,19 @@ fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
     let mut problems = Vec::new();
     match std::fs::read_to_string(repo.join("Packages")) {
         Err(e) => problems.push(format!("Packages unreadable: {e}")),
-        Ok(text) => {
-            let listed = status::parse_status(&text, &[]).unwrap_or_default();
-            for e in ours {
-                if !listed
-                    .iter()
-                    .any(|p| p.package == e.package && p.version == e.version)
-                {
-                    problems.push(format!("Packages lacks {} {}", e.package, e.version));
+        Ok(text) => match status::parse_status(&text, &[]) {
+            Err(e) => problems.push(format!("Packages is malformed: {e:#}")),
+            Ok(listed) => {
+                for e in ours {
+                    if !listed
+                        .iter()
+                        .any(|p| p.package == e.package && p.version == e.version)
+                    {
+                        problems.push(format!("Packages lacks {} {}", e.package, e.version));
+                    }
                 }
             }
-        }
+        },
     }
     match std::fs::read_to_string(repo.join("Release")) {
         Err(e) => problems.push(format!("Release unreadable: {e}")),
@@ -998,6 +1001,26 @@ mod tests {
         }
         assert!(classic.contains("(or `apt-get -f install`)"), "{classic}");
         assert!(solver3.contains("not `apt-get -f install`"), "{solver3}");
+    }
+
+    #[test]
+    fn a_malformed_local_repo_index_is_called_malformed_not_lacking() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("var/lib/rocm-pin/repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::write(repo.join("Packages"), " continuation without a paragraph\n").unwrap();
+        std::fs::write(repo.join("Release"), "Origin: rocm-pin\n").unwrap();
+        std::fs::write(repo.join("InRelease"), "signed\n").unwrap();
+        let ours = StatusEntry {
+            package: "hsa-rocr-pinned".into(),
+            version: "1".into(),
+            ..Default::default()
+        };
+        let mut c = Checks(Vec::new());
+        check_local_repo(root.path(), &[&ours], &mut c);
+        let detail = &c.0.iter().find(|k| !k.ok).expect("a failed check").detail;
+        assert!(detail.contains("Packages is malformed"), "{detail}");
+        assert!(!detail.contains("lacks"), "{detail}");
     }
 }
 

@@ -485,13 +485,9 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
 
 #[test]
 fn real_rocm_runtime_builds_packages_installs_and_loads() {
-    // SAFETY: geteuid has no preconditions.
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "needs root (chroot); CI runs as root"
-    );
+    rocm_pin_testkit::needs_root!("a chroot");
     let t0 = Instant::now();
-    let tarball = rocm_pin::sandbox::test_cache_dir().join("chroot/sid-rocm-toolchain.tar.zst");
+    let tarball = rocm_pin_testkit::cache_dir().join("chroot/sid-rocm-toolchain.tar.zst");
     assert!(
         tarball.is_file(),
         "{} is missing: run scripts/test-setup (scripts/setup.d/22-rocm-toolchain-chroot.sh)",

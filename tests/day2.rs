@@ -181,22 +181,26 @@ fn adopt_then_downstream(suite: &str) {
 
 #[test]
 fn adopt_in_place_patch_survives_downstream_bookworm() {
+    rocm_pin_testkit::needs_root!("a chroot");
     adopt_then_downstream("bookworm");
 }
 
 #[test]
 fn adopt_in_place_patch_survives_downstream_trixie() {
+    rocm_pin_testkit::needs_root!("a chroot");
     adopt_then_downstream("trixie");
 }
 
 #[test]
 fn adopt_in_place_patch_survives_downstream_trixie_solver3() {
+    rocm_pin_testkit::needs_root!("a chroot");
     adopt_then_downstream("trixie-solver3");
 }
 
 /// The control: the same downstream commands without adopt put stock back.
 #[test]
 fn without_adopt_downstream_commands_revert_the_in_place_patch() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let a = artifacts("bookworm");
     let sb = fresh(a, &a.stock_snapshot);
     patch_in_place(&sb, a, &our_commit(a));
@@ -221,6 +225,7 @@ fn without_adopt_downstream_commands_revert_the_in_place_patch() {
 
 #[test]
 fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let a = artifacts("bookworm");
     let commit = our_commit(a);
     let hip_real = || -> String { format!("$(readlink -f {LIB}/libamdhip64.so.7)") };
@@ -340,6 +345,7 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
 /// and right after it ran: the next `rocm-pin adopt` completes it.
 #[test]
 fn adopt_killed_half_way_completes_on_the_next_run() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let a = artifacts("bookworm");
     for hook in ["DPkg::Pre-Invoke", "DPkg::Post-Invoke"] {
         let sb = fresh_with_proc(a, &a.stock_snapshot);
@@ -570,6 +576,7 @@ fn pin_moves(
 /// rollback after the move: bookworm, then trixie (apt 3 solver).
 #[test]
 fn the_pin_moves_through_apt_and_back_only_when_asked() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-day2-")
         .tempdir()
@@ -791,6 +798,7 @@ fn every_upgrade_command_keeps_everything(
 /// none exits 0 with a changed runtime; status tells; rollback + full-upgrade reaches it.
 #[test]
 fn a_new_stock_release_is_kept_back_until_the_admin_chooses() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-day2-")
         .tempdir()

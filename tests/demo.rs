@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rocm_pin::sandbox::test_cache_dir;
+use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
@@ -85,6 +85,7 @@ const STEPS: &[&str] = &[
 
 #[test]
 fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
+    rocm_pin_testkit::needs_root!("the demo's chroot");
     require_root();
     let cache = cache_with_image();
     let tmp = tempfile::tempdir().unwrap();
@@ -228,6 +229,7 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
 
 #[test]
 fn a_non_root_run_says_so_and_creates_nothing() {
+    rocm_pin_testkit::needs_root!("the demo's chroot");
     require_root();
     let tmp = tempfile::tempdir().unwrap();
     // A copy of the binary the unprivileged user can reach (the build tree may be under /root).
@@ -270,6 +272,7 @@ fn a_non_root_run_says_so_and_creates_nothing() {
 
 #[test]
 fn unknown_suite_and_a_used_keep_directory_are_refused_before_anything() {
+    rocm_pin_testkit::needs_root!("the demo's chroot");
     require_root();
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
@@ -311,6 +314,7 @@ fn unknown_suite_and_a_used_keep_directory_are_refused_before_anything() {
 
 #[test]
 fn a_failing_step_prints_the_table_and_exits_non_zero() {
+    rocm_pin_testkit::needs_root!("the demo's chroot");
     require_root();
     // A real failure: the cache "directory" is a regular file, so the chroot image cannot be
     // made there. The first step fails, nothing else runs, the table still prints.
@@ -364,6 +368,7 @@ fn a_failing_step_prints_the_table_and_exits_non_zero() {
 
 #[test]
 fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
+    rocm_pin_testkit::needs_root!("the demo's chroot");
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     require_root();
@@ -421,6 +426,7 @@ fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
 
 #[test]
 fn demo_on_trixie_with_json() {
+    rocm_pin_testkit::needs_root!("the demo's chroot");
     require_root();
     let cache = cache_with("trixie");
     let out = Command::new(bin())

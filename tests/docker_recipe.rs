@@ -32,9 +32,7 @@ const ARTIFACT_IN: &str = "/tmp/rocm-pin";
 const SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
 const OURS: &[&str] = &["hsa-rocr-pinned", "hip-runtime-amd-pinned"];
 
-fn cache_dir() -> PathBuf {
-    rocm_pin::sandbox::test_cache_dir()
-}
+use rocm_pin_testkit::cache_dir;
 
 fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -248,6 +246,7 @@ fn installed(sb: &Sandbox, pkg: &str) -> bool {
 
 #[test]
 fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let b = built();
     let a = &b.artifact;
     assert_eq!(
@@ -320,6 +319,7 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
 
 #[test]
 fn copied_artifact_installs_survives_downstream_apt_and_guard_fails_the_breaking_command() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let b = built();
     let sb = downstream(&b.stock, &b.probe);
     // COPY --from=builder /out/ /tmp/rocm-pin/
@@ -436,6 +436,7 @@ fn copied_artifact_installs_survives_downstream_apt_and_guard_fails_the_breaking
 
 #[test]
 fn apt_repository_install_then_a_later_revert_fails_verify_runtime() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let b = built();
     let sb = downstream(&b.stock, &b.probe);
     // The repository on a static file host (here: a file: URL), rocm-pin from its own .deb.
@@ -497,6 +498,7 @@ fn apt_repository_install_then_a_later_revert_fails_verify_runtime() {
 
 #[test]
 fn wrong_rocm_version_fails_by_default_and_auto_mode_ends_in_exit_3() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let b = built();
     let mut spec = StockSetSpec::for_host().unwrap();
     spec.rocm_version = "7.2.3".into();

@@ -188,10 +188,7 @@ fn the_demo_prints_the_readme_real_host_commands() {
 
 #[test]
 fn install_on_a_host_without_rocm_refuses_once() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (a chroot); scripts/test runs it as root");
-        return;
-    }
+    rocm_pin_testkit::needs_root!("a chroot");
     let p = packages();
     let sb = Sandbox::new(&image("bookworm")).expect("sandbox");
     sb.install_rocm_pin(&install_support::bin()).unwrap();
@@ -212,10 +209,7 @@ fn install_on_a_host_without_rocm_refuses_once() {
 /// whose only apt source is a local repository, with the real dpkg lock held from outside.
 #[test]
 fn install_deps_waits_for_apts_lock_and_gives_up_after_its_timeout() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (a chroot); scripts/test runs it as root");
-        return;
-    }
+    rocm_pin_testkit::needs_root!("a chroot");
     let tmp = tempfile::tempdir().unwrap();
     let debs = tmp.path().join("debs");
     std::fs::create_dir(&debs).unwrap();

@@ -7,178 +7,13 @@
 //! Needs root, the tools from scripts/install-deps and the cached builder chroot tarball
 //! (scripts/test-setup); the stand-in base images are made (and cached) by `scripts/images base`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-fn repo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod images_support;
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
-}
-
-fn cache_dir() -> PathBuf {
-    rocm_pin::sandbox::test_cache_dir()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The last 60 lines of a build's output, for assertion messages.
-fn tail(out: &Output) -> String {
-    let all = text(out);
-    let lines: Vec<&str> = all.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
-}
-
-fn rc(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stdout_last_line(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// `scripts/images …` with this test's cache and binary.
-fn images(args: &[&str]) -> Output {
-    let t = Instant::now();
-    let out = Command::new(repo_dir().join("scripts/images"))
-        .args(args)
-        .env("ROCM_PIN_CACHE", cache_dir())
-        .env("ROCM_PIN_BIN", bin())
-        .output()
-        .expect("run scripts/images");
-    eprintln!(
-        "images: scripts/images {} -> exit {} in {:.1}s",
-        args.join(" "),
-        rc(&out),
-        t.elapsed().as_secs_f64()
-    );
-    out
-}
-
-fn images_ok(args: &[&str]) -> String {
-    let out = images(args);
-    assert_eq!(rc(&out), 0, "scripts/images {args:?}:\n{}", text(&out));
-    stdout_last_line(&out)
-}
-
-/// The environment `scripts/images env` prints (CONTAINERS_CONF, …).
-fn tool_env() -> BTreeMap<String, String> {
-    let out = images(&["env"]);
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-struct Tools {
-    env: BTreeMap<String, String>,
-}
-
-impl Tools {
-    fn run(&self, program: &str, args: &[&str]) -> Output {
-        let t = Instant::now();
-        let mut cmd = Command::new(program);
-        if program == "skopeo" {
-            // skopeo 1.9 reads registries.conf only from this flag (not CONTAINERS_REGISTRIES_CONF).
-            cmd.arg("--registries-conf")
-                .arg(&self.env["CONTAINERS_REGISTRIES_CONF"]);
-        }
-        let out = cmd
-            .args(args)
-            .envs(&self.env)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {program}: {e} (scripts/install-deps)"));
-        let shown: Vec<&str> = args.iter().copied().filter(|a| a.len() < 80).collect();
-        eprintln!(
-            "images: {program} {} -> exit {} in {:.1}s",
-            shown.join(" "),
-            rc(&out),
-            t.elapsed().as_secs_f64()
-        );
-        out
-    }
-
-    fn ok(&self, program: &str, args: &[&str]) -> String {
-        let out = self.run(program, args);
-        assert_eq!(rc(&out), 0, "{program} {args:?}:\n{}", tail(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn exists(&self, reference: &str) -> bool {
-        self.run("podman", &["image", "exists", reference])
-            .status
-            .success()
-    }
-
-    /// `buildah bud --layers --network none -f <ctx>/rocm-pin/<file>` with build args.
-    fn build(&self, ctx: &Path, file: &str, tag: &str, args: &[(&str, &str)]) -> Output {
-        let dockerfile = ctx.join("rocm-pin").join(file);
-        let mut argv: Vec<String> = vec![
-            "bud".into(),
-            "--layers".into(),
-            // Failed builds too: no working containers (and their mounts) left behind.
-            "--force-rm".into(),
-            "--network".into(),
-            "none".into(),
-            "-f".into(),
-            dockerfile.display().to_string(),
-            "-t".into(),
-            tag.into(),
-        ];
-        for (k, v) in args {
-            argv.push("--build-arg".into());
-            argv.push(format!("{k}={v}"));
-        }
-        argv.push(ctx.display().to_string());
-        let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-        self.run("buildah", &refs)
-    }
-
-    /// The image's ID.
-    fn id(&self, reference: &str) -> String {
-        self.ok(
-            "podman",
-            &["image", "inspect", "--format", "{{.Id}}", reference],
-        )
-        .trim()
-        .to_string()
-    }
-
-    /// `podman run --rm --network none IMAGE sh -c SCRIPT`.
-    fn run_in(&self, image: &str, script: &str) -> String {
-        self.ok(
-            "podman",
-            &[
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                image,
-                "sh",
-                "-c",
-                script,
-            ],
-        )
-    }
-}
+use images_support::*;
 
 /// Stops the registry when the test ends, however it ends.
 struct Registry(String);
@@ -190,29 +25,6 @@ impl Drop for Registry {
             eprintln!("stopping the registry failed: {}", text(&out));
         }
     }
-}
-
-/// Removes the images this test tagged (and the dangling layers they leave) when it ends.
-struct Tags<'a> {
-    tools: &'a Tools,
-    tags: Vec<String>,
-}
-
-impl Drop for Tags<'_> {
-    fn drop(&mut self) {
-        for t in &self.tags {
-            let _ = self.tools.run("buildah", &["rmi", "-f", t]);
-        }
-        let _ = self.tools.run("podman", &["image", "prune", "-f"]);
-    }
-}
-
-fn assert_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "the image tests need root (image storage, runc); CI runs as root"
-    );
 }
 
 /// The build context every recipe Dockerfile expects: rocm-pin/ (docs/docker/) and rccl/ (the
@@ -239,31 +51,6 @@ fn make_context(dir: &Path) -> PathBuf {
         std::fs::copy(&p, ctx.join("rccl").join(p.file_name().unwrap())).unwrap();
     }
     ctx
-}
-
-/// Which file the loader maps for each soname, inside the image (the base image's probe).
-fn probe_identities(tools: &Tools, image: &str) -> String {
-    tools.run_in(
-        image,
-        "rocm-pin-loader-probe libhsa-runtime64.so.1 libamdhip64.so.7",
-    )
-}
-
-fn verify_image(args: &[&str], env: &BTreeMap<String, String>) -> Output {
-    let t = Instant::now();
-    let out = Command::new(bin())
-        .arg("verify")
-        .args(args)
-        .envs(env)
-        .output()
-        .unwrap();
-    eprintln!(
-        "images: rocm-pin verify {} -> exit {} in {:.1}s",
-        args.join(" "),
-        rc(&out),
-        t.elapsed().as_secs_f64()
-    );
-    out
 }
 
 /// The layers of an oci-archive, in manifest order, as (entry name, typeflag, link) lists.
@@ -351,7 +138,7 @@ fn recipe_doc_shows_every_dockerfile_verbatim() {
 
 #[test]
 fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
-    assert_root();
+    rocm_pin_testkit::needs_root!("image storage and runc");
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-test-")
@@ -629,6 +416,42 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "not one inode in podman run: {inodes:?}"
     );
 
+    // The artifact was bind-mounted, never copied: none of its files is in any layer, and no
+    // stock .deb was kept for rollback (install-runtime.sh's --no-rollback).
+    let artifact_dir = format!("rocm-pin-{}/", &commit[..12]);
+    for (i, layer) in layers.iter().enumerate() {
+        for (name, _, _) in layer {
+            assert!(
+                !name.contains(&artifact_dir) && !name.contains("var/lib/rocm-pin/stock/"),
+                "layer {i} of {sglang} holds {name}: the artifact or stock .debs landed in the image"
+            );
+        }
+    }
+    // So `rocm-pin rollback` in the image refuses, changing nothing, and says what to do.
+    let out = tools.run(
+        "podman",
+        &[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            &sglang,
+            "rocm-pin",
+            "rollback",
+        ],
+    );
+    assert_eq!(
+        rc(&out),
+        2,
+        "rocm-pin rollback in the image:\n{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("--no-rollback") && text(&out).contains("previous image"),
+        "rollback does not say how to get stock back:\n{}",
+        text(&out)
+    );
+
     // --- a second build with nothing changed comes from the layer cache ---------------------
     let t = Instant::now();
     let again = tag("sglang-again");
@@ -651,19 +474,20 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
 
     // --- a step that reverts the runtime fails the build at the last line -------------------
     let vllm_file = std::fs::read_to_string(ctx.join("rocm-pin/vllm.Dockerfile")).unwrap();
-    let verify_line = "RUN bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
+    let verify_line = "RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \\\n    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
     assert!(
         vllm_file.ends_with(verify_line),
-        "vllm.Dockerfile must end with the verify line"
+        "vllm.Dockerfile must end with the verify step:\n{vllm_file}"
     );
     let without_verify = &vllm_file[..vllm_file.len() - verify_line.len()];
-    // install-runtime.sh installs the guard, whose dpkg hook fails the reverting RUN itself
-    // (issue 17): the first build shows that. The revert the guard cannot see (a step that
-    // opts out of it, or an image built without it) is what the last line must catch.
-    let guarded_revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
+    // With the tool kept (the default), install-runtime.sh installs the guard, whose dpkg hook
+    // fails the reverting RUN itself (issue 17): the first build shows that. The revert the
+    // guard cannot see (an image built without the tool and its guard, ROCM_PIN_KEEP_TOOL=0)
+    // is what the last step must catch, with the rocm-pin binary of the mounted artifact.
+    let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert-guarded.Dockerfile"),
-        format!("{without_verify}{guarded_revert}{verify_line}"),
+        format!("{without_verify}{revert}{verify_line}"),
     )
     .unwrap();
     let out = build(
@@ -680,8 +504,6 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "the guard did not fail the reverting RUN naming the package:\n{}",
         tail(&out)
     );
-    let revert =
-        "RUN ROCM_PIN_NO_GUARD=1 dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert.Dockerfile"),
         format!("{without_verify}{revert}{verify_line}"),
@@ -692,8 +514,10 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         format!("{without_verify}{revert}"),
     )
     .unwrap();
+    let mut lean = common(&base, "require");
+    lean.push(("ROCM_PIN_KEEP_TOOL".into(), "0".into()));
     let reverted = tag("reverted");
-    let out = build("revert.Dockerfile", &reverted, &common(&base, "require"));
+    let out = build("revert.Dockerfile", &reverted, &lean);
     assert_eq!(
         rc(&out),
         1,
@@ -709,17 +533,19 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     assert!(!tools.exists(&reverted));
     let unchecked = tag("reverted-unchecked");
     tags.tags.push(unchecked.clone());
-    let out = build(
-        "revert-unchecked.Dockerfile",
-        &unchecked,
-        &common(&base, "require"),
-    );
+    let out = build("revert-unchecked.Dockerfile", &unchecked, &lean);
     assert_eq!(
         rc(&out),
         0,
         "without its verify line the image builds:\n{}",
         tail(&out)
     );
+    // ROCM_PIN_KEEP_TOOL=0: neither the tool nor its guard nor stock .debs are in the image.
+    let left = tools.run_in(
+        &unchecked,
+        "for p in /usr/local/bin/rocm-pin /etc/dpkg/dpkg.cfg.d/rocm-pin-guard /etc/apt/apt.conf.d/80rocm-pin-guard /var/lib/rocm-pin/stock /tmp/rocm-pin/COMMIT; do [ ! -e $p ] || echo $p; done",
+    );
+    assert_eq!(left.trim(), "", "left in the lean image");
     let out = verify_image(
         &["--image", &format!("containers-storage:{unchecked}")],
         &tools.env,

@@ -14,70 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-fn repo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod images_support;
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
-}
-
-fn cache_dir() -> PathBuf {
-    rocm_pin::sandbox::test_cache_dir()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The last 60 lines of a command's output, for assertion messages.
-fn tail(out: &Output) -> String {
-    let all = text(out);
-    let lines: Vec<&str> = all.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
-}
-
-fn rc(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn last_line(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// `scripts/images ARGS` with this test's cache and binary.
-fn images(args: &[&str]) -> Output {
-    let t = Instant::now();
-    let out = Command::new(repo_dir().join("scripts/images"))
-        .args(args)
-        .env("ROCM_PIN_CACHE", cache_dir())
-        .env("ROCM_PIN_BIN", bin())
-        .output()
-        .expect("run scripts/images");
-    let shown: Vec<&str> = args.iter().copied().filter(|a| a.len() < 80).collect();
-    eprintln!(
-        "images_buildkit: scripts/images {} -> exit {} in {:.1}s",
-        shown.join(" "),
-        rc(&out),
-        t.elapsed().as_secs_f64()
-    );
-    out
-}
-
-fn images_ok(args: &[&str]) -> String {
-    let out = images(args);
-    assert_eq!(rc(&out), 0, "scripts/images {args:?}:\n{}", tail(&out));
-    last_line(&out)
-}
+use images_support::*;
 
 /// Debian's docker CLI (20.10) on the private dockerd.
 struct Docker {
@@ -136,14 +75,6 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-fn assert_root() {
-    // SAFETY: geteuid has no preconditions.
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "the image tests need root (a private dockerd, runc); CI runs as root"
-    );
-}
-
 /// The build context: rocm-pin/ (docs/docker/), rocm-systems/ (the stand-in source), rccl/ (the
 /// stand-in's custom rccl .deb). Returns the context and the stand-in source's commit.
 fn make_context(dir: &Path) -> (PathBuf, String) {
@@ -162,7 +93,7 @@ fn make_context(dir: &Path) -> (PathBuf, String) {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let commit = last_line(&out);
+    let commit = stdout_last_line(&out);
     assert_eq!(commit.len(), 40, "standin source printed {commit:?}");
     let stock = dir.join("stock");
     let out = Command::new(bin())
@@ -216,7 +147,7 @@ fn recipe_dockerfiles_need_no_frontend_image() {
 
 #[test]
 fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() {
-    assert_root();
+    rocm_pin_testkit::needs_root!("a private dockerd and runc");
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-buildkit-")
@@ -388,10 +319,14 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
 
     // --- a reverting step fails the build at the last line; a 7.2.3 base at install ---------
     let vllm_file = std::fs::read_to_string(ctx.join("rocm-pin/vllm.Dockerfile")).unwrap();
-    let verify_line = "RUN bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
-    assert!(vllm_file.ends_with(verify_line), "{vllm_file}");
-    let revert =
-        "RUN ROCM_PIN_NO_GUARD=1 dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
+    let verify_line = "RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \\\n    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
+    assert!(
+        vllm_file.ends_with(verify_line),
+        "vllm.Dockerfile must end with the verify step:\n{vllm_file}"
+    );
+    // Without the tool and its guard (ROCM_PIN_KEEP_TOOL=0) nothing stops the reverting RUN: the
+    // last step must, with the rocm-pin of the mounted artifact.
+    let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert.Dockerfile"),
         format!(
@@ -400,9 +335,11 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         ),
     )
     .unwrap();
+    let mut lean = common(&base);
+    lean.push(("ROCM_PIN_KEEP_TOOL", "0".into()));
     let reverted = format!("rocm-pin-test/reverted-buildkit:{run_id}");
     cleanup.tags.push(reverted.clone());
-    let out = build("revert.Dockerfile", &reverted, &common(&base));
+    let out = build("revert.Dockerfile", &reverted, &lean);
     let s = text(&out);
     // docker build exits 1 for any failed RUN; the RUN's own status is in the message.
     assert!(

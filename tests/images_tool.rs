@@ -12,145 +12,51 @@
 //! at load 3, 11 min at load 11; the test prints its times). Needs root, scripts/install-deps and
 //! scripts/test-setup.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-fn repo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod images_support;
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
-}
+use images_support::*;
 
-fn cache_dir() -> PathBuf {
-    rocm_pin::sandbox::test_cache_dir()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The last 60 lines of a command's output, for assertion messages.
-fn tail(out: &Output) -> String {
-    let all = text(out);
-    let lines: Vec<&str> = all.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
-}
-
-fn rc(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn last_line(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
-/// A program with this test's cache, binary and (after `scripts/images env`) tool configuration.
-fn run(program: &Path, args: &[&str], env: &BTreeMap<String, String>) -> Output {
+/// A script of this checkout with this test's cache and binary; its last stdout line.
+fn script_ok(path: &str, args: &[&str]) -> String {
     let t = Instant::now();
-    let out = Command::new(program)
+    let out: Output = Command::new(repo_dir().join(path))
         .args(args)
         .env("ROCM_PIN_CACHE", cache_dir())
         .env("ROCM_PIN_BIN", bin())
-        .envs(env)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
-    let shown: Vec<&str> = args.iter().copied().filter(|a| a.len() < 80).collect();
+        .unwrap_or_else(|e| panic!("cannot run {path}: {e}"));
     eprintln!(
-        "images_tool: {} {} -> exit {} in {:.1}s",
-        program.display(),
-        shown.join(" "),
+        "images_tool: {path} {} -> exit {} in {:.1}s",
+        args.join(" "),
         rc(&out),
         t.elapsed().as_secs_f64()
     );
-    out
-}
-
-fn ok(program: &Path, args: &[&str], env: &BTreeMap<String, String>) -> String {
-    let out = run(program, args, env);
-    assert_eq!(
-        rc(&out),
-        0,
-        "{} {args:?}:\n{}",
-        program.display(),
-        tail(&out)
-    );
-    last_line(&out)
-}
-
-/// The export lines of `scripts/images env` (CONTAINERS_CONF, …) as a map.
-fn tool_env() -> BTreeMap<String, String> {
-    let out = run(
-        &repo_dir().join("scripts/images"),
-        &["env"],
-        &BTreeMap::new(),
-    );
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// Removes the images this test tagged (and the layers they leave dangling) when it ends.
-struct Tags<'a> {
-    env: &'a BTreeMap<String, String>,
-    tags: Vec<String>,
-}
-
-impl Drop for Tags<'_> {
-    fn drop(&mut self) {
-        for t in &self.tags {
-            let _ = run(Path::new("buildah"), &["rmi", "-f", t], self.env);
-        }
-        let _ = run(Path::new("podman"), &["image", "prune", "-f"], self.env);
-    }
+    assert_eq!(rc(&out), 0, "{path} {args:?}:\n{}", tail(&out));
+    stdout_last_line(&out)
 }
 
 #[test]
 fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
-    // SAFETY: geteuid has no preconditions.
-    assert!(
-        unsafe { libc::geteuid() } == 0,
-        "the image tests need root (image storage, runc); CI runs as root"
-    );
+    rocm_pin_testkit::needs_root!("image storage and runc");
     let t0 = Instant::now();
-    let env = tool_env();
-    let no_env = BTreeMap::new();
-    let buildah = Path::new("buildah");
-    let podman = Path::new("podman");
-    let rust = ok(
-        &repo_dir().join("scripts/lib/standin-rust-image.sh"),
-        &["image"],
-        &no_env,
-    );
-    let base = ok(&repo_dir().join("scripts/images"), &["base"], &no_env);
+    let tools = Tools { env: tool_env() };
+    let rust = script_ok("scripts/lib/standin-rust-image.sh", &["image"]);
+    let base = images_ok(&["base"]);
     let run_id = format!("t{}", std::process::id());
     let tool = format!("localhost/rocm-pin-test/tool:{run_id}");
     let mut tags = Tags {
-        env: &env,
+        tools: &tools,
         tags: vec![tool.clone()],
     };
 
     // --- tool.Dockerfile, unchanged, as its header says: context = a rocm-pin checkout ---------
     let dockerfile = repo_dir().join("docs/docker/tool.Dockerfile");
     let t = Instant::now();
-    let out = run(
-        buildah,
+    let out = tools.run(
+        "buildah",
         &[
             "bud",
             "--layers",
@@ -165,7 +71,6 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
             &tool,
             &repo_dir().display().to_string(),
         ],
-        &env,
     );
     let build_secs = t.elapsed().as_secs_f64();
     assert_eq!(rc(&out), 0, "tool.Dockerfile:\n{}", tail(&out));
@@ -173,8 +78,8 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     // The image holds /deb/rocm-pin_<version>_<arch>.deb and nothing else.
     let version = env!("CARGO_PKG_VERSION");
     let mount = format!("type=image,source={tool},destination=/tool");
-    let listing = run(
-        podman,
+    let listing = tools.run(
+        "podman",
         &[
             "run",
             "--rm",
@@ -187,7 +92,6 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
             "-c",
             "cd /tool && find . -mindepth 1 | sort",
         ],
-        &env,
     );
     assert_eq!(rc(&listing), 0, "{}", text(&listing));
     let listing = String::from_utf8_lossy(&listing.stdout).into_owned();
@@ -207,8 +111,8 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     let script =
         "apt-get install -y -q --no-install-recommends /tool/deb/rocm-pin_*.deb >/dev/null \
                   && command -v rocm-pin && rocm-pin --version && rocm-pin verify --help";
-    let out = run(
-        podman,
+    let out = tools.run(
+        "podman",
         &[
             "run",
             "--rm",
@@ -221,7 +125,6 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
             "-c",
             script,
         ],
-        &env,
     );
     assert_eq!(
         rc(&out),
@@ -243,11 +146,7 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     );
 
     // --- and it feeds runtime.Dockerfile: the artifact carries the tool's rocm-pin --------------
-    let builder = ok(
-        &repo_dir().join("scripts/images"),
-        &["base", "--builder"],
-        &no_env,
-    );
+    let builder = images_ok(&["base", "--builder"]);
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-tool-")
         .tempdir()
@@ -261,16 +160,13 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
         .status()
         .unwrap();
     assert!(st.success());
-    let commit = ok(
-        &bin(),
-        &[
-            "standin",
-            "source",
-            "--out",
-            &ctx.join("rocm-systems").display().to_string(),
-        ],
-        &no_env,
-    );
+    let out = Command::new(bin())
+        .args(["standin", "source", "--out"])
+        .arg(ctx.join("rocm-systems"))
+        .output()
+        .unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let commit = stdout_last_line(&out);
     let runtime = format!("localhost/rocm-pin-test/runtime-from-tool:{run_id}");
     tags.tags.push(runtime.clone());
     let mut argv: Vec<String> = ["bud", "--layers", "--force-rm", "--network", "none", "-f"]
@@ -294,7 +190,7 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     }
     argv.extend(["-t".into(), runtime.clone(), ctx.display().to_string()]);
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let out = run(buildah, &refs, &env);
+    let out = tools.run("buildah", &refs);
     assert_eq!(rc(&out), 0, "runtime.Dockerfile:\n{}", tail(&out));
     // The artifact's bin/rocm-pin is the very binary of the tool image's .deb.
     let artifact_mount = format!("type=image,source={runtime},destination=/artifact");
@@ -304,8 +200,8 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
          dpkg-deb --fsys-tarfile /tool/deb/rocm-pin_*.deb | tar -xO ./usr/bin/rocm-pin | sha256sum",
         &commit[..12]
     );
-    let out = run(
-        podman,
+    let out = tools.run(
+        "podman",
         &[
             "run",
             "--rm",
@@ -320,7 +216,6 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
             "-c",
             &check,
         ],
-        &env,
     );
     assert_eq!(rc(&out), 0, "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -139,11 +139,13 @@ fn run_matrix(config: &str) {
 
 #[test]
 fn downstream_commands_keep_the_patched_runtime_bookworm() {
+    rocm_pin_testkit::needs_root!("a chroot");
     run_matrix("bookworm");
 }
 
 #[test]
 fn downstream_commands_keep_the_patched_runtime_trixie() {
+    rocm_pin_testkit::needs_root!("a chroot");
     run_matrix("trixie");
 }
 
@@ -152,6 +154,7 @@ fn downstream_commands_keep_the_patched_runtime_trixie() {
 /// live; verify fails naming `apt-get remove -y <stock>`, which repairs.
 #[test]
 fn downstream_commands_keep_the_patched_runtime_trixie_solver3() {
+    rocm_pin_testkit::needs_root!("a chroot");
     run_matrix("trixie-solver3");
 }
 
@@ -160,6 +163,7 @@ fn downstream_commands_keep_the_patched_runtime_trixie_solver3() {
 /// transaction, nothing else goes, verify passes, under every apt configuration.
 #[test]
 fn install_repairs_a_stock_package_forced_in_next_to_ours() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let mut failures = Vec::new();
     for config in CONFIGS {
         let a = artifacts(config);
@@ -225,6 +229,7 @@ fn install_repairs_a_stock_package_forced_in_next_to_ours() {
 
 #[test]
 fn install_is_idempotent_and_restores_a_deleted_pin() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let a = artifacts("bookworm");
     assert!(
         a.install_output.contains("verify: all"),
@@ -252,6 +257,7 @@ fn install_is_idempotent_and_restores_a_deleted_pin() {
 /// transaction, ours purged, the stock loader live, dependants kept.
 #[test]
 fn rollback_restores_stock_offline() {
+    rocm_pin_testkit::needs_root!("a chroot");
     for config in CONFIGS {
         let a = artifacts(config);
         let sb = fresh(a, &a.installed_snapshot);
@@ -291,6 +297,7 @@ fn rollback_restores_stock_offline() {
 
 #[test]
 fn local_repo_turns_reinstall_into_a_real_reinstall() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let a = artifacts("bookworm");
     let sb = fresh(a, &a.stock_snapshot);
     let mut argv = install_argv(&a.ours);

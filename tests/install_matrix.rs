@@ -19,14 +19,17 @@ macro_rules! per_config {
         mod $name {
             #[test]
             fn bookworm() {
+                rocm_pin_testkit::needs_root!("a chroot");
                 super::$name("bookworm")
             }
             #[test]
             fn trixie() {
+                rocm_pin_testkit::needs_root!("a chroot");
                 super::$name("trixie")
             }
             #[test]
             fn trixie_solver3() {
+                rocm_pin_testkit::needs_root!("a chroot");
                 super::$name("trixie-solver3")
             }
         }

@@ -29,6 +29,7 @@ fn query(sb: &Sandbox) -> BTreeMap<String, String> {
 
 #[test]
 fn from_dpkg_database_then_apt_install_in_chroot() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let set = stock_set(&w.join("stock"), default_spec());
@@ -297,6 +298,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
 
 #[test]
 fn modified_stock_file_is_refused_but_path_excluded_docs_are_fine() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let set = stock_set(&w.join("stock"), default_spec());

@@ -68,6 +68,7 @@ fn package_of_soname(soname: &str) -> String {
 
 #[test]
 fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
+    rocm_pin_testkit::needs_root!("a chroot and lintian");
     // SAFETY: geteuid has no preconditions.
     assert!(
         unsafe { libc::geteuid() } == 0,
@@ -166,7 +167,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
 
     // Installed with dpkg (its Depends must be satisfied by a plain bookworm) in a throwaway root,
     // and it runs from there.
-    let cache = rocm_pin::sandbox::test_cache_dir();
+    let cache = rocm_pin_testkit::cache_dir();
     assert!(
         cache.join("chroot/bookworm-apt.tar.zst").is_file(),
         "the bookworm chroot image is missing: run scripts/test-setup"

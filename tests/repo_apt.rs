@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rocm_pin::sandbox::{test_cache_dir, ChrootImage, Sandbox};
+use rocm_pin::sandbox::{ChrootImage, Sandbox};
+use rocm_pin_testkit::cache_dir as test_cache_dir;
 use rocm_pin_testkit::http::HttpServer;
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-test.gpg";
@@ -174,12 +175,14 @@ fn install_and_check(sb: &Sandbox) {
 /// bookworm: apt 2.6 verifies with gpgv.
 #[test]
 fn bookworm_apt_installs_from_the_signed_repository_and_refuses_tampering() {
+    rocm_pin_testkit::needs_root!("a chroot");
     signed_repository_scenarios("bookworm");
 }
 
 /// trixie: apt 3.0 verifies with Sequoia's sqv and its signature policy.
 #[test]
 fn trixie_apt_installs_from_the_signed_repository_and_refuses_tampering() {
+    rocm_pin_testkit::needs_root!("a chroot");
     signed_repository_scenarios("trixie");
 }
 
@@ -289,6 +292,7 @@ fn signed_repository_scenarios(suite: &str) {
 
 #[test]
 fn apt_installs_from_a_flat_repository() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let fx = fixture();
     let server = HttpServer::serve(&fx.flat);
     let sb = sandbox_with_key("bookworm", &fx.keyring);

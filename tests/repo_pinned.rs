@@ -41,6 +41,7 @@ fn ok(cmd: &mut Command) -> String {
 
 #[test]
 fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let set = stock_set(&w.join("stock"), default_spec());

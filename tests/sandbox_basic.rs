@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_pin::sandbox::{test_cache_dir, Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn image(suite: &str) -> ChrootImage {
     ChrootImage::existing(suite, &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
@@ -88,6 +89,7 @@ fn backends() -> Vec<Backend> {
 
 #[test]
 fn apt_installs_from_a_local_repo_in_each_backend() {
+    rocm_pin_testkit::needs_root!("chroots and mounts");
     let img = image("bookworm");
     let debs = hello_debs();
     for backend in backends() {
@@ -150,6 +152,7 @@ fn apt_installs_from_a_local_repo_in_each_backend() {
 
 #[test]
 fn fresh_copies_are_independent_and_removed_on_drop() {
+    rocm_pin_testkit::needs_root!("chroots and mounts");
     let img = image("bookworm");
     let debs = hello_debs();
     for backend in backends() {
@@ -199,6 +202,7 @@ fn missing_image_says_run_test_setup() {
 /// error instead of failing half-way.
 #[test]
 fn non_root_is_refused_clearly() {
+    rocm_pin_testkit::needs_root!("chroots and mounts");
     if std::env::var_os("ROCM_PIN_SANDBOX_NONROOT_CHILD").is_some() {
         let img = ChrootImage::from_tarball("bookworm", Path::new("/etc/hostname")).unwrap();
         let err = Sandbox::new(&img).unwrap_err().to_string();
@@ -223,6 +227,7 @@ fn non_root_is_refused_clearly() {
 
 #[test]
 fn dpkg_excludes_drop_documentation_but_copyright() {
+    rocm_pin_testkit::needs_root!("chroots and mounts");
     let img = image("bookworm");
     let debs = hello_debs();
     let sb = Sandbox::with_options(
@@ -247,6 +252,7 @@ fn dpkg_excludes_drop_documentation_but_copyright() {
 
 #[test]
 fn helpers_copy_resolve_and_run_rocm_pin_inside() {
+    rocm_pin_testkit::needs_root!("chroots and mounts");
     let img = image("bookworm");
     let sb = Sandbox::with_options(
         &img,

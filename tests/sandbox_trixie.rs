@@ -2,10 +2,12 @@
 
 use std::process::Command;
 
-use rocm_pin::sandbox::{test_cache_dir, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 #[test]
 fn trixie_with_apt3_solver_installs_from_a_local_repo() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let img =
         ChrootImage::existing("trixie", &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"));
     let sb = Sandbox::with_options(

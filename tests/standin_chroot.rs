@@ -13,11 +13,7 @@ use rocm_pin::standin::{
     build_loader_probe, build_stock_set, Naming, StockRole, StockSet, StockSetSpec,
 };
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+use rocm_pin_testkit::cache_dir;
 
 fn image() -> ChrootImage {
     assert!(
@@ -75,6 +71,7 @@ fn ldconfig_target(sb: &Sandbox, soname: &str) -> Option<String> {
 
 #[test]
 fn stock_set_installs_and_behaves_like_rocm() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let spec = StockSetSpec::for_host().unwrap().with_roles(&[
         StockRole::CustomRccl,
@@ -205,6 +202,7 @@ fn stock_set_installs_and_behaves_like_rocm() {
 
 #[test]
 fn hsa_prerm_deletes_the_loader_entry_and_rocm_core_the_chain() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let set = build(&StockSetSpec::for_host().unwrap(), &work.path().join("r1"));
     let sb = Sandbox::new(&image()).unwrap();
@@ -230,6 +228,7 @@ fn hsa_prerm_deletes_the_loader_entry_and_rocm_core_the_chain() {
 
 #[test]
 fn newer_release_upgrades_in_place_and_multi_version_naming_installs() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let base = StockSetSpec::for_host().unwrap();
     let r1 = build(&base, &work.path().join("r1"));
@@ -305,6 +304,7 @@ fn newer_release_upgrades_in_place_and_multi_version_naming_installs() {
 
 #[test]
 fn stock_set_installs_on_trixie_with_apt3_solver() {
+    rocm_pin_testkit::needs_root!("a chroot");
     let work = tempfile::tempdir().unwrap();
     let set = build(&StockSetSpec::for_host().unwrap(), &work.path().join("r1"));
     let probe = build_loader_probe(&work.path().join("probe")).unwrap();

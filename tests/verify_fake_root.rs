@@ -338,6 +338,7 @@ fn assert_fails(rep: &VerifyReport, name: &str) {
 
 #[test]
 fn verify_fake_root_pass_and_tamper_matrix() {
+    rocm_pin_testkit::needs_root!("root-owned files and a chroot");
     let b = build_libs();
     let lib = format!("{PREFIX}/lib");
 

@@ -27,6 +27,8 @@
 #   ROCM_PIN_FLAVOR     replacement packages are <stock>-<flavor>           [pinned]
 #   ROCM_PIN_SUITE      apt suite of the repository                         [stable]
 #   MAX_JOBS            parallel compile jobs (rocm-pin build reads it)     [all CPUs]
+#   ROCM_PIN_BUILD_ARGS more `rocm-pin build` arguments, split on blanks, e.g.
+#                       "--clr-cmake-arg=-DHIP_ENABLE_ROCPROFILER_REGISTER=OFF"  [none]
 set -euo pipefail
 
 say() { printf 'build-runtime: %s\n' "$*" >&2; }
@@ -53,9 +55,11 @@ commit_args=()
 if [ -n "$commit" ]; then
   commit_args=(--commit "$commit")
 fi
+read -r -a extra_args <<<"${ROCM_PIN_BUILD_ARGS:-}"
 
-say "rocm-pin build from $source_url ${commit:-(pinned commit)} against $rocm_path"
-rocm-pin build --source "$source_url" "${commit_args[@]}" --rocm-path "$rocm_path" --out "$staging"
+say "rocm-pin build from $source_url ${commit:-(pinned commit)} against $rocm_path ${extra_args[*]}"
+rocm-pin build --source "$source_url" "${commit_args[@]}" --rocm-path "$rocm_path" --out "$staging" \
+  "${extra_args[@]}"
 
 say "rocm-pin package against the stock packages installed in this image"
 rocm-pin package --quiet --staging "$staging" --flavor "$flavor" --out "$debs"

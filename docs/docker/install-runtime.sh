@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Downstream stage of the rocm-pin Dockerfile recipe (docs/docker.md): install the replacement
-# runtime pair made by build-runtime.sh with `rocm-pin install` — from the artifact directory a
-# `COPY --from=` brought in, or from the artifact's apt repository. Run it BEFORE the image's
-# other apt/pip steps; run verify-runtime.sh AFTER all of them.
+# runtime pair made by build-runtime.sh with `rocm-pin install` — from the artifact directory
+# (bind-mounted from the artifact image for this RUN only, or COPY'd in), or from the artifact's
+# apt repository. Run it BEFORE the image's other apt/pip steps; run verify-runtime.sh AFTER all
+# of them.
 #
 # The version gate (`ROCM_PIN_MODE`) decides what happens on an image whose ROCm is not 7.2.4:
 #   require (default)  install fails (exit 2), the build stops: this image must carry the runtime
@@ -11,7 +12,7 @@
 #   off                nothing is done
 #
 # Environment (all optional):
-#   ROCM_PIN_ARTIFACT  the COPY'd directory: rocm-pin-<commit>/ itself or its parent   [/tmp/rocm-pin]
+#   ROCM_PIN_ARTIFACT  the mounted (or COPY'd) directory: rocm-pin-<commit>/ or its parent [/tmp/rocm-pin]
 #   ROCM_PIN_COMMIT    if set, the artifact must carry exactly this commit
 #   ROCM_PIN_APT_REPO  instead of the artifact's .debs, fetch them from this repository URL
 #                      (e.g. https://HOST/rocm-pin-repo); needs ROCM_PIN_APT_KEY
@@ -19,8 +20,14 @@
 #   ROCM_PIN_SUITE     the repository's suite                                         [stable]
 #   ROCM_PIN_FLAVOR    replacement packages are <stock>-<flavor>                       [pinned]
 #   ROCM_PIN_MODE      require | auto | off                                            [require]
-#   ROCM_PIN_GUARD     1: apt + dpkg hooks so any later apt/dpkg command that breaks the runtime fails [1]
-#   ROCM_PIN_KEEP_ARTIFACT  1: leave the artifact in the image                         [0]
+#   ROCM_PIN_KEEP_TOOL 1: the rocm-pin binary stays in the image (/usr/local/bin) [1]; 0: it is
+#                      run from the artifact and not kept (verify-runtime.sh then needs the
+#                      artifact mounted too), and there is no guard
+#   ROCM_PIN_GUARD     1: apt + dpkg hooks so any later apt/dpkg command that breaks the runtime
+#                      fails; needs rocm-pin kept in the image    [1 when it is, else 0]
+#   ROCM_PIN_KEEP_STOCK 1: keep the stock .debs in the image for an offline `rocm-pin rollback`
+#                      [0: an image rolls back by using the previous image; rollback then says so]
+#   ROCM_PIN_KEEP_ARTIFACT  1: leave a COPY'd artifact in the image (a mount is never kept)  [0]
 set -euo pipefail
 
 say() { printf 'install-runtime: %s\n' "$*" >&2; }
@@ -32,7 +39,9 @@ apt_repo=${ROCM_PIN_APT_REPO:-}
 suite=${ROCM_PIN_SUITE:-stable}
 flavor=${ROCM_PIN_FLAVOR:-pinned}
 mode=${ROCM_PIN_MODE:-require}
-guard=${ROCM_PIN_GUARD:-1}
+keep_tool=${ROCM_PIN_KEEP_TOOL:-1}
+guard=${ROCM_PIN_GUARD:-}
+keep_stock=${ROCM_PIN_KEEP_STOCK:-0}
 keep=${ROCM_PIN_KEEP_ARTIFACT:-0}
 
 case $mode in require | auto | off) ;; *) die "ROCM_PIN_MODE=$mode: expected require, auto or off" ;; esac
@@ -60,17 +69,29 @@ if [ -f "$artifact/COMMIT" ]; then
     die "$artifact carries commit $commit, but ROCM_PIN_COMMIT=$want_commit"
   fi
 elif [ -z "$apt_repo" ]; then
-  die "no artifact at $artifact (expected rocm-pin-<commit>/ with COMMIT, debs/, repo/ from build-runtime.sh; COPY --from=builder /out/ $artifact/) and no ROCM_PIN_APT_REPO"
+  die "no artifact at $artifact (expected rocm-pin-<commit>/ with COMMIT, debs/, repo/ from build-runtime.sh; RUN --mount=type=bind,from=<artifact image>,target=$artifact) and no ROCM_PIN_APT_REPO"
 fi
 
-# rocm-pin itself: already installed (e.g. its .deb), else the binary the artifact carries.
+# rocm-pin itself: already installed (e.g. its .deb), else the binary the artifact carries —
+# installed when kept, else run from the artifact.
+rocm_pin=rocm-pin
 if ! command -v rocm-pin >/dev/null; then
   if [ "$have_artifact" != 1 ] || [ ! -x "$artifact/bin/rocm-pin" ]; then
     die "rocm-pin is not on PATH and $artifact/bin/rocm-pin is missing: install rocm-pin first"
   fi
-  install -m 0755 "$artifact/bin/rocm-pin" /usr/local/bin/rocm-pin
-  say "installed /usr/local/bin/rocm-pin from the artifact"
+  if [ "$keep_tool" = 1 ]; then
+    install -m 0755 "$artifact/bin/rocm-pin" /usr/local/bin/rocm-pin
+    say "installed /usr/local/bin/rocm-pin from the artifact (ROCM_PIN_KEEP_TOOL=0 leaves it out)"
+  else
+    rocm_pin=$artifact/bin/rocm-pin
+    if [ "${guard:-0}" = 1 ]; then
+      die "ROCM_PIN_GUARD=1 needs the rocm-pin binary in the image (its hooks run it): set ROCM_PIN_KEEP_TOOL=1, or ROCM_PIN_GUARD=0"
+    fi
+    say "running $rocm_pin from the artifact; not kept in the image (ROCM_PIN_KEEP_TOOL=0, no guard)"
+    guard=0
+  fi
 fi
+guard=${guard:-1}
 
 debs_dir=
 if [ -n "$apt_repo" ]; then
@@ -97,9 +118,11 @@ shopt -u nullglob
 
 args=(install --mode "$mode")
 [ "$guard" = 1 ] && args+=(--guard)
+# An image is rolled back by going back to the previous image: no stock .debs in the layer.
+[ "$keep_stock" = 1 ] || args+=(--no-rollback)
 say "rocm-pin ${args[*]} ${debs[*]}"
 rc=0
-rocm-pin "${args[@]}" "${debs[@]}" || rc=$?
+"$rocm_pin" "${args[@]}" "${debs[@]}" || rc=$?
 if [ "$rc" -ne 0 ]; then
   say "ERROR: rocm-pin install failed (exit $rc): the image would not carry the patched runtime (mode $mode; see above)"
   exit "$rc"
@@ -108,5 +131,7 @@ fi
 if [ -n "$apt_repo" ]; then rm -rf "$debs_dir"; fi
 # apt's binary caches (~2 MB, rebuilt on demand) would otherwise land in this layer.
 rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
-if [ "$have_artifact" = 1 ] && [ "$keep" != 1 ]; then rm -rf "$artifact"; fi
+# A COPY'd artifact is deleted (hidden; the COPY layer keeps its bytes); a read-only bind mount
+# leaves nothing behind to delete.
+if [ "$have_artifact" = 1 ] && [ "$keep" != 1 ] && [ -w "$artifact" ]; then rm -rf "$artifact"; fi
 say "done (mode $mode); run verify-runtime.sh as the image's LAST step"

@@ -23,6 +23,8 @@ FROM ${ROCM_IMAGE} AS runtime-builder
 ARG ROCM_PIN_COMMIT
 ARG ROCM_PIN_SOURCE=https://github.com/ROCm/rocm-systems.git
 ARG MAX_JOBS
+# More `rocm-pin build` arguments (e.g. --clr-cmake-arg=-DFOO=OFF), split on blanks.
+ARG ROCM_PIN_BUILD_ARGS=
 # 0 when the ROCm image already has the build prerequisites (offline builds).
 ARG INSTALL_BUILD_DEPS=1
 COPY --from=rocm-pin-tool /deb/ /tmp/rocm-pin-tool/

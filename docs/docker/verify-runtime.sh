@@ -12,15 +12,30 @@
 # Environment (optional):
 #   ROCM_PIN_ALLOW_SKIPPED  1: exit 0 instead of 3 when the gate skipped this image (images that
 #                           deliberately cover other ROCm versions)                   [0]
+#   ROCM_PIN_ARTIFACT       where the artifact is mounted, for the rocm-pin binary when the
+#                           image does not keep one (ROCM_PIN_KEEP_TOOL=0)   [/tmp/rocm-pin]
 set -euo pipefail
 
 say() { printf 'verify-runtime: %s\n' "$*" >&2; }
 
 allow_skipped=${ROCM_PIN_ALLOW_SKIPPED:-0}
-command -v rocm-pin >/dev/null || { say "ERROR: rocm-pin is not on PATH: run install-runtime.sh first"; exit 2; }
+artifact=${ROCM_PIN_ARTIFACT:-/tmp/rocm-pin}
+rocm_pin=rocm-pin
+if ! command -v rocm-pin >/dev/null; then
+  # The image does not keep the tool: the artifact mounted for this RUN carries it.
+  found=()
+  for b in "$artifact"/bin/rocm-pin "$artifact"/rocm-pin-*/bin/rocm-pin; do
+    if [ -x "$b" ]; then found+=("$b"); fi
+  done
+  if [ "${#found[@]}" -ne 1 ]; then
+    say "ERROR: rocm-pin is not on PATH and $artifact holds ${#found[@]} rocm-pin binaries: run install-runtime.sh first, and mount the artifact image for this RUN (RUN --mount=type=bind,from=rocm-pin-runtime,target=$artifact)"
+    exit 2
+  fi
+  rocm_pin=${found[0]}
+fi
 
 rc=0
-rocm-pin verify || rc=$?
+"$rocm_pin" verify || rc=$?
 case $rc in
   0) say "OK: the patched ROCm runtime is installed, pinned and in use" ;;
   3)

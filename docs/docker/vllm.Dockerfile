@@ -1,6 +1,7 @@
-# A vLLM-shaped downstream image (docs/docker.md): the runtime artifact image is COPY'd in by
-# reference, installed FIRST, the image's own steps follow (here vllm_release.dockerfile's
-# custom rccl forced in with dpkg, then apt's dependency repair), and verification runs LAST.
+# A vLLM-shaped downstream image (docs/docker.md): the runtime artifact image is bind-mounted by
+# reference (never copied into a layer), installed FIRST, the image's own steps follow (here
+# vllm_release.dockerfile's custom rccl forced in with dpkg, then apt's dependency repair), and
+# verification runs LAST.
 #
 #   buildah bud --layers -f rocm-pin/vllm.Dockerfile \
 #     --build-arg ROCM_PIN_RUNTIME_IMAGE=registry.example/rocm-pin-runtime:b539bf7eebfd -t vllm .
@@ -10,18 +11,24 @@ ARG ROCM_IMAGE=rocm/dev-ubuntu-24.04:7.2.4
 ARG ROCM_PIN_RUNTIME_IMAGE=rocm-pin-runtime:latest
 ARG ROCM_PIN_COMMIT=b539bf7eebfd99ad0a69668caa1f4037034d501f
 
-# BuildKit does not expand ARGs in COPY --from=: name the artifact image as a stage instead.
+# BuildKit does not expand ARGs in --from=: name the artifact image as a stage instead.
 FROM ${ROCM_PIN_RUNTIME_IMAGE} AS rocm-pin-runtime
 
 FROM ${ROCM_IMAGE} AS vllm
+# In the stage so a new artifact reference is a new layer-cache key for the RUNs mounting it.
+ARG ROCM_PIN_RUNTIME_IMAGE
 ARG ROCM_PIN_COMMIT
 ARG ROCM_PIN_MODE=require
+# 1: rocm-pin and its --guard hooks stay in the image (~8 MB); 0: leaner, no guard.
+ARG ROCM_PIN_KEEP_TOOL=1
 LABEL io.rocm-pin.commit=${ROCM_PIN_COMMIT}
 COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/
-COPY --from=rocm-pin-runtime / /tmp/rocm-pin/
-RUN bash /usr/local/share/rocm-pin/docker/install-runtime.sh
+# The artifact is mounted for this RUN only: its bytes never land in a layer of this image.
+RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \
+    bash /usr/local/share/rocm-pin/docker/install-runtime.sh
 # --- the image's own steps ---------------------------------------------------------------
 COPY rccl/ /tmp/rccl/
 RUN dpkg -i --force-all /tmp/rccl/*.deb && apt-get --fix-broken install -y && rm -rf /tmp/rccl
 # --- LAST: a step above that reverted the runtime fails the build here --------------------
-RUN bash /usr/local/share/rocm-pin/docker/verify-runtime.sh
+RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \
+    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh

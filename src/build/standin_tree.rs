@@ -23,6 +23,14 @@ pub const STANDIN_FILES: &[(&str, &str)] = &[
         include_str!("../../tests/fixtures/rocm-systems/cmake/standin.cmake"),
     ),
     (
+        "cmake/standin_payload.c",
+        include_str!("../../tests/fixtures/rocm-systems/cmake/standin_payload.c"),
+    ),
+    (
+        "cmake/standin_payload_gen.c",
+        include_str!("../../tests/fixtures/rocm-systems/cmake/standin_payload_gen.c"),
+    ),
+    (
         "projects/clr/CMakeLists.txt",
         include_str!("../../tests/fixtures/rocm-systems/projects/clr/CMakeLists.txt"),
     ),

@@ -26,6 +26,11 @@ pub struct AdoptArgs {
     /// stock packages from a repository)
     #[arg(long)]
     pub no_rollback: bool,
+    /// Also install the guard hooks, as `rocm-pin install --guard` does (what the Dockerfile
+    /// recipe's install-runtime.sh does by default): any later apt command, or dpkg run by hand,
+    /// that breaks the runtime fails
+    #[arg(long)]
+    pub guard: bool,
     /// Seconds to wait for another apt/dpkg holding the lock
     #[arg(long, default_value_t = 120)]
     pub lock_timeout: u32,
@@ -41,6 +46,7 @@ pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
             out: args.out,
             no_rollback: args.no_rollback,
             lock_timeout: args.lock_timeout,
+            guard: args.guard,
         },
         listener.as_ref(),
     )?;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::host::install::{install, InstallOptions};
+use crate::host::install::{install, InstallOptions, Outcome};
 use crate::rocm::{GateMode, MODE_ENV};
 
 /// Gate on the ROCm version, install the replacement .debs through apt, pin, verify.
@@ -44,6 +44,11 @@ pub struct InstallArgs {
     /// commit pin is explicit (refused without this)
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// Do not keep the stock .debs for an offline `rocm-pin rollback` (image builds: the
+    /// previous image is the rollback, and the .debs would only add bytes to the layer).
+    /// `rocm-pin rollback` then refuses and says how to get the stock runtime back
+    #[arg(long)]
+    pub no_rollback: bool,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -59,6 +64,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         local_repo: args.local_repo,
         accept_skipped_backport_check: args.accept_skipped_backport_check,
         allow_downgrade: args.allow_downgrade,
+        no_rollback: args.no_rollback,
     };
     let report = install(&opts, listener.as_ref())?;
     if args.json {
@@ -74,8 +80,8 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
     for w in &report.warnings {
         outln!("warning: {w}");
     }
-    match report.outcome.as_str() {
-        "off" | "skipped" => outln!(
+    match report.outcome {
+        Outcome::Off | Outcome::Skipped => outln!(
             "rocm-pin install: {}",
             report
                 .gate
@@ -87,7 +93,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
             if let Some(v) = &report.verify {
                 out!("{}", v.to_human());
             }
-            outln!("rocm-pin install: {}", report.outcome);
+            outln!("rocm-pin install: {}", report.outcome.word());
         }
     }
     Ok(())

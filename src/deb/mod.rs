@@ -18,5 +18,6 @@ pub mod version;
 pub use archive::{build_from_dir, BuildOptions, BuildSummary};
 pub use compress::Compression;
 pub use control::{Paragraph, Relation, RelationOp};
-pub use reader::{DebInfo, Entry, EntryKind, ReadLimits};
+pub use reader::{DebInfo, ReadLimits};
+pub use tar::{Entry, EntryKind};
 pub use version::Version;

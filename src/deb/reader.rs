@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context};
 
 use super::ar::ArReader;
-use super::tar;
+use super::tar::{self, Entry, EntryKind};
 use super::{Compression, Paragraph};
 
 /// Limits that make a hostile archive fail instead of exhausting the machine.
@@ -30,27 +30,6 @@ impl Default for ReadLimits {
             max_control_file: 16 << 20,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "type", content = "target", rename_all = "lowercase")]
-pub enum EntryKind {
-    File,
-    Dir,
-    /// Symlink with its target as stored.
-    Symlink(String),
-    /// Hard link to another entry (path as stored in the tar, e.g. `./opt/x/lib.so.1.2`).
-    Hardlink(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Entry {
-    /// Path as stored, normalised to start with `./`. Directories end with `/` (as
-    /// `dpkg-deb -c` prints them); the root directory is `./`.
-    pub path: String,
-    pub kind: EntryKind,
-    pub mode: u32,
-    pub size: u64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

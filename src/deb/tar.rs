@@ -12,7 +12,27 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 
-use super::reader::{Entry, EntryKind};
+/// One entry of a data.tar as a package holds it (what `dpkg-deb -c` lists).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "type", content = "target", rename_all = "lowercase")]
+pub enum EntryKind {
+    File,
+    Dir,
+    /// Symlink with its target as stored.
+    Symlink(String),
+    /// Hard link to another entry (path as stored in the tar, e.g. `./opt/x/lib.so.1.2`).
+    Hardlink(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Entry {
+    /// Path as stored, normalised to start with `./`. Directories end with `/` (as
+    /// `dpkg-deb -c` prints them); the root directory is `./`.
+    pub path: String,
+    pub kind: EntryKind,
+    pub mode: u32,
+    pub size: u64,
+}
 
 pub const BLOCK: usize = 512;
 /// GNU tar pads the archive to a multiple of its record size (20 blocks).

@@ -28,6 +28,8 @@ pub struct AdoptOptions {
     /// a repository).
     pub no_rollback: bool,
     pub lock_timeout: u32,
+    /// Install the guard hooks too (as `rocm-pin install --guard`).
+    pub guard: bool,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -265,10 +267,12 @@ fn finish(
             debs: state.debs.clone(),
             mode: GateMode::Require,
             lock_timeout: opts.lock_timeout,
-            guard: false,
+            guard: opts.guard,
             local_repo: false,
             allow_downgrade: false,
             accept_skipped_backport_check: false,
+            // Adoption keeps (or, with --no-rollback, could not find) the stock .debs itself.
+            no_rollback: false,
         },
         listener,
     );

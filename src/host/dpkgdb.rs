@@ -7,11 +7,14 @@
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context};
 
 use crate::deb::Paragraph;
+use crate::host::excludes::{fnmatch, PathFilters};
+use crate::host::loader;
+use crate::host::root::{Missing, Root};
 
 /// dpkg's administrative directory, relative to the root.
 pub const ADMIN_DIR: &str = "var/lib/dpkg";
@@ -310,49 +313,22 @@ impl DpkgDb {
     /// inside the root, like a chroot would). Returns an absolute in-root path; components that
     /// do not exist are kept as they are.
     pub fn resolve(&self, path: &str) -> String {
-        resolve_in_root(&self.root, path)
+        // A loop or an unreadable link leaves the path as written: dpkg would not find the
+        // file through it either, and the callers report the file as missing.
+        Root::new(&self.root)
+            .resolve(path, Missing::Keep)
+            .map(|r| r.path.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.to_string())
     }
 
     /// Is `path` dropped at unpack time by a `path-exclude` in `<root>/etc/dpkg/dpkg.cfg.d/*`
     /// (and not brought back by a later `path-include`)? Ubuntu's container images exclude
     /// `/usr/share/doc/*` except copyright files, so such files are absent by design.
     pub fn is_path_excluded(&self, path: &str) -> bool {
-        let mut excluded = false;
-        for (include, pattern) in self.path_filters() {
-            if glob_match(&pattern, path) {
-                excluded = !include;
-            }
-        }
-        excluded
-    }
-
-    fn path_filters(&self) -> Vec<(bool, String)> {
-        let mut files = vec![self.root.join("etc/dpkg/dpkg.cfg")];
-        if let Ok(rd) = std::fs::read_dir(self.root.join("etc/dpkg/dpkg.cfg.d")) {
-            let mut names: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            names.sort();
-            files.extend(names);
-        }
-        let mut out = vec![];
-        for f in files {
-            let Ok(text) = std::fs::read_to_string(&f) else {
-                continue;
-            };
-            for line in text.lines() {
-                let line = line.trim();
-                let line = line.strip_prefix("--").unwrap_or(line);
-                let (key, value) = match line.split_once(|c: char| c == '=' || c.is_whitespace()) {
-                    Some((k, v)) => (k, v.trim()),
-                    None => continue,
-                };
-                match key {
-                    "path-exclude" => out.push((false, value.to_string())),
-                    "path-include" => out.push((true, value.to_string())),
-                    _ => {}
-                }
-            }
-        }
-        out
+        // dpkg's own reading (run-parts names, last filter wins, libc fnmatch). A configuration
+        // file that cannot be read excludes nothing: the caller then reports the file as
+        // missing, which fails closed.
+        PathFilters::load(&self.root).is_ok_and(|f| f.is_excluded(path))
     }
 
     /// Directories the dynamic loader searches inside the root: `/etc/ld.so.conf` and its
@@ -360,18 +336,10 @@ impl DpkgDb {
     pub fn library_search_dirs(&self) -> Vec<String> {
         let mut dirs = vec![];
         self.read_ld_conf("/etc/ld.so.conf", &mut dirs, 0);
-        for d in [
-            "/lib/x86_64-linux-gnu",
-            "/usr/lib/x86_64-linux-gnu",
-            "/lib/aarch64-linux-gnu",
-            "/usr/lib/aarch64-linux-gnu",
-            "/lib64",
-            "/usr/lib64",
-            "/lib",
-            "/usr/lib",
-        ] {
-            if !dirs.iter().any(|x| x == d) {
-                dirs.push(d.to_string());
+        // Then the loader's trusted directories: the same list `loader::resolve` uses.
+        for d in loader::default_dirs() {
+            if !dirs.contains(&d) {
+                dirs.push(d);
             }
         }
         dirs
@@ -404,7 +372,7 @@ impl DpkgDb {
                     .map(|rd| {
                         rd.filter_map(|e| e.ok())
                             .filter_map(|e| e.file_name().into_string().ok())
-                            .filter(|n| glob_match(file_glob, n))
+                            .filter(|n| fnmatch(file_glob, n))
                             .map(|n| format!("{}/{n}", dir.trim_end_matches('/')))
                             .collect()
                     })
@@ -488,93 +456,6 @@ pub fn parse_conffiles_field(value: &str) -> Vec<Conffile> {
             })
         })
         .collect()
-}
-
-/// Resolve symlinks of an absolute in-root path, treating absolute link targets as in-root.
-pub fn resolve_in_root(root: &Path, path: &str) -> String {
-    let mut done = PathBuf::from("/");
-    let mut pending: Vec<std::ffi::OsString> = Path::new(path)
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
-    pending.reverse();
-    let mut hops = 0;
-    while let Some(part) = pending.pop() {
-        if part == ".." {
-            done.pop();
-            continue;
-        }
-        let next = done.join(&part);
-        let host = root.join(next.strip_prefix("/").unwrap_or(&next));
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.file_type().is_symlink() && hops < 40 => {
-                hops += 1;
-                let Ok(target) = std::fs::read_link(&host) else {
-                    done = next;
-                    continue;
-                };
-                if target.is_absolute() {
-                    done = PathBuf::from("/");
-                }
-                let mut parts: Vec<std::ffi::OsString> = target
-                    .components()
-                    .filter_map(|c| match c {
-                        Component::Normal(s) => Some(s.to_os_string()),
-                        Component::ParentDir => Some("..".into()),
-                        _ => None,
-                    })
-                    .collect();
-                parts.reverse();
-                pending.extend(parts);
-            }
-            _ => done = next,
-        }
-    }
-    done.to_string_lossy().into_owned()
-}
-
-/// fnmatch-style glob as dpkg's path filters use it: `*` and `?` match any character including
-/// `/`, `[...]` classes are supported.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    glob_rec(&p, &t)
-}
-
-fn glob_rec(p: &[char], t: &[char]) -> bool {
-    match p.first() {
-        None => t.is_empty(),
-        Some('*') => (0..=t.len()).any(|i| glob_rec(&p[1..], &t[i..])),
-        Some('?') => !t.is_empty() && glob_rec(&p[1..], &t[1..]),
-        Some('[') => {
-            let Some(end) = p.iter().skip(1).position(|&c| c == ']').map(|i| i + 1) else {
-                return t.first() == Some(&'[') && glob_rec(&p[1..], &t[1..]);
-            };
-            let Some(&c) = t.first() else { return false };
-            let class = &p[1..end];
-            let (negate, class) = match class.first() {
-                Some('!') | Some('^') => (true, &class[1..]),
-                _ => (false, class),
-            };
-            let mut hit = false;
-            let mut i = 0;
-            while i < class.len() {
-                if i + 2 < class.len() && class[i + 1] == '-' {
-                    hit |= class[i] <= c && c <= class[i + 2];
-                    i += 3;
-                } else {
-                    hit |= class[i] == c;
-                    i += 1;
-                }
-            }
-            hit != negate && glob_rec(&p[end + 1..], &t[1..])
-        }
-        Some(&c) => t.first() == Some(&c) && glob_rec(&p[1..], &t[1..]),
-    }
 }
 
 #[cfg(test)]
@@ -692,14 +573,12 @@ mod tests {
     }
 
     #[test]
-    fn glob_and_resolve() {
-        assert!(glob_match("/usr/share/doc/*", "/usr/share/doc/a/b"));
-        assert!(glob_match("*.conf", "x.conf"));
-        assert!(!glob_match("*.conf", "x.conf.bak"));
-        assert!(glob_match("lib[0-9].so", "lib7.so"));
+    fn resolves_merged_usr_links() {
         let d = fixture();
         assert_eq!(
-            resolve_in_root(d.path(), "/lib/x86_64-linux-gnu/libc.so.6"),
+            DpkgDb::open(d.path())
+                .unwrap()
+                .resolve("/lib/x86_64-linux-gnu/libc.so.6"),
             "/usr/lib/x86_64-linux-gnu/libc.so.6"
         );
     }

@@ -101,8 +101,9 @@ pub fn parse(text: &str) -> Vec<Filter> {
     out
 }
 
-/// libc `fnmatch(pattern, s, 0)`, exactly what dpkg calls.
-fn fnmatch(pattern: &str, s: &str) -> bool {
+/// libc `fnmatch(pattern, s, 0)`, exactly what dpkg calls (and glibc's ld.so.conf `include`
+/// globbing, for a single file name).
+pub fn fnmatch(pattern: &str, s: &str) -> bool {
     let (Ok(p), Ok(s)) = (CString::new(pattern), CString::new(s)) else {
         return false;
     };

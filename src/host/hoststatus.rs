@@ -127,7 +127,7 @@ pub fn stale_mappings(proc_dir: &Path) -> Vec<StaleMapping> {
             let Some(path) = line.strip_suffix(" (deleted)") else {
                 continue;
             };
-            let Some(path) = path.split_whitespace().nth(5) else {
+            let Some(path) = maps_pathname(path) else {
                 continue;
             };
             let name = Path::new(path)
@@ -146,6 +146,17 @@ pub fn stale_mappings(proc_dir: &Path) -> Vec<StaleMapping> {
     }
     out.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
     out
+}
+
+/// The pathname column of a `/proc/<pid>/maps` line: everything after the five fixed
+/// columns (address, perms, offset, dev, inode), so a path with spaces stays whole.
+fn maps_pathname(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    for _ in 0..5 {
+        let end = rest.find(char::is_whitespace)?;
+        rest = rest[end..].trim_start();
+    }
+    (!rest.is_empty()).then_some(rest)
 }
 
 fn ours_info(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
@@ -573,6 +584,17 @@ impl HostStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_pathname_keeps_spaces_and_skips_anonymous_mappings() {
+        assert_eq!(
+            maps_pathname(
+                "7f00-7f01 r-xp 00000000 08:01 123      /opt/my rocm/lib/libamdhip64.so.7"
+            ),
+            Some("/opt/my rocm/lib/libamdhip64.so.7")
+        );
+        assert_eq!(maps_pathname("7f00-7f01 rw-p 00000000 00:00 0 "), None);
+    }
 
     #[test]
     fn finds_deleted_runtime_mappings_only() {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use super::root::Root;
 use super::status::{self, in_root, StatusEntry};
 use crate::rocm;
 
@@ -76,6 +77,16 @@ impl InPlacePatch {
             .join(" ")
     }
 
+    /// " of NAME VERSION, NAME VERSION" (empty when no stock package owns the runtime): which
+    /// packages a reverted patch left live.
+    fn stock_with_versions(&self) -> String {
+        if self.stock.is_empty() {
+            return String::new();
+        }
+        let list: Vec<String> = self.stock.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        format!(" of {}", list.join(", "))
+    }
+
     /// The apt/dpkg commands that put the stock files back.
     pub fn reverting_commands(&self) -> Vec<String> {
         let names = self.stock_names();
@@ -99,10 +110,11 @@ impl InPlacePatch {
         }
         if !self.is_live() {
             return format!(
-                "stale in-place marker {}/{} (commit {}): the in-place patch was reverted, the stock runtime is live; remove the marker or install the pinned packages",
+                "stale in-place marker {}/{} (commit {}): the in-place patch was reverted, the stock runtime{} is live; remove the marker or install the pinned packages",
                 self.prefix,
                 rocm::INPLACE_COMMIT_RELPATH,
-                self.marker_commit.as_deref().unwrap_or("?")
+                self.marker_commit.as_deref().unwrap_or("?"),
+                self.stock_with_versions()
             );
         }
         format!(
@@ -139,10 +151,11 @@ impl InPlacePatch {
             ));
         } else {
             s.push_str(&format!(
-                "the in-place marker {}/{} (commit {}) is present but every stock file matches dpkg again: the in-place patch was REVERTED, the stock runtime is live\n",
+                "the in-place marker {}/{} (commit {}) is present but every stock file matches dpkg again: the in-place patch was REVERTED, the stock runtime{} is live\n",
                 self.prefix,
                 rocm::INPLACE_COMMIT_RELPATH,
-                self.marker_commit.as_deref().unwrap_or("?")
+                self.marker_commit.as_deref().unwrap_or("?"),
+                self.stock_with_versions()
             ));
         }
         for l in &self.libraries {
@@ -341,7 +354,8 @@ fn patched_libraries(root: &Path, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
             .iter()
             .filter(|(_, m)| m.file_type().is_symlink())
             .filter(|(n, _)| {
-                status::canonicalize_in_root(root, &format!("{lib_dir}/{n}"))
+                Root::new(root)
+                    .canonical(&format!("{lib_dir}/{n}"))
                     .is_ok_and(|t| t == real)
             })
             .map(|(n, _)| n.clone())
@@ -408,7 +422,7 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
     }
     match &patch.marker_commit {
         None => p.push(format!(
-            "no commit marker {}/{}: the source commit is unknown (give `rocm-pin adopt --commit <sha>`)",
+            "no commit marker {}/{}: the source commit is unknown: write the full 40-digit commit the libraries were built from (libamdhip64's file name ends in its short hash) into that file and run `rocm-pin adopt` again",
             patch.prefix,
             rocm::INPLACE_COMMIT_RELPATH
         )),
@@ -565,5 +579,13 @@ mod tests {
         let p = detect(r, &entries).unwrap();
         assert!(!p.is_live());
         assert!(p.describe().contains("REVERTED"), "{}", p.describe());
+        // Which stock package is live again is named.
+        let (name, version) = &p.stock[0];
+        assert!(
+            p.summary()
+                .contains(&format!("reverted, the stock runtime of {name} {version}")),
+            "{}",
+            p.summary()
+        );
     }
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::Context;
 
@@ -17,6 +17,7 @@ use super::apt;
 use super::gate::{self, GateDecision};
 use super::loader;
 use super::status::{self, in_root, StatusEntry};
+use crate::deb::{EntryKind, ReadLimits};
 use crate::error::{usage, ExitError};
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
@@ -50,6 +51,36 @@ pub struct InstallOptions {
     pub accept_skipped_backport_check: bool,
     /// Accept .debs older than the installed pin (going back to a previous commit pin).
     pub allow_downgrade: bool,
+    /// Do not keep the stock .debs for an offline rollback (images: the previous image is the
+    /// rollback); recorded in [`stock_not_kept_path`] so `rocm-pin rollback` can say so.
+    pub no_rollback: bool,
+}
+
+/// How an install ended (JSON: `installed`, `already-installed`, `skipped`, `off`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Not decided yet (a report that ended in an error).
+    #[default]
+    Pending,
+    Installed,
+    AlreadyInstalled,
+    /// The gate (auto) skipped this host.
+    Skipped,
+    /// The gate is off.
+    Off,
+}
+
+impl Outcome {
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pending => "pending",
+            Outcome::Installed => "installed",
+            Outcome::AlreadyInstalled => "already-installed",
+            Outcome::Skipped => "skipped",
+            Outcome::Off => "off",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -63,8 +94,7 @@ pub struct InstallReport {
     /// Kept stock .debs for rollback.
     pub kept_stock: Vec<String>,
     pub warnings: Vec<String>,
-    /// "installed", "already-installed", "skipped", "off".
-    pub outcome: String,
+    pub outcome: Outcome,
     pub verify: Option<crate::verify::VerifyReport>,
 }
 
@@ -81,29 +111,21 @@ fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// Read a file member of a .deb's data.tar with dpkg-deb + tar (both on every Debian system).
-fn deb_member(deb: &Path, member: &str) -> anyhow::Result<Vec<u8>> {
-    let mut fsys = Command::new("dpkg-deb")
-        .arg("--fsys-tarfile")
-        .arg(deb)
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("cannot run dpkg-deb")?;
-    let stdout = fsys.stdout.take().context("dpkg-deb stdout")?;
-    let out = Command::new("tar")
-        .args(["-xOf", "-", member])
-        .stdin(stdout)
-        .output()
-        .context("cannot run tar")?;
-    let _ = fsys.wait();
-    if !out.status.success() {
-        anyhow::bail!(
-            "{}: cannot read {member}: {}",
-            deb.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(out.stdout)
+/// The provenance marker inside one of our .debs, if it ships one (`(member, bytes)`), read
+/// with our own streaming reader: no `dpkg-deb -c` listing to split into columns (a name with
+/// a space in it broke that), no tar process.
+fn marker_member(deb: &Path) -> anyhow::Result<Option<(String, Vec<u8>)>> {
+    let suffix = format!("/{}", rocm::MARKER_RELPATH);
+    let mut found = None;
+    crate::deb::reader::for_each_data_entry(deb, &ReadLimits::default(), &mut |entry, body| {
+        if found.is_none() && entry.kind == EntryKind::File && entry.path.ends_with(&suffix) {
+            let mut bytes = Vec::new();
+            body.read_to_end(&mut bytes)?;
+            found = Some((entry.path.clone(), bytes));
+        }
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// Read our .debs: control fields, and the marker from the one that ships it.
@@ -113,9 +135,13 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
     for deb in debs {
         let abs = std::fs::canonicalize(deb)
             .with_context(|| format!("{}: no such .deb", deb.display()))?;
-        let ctl = run_ok(Command::new("dpkg-deb").arg("-f").arg(&abs))
+        let (_, control_files) = crate::deb::reader::read_control(&abs, &ReadLimits::default())
             .with_context(|| format!("{} is not a readable .deb", deb.display()))?;
-        let ctl = String::from_utf8_lossy(&ctl);
+        let ctl = control_files
+            .iter()
+            .find(|(name, _)| name == "control")
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .with_context(|| format!("{}: no control file", deb.display()))?;
         let e = status::parse_status(&ctl, &[rocm::COMMIT_FIELD])
             .with_context(|| format!("{}: bad control file", deb.display()))?;
         let e = e
@@ -130,14 +156,7 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
                 rocm::COMMIT_FIELD
             )));
         };
-        let list = run_ok(Command::new("dpkg-deb").arg("-c").arg(&abs))?;
-        let suffix = format!("/{}", rocm::MARKER_RELPATH);
-        if let Some(member) = String::from_utf8_lossy(&list)
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|n| n.ends_with(&suffix))
-        {
-            let bytes = deb_member(&abs, member)?;
+        if let Some((member, bytes)) = marker_member(&abs)? {
             let m: Marker = serde_json::from_slice(&bytes)
                 .with_context(|| format!("{}: bad marker {member}", deb.display()))?;
             marker = Some(m);
@@ -224,6 +243,29 @@ fn apt_get(lock_timeout: u32) -> Command {
 /// Where kept stock .debs live.
 pub fn stock_dir() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("stock")
+}
+
+/// The record `rocm-pin install --no-rollback` leaves: no stock .debs were kept on purpose.
+pub fn stock_not_kept_path() -> PathBuf {
+    Path::new(rocm::STATE_DIR).join("stock-not-kept")
+}
+
+/// Step 4 with `--no-rollback`: keep nothing, record that (rollback reads it).
+fn record_stock_not_kept(root: &Path, report: &mut InstallReport) -> anyhow::Result<()> {
+    let p = in_root(root, &stock_not_kept_path().to_string_lossy());
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(
+        &p,
+        "rocm-pin install --no-rollback: the stock .debs were not kept (an image is rolled back by using the previous image)\n",
+    )
+    .with_context(|| format!("cannot write {}", p.display()))?;
+    report.actions.push(format!(
+        "stock .debs not kept for rollback (--no-rollback; recorded in {})",
+        stock_not_kept_path().display()
+    ));
+    Ok(())
 }
 
 /// `name_version_arch.deb` as apt names files (`:` in versions becomes `%3a`).
@@ -323,6 +365,69 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     report.packages = facts.clone();
 
     // 1. Gate.
+    if let Some(stopped) = gate_step(root, opts, &marker, &mut report, listener)? {
+        report.outcome = stopped;
+        return Ok(report);
+    }
+    complete_interrupted_run(root, &facts, &mut report, listener)?;
+
+    // 2. Stock match (before apt runs): exact version and architecture of our Provides.
+    let tx = Transaction::plan(root, opts, &facts, &marker)?;
+    if tx.need_apt {
+        // 3. Simulate: refuse if apt would remove anything but the stock pair.
+        simulate(opts, &tx, &facts, &mut report, listener)?;
+        // 4. Keep the stock .debs for offline rollback.
+        keep_stock_for_rollback(root, opts, &tx, &mut report, listener)?;
+    }
+
+    // 5. Our loader entry before apt: never a moment without the libraries in the cache.
+    let entry_host = in_root(root, &tx.loader_entry.to_string_lossy());
+    let entry_existed = entry_host.exists();
+    if !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false) {
+        loader::write_loader_entry(root, &tx.loader_entry, &tx.lib_dir)?;
+        loader::run_ldconfig(root)?;
+        report.actions.push(format!(
+            "wrote {} ({}) and ran ldconfig",
+            tx.loader_entry.display(),
+            tx.lib_dir
+        ));
+    }
+
+    if tx.need_apt {
+        run_apt(
+            root,
+            opts,
+            &tx,
+            &facts,
+            entry_existed,
+            &mut report,
+            listener,
+        )?;
+        report.outcome = Outcome::Installed;
+    } else {
+        report.outcome = Outcome::AlreadyInstalled;
+        report
+            .actions
+            .push("already installed at these versions: apt not run".into());
+    }
+    // 6. ldconfig, our entry again (a stock prerm may have run ldconfig without it), the
+    // release hold, the guard, the local repository.
+    finish_host(root, opts, &tx, &facts, &mut report, listener)?;
+
+    // 7. verify.
+    verify_step(opts, &mut report, listener)?;
+    Ok(report)
+}
+
+/// The version gate. `Some(outcome)` when it stops the install (off, or auto on another
+/// release); a refusal (require on another release) is an error.
+fn gate_step(
+    root: &Path,
+    opts: &InstallOptions,
+    marker: &Marker,
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<Option<Outcome>> {
     // The release the packages were made against (their prefix), 7.2.4 for the pinned runtime.
     let wanted = rocm::release_of_prefix(&marker.prefix);
     let g = gate::evaluate(root, &marker.prefix, opts.mode, &wanted);
@@ -333,26 +438,29 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
     report.gate = Some(g.clone());
     match (opts.mode, g.matches) {
-        (GateMode::Off, _) => {
-            report.outcome = "off".into();
-            return Ok(report);
-        }
+        (GateMode::Off, _) => Ok(Some(Outcome::Off)),
         (GateMode::Auto, false) => {
             gate::write_skip_record(root, &g.reason)?;
             report.actions.push(format!(
                 "wrote the skip record {}",
                 gate::skip_record_path().display()
             ));
-            report.outcome = "skipped".into();
-            return Ok(report);
+            Ok(Some(Outcome::Skipped))
         }
-        (GateMode::Require, false) => return Err(usage(g.reason)),
-        _ => {}
+        (GateMode::Require, false) => Err(usage(g.reason)),
+        _ => Ok(None),
     }
+}
 
-    // An earlier run killed in the middle leaves dpkg interrupted (packages unpacked but not
-    // configured); apt refuses to do anything until `dpkg --configure -a` finishes the job.
-    // Only our own packages' states decide this: anything else is the admin's to fix.
+/// An earlier run killed in the middle leaves dpkg interrupted (packages unpacked but not
+/// configured); apt refuses to do anything until `dpkg --configure -a` finishes the job.
+/// Only our own packages' states decide this: anything else is the admin's to fix.
+fn complete_interrupted_run(
+    root: &Path,
+    facts: &[DebFacts],
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
     let interrupted: Vec<String> = status::read_status(root)?
         .into_iter()
         .filter(|e| {
@@ -391,225 +499,305 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             interrupted.join(", ")
         ));
     }
+    Ok(())
+}
 
-    // 2. Stock match (before apt runs): exact version and architecture of our Provides.
-    let before = status::read_status(root)?;
-    let stock_match = match_stock(&facts, &before, opts.allow_downgrade)?;
-    let (stock_present, all_ours_current) = (&stock_match.present, stock_match.ours_current);
-    // A deleted pin conffile is restored with --force-confmiss.
-    let missing_conffiles: Vec<String> = facts
-        .iter()
-        .filter(|f| {
-            before
-                .iter()
-                .any(|e| e.package == f.package && e.has_files())
-        })
-        .map(|f| rocm::pin_file_path(&f.package))
-        .filter(|p| !in_root(root, &p.to_string_lossy()).exists())
-        .map(|p| p.display().to_string())
-        .collect();
+/// What the apt transaction will be, decided before anything changes.
+struct Transaction {
+    stock_match: StockMatch,
+    /// Pin conffiles of ours that were deleted (restored with --force-confmiss).
+    missing_conffiles: Vec<String>,
+    /// The HSA library's directory and our loader entry naming it.
+    lib_dir: String,
+    loader_entry: PathBuf,
+    /// Ours need installing, a stock package needs removing, or a pin needs restoring.
+    need_apt: bool,
+    /// Ours already installed at these versions: apt must be told to reinstall them (a stock
+    /// package forced in next to them, a deleted pin conffile).
+    reinstall: bool,
+    /// Our .debs, then every stock package still installed removed by name (`name-`), so
+    /// neither apt solver has to decide it: apt 3's solver refuses a transaction where a stock
+    /// package forced in next to ours would have to go implicitly.
+    deb_args: Vec<String>,
+}
 
-    let hsa_lib = marker
-        .libraries
-        .iter()
-        .find(|l| {
-            Path::new(&l.path)
-                .file_name()
-                .and_then(|n| rocm::family_of(&n.to_string_lossy()))
-                .is_some_and(|f| f.half == rocm::Half::Hsa)
-        })
-        .ok_or_else(|| usage("the marker names no HSA library"))?;
-    let lib_dir = Path::new(&hsa_lib.path)
-        .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let entry = rocm::loader_entry_path(&hsa_lib.package);
-
-    let need_apt = !all_ours_current || !stock_present.is_empty() || !missing_conffiles.is_empty();
-    // Ours already installed at these versions: apt must be told to reinstall them (a stock
-    // package forced in next to them, a deleted pin conffile).
-    let reinstall = all_ours_current;
-    let mut deb_args: Vec<String> = facts.iter().map(|f| f.path.display().to_string()).collect();
-    // Every stock package still installed is removed by name in the same transaction (`name-`),
-    // so neither apt solver has to decide it: apt 3's solver refuses a transaction where a
-    // stock package forced in next to ours would have to go implicitly.
-    deb_args.extend(stock_present.iter().map(|s| format!("{}-", s.package)));
-    if need_apt {
-        // 3. Simulate: refuse if apt would remove anything but the stock pair.
-        let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
-            let mut cmd = apt_get(opts.lock_timeout);
-            cmd.args(["-s", "install"]);
-            if opts.allow_downgrade {
-                cmd.arg("--allow-downgrades");
-            }
-            if reinstall {
-                cmd.arg("--reinstall");
-            }
-            cmd.args(&deb_args);
-            let out = cmd.output().context("cannot run apt-get -s")?;
-            if !out.status.success() {
-                return Err(usage(format!(
-                    "apt-get -s install refused the transaction ({}); nothing changed:\n{}",
-                    out.status,
-                    tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
-                )));
-            }
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        })?;
-        let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
-        let extra: Vec<String> = simulated_removals(&sim)
-            .into_iter()
-            .filter(|n| !stock_names.contains(&n.as_str()))
-            .collect();
-        if !extra.is_empty() {
-            return Err(usage(format!(
-                "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
-                extra.join(", "),
-                stock_names.join(", ")
-            )));
-        }
-        report
-            .actions
-            .push("simulated: apt removes only the stock pair".into());
-
-        // 4. Keep the stock .debs for offline rollback (while they are still installed); a
-        // stock package at another version forced in next to ours is not the one to restore.
-        for s in stock_present
+impl Transaction {
+    fn plan(
+        root: &Path,
+        opts: &InstallOptions,
+        facts: &[DebFacts],
+        marker: &Marker,
+    ) -> anyhow::Result<Transaction> {
+        let before = status::read_status(root)?;
+        let stock_match = match_stock(facts, &before, opts.allow_downgrade)?;
+        let missing_conffiles: Vec<String> = facts
             .iter()
-            .filter(|s| stock_match.kept_for_rollback(s))
-        {
-            progress::step(listener, &format!("keep stock {}", s.package), || {
-                keep_stock(root, s, opts.lock_timeout, &mut report)
-            })?;
-        }
-        for w in &report.warnings {
-            listener.warn(w);
-        }
+            .filter(|f| {
+                before
+                    .iter()
+                    .any(|e| e.package == f.package && e.has_files())
+            })
+            .map(|f| rocm::pin_file_path(&f.package))
+            .filter(|p| !in_root(root, &p.to_string_lossy()).exists())
+            .map(|p| p.display().to_string())
+            .collect();
+        let hsa_lib = marker
+            .libraries
+            .iter()
+            .find(|l| {
+                Path::new(&l.path)
+                    .file_name()
+                    .and_then(|n| rocm::family_of(&n.to_string_lossy()))
+                    .is_some_and(|f| f.half == rocm::Half::Hsa)
+            })
+            .ok_or_else(|| usage("the marker names no HSA library"))?;
+        let lib_dir = Path::new(&hsa_lib.path)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let need_apt = !stock_match.ours_current
+            || !stock_match.present.is_empty()
+            || !missing_conffiles.is_empty();
+        let mut deb_args: Vec<String> =
+            facts.iter().map(|f| f.path.display().to_string()).collect();
+        deb_args.extend(
+            stock_match
+                .present
+                .iter()
+                .map(|s| format!("{}-", s.package)),
+        );
+        Ok(Transaction {
+            reinstall: stock_match.ours_current,
+            stock_match,
+            missing_conffiles,
+            lib_dir,
+            loader_entry: rocm::loader_entry_path(&hsa_lib.package),
+            need_apt,
+            deb_args,
+        })
     }
 
-    // 5. Our loader entry before apt: never a moment without the libraries in the cache.
-    let entry_host = in_root(root, &entry.to_string_lossy());
-    let entry_existed = entry_host.exists();
-    if !loader::loader_entry_lists(root, &entry, &lib_dir).unwrap_or(false) {
-        loader::write_loader_entry(root, &entry, &lib_dir)?;
-        loader::run_ldconfig(root)?;
-        report.actions.push(format!(
-            "wrote {} ({lib_dir}) and ran ldconfig",
-            entry.display()
-        ));
-    }
-
-    if need_apt {
-        let snap_before = snapshot(root)?;
+    /// `apt-get [-s] install …` with this transaction's options and arguments.
+    fn apt_command(&self, opts: &InstallOptions, simulate: bool) -> Command {
         let mut cmd = apt_get(opts.lock_timeout);
-        cmd.args(["install", "-y"]);
+        if simulate {
+            cmd.args(["-s", "install"]);
+        } else {
+            cmd.args(["install", "-y"]);
+        }
         if opts.allow_downgrade {
             cmd.arg("--allow-downgrades");
         }
-        if reinstall {
-            cmd.arg("--reinstall")
-                .arg("-o")
-                .arg("Dpkg::Options::=--force-confmiss");
-        }
-        cmd.args(&deb_args);
-        let out = progress::step(listener, "apt-get install", || {
-            cmd.output().context("cannot run apt-get install")
-        })?;
-        let snap_after = snapshot(root)?;
-        if !out.status.success() {
-            let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
-            let text = String::from_utf8_lossy(&both);
-            let changed = snap_before != snap_after;
-            if !changed && !entry_existed {
-                let _ = std::fs::remove_file(&entry_host);
-                let _ = loader::run_ldconfig(root);
+        if self.reinstall {
+            cmd.arg("--reinstall");
+            if !simulate {
+                cmd.arg("-o").arg("Dpkg::Options::=--force-confmiss");
             }
-            let lock = text.contains("Could not get lock") || text.contains("Unable to acquire");
-            let msg = format!(
-                "apt-get install failed ({}){}{}:\n{}",
-                out.status,
-                if lock {
-                    format!(
-                        "; another apt/dpkg held the lock for more than {}s (--lock-timeout)",
-                        opts.lock_timeout
-                    )
-                } else {
-                    String::new()
-                },
-                if changed {
-                    "; dpkg changed packages: run `rocm-pin install` again to complete, or `rocm-pin rollback`"
-                } else {
-                    "; nothing changed"
-                },
-                tail(&both, 25)
-            );
-            return Err(if changed {
-                ExitError::check_failed(msg).into()
-            } else {
-                usage(msg)
-            });
         }
-        let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
-        report.removed = snap_before
-            .keys()
-            .filter(|k| !snap_after.contains_key(*k))
-            .cloned()
-            .collect();
-        let bad: Vec<&String> = report
-            .removed
-            .iter()
-            .filter(|n| !stock_names.contains(&n.as_str()))
-            .collect();
-        if !bad.is_empty() {
-            return Err(ExitError::check_failed(format!(
-                "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
-                bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ))
-            .into());
-        }
-        report.actions.push(format!(
-            "apt-get install {}{}{}",
-            facts
-                .iter()
-                .map(|f| format!("{}_{}", f.package, f.version))
-                .collect::<Vec<_>>()
-                .join(" "),
-            if stock_present.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " {} (the stock packages removed by name, same transaction{})",
-                    stock_present
-                        .iter()
-                        .map(|s| format!("{}-", s.package))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    if reinstall {
-                        "; ours reinstalled: a stock package had been forced in next to them"
-                    } else {
-                        ""
-                    }
-                )
-            },
-            if missing_conffiles.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (--reinstall --force-confmiss restored {})",
-                    missing_conffiles.join(", ")
-                )
-            }
-        ));
-        report.outcome = "installed".into();
-    } else {
-        report.outcome = "already-installed".into();
-        report
-            .actions
-            .push("already installed at these versions: apt not run".into());
+        cmd.args(&self.deb_args);
+        cmd
     }
-    // 6. ldconfig, our entry again (a stock prerm may have run ldconfig without it).
-    if !loader::loader_entry_lists(root, &entry, &lib_dir).unwrap_or(false) {
-        loader::write_loader_entry(root, &entry, &lib_dir)?;
+}
+
+/// `apt-get -s`: refuse when apt would remove anything but the stock pair. Nothing changes.
+fn simulate(
+    opts: &InstallOptions,
+    tx: &Transaction,
+    facts: &[DebFacts],
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
+        let out = tx
+            .apt_command(opts, true)
+            .output()
+            .context("cannot run apt-get -s")?;
+        if !out.status.success() {
+            return Err(usage(format!(
+                "apt-get -s install refused the transaction ({}); nothing changed:\n{}",
+                out.status,
+                tail(&[out.stdout.as_slice(), out.stderr.as_slice()].concat(), 25)
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    })?;
+    let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
+    let extra: Vec<String> = simulated_removals(&sim)
+        .into_iter()
+        .filter(|n| !stock_names.contains(&n.as_str()))
+        .collect();
+    if !extra.is_empty() {
+        return Err(usage(format!(
+            "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
+            extra.join(", "),
+            stock_names.join(", ")
+        )));
+    }
+    report
+        .actions
+        .push("simulated: apt removes only the stock pair".into());
+    Ok(())
+}
+
+/// Keep the stock .debs for offline rollback while they are still installed (or record that
+/// they are not kept, `--no-rollback`); a stock package at another version forced in next to
+/// ours is not the one to restore.
+fn keep_stock_for_rollback(
+    root: &Path,
+    opts: &InstallOptions,
+    tx: &Transaction,
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    if opts.no_rollback {
+        record_stock_not_kept(root, report)?;
+    } else {
+        let record = in_root(root, &stock_not_kept_path().to_string_lossy());
+        let _ = std::fs::remove_file(record);
+    }
+    for s in tx
+        .stock_match
+        .present
+        .iter()
+        .filter(|s| !opts.no_rollback && tx.stock_match.kept_for_rollback(s))
+    {
+        progress::step(listener, &format!("keep stock {}", s.package), || {
+            keep_stock(root, s, opts.lock_timeout, report)
+        })?;
+    }
+    for w in &report.warnings {
+        listener.warn(w);
+    }
+    Ok(())
+}
+
+/// The real transaction. On failure: our loader entry taken back when nothing changed, and the
+/// error says whether dpkg changed packages (exit 1: run install again or roll back) or not
+/// (exit 2). On success: only the stock pair may have gone.
+fn run_apt(
+    root: &Path,
+    opts: &InstallOptions,
+    tx: &Transaction,
+    facts: &[DebFacts],
+    entry_existed: bool,
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    let snap_before = snapshot(root)?;
+    let mut cmd = tx.apt_command(opts, false);
+    let out = progress::step(listener, "apt-get install", || {
+        cmd.output().context("cannot run apt-get install")
+    })?;
+    let snap_after = snapshot(root)?;
+    if !out.status.success() {
+        let changed = snap_before != snap_after;
+        if !changed && !entry_existed {
+            let _ = std::fs::remove_file(in_root(root, &tx.loader_entry.to_string_lossy()));
+            let _ = loader::run_ldconfig(root);
+        }
+        return Err(apt_failure(opts, &out, changed));
+    }
+    let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
+    report.removed = snap_before
+        .keys()
+        .filter(|k| !snap_after.contains_key(*k))
+        .cloned()
+        .collect();
+    let bad: Vec<&String> = report
+        .removed
+        .iter()
+        .filter(|n| !stock_names.contains(&n.as_str()))
+        .collect();
+    if !bad.is_empty() {
+        return Err(ExitError::check_failed(format!(
+            "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
+            bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        ))
+        .into());
+    }
+    report.actions.push(apt_action(tx, facts));
+    Ok(())
+}
+
+fn apt_failure(opts: &InstallOptions, out: &std::process::Output, changed: bool) -> anyhow::Error {
+    let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+    let text = String::from_utf8_lossy(&both);
+    let lock = text.contains("Could not get lock") || text.contains("Unable to acquire");
+    let msg = format!(
+        "apt-get install failed ({}){}{}:\n{}",
+        out.status,
+        if lock {
+            format!(
+                "; another apt/dpkg held the lock for more than {}s (--lock-timeout)",
+                opts.lock_timeout
+            )
+        } else {
+            String::new()
+        },
+        if changed {
+            "; dpkg changed packages: run `rocm-pin install` again to complete, or `rocm-pin rollback`"
+        } else {
+            "; nothing changed"
+        },
+        tail(&both, 25)
+    );
+    if changed {
+        ExitError::check_failed(msg).into()
+    } else {
+        usage(msg)
+    }
+}
+
+/// The report line for the transaction that ran.
+fn apt_action(tx: &Transaction, facts: &[DebFacts]) -> String {
+    let stock_present = &tx.stock_match.present;
+    format!(
+        "apt-get install {}{}{}",
+        facts
+            .iter()
+            .map(|f| format!("{}_{}", f.package, f.version))
+            .collect::<Vec<_>>()
+            .join(" "),
+        if stock_present.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " {} (the stock packages removed by name, same transaction{})",
+                stock_present
+                    .iter()
+                    .map(|s| format!("{}-", s.package))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                if tx.reinstall {
+                    "; ours reinstalled: a stock package had been forced in next to them"
+                } else {
+                    ""
+                }
+            )
+        },
+        if tx.missing_conffiles.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (--reinstall --force-confmiss restored {})",
+                tx.missing_conffiles.join(", ")
+            )
+        }
+    )
+}
+
+/// After apt: our loader entry (a stock prerm may have run ldconfig without it), ldconfig,
+/// the skip record cleared, the release hold, the guard and the local repository.
+fn finish_host(
+    root: &Path,
+    opts: &InstallOptions,
+    tx: &Transaction,
+    facts: &[DebFacts],
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    if !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false) {
+        loader::write_loader_entry(root, &tx.loader_entry, &tx.lib_dir)?;
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
@@ -636,7 +824,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
     if opts.local_repo {
         progress::step(listener, "local repository", || {
-            super::localrepo::publish(root, &facts)
+            super::localrepo::publish(root, facts)
         })?;
         report.actions.push(format!(
             "kept our .debs in the signed local repository {} (source {}, pinned by {})",
@@ -645,8 +833,15 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
             super::localrepo::preferences_path().display()
         ));
     }
+    Ok(())
+}
 
-    // 7. verify.
+/// verify, as the last step: installed but failing is exit 1 with the report.
+fn verify_step(
+    opts: &InstallOptions,
+    report: &mut InstallReport,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
     let v = progress::step(listener, "verify", || {
         crate::verify::verify(&crate::verify::VerifyOptions {
             accept_skipped_backport_check: opts.accept_skipped_backport_check,
@@ -666,7 +861,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
         ))
         .into());
     }
-    Ok(report)
+    Ok(())
 }
 
 /// What step 2 found: the stock packages still installed, and whether ours are all in place.

@@ -16,5 +16,6 @@ pub mod localrepo;
 pub mod pinmove;
 pub mod repack;
 pub mod rollback;
+pub mod root;
 pub mod status;
 pub mod upgrades;

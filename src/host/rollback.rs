@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::install::{deb_file_name, remove_guard, stock_dir};
+use super::install::{deb_file_name, remove_guard, stock_dir, stock_not_kept_path};
 use super::loader;
-use super::status::{self, canonicalize_in_root, in_root, StatusEntry};
+use super::root::Root;
+use super::status::{self, in_root, StatusEntry};
 use crate::error::{usage, ExitError};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
@@ -54,6 +55,39 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
     Ok(Some((ours, marker)))
 }
 
+/// Why the stock .debs rollback needs (`missing`) are not there, and how to get stock back.
+fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackage)]) -> String {
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(_, r)| format!("{} {}", r.stock_name, r.stock_version))
+        .collect();
+    let requests: Vec<String> = missing
+        .iter()
+        .map(|(_, r)| format!("{}={}", r.stock_name, r.stock_version))
+        .collect();
+    let download = format!(
+        "`apt-get download {}` (apt configured with the stock ROCm repository) into {}, then `rocm-pin rollback` again",
+        requests.join(" "),
+        stock_dir().display()
+    );
+    if in_root(root, &stock_not_kept_path().to_string_lossy()).exists() {
+        format!(
+            "rocm-pin install ran with --no-rollback (as the image recipe's install-runtime.sh does): no stock .debs were kept, so the stock {} cannot be put back offline. In an image, roll back by using the previous image (or the base image without install-runtime.sh); or get the .debs with {download}. Nothing changed.",
+            names.join(" and ")
+        )
+    } else {
+        let paths: Vec<String> = missing
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        format!(
+            "the kept stock package(s) {} are missing: rollback needs the stock {} .debs; get them with {download}. Nothing changed.",
+            paths.join(", "),
+            names.join(" and ")
+        )
+    }
+}
+
 pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<RollbackReport> {
     let root = Path::new("/");
     let Some((ours, marker)) = installed_pin(root)? else {
@@ -69,23 +103,21 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
     })?;
     let mut report = RollbackReport::default();
     let mut debs: Vec<PathBuf> = Vec::new();
+    let mut missing = Vec::new();
     for r in &marker.replaced {
         let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
             &r.stock_name,
             &r.stock_version,
             &r.architecture,
         ));
-        if !p.exists() {
-            return Err(usage(format!(
-                "the kept stock package {} is missing: rollback needs the stock {} {} .deb (put it there, e.g. `apt-get download {}={}`); nothing changed",
-                p.display(),
-                r.stock_name,
-                r.stock_version,
-                r.stock_name,
-                r.stock_version
-            )));
+        if p.exists() {
+            debs.push(p);
+        } else {
+            missing.push((p, r));
         }
-        debs.push(p);
+    }
+    if !missing.is_empty() {
+        return Err(usage(missing_stock_message(root, &missing)));
     }
     report.stock_debs = debs.iter().map(|d| d.display().to_string()).collect();
     let before: BTreeMap<String, String> = status::read_status(root)?
@@ -220,14 +252,14 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
                 .and_then(|e| status::package_list(root, &e.package, &e.architecture).ok())
         })
         .flatten()
-        .filter_map(|p| canonicalize_in_root(root, &p).ok())
+        .filter_map(|p| Root::new(root).canonical(&p).ok())
         .collect();
     for lib in &marker.libraries {
         let res = loader::resolve(root, &lib.soname, &cache, None);
         let winner = res
             .winner
             .as_deref()
-            .and_then(|w| canonicalize_in_root(root, w).ok());
+            .and_then(|w| Root::new(root).canonical(w).ok());
         let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
         add(
             "loader",
@@ -259,4 +291,49 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .into());
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replaced(name: &str) -> rocm::ReplacedPackage {
+        rocm::ReplacedPackage {
+            stock_name: name.into(),
+            stock_version: "1.18.0.70204-93~24.04".into(),
+            architecture: "amd64".into(),
+            package: format!("{name}-pinned"),
+            version: "1.18.0.70204-93~24.04+pin1".into(),
+        }
+    }
+
+    #[test]
+    fn missing_stock_says_how_to_get_it_back() {
+        let root = tempfile::tempdir().unwrap();
+        let (hsa, hip) = (replaced("hsa-rocr"), replaced("hip-runtime-amd"));
+        let missing = vec![
+            (PathBuf::from("/var/lib/rocm-pin/stock/a.deb"), &hsa),
+            (PathBuf::from("/var/lib/rocm-pin/stock/b.deb"), &hip),
+        ];
+        let m = missing_stock_message(root.path(), &missing);
+        assert!(m.contains("/var/lib/rocm-pin/stock/a.deb, /var/lib/rocm-pin/stock/b.deb"));
+        assert!(m.contains(
+            "apt-get download hsa-rocr=1.18.0.70204-93~24.04 hip-runtime-amd=1.18.0.70204-93~24.04"
+        ));
+        assert!(!m.contains("--no-rollback"), "{m}");
+        // After `rocm-pin install --no-rollback`: the record names the reason and the image way.
+        let record = in_root(root.path(), &stock_not_kept_path().to_string_lossy());
+        std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+        std::fs::write(&record, "x\n").unwrap();
+        let m = missing_stock_message(root.path(), &missing);
+        assert!(
+            m.contains("--no-rollback") && m.contains("previous image"),
+            "{m}"
+        );
+        assert!(
+            m.contains("hsa-rocr 1.18.0.70204-93~24.04 and hip-runtime-amd"),
+            "{m}"
+        );
+        assert!(m.ends_with("Nothing changed."), "{m}");
+    }
 }

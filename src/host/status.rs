@@ -199,27 +199,9 @@ pub fn package_md5sums(
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        // `<32 hex>  <path without leading slash>`
-        let (sum, file) = line
-            .split_once(char::is_whitespace)
-            .with_context(|| format!("{}:{}: malformed line {line:?}", path.display(), i + 1))?;
-        let file = file.trim_start();
-        if sum.len() != 32 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) {
-            anyhow::bail!("{}:{}: malformed md5 {sum:?}", path.display(), i + 1);
-        }
-        let file = if file.starts_with('/') {
-            file.to_string()
-        } else {
-            format!("/{file}")
-        };
-        out.push((file, sum.to_ascii_lowercase()));
-    }
-    Ok(Some(out))
+    let sums = crate::host::dpkgdb::parse_md5sums(&text)
+        .with_context(|| format!("{}: malformed", path.display()))?;
+    Ok(Some(sums.into_iter().collect()))
 }
 
 /// Map an absolute in-root path (`/opt/x`) to the host path under `root`.
@@ -251,86 +233,5 @@ mod tests {
         assert!(parse_status("no colon here\n", &[]).is_err());
         assert!(parse_status(" leading continuation\n", &[]).is_err());
         assert!(parse_status("Version: 1\n", &[]).is_err());
-    }
-}
-
-/// Resolve `path` (absolute, in-root) through every symlink, each absolute link target taken
-/// inside `root`, like the kernel would inside a chroot. Returns the in-root path of the final
-/// file, or an error naming the dangling or looping hop.
-pub fn canonicalize_in_root(root: &Path, path: &str) -> anyhow::Result<String> {
-    use std::path::Component;
-    let mut pending: Vec<String> = Path::new(path)
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .rev()
-        .collect();
-    let mut done: Vec<String> = Vec::new();
-    let mut hops = 0;
-    while let Some(part) = pending.pop() {
-        if part == ".." {
-            done.pop();
-            continue;
-        }
-        if part == "." {
-            continue;
-        }
-        done.push(part);
-        let cur = format!("/{}", done.join("/"));
-        let host = in_root(root, &cur);
-        let meta = std::fs::symlink_metadata(&host)
-            .with_context(|| format!("{path}: {cur} does not exist (dangling)"))?;
-        if meta.file_type().is_symlink() {
-            hops += 1;
-            if hops > 40 {
-                anyhow::bail!("{path}: too many levels of symbolic links");
-            }
-            let target = std::fs::read_link(&host)
-                .with_context(|| format!("cannot read link {}", host.display()))?;
-            done.pop();
-            if target.is_absolute() {
-                done.clear();
-            }
-            let parts: Vec<String> = target
-                .components()
-                .filter_map(|c| match c {
-                    Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-                    Component::ParentDir => Some("..".into()),
-                    _ => None,
-                })
-                .collect();
-            pending.extend(parts.into_iter().rev());
-        }
-    }
-    Ok(format!("/{}", done.join("/")))
-}
-
-#[cfg(test)]
-mod canon_tests {
-    use super::*;
-
-    #[test]
-    fn follows_relative_and_absolute_links_inside_root() {
-        let root = tempfile::tempdir().unwrap();
-        let r = root.path();
-        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/lib")).unwrap();
-        std::fs::create_dir_all(r.join("usr/lib")).unwrap();
-        std::fs::write(r.join("opt/rocm-7.2.4/lib/libx.so.1.2"), b"x").unwrap();
-        std::os::unix::fs::symlink("libx.so.1.2", r.join("opt/rocm-7.2.4/lib/libx.so.1")).unwrap();
-        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
-        std::os::unix::fs::symlink("usr/lib", r.join("lib")).unwrap();
-        assert_eq!(
-            canonicalize_in_root(r, "/opt/rocm/lib/libx.so.1").unwrap(),
-            "/opt/rocm-7.2.4/lib/libx.so.1.2"
-        );
-        assert_eq!(canonicalize_in_root(r, "/lib").unwrap(), "/usr/lib");
-        std::os::unix::fs::symlink("gone", r.join("opt/rocm-7.2.4/lib/libx.so")).unwrap();
-        let e = canonicalize_in_root(r, "/opt/rocm-7.2.4/lib/libx.so").unwrap_err();
-        assert!(e.to_string().contains("dangling"), "{e}");
-        std::os::unix::fs::symlink("loop", r.join("loop")).unwrap();
-        assert!(canonicalize_in_root(r, "/loop").is_err());
     }
 }

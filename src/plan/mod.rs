@@ -6,10 +6,13 @@
 //! - this file: discovery of the stock packages to replace and the plan for each replacement.
 //! - [`render`]: the plan as directory trees (+ maintainer scripts, templates) → .debs.
 
+mod checks;
+mod families;
 pub mod render;
 pub mod staging;
 pub mod stock;
 pub mod templates;
+mod vendored;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -294,10 +297,13 @@ fn collect_halves(
 /// Where NEEDED entries are resolved: the target's dpkg database and loader search path.
 pub struct Target<'a> {
     pub db: Option<&'a DpkgDb>,
+    /// Why `db` is absent (the open error), so a refusal that needs it can say so.
+    pub db_error: Option<String>,
     pub prefix: String,
 }
 
-/// Plan both replacements. `stock` holds the discovered packages, HSA first.
+/// Plan both replacements. `stock` holds the discovered packages, HSA first. Pure: reads the
+/// staged and stock files' ELF facts, writes nothing.
 pub fn plan(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
@@ -305,445 +311,43 @@ pub fn plan(
     opts: &PlanOptions,
 ) -> anyhow::Result<PackagePlan> {
     let prefix = target.prefix.trim_end_matches('/').to_string();
-    let lib_dir = format!("{prefix}/lib");
     let mut warnings: Vec<String> = stock.iter().flat_map(|(_, s)| s.notes.clone()).collect();
-    if opts.flavor.is_empty()
-        || !opts
-            .flavor
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-    {
-        bail!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.flavor);
-    }
-
-    // Every staged family must have a stock owner; every required family a staged library.
-    for lib in &staging.libraries {
-        let Some(fam) = lib.family else { continue };
-        let owner = stock.iter().find(|(_, s)| {
-            s.files.iter().any(|f| {
-                rocm::runtime_library_family_at(&prefix, &f.path)
-                    .is_some_and(|x| x.stem == fam.stem)
-            })
-        });
-        if owner.is_none() {
-            bail!(
-                "staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly",
-                lib.file_name, fam.stem, fam.stem
-            );
-        }
-    }
-    let hsa_lib = staging.family("libhsa-runtime64").ok_or_else(|| {
-        anyhow!(
-            "staging {} has no libhsa-runtime64 library in lib/",
-            staging.dir.display()
-        )
-    })?;
-    let backport_check_skipped = staging
-        .manifest
-        .as_ref()
-        .is_some_and(|m| m.backport_check_skipped);
-    if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
-        if !backport_check_skipped {
-            bail!(
-                "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
-                hsa_lib.source.display(),
-                rocm::BACKPORT_SYMBOL
-            );
-        }
-        // Built with --no-backport-check: both controls and the marker say so, and verify
-        // fails on it unless told it is accepted.
-        warnings.push(format!(
-            "staged {} does not export {}: accepted because the build recorded --no-backport-check \
-             ({} and the marker carry it)",
-            hsa_lib.file_name,
-            rocm::BACKPORT_SYMBOL,
-            rocm::BACKPORT_CHECK_FIELD
-        ));
-    }
-    if staging.family("libamdhip64").is_none() {
-        bail!(
-            "staging {} has no libamdhip64 library in lib/",
-            staging.dir.display()
-        );
-    }
-
-    let names: Vec<(Half, String, String, String)> = stock
-        .iter()
-        .map(|(h, s)| {
-            let ours = rocm::replacement_name(&s.name, &opts.flavor);
-            let version = replacement_version(&s.version, staging.commit_time, &staging.commit);
-            (*h, s.name.clone(), ours, version)
-        })
-        .collect();
-    for (_, stock_name, _, version) in &names {
-        let s = stock
-            .iter()
-            .find(|(_, s)| &s.name == stock_name)
-            .map(|(_, s)| s);
-        if let Some(s) = s {
-            if crate::deb::version::compare(version, &s.version)? != std::cmp::Ordering::Greater {
-                bail!(
-                    "replacement version {version} does not sort above stock {}",
-                    s.version
-                );
-            }
-        }
-    }
-
-    // Sonames our packages provide (rebuilt, carried family files, vendored).
-    let mut provided: BTreeSet<String> = BTreeSet::new();
-    for l in &staging.libraries {
-        provided.insert(l.soname().to_string());
-        provided.insert(l.file_name.clone());
-        provided.extend(l.links.iter().cloned());
-    }
-    for (_, s) in stock {
-        for f in &s.files {
-            if rocm::runtime_library_family_at(&prefix, &f.path).is_some() {
-                if let Some(n) = f.path.rsplit('/').next() {
-                    provided.insert(n.to_string());
-                }
-            }
-        }
-    }
+    checks::check_inputs(staging, stock, &prefix, opts, &mut warnings)?;
+    let names = replacement_names(staging, stock, opts)?;
+    let provided = provided_sonames(staging, stock, &prefix);
 
     let mut plans = vec![];
     for (half, s) in stock {
-        let (_, _, ours, version) = names
+        let name = names
             .iter()
-            .find(|(_, n, _, _)| *n == s.name)
-            .cloned()
+            .find(|n| n.stock == s.name)
             .ok_or_else(|| anyhow!("internal: no name for {}", s.name))?;
-        let mut files: Vec<PlannedFile> = vec![];
-        let mut libraries = vec![];
-        let mut handled: BTreeSet<String> = BTreeSet::new();
-
-        // Families this stock package owns in <prefix>/lib/.
-        let mut families: Vec<&'static rocm::LibraryFamily> = vec![];
-        for f in &s.files {
-            if let Some(fam) = rocm::runtime_library_family_at(&prefix, &f.path) {
-                if !families.iter().any(|x| x.stem == fam.stem) {
-                    families.push(fam);
-                }
-            }
-        }
-        for fam in families {
-            let stock_family: Vec<&StockFile> = s
-                .files
-                .iter()
-                .filter(|f| {
-                    rocm::runtime_library_family_at(&prefix, &f.path)
-                        .is_some_and(|x| x.stem == fam.stem)
-                })
-                .collect();
-            let Some(staged) = staging.family(fam.stem) else {
-                if fam.required {
-                    bail!(
-                        "stock {} ships {} but the staging has none",
-                        s.name,
-                        fam.stem
-                    );
-                }
-                warnings.push(format!(
-                    "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt libamdhip64 with a stock {} can fail at JIT time)",
-                    ours, fam.stem, fam.stem
-                ));
-                continue;
-            };
-            let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
-                anyhow!(
-                    "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
-                    staged.source.display()
-                )
-            })?;
-            // The stock soname from the stock real file's ELF, else from its soname link.
-            let stock_real: Vec<&StockFile> = stock_family
-                .iter()
-                .copied()
-                .filter(|f| matches!(f.kind, StockKind::File { .. }))
-                .collect();
-            let mut stock_sonames = BTreeSet::new();
-            for f in &stock_real {
-                match crate::elf::read_elf(&f.source) {
-                    Ok(info) => {
-                        if let Some(so) = info.soname {
-                            stock_sonames.insert(so);
-                        }
-                    }
-                    Err(e) => warnings.push(format!(
-                        "cannot read the stock {} as ELF ({e:#}); its soname is taken from its links",
-                        f.path
-                    )),
-                }
-            }
-            if stock_sonames.is_empty() {
-                for f in &stock_family {
-                    if let StockKind::Symlink(_) = f.kind {
-                        let n = f.path.rsplit('/').next().unwrap_or("");
-                        if rocm::soname_major(n).is_some()
-                            && n.matches('.').count() == staged_soname.matches('.').count()
-                        {
-                            stock_sonames.insert(n.to_string());
-                        }
-                    }
-                }
-            }
-            for so in &stock_sonames {
-                if rocm::soname_major(so) != rocm::soname_major(&staged_soname)
-                    && !opts.allow_soname_change
-                {
-                    bail!(
-                        "SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
-                         Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended",
-                        s.name, staged.file_name
-                    );
-                }
-            }
-            let real_path = format!("{lib_dir}/{}", staged.file_name);
-            files.push(PlannedFile {
-                path: real_path.clone(),
-                role: Role::Rebuilt,
-                content: Content::Copy {
-                    source: staged.source.clone(),
-                    mode: 0o644,
-                    strip: opts.strip,
-                },
-                from: Some(staged.source.display().to_string()),
-            });
-            handled.insert(real_path.clone());
-            let mut aliases = vec![];
-            for f in &stock_real {
-                if f.path == real_path {
-                    continue;
-                }
-                files.push(PlannedFile {
-                    path: f.path.clone(),
-                    role: Role::Alias,
-                    content: Content::HardLink(real_path.clone()),
-                    from: Some(format!("stock {}", s.name)),
-                });
-                aliases.push(f.path.clone());
-                handled.insert(f.path.clone());
-            }
-            let soname_path = format!("{lib_dir}/{staged_soname}");
-            if soname_path != real_path {
-                files.push(PlannedFile {
-                    path: soname_path.clone(),
-                    role: Role::Link,
-                    content: Content::Symlink(staged.file_name.clone()),
-                    from: None,
-                });
-                handled.insert(soname_path.clone());
-            }
-            for f in &stock_family {
-                if handled.contains(&f.path) {
-                    continue;
-                }
-                if let StockKind::Symlink(_) = f.kind {
-                    let n = f.path.rsplit('/').next().unwrap_or("");
-                    if stock_sonames.contains(n) && n != staged_soname {
-                        warnings.push(format!(
-                            "{ours}: stock soname link {} dropped (the rebuilt library's SONAME is {staged_soname})",
-                            f.path
-                        ));
-                        handled.insert(f.path.clone());
-                        continue;
-                    }
-                    // Development and other links follow the SONAME chain.
-                    files.push(PlannedFile {
-                        path: f.path.clone(),
-                        role: Role::Link,
-                        content: Content::Symlink(staged_soname.clone()),
-                        from: None,
-                    });
-                    handled.insert(f.path.clone());
-                }
-            }
-            libraries.push(PlannedLibrary {
-                path: real_path,
-                soname: staged_soname,
-                aliases,
-            });
-        }
-
-        // Everything else the stock package ships, unchanged.
-        for f in &s.files {
-            if handled.contains(&f.path) {
-                continue;
-            }
-            let content = match &f.kind {
-                StockKind::Dir => Content::Dir,
-                StockKind::Symlink(t) => Content::Symlink(t.clone()),
-                StockKind::File { mode, .. } => Content::Copy {
-                    source: f.source.clone(),
-                    mode: *mode,
-                    strip: false,
-                },
-                StockKind::Excluded => {
-                    warnings.push(format!(
-                        "{ours}: stock {} is excluded by dpkg's path-exclude on the stock root and is not carried",
-                        f.path
-                    ));
-                    continue;
-                }
-            };
-            files.push(PlannedFile {
-                path: f.path.clone(),
-                role: if content == Content::Dir {
-                    Role::Dir
-                } else {
-                    Role::Carried
-                },
-                content,
-                from: Some(format!("stock {}", s.name)),
-            });
-        }
-
-        let pin_path = rocm::pin_file_path(&ours).display().to_string();
-        files.push(PlannedFile {
-            path: pin_path.clone(),
-            role: Role::Generated,
-            content: Content::Bytes {
-                data: templates::preferences(&s.name, &ours, &staging.commit)?.into_bytes(),
-                mode: 0o644,
-            },
-            from: None,
-        });
-        let mut conffiles = s.conffiles.clone();
-        conffiles.push(pin_path);
-        if *half == Half::Hsa {
-            files.push(PlannedFile {
-                path: format!("{prefix}/{}", rocm::MARKER_RELPATH),
-                role: Role::Generated,
-                content: Content::Marker,
-                from: None,
-            });
-        }
-
-        plans.push(ReplacementPlan {
-            half: *half,
-            stock_name: s.name.clone(),
-            stock_version: s.version.clone(),
-            architecture: s.architecture.clone(),
-            package: ours,
-            version,
-            control: Paragraph::new(),
-            files,
-            conffiles,
-            scripts: BTreeMap::new(),
-            libraries,
-            stock_scripts_dropped: s.scripts.keys().cloned().collect(),
-        });
+        plans.push(plan_package(
+            *half,
+            s,
+            name,
+            staging,
+            &prefix,
+            opts,
+            &mut warnings,
+        )?);
     }
+    vendored::place(staging, &mut plans, &prefix, opts, &mut warnings);
 
-    // Vendored libraries: shipped with the package whose rebuilt library needs them.
-    for lib in staging.libraries.iter().filter(|l| l.family.is_none()) {
-        let needs = |p: &ReplacementPlan| {
-            p.libraries.iter().any(|pl| {
-                staging
-                    .libraries
-                    .iter()
-                    .find(|sl| pl.path.ends_with(&format!("/{}", sl.file_name)))
-                    .is_some_and(|sl| {
-                        sl.elf.needed.iter().any(|n| {
-                            n == lib.soname() || *n == lib.file_name || lib.links.contains(n)
-                        })
-                    })
-            })
-        };
-        let idx = plans
-            .iter()
-            .position(|p| p.half == Half::Hsa && needs(p))
-            .or_else(|| plans.iter().position(needs));
-        let Some(idx) = idx else {
-            warnings.push(format!(
-                "staged {} is not needed by any rebuilt runtime library and is NOT shipped",
-                lib.source.display()
-            ));
-            continue;
-        };
-        let p = &mut plans[idx];
-        let path = format!("{lib_dir}/{}", lib.file_name);
-        p.files.push(PlannedFile {
-            path: path.clone(),
-            role: Role::Vendored,
-            content: Content::Copy {
-                source: lib.source.clone(),
-                mode: 0o644,
-                strip: opts.strip,
-            },
-            from: Some(lib.source.display().to_string()),
-        });
-        for link in &lib.links {
-            p.files.push(PlannedFile {
-                path: format!("{lib_dir}/{link}"),
-                role: Role::Link,
-                content: Content::Symlink(lib.file_name.clone()),
-                from: None,
-            });
-        }
-    }
-
-    // Generated documentation and overrides per package.
-    let hsa_ref = plans
-        .iter()
-        .find(|p| p.half == Half::Hsa)
-        .map(|p| (p.stock_name.clone(), p.package.clone(), p.version.clone()))
-        .ok_or_else(|| anyhow!("internal: no HSA plan"))?;
     let stock_names: Vec<String> = plans.iter().map(|p| p.stock_name.clone()).collect();
     let target_deps = resolve_needed(staging, &plans, &provided, target, &stock_names)?;
-    for p in plans.iter_mut() {
-        let s = &stock
-            .iter()
-            .find(|(_, s)| s.name == p.stock_name)
-            .ok_or_else(|| anyhow!("internal"))?
-            .1;
-        p.control = control_for(p, s, &hsa_ref, &names, &target_deps, staging, opts)?;
-        p.scripts = templates::scripts(p, &prefix, &hsa_ref.1)?;
-        for (path, data) in templates::docs(p, s, staging, opts)? {
-            p.files.push(PlannedFile {
-                path,
-                role: Role::Generated,
-                content: Content::Bytes { data, mode: 0o644 },
-                from: None,
-            });
-        }
-        add_parent_dirs(&mut p.files);
-        p.files.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut seen = BTreeSet::new();
-        for f in &p.files {
-            if !seen.insert(f.path.clone()) {
-                bail!("internal: {} planned twice in {}", f.path, p.package);
-            }
-        }
-    }
-
+    finish_packages(
+        &mut plans,
+        stock,
+        &names,
+        &target_deps,
+        staging,
+        &prefix,
+        opts,
+    )?;
     // No path in both packages: dpkg aborts the swap half-way with "trying to overwrite".
     check_disjoint(&plans)?;
-    // No path owned by an unrelated installed package.
-    if let Some(db) = target.db {
-        for p in &plans {
-            for f in p.files.iter().filter(|f| f.content != Content::Dir) {
-                let owners: Vec<String> = db
-                    .owner_of(&f.path)?
-                    .into_iter()
-                    .filter(|o| {
-                        let bare = o.split(':').next().unwrap_or(o);
-                        !stock_names.iter().any(|s| s == bare)
-                    })
-                    .collect();
-                if !owners.is_empty() {
-                    bail!(
-                        "{} ({} in {}) is already owned by {} on the target; dpkg would refuse to overwrite it",
-                        f.path,
-                        f.role.word(),
-                        p.package,
-                        owners.join(", ")
-                    );
-                }
-            }
-        }
-    }
+    checks::check_target_owners(&plans, target, &stock_names)?;
 
     Ok(PackagePlan {
         prefix,
@@ -762,6 +366,205 @@ pub fn plan(
         packages: plans,
         warnings,
     })
+}
+
+/// The name and version one stock package's replacement gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplacementName {
+    pub half: Half,
+    /// The stock package replaced (`hsa-rocr`).
+    pub stock: String,
+    /// Ours (`hsa-rocr-pinned`).
+    pub package: String,
+    /// Ours, sorting above the stock version.
+    pub version: String,
+}
+
+fn replacement_names(
+    staging: &Staging,
+    stock: &[(Half, StockPackage)],
+    opts: &PlanOptions,
+) -> anyhow::Result<Vec<ReplacementName>> {
+    let mut names = Vec::new();
+    for (half, s) in stock {
+        let version = replacement_version(&s.version, staging.commit_time, &staging.commit);
+        if crate::deb::version::compare(&version, &s.version)? != std::cmp::Ordering::Greater {
+            bail!(
+                "replacement version {version} does not sort above stock {}",
+                s.version
+            );
+        }
+        names.push(ReplacementName {
+            half: *half,
+            stock: s.name.clone(),
+            package: rocm::replacement_name(&s.name, &opts.flavor),
+            version,
+        });
+    }
+    Ok(names)
+}
+
+/// Sonames our packages provide (rebuilt, carried family files, vendored): NEEDED entries
+/// naming one of these need no dependency.
+fn provided_sonames(
+    staging: &Staging,
+    stock: &[(Half, StockPackage)],
+    prefix: &str,
+) -> BTreeSet<String> {
+    let mut provided: BTreeSet<String> = BTreeSet::new();
+    for l in &staging.libraries {
+        provided.insert(l.soname().to_string());
+        provided.insert(l.file_name.clone());
+        provided.extend(l.links.iter().cloned());
+    }
+    for (_, s) in stock {
+        for f in &s.files {
+            if rocm::runtime_library_family_at(prefix, &f.path).is_some() {
+                if let Some(n) = f.path.rsplit('/').next() {
+                    provided.insert(n.to_string());
+                }
+            }
+        }
+    }
+    provided
+}
+
+/// One replacement package: its runtime families rebuilt, everything else the stock package
+/// ships carried unchanged, the apt pin, and (HSA) the provenance marker.
+fn plan_package(
+    half: Half,
+    s: &StockPackage,
+    name: &ReplacementName,
+    staging: &Staging,
+    prefix: &str,
+    opts: &PlanOptions,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<ReplacementPlan> {
+    let ours = name.package.clone();
+    let mut families = families::plan_families(s, &ours, staging, prefix, opts, warnings)?;
+    let mut files = std::mem::take(&mut families.files);
+    files.extend(carried_unchanged(s, &ours, &families.handled, warnings));
+
+    let pin_path = rocm::pin_file_path(&ours).display().to_string();
+    files.push(PlannedFile {
+        path: pin_path.clone(),
+        role: Role::Generated,
+        content: Content::Bytes {
+            data: templates::preferences(&s.name, &ours, &staging.commit)?.into_bytes(),
+            mode: 0o644,
+        },
+        from: None,
+    });
+    let mut conffiles = s.conffiles.clone();
+    conffiles.push(pin_path);
+    if half == Half::Hsa {
+        files.push(PlannedFile {
+            path: format!("{prefix}/{}", rocm::MARKER_RELPATH),
+            role: Role::Generated,
+            content: Content::Marker,
+            from: None,
+        });
+    }
+    Ok(ReplacementPlan {
+        half,
+        stock_name: s.name.clone(),
+        stock_version: s.version.clone(),
+        architecture: s.architecture.clone(),
+        package: ours,
+        version: name.version.clone(),
+        control: Paragraph::new(),
+        files,
+        conffiles,
+        scripts: BTreeMap::new(),
+        libraries: families.libraries,
+        stock_scripts_dropped: s.scripts.keys().cloned().collect(),
+    })
+}
+
+/// Everything the stock package ships that no family plan took, unchanged.
+fn carried_unchanged(
+    s: &StockPackage,
+    ours: &str,
+    handled: &BTreeSet<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<PlannedFile> {
+    let mut files = Vec::new();
+    for f in &s.files {
+        if handled.contains(&f.path) {
+            continue;
+        }
+        let content = match &f.kind {
+            StockKind::Dir => Content::Dir,
+            StockKind::Symlink(t) => Content::Symlink(t.clone()),
+            StockKind::File { mode, .. } => Content::Copy {
+                source: f.source.clone(),
+                mode: *mode,
+                strip: false,
+            },
+            StockKind::Excluded => {
+                warnings.push(format!(
+                    "{ours}: stock {} is excluded by dpkg's path-exclude on the stock root and is not carried",
+                    f.path
+                ));
+                continue;
+            }
+        };
+        files.push(PlannedFile {
+            path: f.path.clone(),
+            role: if content == Content::Dir {
+                Role::Dir
+            } else {
+                Role::Carried
+            },
+            content,
+            from: Some(format!("stock {}", s.name)),
+        });
+    }
+    files
+}
+
+/// Control fields, maintainer scripts and generated documents of each package; then the file
+/// list completed (parent directories), sorted and checked for duplicates.
+fn finish_packages(
+    plans: &mut [ReplacementPlan],
+    stock: &[(Half, StockPackage)],
+    names: &[ReplacementName],
+    target_deps: &BTreeMap<String, Vec<(String, String)>>,
+    staging: &Staging,
+    prefix: &str,
+    opts: &PlanOptions,
+) -> anyhow::Result<()> {
+    let hsa_ref = plans
+        .iter()
+        .find(|p| p.half == Half::Hsa)
+        .map(|p| (p.stock_name.clone(), p.package.clone(), p.version.clone()))
+        .ok_or_else(|| anyhow!("internal: no HSA plan"))?;
+    for p in plans.iter_mut() {
+        let s = &stock
+            .iter()
+            .find(|(_, s)| s.name == p.stock_name)
+            .ok_or_else(|| anyhow!("internal: no stock package {}", p.stock_name))?
+            .1;
+        p.control = control_for(p, s, &hsa_ref, names, target_deps, staging, opts)?;
+        p.scripts = templates::scripts(p, prefix, &hsa_ref.1)?;
+        for (path, data) in templates::docs(p, s, staging, opts)? {
+            p.files.push(PlannedFile {
+                path,
+                role: Role::Generated,
+                content: Content::Bytes { data, mode: 0o644 },
+                from: None,
+            });
+        }
+        add_parent_dirs(&mut p.files);
+        p.files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut seen = BTreeSet::new();
+        for f in &p.files {
+            if !seen.insert(f.path.clone()) {
+                bail!("internal: {} planned twice in {}", f.path, p.package);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refuse a plan where a non-directory path is shipped by more than one replacement package.
@@ -845,8 +648,10 @@ fn resolve_needed(
                 }
                 let (Some(db), Some(dirs)) = (target.db, dirs.as_ref()) else {
                     bail!(
-                        "{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against (give --stock-root)",
-                        lib.file_name
+                        "{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against ({}); \
+                         run on the target system, or give --stock-root DIR for a ROCm image tree",
+                        lib.file_name,
+                        target.db_error.as_deref().unwrap_or("none was read")
                     );
                 };
                 let Some((found, owners)) = db.find_library_owner(needed, dirs)? else {
@@ -882,7 +687,7 @@ fn control_for(
     p: &ReplacementPlan,
     s: &StockPackage,
     hsa: &(String, String, String),
-    names: &[(Half, String, String, String)],
+    names: &[ReplacementName],
     needed_deps: &BTreeMap<String, Vec<(String, String)>>,
     staging: &Staging,
     opts: &PlanOptions,
@@ -901,13 +706,11 @@ fn control_for(
         if let Some(rels) = fields.get_mut(f) {
             for group in rels.iter_mut() {
                 for alt in group.iter_mut() {
-                    if let Some((_, _, ours, ver)) =
-                        names.iter().find(|(_, n, _, _)| *n == alt.name)
-                    {
+                    if let Some(n) = names.iter().find(|n| n.stock == alt.name) {
                         *alt = Relation {
-                            name: ours.clone(),
+                            name: n.package.clone(),
                             arch_qualifier: None,
-                            constraint: Some((RelationOp::Eq, ver.clone())),
+                            constraint: Some((RelationOp::Eq, n.version.clone())),
                         };
                     }
                 }

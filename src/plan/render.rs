@@ -99,7 +99,8 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         ));
     }
     let target = Target {
-        db: target_db.as_ref(),
+        db: target_db.as_ref().ok(),
+        db_error: target_db.as_ref().err().cloned(),
         prefix: prefix.clone(),
     };
     let plan = crate::progress::step(listener, "plan replacements", || {
@@ -230,7 +231,8 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     })
 }
 
-type LoadedStock = (String, Vec<(Half, StockPackage)>, Option<DpkgDb>);
+/// The prefix, the stock packages, and the target's dpkg database or why it could not be read.
+type LoadedStock = (String, Vec<(Half, StockPackage)>, Result<DpkgDb, String>);
 
 fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> {
     match &req.stock {
@@ -252,7 +254,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
             for (half, name) in found {
                 stock.push((half, stock::from_dpkg_db_allowing(&db, &name, &replaced)?));
             }
-            Ok((prefix, stock, Some(db)))
+            Ok((prefix, stock, Ok(db)))
         }
         StockInput::Debs { debs, target_root } => {
             if debs.is_empty() {
@@ -296,7 +298,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
                     .ok_or_else(|| anyhow!("internal: {name} vanished"))?;
                 stock.push((half, pkgs.remove(idx)));
             }
-            let db = DpkgDb::open(target_root).ok();
+            let db = DpkgDb::open(target_root).map_err(|e| format!("{e:#}"));
             Ok((prefix, stock, db))
         }
     }

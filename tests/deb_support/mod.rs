@@ -236,12 +236,8 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
 }
 
-/// Where setup scripts put downloaded inputs.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
 
 pub fn run(cmd: &mut Command) -> std::process::Output {
     let out = cmd.output().unwrap();

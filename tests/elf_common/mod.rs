@@ -6,12 +6,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Where setup scripts put downloaded inputs.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
 
 /// Run a command, panicking with its output when it fails (test helper).
 pub fn run(cmd: &mut Command) -> String {

@@ -24,11 +24,8 @@ pub const PROBE: &str = "/usr/local/bin/rocm-pin-probe";
 pub const DEPENDANTS: &[&str] = &["rocm-hip-runtime", "hip-dev", "rccl", "hipblas"];
 pub const SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
 
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
 
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))

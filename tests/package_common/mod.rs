@@ -13,11 +13,8 @@ pub const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 pub const COMMIT_TIME: i64 = 1_764_720_000;
 pub const PREFIX: &str = "/opt/rocm-7.2.4";
 
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("ROCM_PIN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
 
 pub fn image() -> ChrootImage {
     let tarball = cache_dir().join("chroot/bookworm-apt.tar.zst");
@@ -347,9 +344,12 @@ pub fn contents(deb: &Path) -> Vec<(char, String, String)> {
 
 /// Lintian's E:/W: lines for `deb` (overridden tags are not shown).
 pub fn lintian_problems(deb: &Path) -> Vec<String> {
+    // lintian leaves its mldbm-elf-* files in TMPDIR: give it a directory removed afterwards.
+    let tmp = tempfile::tempdir().unwrap();
     let out = Command::new("lintian")
         .arg("--no-cfg")
         .arg(deb)
+        .env("TMPDIR", tmp.path())
         .output()
         .expect("run lintian (apt-get install lintian)");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,0 +1,187 @@
+//! The runtime library families of one stock package (`libhsa-runtime64`, `libamdhip64`, …):
+//! the rebuilt library under its own name, the stock versioned names as hard links to it,
+//! the SONAME link, and the stock's other links following the SONAME chain.
+
+use std::collections::BTreeSet;
+
+use anyhow::{anyhow, bail};
+
+use super::{
+    Content, PlanOptions, PlannedFile, PlannedLibrary, Role, StockFile, StockKind, StockPackage,
+};
+use crate::plan::staging::Staging;
+use crate::rocm;
+
+/// What the family plan of one package produced.
+pub struct FamilyPlan {
+    pub files: Vec<PlannedFile>,
+    pub libraries: Vec<PlannedLibrary>,
+    /// Stock paths the family plan took care of (replaced, aliased or dropped).
+    pub handled: BTreeSet<String>,
+}
+
+pub fn plan_families(
+    s: &StockPackage,
+    ours: &str,
+    staging: &Staging,
+    prefix: &str,
+    opts: &PlanOptions,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<FamilyPlan> {
+    let lib_dir = format!("{prefix}/lib");
+    let mut files: Vec<PlannedFile> = vec![];
+    let mut libraries = vec![];
+    let mut handled: BTreeSet<String> = BTreeSet::new();
+    // Families this stock package owns in <prefix>/lib/.
+    let mut families: Vec<&'static rocm::LibraryFamily> = vec![];
+    for f in &s.files {
+        if let Some(fam) = rocm::runtime_library_family_at(prefix, &f.path) {
+            if !families.iter().any(|x| x.stem == fam.stem) {
+                families.push(fam);
+            }
+        }
+    }
+    for fam in families {
+        let stock_family: Vec<&StockFile> = s
+            .files
+            .iter()
+            .filter(|f| {
+                rocm::runtime_library_family_at(prefix, &f.path).is_some_and(|x| x.stem == fam.stem)
+            })
+            .collect();
+        let Some(staged) = staging.family(fam.stem) else {
+            if fam.required {
+                bail!(
+                    "stock {} ships {} but the staging has none",
+                    s.name,
+                    fam.stem
+                );
+            }
+            warnings.push(format!(
+                "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt libamdhip64 with a stock {} can fail at JIT time)",
+                ours, fam.stem, fam.stem
+            ));
+            continue;
+        };
+        let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
+            anyhow!(
+                "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
+                staged.source.display()
+            )
+        })?;
+        // The stock soname from the stock real file's ELF, else from its soname link.
+        let stock_real: Vec<&StockFile> = stock_family
+            .iter()
+            .copied()
+            .filter(|f| matches!(f.kind, StockKind::File { .. }))
+            .collect();
+        let mut stock_sonames = BTreeSet::new();
+        for f in &stock_real {
+            match crate::elf::read_elf(&f.source) {
+                Ok(info) => {
+                    if let Some(so) = info.soname {
+                        stock_sonames.insert(so);
+                    }
+                }
+                Err(e) => warnings.push(format!(
+                    "cannot read the stock {} as ELF ({e:#}); its soname is taken from its links",
+                    f.path
+                )),
+            }
+        }
+        if stock_sonames.is_empty() {
+            for f in &stock_family {
+                if let StockKind::Symlink(_) = f.kind {
+                    let n = f.path.rsplit('/').next().unwrap_or("");
+                    if rocm::soname_major(n).is_some()
+                        && n.matches('.').count() == staged_soname.matches('.').count()
+                    {
+                        stock_sonames.insert(n.to_string());
+                    }
+                }
+            }
+        }
+        for so in &stock_sonames {
+            if rocm::soname_major(so) != rocm::soname_major(&staged_soname)
+                && !opts.allow_soname_change
+            {
+                bail!(
+                    "SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
+                     Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended",
+                    s.name, staged.file_name
+                );
+            }
+        }
+        let real_path = format!("{lib_dir}/{}", staged.file_name);
+        files.push(PlannedFile {
+            path: real_path.clone(),
+            role: Role::Rebuilt,
+            content: Content::Copy {
+                source: staged.source.clone(),
+                mode: 0o644,
+                strip: opts.strip,
+            },
+            from: Some(staged.source.display().to_string()),
+        });
+        handled.insert(real_path.clone());
+        let mut aliases = vec![];
+        for f in &stock_real {
+            if f.path == real_path {
+                continue;
+            }
+            files.push(PlannedFile {
+                path: f.path.clone(),
+                role: Role::Alias,
+                content: Content::HardLink(real_path.clone()),
+                from: Some(format!("stock {}", s.name)),
+            });
+            aliases.push(f.path.clone());
+            handled.insert(f.path.clone());
+        }
+        let soname_path = format!("{lib_dir}/{staged_soname}");
+        if soname_path != real_path {
+            files.push(PlannedFile {
+                path: soname_path.clone(),
+                role: Role::Link,
+                content: Content::Symlink(staged.file_name.clone()),
+                from: None,
+            });
+            handled.insert(soname_path.clone());
+        }
+        for f in &stock_family {
+            if handled.contains(&f.path) {
+                continue;
+            }
+            if let StockKind::Symlink(_) = f.kind {
+                let n = f.path.rsplit('/').next().unwrap_or("");
+                if stock_sonames.contains(n) && n != staged_soname {
+                    warnings.push(format!(
+                        "{ours}: stock soname link {} dropped (the rebuilt library's SONAME is {staged_soname})",
+                        f.path
+                    ));
+                    handled.insert(f.path.clone());
+                    continue;
+                }
+                // Development and other links follow the SONAME chain.
+                files.push(PlannedFile {
+                    path: f.path.clone(),
+                    role: Role::Link,
+                    content: Content::Symlink(staged_soname.clone()),
+                    from: None,
+                });
+                handled.insert(f.path.clone());
+            }
+        }
+        libraries.push(PlannedLibrary {
+            path: real_path,
+            soname: staged_soname,
+            aliases,
+        });
+    }
+
+    Ok(FamilyPlan {
+        files,
+        libraries,
+        handled,
+    })
+}
