@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The rocm-pin runtime ARTIFACT image (docs/docker.md): builds the patched ROCr + CLR pair once,
 # packages it against the ROCm image's stock runtime, signs an apt repository, and ships ONE
 # directory /rocm-pin-<commit12>/ in a FROM-scratch image labelled with the commit. Downstream

@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # An SGLang-shaped downstream image (docs/docker.md): the runtime artifact image is bind-mounted
 # by reference (never copied into a layer), installed FIRST, the image's own apt steps follow (a
 # reinstall of the stock runtime package name, a new ROCm dependant), and verification runs LAST.

@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # rocm-pin's own .deb, built from source (scripts/package-self), in /deb/ of a scratch image:
 # what runtime.Dockerfile's ROCM_PIN_TOOL_IMAGE names. Context: a rocm-pin source checkout.
 #

@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # A vLLM-shaped downstream image (docs/docker.md): the runtime artifact image is bind-mounted by
 # reference (never copied into a layer), installed FIRST, the image's own steps follow (here
 # vllm_release.dockerfile's custom rccl forced in with dpkg, then apt's dependency repair), and

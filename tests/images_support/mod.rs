@@ -1,6 +1,7 @@
-//! Shared by the image tests (tests/images.rs, tests/images_adopt.rs): `scripts/images` with
-//! this test's cache and binary, the OCI tools in its environment (buildah, podman, skopeo), the
-//! images a test tagged removed when it ends, and `rocm-pin verify --image`.
+//! Shared by the image tests (tests/images.rs, tests/images_adopt.rs, tests/images_buildkit.rs,
+//! tests/images_tool.rs): `scripts/images` with this test's cache and binary, the OCI tools in its
+//! environment (buildah, podman, skopeo), the images a test tagged removed when it ends, and
+//! `rocm-pin verify --image`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
