@@ -102,23 +102,7 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         ))
     })?;
     let mut report = RollbackReport::default();
-    let mut debs: Vec<PathBuf> = Vec::new();
-    let mut missing = Vec::new();
-    for r in &marker.replaced {
-        let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
-            &r.stock_name,
-            &r.stock_version,
-            &r.architecture,
-        ));
-        if p.exists() {
-            debs.push(p);
-        } else {
-            missing.push((p, r));
-        }
-    }
-    if !missing.is_empty() {
-        return Err(usage(missing_stock_message(root, &missing)));
-    }
+    let debs = kept_stock_debs(root, &marker)?;
     report.stock_debs = debs.iter().map(|d| d.display().to_string()).collect();
     let before: BTreeMap<String, String> = status::read_status(root)?
         .into_iter()
@@ -127,41 +111,11 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .collect();
     // The guard would run verify after dpkg and fail the rollback: it leaves first.
     let guard_removed = remove_guard(root)?;
-    let mut cmd = super::apt::apt_command(root, "apt-get");
-    cmd.env("NEEDRESTART_MODE", "l")
-        .arg("-o")
-        .arg(format!("DPkg::Lock::Timeout={lock_timeout}"))
-        .arg("-o")
-        .arg("Dpkg::Use-Pty=0")
-        .args([
-            "install",
-            "-y",
-            // Not --no-download: with it apt 2.6 looks for local .debs in its archive cache
-            // ("Internal Error, Pathname to install is not absolute"). Offline anyway: the
-            // stock .debs are local files, and nothing else is installed.
-            "--purge",
-            "--allow-remove-essential",
-        ])
-        .args(&debs)
-        // `pkg-` removes within the install transaction; --purge makes it a purge, so our pin
-        // conffiles go too (apt-get install has no `pkg_` purge modifier: "Unable to locate").
-        .args(ours.iter().map(|e| format!("{}-", e.package)));
-    let out = progress::step(listener, "apt-get install stock + purge ours", || {
-        cmd.output().context("cannot run apt-get")
-    })?;
-    if !out.status.success() {
+    if let Err(e) = swap_back(root, &ours, &debs, lock_timeout, listener) {
         if guard_removed {
             let _ = super::install::write_guard(root);
         }
-        let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
-        let s = String::from_utf8_lossy(&both);
-        let lines: Vec<&str> = s.lines().collect();
-        return Err(ExitError::check_failed(format!(
-            "apt-get failed ({}):\n{}",
-            out.status,
-            lines[lines.len().saturating_sub(25)..].join("\n")
-        ))
-        .into());
+        return Err(e);
     }
     report.purged = ours.iter().map(|e| e.package.clone()).collect();
     // The release hold goes with our pins: the stock release may move again.
@@ -188,15 +142,107 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .filter(|k| !after.contains_key(*k))
         .cloned()
         .collect();
+    report.checks = rollback_checks(root, &ours, &marker, &after_entries, &report.removed)?;
+    report.ok = report.checks.iter().all(|c| c.ok);
+    if !report.ok {
+        let failed: Vec<String> = report
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        return Err(ExitError::check_failed(format!(
+            "rollback ran but checks fail: {}",
+            failed.join("; ")
+        ))
+        .into());
+    }
+    Ok(report)
+}
+
+/// The stock .debs kept at install time, one per replaced package; all of them or a refusal
+/// naming every missing one and how to get it.
+fn kept_stock_debs(root: &Path, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
+    let mut debs: Vec<PathBuf> = Vec::new();
+    let mut missing = Vec::new();
+    for r in &marker.replaced {
+        let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
+            &r.stock_name,
+            &r.stock_version,
+            &r.architecture,
+        ));
+        if p.exists() {
+            debs.push(p);
+        } else {
+            missing.push((p, r));
+        }
+    }
+    if !missing.is_empty() {
+        return Err(usage(missing_stock_message(root, &missing)));
+    }
+    Ok(debs)
+}
+
+/// One apt transaction: the stock .debs installed, ours purged.
+fn swap_back(
+    root: &Path,
+    ours: &[StatusEntry],
+    debs: &[PathBuf],
+    lock_timeout: u32,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    let mut cmd = super::apt::apt_command(root, "apt-get");
+    cmd.env("NEEDRESTART_MODE", "l")
+        .arg("-o")
+        .arg(format!("DPkg::Lock::Timeout={lock_timeout}"))
+        .arg("-o")
+        .arg("Dpkg::Use-Pty=0")
+        .args([
+            "install",
+            "-y",
+            // Not --no-download: with it apt 2.6 looks for local .debs in its archive cache
+            // ("Internal Error, Pathname to install is not absolute"). Offline anyway: the
+            // stock .debs are local files, and nothing else is installed.
+            "--purge",
+            "--allow-remove-essential",
+        ])
+        .args(debs)
+        // `pkg-` removes within the install transaction; --purge makes it a purge, so our pin
+        // conffiles go too (apt-get install has no `pkg_` purge modifier: "Unable to locate").
+        .args(ours.iter().map(|e| format!("{}-", e.package)));
+    let out = progress::step(listener, "apt-get install stock + purge ours", || {
+        cmd.output().context("cannot run apt-get")
+    })?;
+    if !out.status.success() {
+        let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        return Err(ExitError::check_failed(format!(
+            "apt-get failed ({}):\n{}",
+            out.status,
+            crate::process::tail_lines(&both, 25)
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// After the swap: nothing but ours removed, each stock package installed, our pins gone, and
+/// the loader resolving every library of the marker to a stock file.
+fn rollback_checks(
+    root: &Path,
+    ours: &[StatusEntry],
+    marker: &Marker,
+    after_entries: &[StatusEntry],
+    removed: &[String],
+) -> anyhow::Result<Vec<RollbackCheck>> {
+    let mut checks = Vec::new();
     let mut add = |name: &str, ok: bool, detail: String| {
-        report.checks.push(RollbackCheck {
+        checks.push(RollbackCheck {
             name: name.into(),
             ok,
             detail,
         })
     };
-    let unexpected: Vec<&String> = report
-        .removed
+    let unexpected: Vec<&String> = removed
         .iter()
         .filter(|n| !ours.iter().any(|e| &&e.package == n))
         .collect();
@@ -276,21 +322,7 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
             ),
         );
     }
-    report.ok = report.checks.iter().all(|c| c.ok);
-    if !report.ok {
-        let failed: Vec<String> = report
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: {}", c.name, c.detail))
-            .collect();
-        return Err(ExitError::check_failed(format!(
-            "rollback ran but checks fail: {}",
-            failed.join("; ")
-        ))
-        .into());
-    }
-    Ok(report)
+    Ok(checks)
 }
 
 #[cfg(test)]
