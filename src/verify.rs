@@ -192,10 +192,49 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         check_nothing_installed(root, &by_name, c);
         return;
     }
+    let (lists, marker_path, marker) = read_marker(root, &ours, c);
+    check_our_packages(&ours, marker.as_ref(), c);
+    let Some(marker) = marker else { return };
+    check_marker_packages(root, &marker, &by_name, c);
 
-    // The marker: shipped by our HSA package, found through the file lists.
+    // The two external commands (apt-cache policy, ldconfig -p) run while the files are
+    // hashed: verify costs about the slower of them, not their sum.
+    let names: Vec<String> = marker
+        .replaced
+        .iter()
+        .map(|r| r.stock_name.clone())
+        .collect();
+    std::thread::scope(|s| {
+        let policy = opts.ask_apt.then(|| s.spawn(|| apt::policy(root, &names)));
+        let cache = s.spawn(|| loader::read_cache(root));
+        check_files(root, &ours, &marker, marker_path.as_deref(), c);
+        let policy = policy.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("apt-cache policy thread panicked")))
+        });
+        let cache = cache
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("ldconfig -p thread panicked")));
+        check_pins(opts, &marker, &by_name, policy, c);
+        check_libraries(opts, &marker, &lists, cache, c);
+    });
+    check_loader_entry(root, &marker, c);
+    check_local_repo(root, &ours, c);
+}
+
+/// Our packages' file lists, and the provenance marker our HSA package ships (found through
+/// them): `(lists, marker path, marker)`.
+fn read_marker(
+    root: &Path,
+    ours: &[&StatusEntry],
+    c: &mut Checks,
+) -> (
+    BTreeMap<String, Vec<String>>,
+    Option<String>,
+    Option<rocm::Marker>,
+) {
     let mut lists: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for e in &ours {
+    for e in ours {
         match status::package_list(root, &e.package, &e.architecture) {
             Ok(l) => {
                 lists.insert(e.package.clone(), l);
@@ -241,9 +280,13 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
             }
         },
     };
+    (lists, marker_path, marker)
+}
 
-    // Packages installed (ii), Protected, at the marker's versions, commit fields agree.
-    for e in &ours {
+/// Each of ours installed (ii), Protected, at the marker's version, its commit and patch
+/// fields agreeing with the marker.
+fn check_our_packages(ours: &[&StatusEntry], marker: Option<&rocm::Marker>, c: &mut Checks) {
+    for e in ours {
         let commit = e
             .extra
             .get(rocm::COMMIT_FIELD)
@@ -256,7 +299,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         if !e.protected {
             problems.push("control lacks Protected: yes".to_string());
         }
-        if let Some(m) = &marker {
+        if let Some(m) = marker {
             match m.replaced.iter().find(|r| r.package == e.package) {
                 Some(r) if r.version != e.version => problems.push(format!(
                     "version {} installed, marker expects {}",
@@ -279,7 +322,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
                 problems.join("; ")
             },
         );
-        if let Some(m) = &marker {
+        if let Some(m) = marker {
             check_patches_field(e, m, c);
             let ok = commit == m.commit;
             c.add(
@@ -298,7 +341,15 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
             );
         }
     }
-    let Some(marker) = marker else { return };
+}
+
+/// Every package the marker names is installed, and no stock package it replaces is.
+fn check_marker_packages(
+    root: &Path,
+    marker: &rocm::Marker,
+    by_name: &BTreeMap<&str, &StatusEntry>,
+    c: &mut Checks,
+) {
     for r in &marker.replaced {
         if !by_name.contains_key(r.package.as_str()) {
             c.add(
@@ -339,30 +390,6 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
             ),
         }
     }
-
-    // The two external commands (apt-cache policy, ldconfig -p) run while the files are
-    // hashed: verify costs about the slower of them, not their sum.
-    let names: Vec<String> = marker
-        .replaced
-        .iter()
-        .map(|r| r.stock_name.clone())
-        .collect();
-    std::thread::scope(|s| {
-        let policy = opts.ask_apt.then(|| s.spawn(|| apt::policy(root, &names)));
-        let cache = s.spawn(|| loader::read_cache(root));
-        check_files(root, &ours, &marker, marker_path.as_deref(), c);
-        let policy = policy.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("apt-cache policy thread panicked")))
-        });
-        let cache = cache
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("ldconfig -p thread panicked")));
-        check_pins(opts, &marker, &by_name, policy, c);
-        check_libraries(opts, &marker, &lists, cache, c);
-    });
-    check_loader_entry(root, &marker, c);
-    check_local_repo(root, &ours, c);
 }
 
 /// Nothing of ours is installed. Say first whether there is a ROCm to replace at all: on a host
