@@ -8,6 +8,7 @@
 #   scripts/images buildkit start          start (or reuse) the private dockerd; prints its DOCKER_HOST
 #   scripts/images buildkit stop           stop it (the data root stays, as a layer cache)
 #   scripts/images buildkit env            print the export lines for running Debian's docker by hand
+#                                          (and DOCKER_CONFIG for buildx, once fetched)
 #   scripts/images buildkit load REF...    copy images from the podman storage of `scripts/images`
 #                                          into it (skipped when the same image ID is there)
 #   scripts/images buildkit build [DOCKER BUILD ARGS...] CONTEXT
@@ -169,6 +170,10 @@ case $cmd in
   stop) stop ;;
   env)
     printf 'export DOCKER_HOST=unix://%s\nexport DOCKER_BUILDKIT=1\nalias docker=%s\n' "$sock" "$docker_cli"
+    # With the plugin fetched, `docker buildx ...` works by hand too.
+    if [ -x "$buildx_config/cli-plugins/docker-buildx" ]; then
+      printf 'export DOCKER_CONFIG=%s\n' "$buildx_config"
+    fi
     ;;
   load)
     need
