@@ -1,14 +1,16 @@
 //! The recipe's Dockerfiles (docs/docker/), unchanged, built by BuildKit: Debian's docker.io 20.10
 //! and its built-in BuildKit, through a private dockerd under the cache (`scripts/images buildkit`,
-//! no iptables, no bridge, runc, `--network none`). The artifact image is built with the signing
+//! no iptables, no bridge, runc, `--network none`), driven by both front ends: `docker buildx
+//! build` (Debian trixie's buildx plugin, docker driver) for the artifact and the SGLang builds,
+//! `DOCKER_BUILDKIT=1 docker build` for the vLLM builds. The artifact image is built with the signing
 //! key as a BuildKit secret, pushed to the loopback registry, removed locally and pulled back by
 //! the vLLM- and SGLang-shaped downstream builds; `docker run` shows the loader maps the patched
 //! pair, `rocm-pin verify --image-archive` passes on `docker save`'s archive, a reverting step
 //! fails the build at its last line, a 7.2.3 base fails it at install-runtime.sh.
 //! tests/images.rs does the same with buildah 1.28; docs/docker.md lists where the two differ.
 //!
-//! Needs root, scripts/install-deps (docker.io, buildah, podman, docker-registry) and the cached
-//! builder chroot tarball (scripts/test-setup).
+//! Needs root, scripts/install-deps (docker.io, buildah, podman, docker-registry), the cached
+//! builder chroot tarball and the buildx plugin (scripts/test-setup).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -109,10 +111,31 @@ fn make_context(dir: &Path) -> (PathBuf, String) {
     (ctx, commit)
 }
 
-/// `scripts/images buildkit build -f <ctx>/rocm-pin/FILE [EXTRA] --build-arg K=V... -t TAG <ctx>`.
-fn buildkit(ctx: &Path, file: &str, tag: &str, extra: &[&str], args: &[(&str, &str)]) -> Output {
+/// Which Docker CLI front end drives the dockerd's BuildKit.
+#[derive(Clone, Copy)]
+enum Front {
+    /// `DOCKER_BUILDKIT=1 docker build` (`scripts/images buildkit build`).
+    Build,
+    /// `docker buildx build --builder default --load`, the docker driver
+    /// (`scripts/images buildkit buildx`; the plugin is Debian trixie's docker-buildx).
+    Buildx,
+}
+
+/// `scripts/images buildkit build|buildx -f <ctx>/rocm-pin/FILE [EXTRA] --build-arg K=V... -t TAG <ctx>`.
+fn buildkit(
+    front: Front,
+    ctx: &Path,
+    file: &str,
+    tag: &str,
+    extra: &[&str],
+    args: &[(&str, &str)],
+) -> Output {
     let dockerfile = ctx.join("rocm-pin").join(file).display().to_string();
-    let mut argv: Vec<String> = vec!["buildkit".into(), "build".into(), "-f".into(), dockerfile];
+    let sub = match front {
+        Front::Build => "build",
+        Front::Buildx => "buildx",
+    };
+    let mut argv: Vec<String> = vec!["buildkit".into(), sub.into(), "-f".into(), dockerfile];
     argv.extend(extra.iter().map(|s| s.to_string()));
     for (k, v) in args {
         argv.push("--build-arg".into());
@@ -171,6 +194,23 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
     };
     let version = docker.ok(&["version", "--format", "{{.Server.Version}}"]);
     eprintln!("images_buildkit: dockerd {}", version.trim());
+    let buildx = cache_dir().join("docker-buildx/config");
+    let out = Command::new("/usr/bin/docker")
+        .args(["buildx", "version"])
+        .env("DOCKER_CONFIG", &buildx)
+        .output()
+        .unwrap();
+    assert_eq!(
+        rc(&out),
+        0,
+        "docker buildx (scripts/setup.d/31-docker-buildx.sh puts it in {}):\n{}",
+        buildx.display(),
+        text(&out)
+    );
+    eprintln!(
+        "images_buildkit: {}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
 
     let key = w.join("rocm-pin-key.asc");
     let out = Command::new(bin())
@@ -197,7 +237,10 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
     cleanup.tags.push(runtime.clone());
     let secret = format!("id=rocm-pin-key,src={}", key.display());
     let t = Instant::now();
+    // The artifact through `docker buildx build`, the vLLM build through `docker build`, the
+    // SGLang build through buildx again: both front ends, one BuildKit, one cache.
     let out = buildkit(
+        Front::Buildx,
         &ctx,
         "runtime.Dockerfile",
         &runtime,
@@ -252,20 +295,18 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
             ("ROCM_PIN_COMMIT", commit.clone()),
         ]
     };
-    let build = |file: &str, tag: &str, args: &[(&'static str, String)]| -> Output {
+    let build = |front: Front, file: &str, tag: &str, args: &[(&'static str, String)]| -> Output {
         let a: Vec<(&str, &str)> = args.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        buildkit(&ctx, file, tag, &[], &a)
+        buildkit(front, &ctx, file, tag, &[], &a)
     };
     let mut downstream = Vec::new();
-    let mut vllm_secs = 0.0;
-    for name in ["vllm", "sglang"] {
+    let mut secs = [0.0; 2];
+    for (name, front) in [("vllm", Front::Build), ("sglang", Front::Buildx)] {
         let tag = format!("rocm-pin-test/{name}-buildkit:{run_id}");
         cleanup.tags.push(tag.clone());
         let t = Instant::now();
-        let out = build(&format!("{name}.Dockerfile"), &tag, &common(&base));
-        if name == "vllm" {
-            vllm_secs = t.elapsed().as_secs_f64();
-        }
+        let out = build(front, &format!("{name}.Dockerfile"), &tag, &common(&base));
+        secs[downstream.len()] = t.elapsed().as_secs_f64();
         assert_eq!(rc(&out), 0, "{name}.Dockerfile:\n{}", tail(&out));
         assert!(text(&out).contains("verify-runtime: OK"), "{}", tail(&out));
         downstream.push(tag);
@@ -306,16 +347,23 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
             "{image}: the stock names are not the patched inode: {inodes}"
         );
     }
-    // docker save (a docker-archive) checked from the outside.
-    let archive = w.join("vllm.docker.tar");
-    docker.ok(&["save", "-o", &archive.display().to_string(), &downstream[0]]);
-    let out = Command::new(bin())
-        .args(["verify", "--image-archive"])
-        .arg(&archive)
-        .output()
-        .unwrap();
-    assert_eq!(rc(&out), 0, "verify --image-archive:\n{}", text(&out));
-    std::fs::remove_file(&archive).unwrap();
+    // docker save (a docker-archive) checked from the outside: one image of each front end.
+    for image in &downstream {
+        let archive = w.join("downstream.docker.tar");
+        docker.ok(&["save", "-o", &archive.display().to_string(), image]);
+        let out = Command::new(bin())
+            .args(["verify", "--image-archive"])
+            .arg(&archive)
+            .output()
+            .unwrap();
+        assert_eq!(
+            rc(&out),
+            0,
+            "verify --image-archive {image}:\n{}",
+            text(&out)
+        );
+        std::fs::remove_file(&archive).unwrap();
+    }
 
     // --- a reverting step fails the build at the last line; a 7.2.3 base at install ---------
     let vllm_file = std::fs::read_to_string(ctx.join("rocm-pin/vllm.Dockerfile")).unwrap();
@@ -339,7 +387,7 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
     lean.push(("ROCM_PIN_KEEP_TOOL", "0".into()));
     let reverted = format!("rocm-pin-test/reverted-buildkit:{run_id}");
     cleanup.tags.push(reverted.clone());
-    let out = build("revert.Dockerfile", &reverted, &lean);
+    let out = build(Front::Build, "revert.Dockerfile", &reverted, &lean);
     let s = text(&out);
     // docker build exits 1 for any failed RUN; the RUN's own status is in the message.
     assert!(
@@ -353,7 +401,12 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
     );
     let rocm723 = format!("rocm-pin-test/rocm723-buildkit:{run_id}");
     cleanup.tags.push(rocm723.clone());
-    let out = build("sglang.Dockerfile", &rocm723, &common(&base_723));
+    let out = build(
+        Front::Buildx,
+        "sglang.Dockerfile",
+        &rocm723,
+        &common(&base_723),
+    );
     let s = text(&out);
     assert!(
         rc(&out) != 0
@@ -382,7 +435,10 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
 
     drop(cleanup);
     eprintln!(
-        "images_buildkit: end to end in {:.1}s (runtime build {runtime_secs:.1}s, vllm downstream {vllm_secs:.1}s)",
-        t0.elapsed().as_secs_f64()
+        "images_buildkit: end to end in {:.1}s (runtime buildx {runtime_secs:.1}s, vllm docker build \
+         {:.1}s, sglang buildx {:.1}s)",
+        t0.elapsed().as_secs_f64(),
+        secs[0],
+        secs[1]
     );
 }

@@ -8,12 +8,20 @@
 #   scripts/images buildkit start          start (or reuse) the private dockerd; prints its DOCKER_HOST
 #   scripts/images buildkit stop           stop it (the data root stays, as a layer cache)
 #   scripts/images buildkit env            print the export lines for running Debian's docker by hand
+#                                          (and DOCKER_CONFIG for buildx, once fetched)
 #   scripts/images buildkit load REF...    copy images from the podman storage of `scripts/images`
 #                                          into it (skipped when the same image ID is there)
 #   scripts/images buildkit build [DOCKER BUILD ARGS...] CONTEXT
 #                                          start if needed, load every --build-arg value naming a
 #                                          localhost/ image in podman storage, then
 #                                          `DOCKER_BUILDKIT=1 docker build --network none --progress plain`
+#   scripts/images buildkit buildx [DOCKER BUILDX BUILD ARGS...] CONTEXT
+#                                          the same through `docker buildx build --builder default
+#                                          --load` (the docker driver: the dockerd's own BuildKit,
+#                                          the image lands in its store). The buildx plugin is
+#                                          Debian trixie's docker-buildx, fetched into
+#                                          $ROCM_PIN_CACHE/docker-buildx by scripts/setup.d/31-docker-buildx.sh
+#                                          and found through DOCKER_CONFIG, never installed.
 #
 # The Docker CLI used is Debian's /usr/bin/docker (20.10): a newer CLI (e.g. 28 in /usr/local/bin)
 # refuses DOCKER_BUILDKIT=1 without the buildx plugin, which bookworm does not package.
@@ -27,6 +35,7 @@ ROCM_PIN_CACHE="${ROCM_PIN_CACHE:-$repo/.cache}"
 dir=$ROCM_PIN_CACHE/buildkit-docker
 sock=$dir/docker.sock
 docker_cli=${ROCM_PIN_DOCKER_CLI:-/usr/bin/docker}
+buildx_config=$ROCM_PIN_CACHE/docker-buildx/config
 
 say() { printf 'buildkit: %s\n' "$*" >&2; }
 die() {
@@ -122,7 +131,8 @@ load() {
   done
 }
 
-build() {
+# The localhost/ images named by --build-arg values (podman storage -> the dockerd).
+load_build_args() {
   local a v refs=() prev=
   for a in "$@"; do
     v=
@@ -135,9 +145,22 @@ build() {
     [[ $v == localhost/* ]] && refs+=("$v")
     prev=$a
   done
-  start >/dev/null
   [ ${#refs[@]} -eq 0 ] || load "${refs[@]}"
+}
+
+build() {
+  start >/dev/null
+  load_build_args "$@"
   dk build --network none --progress plain "$@"
+}
+
+buildx() {
+  [ -x "$buildx_config/cli-plugins/docker-buildx" ] ||
+    die "no buildx plugin in $buildx_config/cli-plugins: scripts/setup.d/31-docker-buildx.sh"
+  start >/dev/null
+  load_build_args "$@"
+  DOCKER_CONFIG=$buildx_config dk buildx build --builder default --load --network none \
+    --progress plain "$@"
 }
 
 cmd=${1:-}
@@ -147,6 +170,10 @@ case $cmd in
   stop) stop ;;
   env)
     printf 'export DOCKER_HOST=unix://%s\nexport DOCKER_BUILDKIT=1\nalias docker=%s\n' "$sock" "$docker_cli"
+    # With the plugin fetched, `docker buildx ...` works by hand too.
+    if [ -x "$buildx_config/cli-plugins/docker-buildx" ]; then
+      printf 'export DOCKER_CONFIG=%s\n' "$buildx_config"
+    fi
     ;;
   load)
     need
@@ -156,6 +183,10 @@ case $cmd in
   build)
     need
     build "$@"
+    ;;
+  buildx)
+    need
+    buildx "$@"
     ;;
   *)
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
