@@ -260,7 +260,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     let tx = Transaction::plan(root, opts, &facts, &marker)?;
     if tx.need_apt {
         // 3. Simulate: refuse if apt would remove anything but the stock pair.
-        simulate(opts, &tx, &facts, &mut report, listener)?;
+        simulate(opts, &tx, &mut report, listener)?;
         // 4. Keep the stock .debs for offline rollback.
         keep_stock_for_rollback(root, opts, &tx, &mut report, listener)?;
     }
@@ -399,6 +399,8 @@ struct Transaction {
     /// Ours already installed at these versions: apt must be told to reinstall them (a stock
     /// package forced in next to them, a deleted pin conffile).
     reinstall: bool,
+    /// The stock packages ours replace: the only packages apt may remove.
+    stock_names: Vec<String>,
     /// Our .debs, then every stock package still installed removed by name (`name-`), so
     /// neither apt solver has to decide it: apt 3's solver refuses a transaction where a stock
     /// package forced in next to ours would have to go implicitly.
@@ -451,6 +453,7 @@ impl Transaction {
                 .map(|s| format!("{}-", s.package)),
         );
         Ok(Transaction {
+            stock_names: facts.iter().map(|f| f.stock_name.clone()).collect(),
             reinstall: stock_match.ours_current,
             stock_match,
             missing_conffiles,
@@ -487,7 +490,6 @@ impl Transaction {
 fn simulate(
     opts: &InstallOptions,
     tx: &Transaction,
-    facts: &[DebFacts],
     report: &mut InstallReport,
     listener: &dyn Listener,
 ) -> anyhow::Result<()> {
@@ -505,16 +507,15 @@ fn simulate(
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     })?;
-    let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
     let extra: Vec<String> = simulated_removals(&sim)
         .into_iter()
-        .filter(|n| !stock_names.contains(&n.as_str()))
+        .filter(|n| !tx.stock_names.contains(n))
         .collect();
     if !extra.is_empty() {
         return Err(usage(format!(
             "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
             extra.join(", "),
-            stock_names.join(", ")
+            tx.stock_names.join(", ")
         )));
     }
     report
@@ -581,7 +582,6 @@ fn run_apt(
         }
         return Err(apt_failure(opts, &out, changed));
     }
-    let stock_names: Vec<&str> = facts.iter().map(|f| f.stock_name.as_str()).collect();
     report.removed = snap_before
         .keys()
         .filter(|k| !snap_after.contains_key(*k))
@@ -590,7 +590,7 @@ fn run_apt(
     let bad: Vec<&String> = report
         .removed
         .iter()
-        .filter(|n| !stock_names.contains(&n.as_str()))
+        .filter(|n| !tx.stock_names.contains(n))
         .collect();
     if !bad.is_empty() {
         return Err(ExitError::check_failed(format!(
@@ -685,8 +685,7 @@ fn finish_host(
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
-    let stock_names: Vec<String> = facts.iter().map(|f| f.stock_name.clone()).collect();
-    let held = super::hold::write(root, &stock_names)?;
+    let held = super::hold::write(root, &tx.stock_names)?;
     if !held.is_empty() {
         report.actions.push(format!(
             "holds {} at the installed release ({})",
