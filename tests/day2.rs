@@ -413,20 +413,7 @@ fn build_next_pin(a: &Artifacts, work: &std::path::Path) -> (String, Vec<std::pa
     let next_date = "2026-01-16T12:00:00+00:00";
     git(&["commit", "--quiet", "-am", "next pin"], next_date);
     let commit = git(&["rev-parse", "HEAD"], next_date);
-    let rocm = work.join("rocm/opt/rocm-7.2.4");
-    std::fs::create_dir_all(rocm.join(".info")).unwrap();
-    std::fs::write(rocm.join(".info/version"), "7.2.4-93\n").unwrap();
-    let staging = work.join("staging");
-    must(
-        Command::new(bin())
-            .args(["build", "--source"])
-            .arg(&src)
-            .args(["--commit", &commit, "--rocm-path"])
-            .arg(&rocm)
-            .arg("--out")
-            .arg(&staging)
-            .env_remove("MAX_JOBS"),
-    );
+    let staging = rocm_pin_testkit::build_standin_staging(&bin(), &src, &commit, work);
     let out = work.join("next");
     must(
         Command::new(bin())

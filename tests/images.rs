@@ -30,26 +30,8 @@ impl Drop for Registry {
 /// The build context every recipe Dockerfile expects: rocm-pin/ (docs/docker/) and rccl/ (the
 /// stand-in's custom rccl .deb the vLLM shape forces in).
 fn make_context(dir: &Path) -> PathBuf {
-    let ctx = dir.join("ctx");
-    std::fs::create_dir_all(ctx.join("rccl")).unwrap();
-    let st = Command::new("cp")
-        .arg("-r")
-        .arg(repo_dir().join("docs/docker"))
-        .arg(ctx.join("rocm-pin"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let stock = dir.join("stock");
-    let out = Command::new(bin())
-        .args(["standin", "stock", "--out"])
-        .arg(&stock)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    for e in std::fs::read_dir(stock.join("extra")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, ctx.join("rccl").join(p.file_name().unwrap())).unwrap();
-    }
+    let ctx = recipe_context(dir);
+    add_custom_rccl(&ctx, dir);
     ctx
 }
 

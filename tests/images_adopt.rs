@@ -23,11 +23,7 @@ const VERIFY_LINE: &str = "RUN bash /usr/local/share/rocm-pin/docker/verify-runt
 const VLLM_STEP: &str =
     "RUN dpkg -i --force-all /srv/rocm-stock-extra/rccl_*.deb && apt-get --fix-broken install -y\n";
 
-fn must(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?}:\n{}", text(&out));
-    out
-}
+use rocm_pin_testkit::must;
 
 /// What the seed's inline builder stage installs, made the way rocm-pin builds it: the stand-in
 /// rocm-systems checkout built by `rocm-pin build`. Its lib/ and the commit go into
@@ -44,22 +40,8 @@ fn build_runtime_pair(work: &Path, ctx: &Path) -> String {
         commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
         "rocm-pin standin source printed {commit:?}"
     );
-    // The ROCm install the build compiles against (only its version is read).
-    let rocm = work.join("rocm/opt/rocm-7.2.4");
-    std::fs::create_dir_all(rocm.join(".info")).unwrap();
-    std::fs::write(rocm.join(".info/version"), "7.2.4-93\n").unwrap();
-    let staging = work.join("staging");
     let t = Instant::now();
-    must(
-        Command::new(bin())
-            .args(["build", "--source"])
-            .arg(&src)
-            .args(["--commit", &commit, "--rocm-path"])
-            .arg(&rocm)
-            .arg("--out")
-            .arg(&staging)
-            .env_remove("MAX_JOBS"),
-    );
+    let staging = rocm_pin_testkit::build_standin_staging(&bin(), &src, &commit, work);
     eprintln!(
         "images_adopt: rocm-pin build in {:.1}s",
         t.elapsed().as_secs_f64()
@@ -78,14 +60,7 @@ fn build_runtime_pair(work: &Path, ctx: &Path) -> String {
 
 /// ctx/rocm-pin/: docs/docker/ (verify-runtime.sh) and the fixture Dockerfiles.
 fn make_context(work: &Path) -> PathBuf {
-    let ctx = work.join("ctx");
-    std::fs::create_dir_all(&ctx).unwrap();
-    must(
-        Command::new("cp")
-            .arg("-r")
-            .arg(repo_dir().join("docs/docker"))
-            .arg(ctx.join("rocm-pin")),
-    );
+    let ctx = recipe_context(work);
     for e in std::fs::read_dir(repo_dir().join(FIXTURES)).unwrap() {
         let p = e.unwrap().path();
         std::fs::copy(&p, ctx.join("rocm-pin").join(p.file_name().unwrap())).unwrap();

@@ -80,34 +80,9 @@ impl Drop for Cleanup<'_> {
 /// The build context: rocm-pin/ (docs/docker/), rocm-systems/ (the stand-in source), rccl/ (the
 /// stand-in's custom rccl .deb). Returns the context and the stand-in source's commit.
 fn make_context(dir: &Path) -> (PathBuf, String) {
-    let ctx = dir.join("ctx");
-    std::fs::create_dir_all(ctx.join("rccl")).unwrap();
-    let st = Command::new("cp")
-        .arg("-r")
-        .arg(repo_dir().join("docs/docker"))
-        .arg(ctx.join("rocm-pin"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let out = Command::new(bin())
-        .args(["standin", "source", "--out"])
-        .arg(ctx.join("rocm-systems"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let commit = stdout_last_line(&out);
-    assert_eq!(commit.len(), 40, "standin source printed {commit:?}");
-    let stock = dir.join("stock");
-    let out = Command::new(bin())
-        .args(["standin", "stock", "--out"])
-        .arg(&stock)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    for e in std::fs::read_dir(stock.join("extra")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, ctx.join("rccl").join(p.file_name().unwrap())).unwrap();
-    }
+    let ctx = recipe_context(dir);
+    let commit = add_standin_source(&ctx);
+    add_custom_rccl(&ctx, dir);
     (ctx, commit)
 }
 

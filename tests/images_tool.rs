@@ -78,21 +78,25 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     // The image holds /deb/rocm-pin_<version>_<arch>.deb and nothing else.
     let version = env!("CARGO_PKG_VERSION");
     let mount = format!("type=image,source={tool},destination=/tool");
-    let listing = tools.run(
-        "podman",
-        &[
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--mount",
-            &mount,
-            &base,
-            "sh",
-            "-c",
-            "cd /tool && find . -mindepth 1 | sort",
-        ],
-    );
+    // `podman run` of the ROCm base image with the tool image mounted at /tool, offline.
+    let with_tool = |script: &str| {
+        tools.run(
+            "podman",
+            &[
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                "--mount",
+                &mount,
+                &base,
+                "sh",
+                "-c",
+                script,
+            ],
+        )
+    };
+    let listing = with_tool("cd /tool && find . -mindepth 1 | sort");
     assert_eq!(rc(&listing), 0, "{}", text(&listing));
     let listing = String::from_utf8_lossy(&listing.stdout).into_owned();
     let entries: Vec<&str> = listing.lines().collect();
@@ -111,21 +115,7 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     let script =
         "apt-get install -y -q --no-install-recommends /tool/deb/rocm-pin_*.deb >/dev/null \
                   && command -v rocm-pin && rocm-pin --version && rocm-pin verify --help";
-    let out = tools.run(
-        "podman",
-        &[
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--mount",
-            &mount,
-            &base,
-            "sh",
-            "-c",
-            script,
-        ],
-    );
+    let out = with_tool(script);
     assert_eq!(
         rc(&out),
         0,
@@ -151,22 +141,8 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
         .prefix("rocm-pin-images-tool-")
         .tempdir()
         .unwrap();
-    let ctx = work.path().join("ctx");
-    std::fs::create_dir_all(&ctx).unwrap();
-    let st = Command::new("cp")
-        .arg("-r")
-        .arg(repo_dir().join("docs/docker"))
-        .arg(ctx.join("rocm-pin"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let out = Command::new(bin())
-        .args(["standin", "source", "--out"])
-        .arg(ctx.join("rocm-systems"))
-        .output()
-        .unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    let commit = stdout_last_line(&out);
+    let ctx = recipe_context(work.path());
+    let commit = add_standin_source(&ctx);
     let runtime = format!("localhost/rocm-pin-test/runtime-from-tool:{run_id}");
     tags.tags.push(runtime.clone());
     let mut argv: Vec<String> = ["bud", "--layers", "--force-rm", "--network", "none", "-f"]

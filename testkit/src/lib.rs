@@ -52,3 +52,37 @@ macro_rules! needs_root {
         }
     };
 }
+
+/// Run `cmd`; panic with its output unless it succeeds.
+pub fn must(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `rocm-pin build` (the binary `bin`) of the stand-in source checkout `src` at `commit`,
+/// against a ROCm 7.2.4 tree made under `work/rocm` (only its `.info/version` is read); the
+/// staging goes to `work/staging`, which is returned.
+pub fn build_standin_staging(bin: &Path, src: &Path, commit: &str, work: &Path) -> PathBuf {
+    let rocm = work.join("rocm/opt/rocm-7.2.4");
+    std::fs::create_dir_all(rocm.join(".info")).unwrap();
+    std::fs::write(rocm.join(".info/version"), "7.2.4-93\n").unwrap();
+    let staging = work.join("staging");
+    must(
+        std::process::Command::new(bin)
+            .args(["build", "--source"])
+            .arg(src)
+            .args(["--commit", commit, "--rocm-path"])
+            .arg(&rocm)
+            .arg("--out")
+            .arg(&staging)
+            .env_remove("MAX_JOBS"),
+    );
+    staging
+}

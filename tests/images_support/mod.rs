@@ -215,3 +215,47 @@ pub fn verify_image(args: &[&str], env: &BTreeMap<String, String>) -> Output {
     );
     out
 }
+
+/// `dir/ctx` with `rocm-pin/` holding docs/docker/ (the recipe's Dockerfiles and scripts): the
+/// build-context layout every recipe Dockerfile expects. Returns the context.
+pub fn recipe_context(dir: &Path) -> PathBuf {
+    let ctx = dir.join("ctx");
+    std::fs::create_dir_all(&ctx).unwrap();
+    let st = Command::new("cp")
+        .arg("-r")
+        .arg(repo_dir().join("docs/docker"))
+        .arg(ctx.join("rocm-pin"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    ctx
+}
+
+/// `ctx/rccl/`: the stand-in's custom rccl .deb the vLLM shape forces in (made under `dir/stock`).
+pub fn add_custom_rccl(ctx: &Path, dir: &Path) {
+    std::fs::create_dir_all(ctx.join("rccl")).unwrap();
+    let stock = dir.join("stock");
+    let out = Command::new(bin())
+        .args(["standin", "stock", "--out"])
+        .arg(&stock)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for e in std::fs::read_dir(stock.join("extra")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, ctx.join("rccl").join(p.file_name().unwrap())).unwrap();
+    }
+}
+
+/// `ctx/rocm-systems/`: the stand-in ROCm source (a git checkout); returns its commit.
+pub fn add_standin_source(ctx: &Path) -> String {
+    let out = Command::new(bin())
+        .args(["standin", "source", "--out"])
+        .arg(ctx.join("rocm-systems"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let commit = stdout_last_line(&out);
+    assert_eq!(commit.len(), 40, "standin source printed {commit:?}");
+    commit
+}

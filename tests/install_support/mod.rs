@@ -85,17 +85,7 @@ fn copy_tree(from: &Path, to: &Path) {
     assert!(st.success());
 }
 
-pub fn must(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+pub use rocm_pin_testkit::must;
 
 /// Everything suite-independent: the stand-in stock sets, our packages, the loader probe.
 pub struct Packages {
@@ -274,21 +264,7 @@ fn make_packages() -> Packages {
     git(&src, &["add", "--all"]);
     git(&src, &["commit", "--quiet", "-m", "stand-in rocm-systems"]);
     let commit = git(&src, &["rev-parse", "HEAD"]);
-    // The ROCm install the build compiles against: a host tree like the stock prefix.
-    let rocm = w.join("rocm");
-    std::fs::create_dir_all(rocm.join("opt/rocm-7.2.4/.info")).unwrap();
-    std::fs::write(rocm.join("opt/rocm-7.2.4/.info/version"), "7.2.4-93\n").unwrap();
-    let staging = w.join("staging");
-    must(
-        Command::new(bin())
-            .args(["build", "--source"])
-            .arg(&src)
-            .args(["--commit", &commit, "--rocm-path"])
-            .arg(rocm.join("opt/rocm-7.2.4"))
-            .arg("--out")
-            .arg(&staging)
-            .env_remove("MAX_JOBS"),
-    );
+    let staging = rocm_pin_testkit::build_standin_staging(&bin(), &src, &commit, w);
 
     // 3. `rocm-pin package` against the stock pair's .debs.
     let ours_dir = w.join("ours");
