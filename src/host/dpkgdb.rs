@@ -74,6 +74,8 @@ pub struct DpkgDb {
     by_name: HashMap<String, Vec<usize>>,
     /// path → owning package names; built on first `owner_of`.
     owners: OnceCell<HashMap<String, Vec<String>>>,
+    /// dpkg's path filters, read on the first `is_path_excluded` (None: unreadable).
+    path_filters: OnceCell<Option<PathFilters>>,
 }
 
 impl std::fmt::Debug for DpkgDb {
@@ -132,6 +134,7 @@ impl DpkgDb {
             packages,
             by_name,
             owners: OnceCell::new(),
+            path_filters: OnceCell::new(),
         })
     }
 
@@ -328,7 +331,10 @@ impl DpkgDb {
         // dpkg's own reading (run-parts names, last filter wins, libc fnmatch). A configuration
         // file that cannot be read excludes nothing: the caller then reports the file as
         // missing, which fails closed.
-        PathFilters::load(&self.root).is_ok_and(|f| f.is_excluded(path))
+        self.path_filters
+            .get_or_init(|| PathFilters::load(&self.root).ok())
+            .as_ref()
+            .is_some_and(|f| f.is_excluded(path))
     }
 
     /// Directories the dynamic loader searches inside the root: `/etc/ld.so.conf` and its
