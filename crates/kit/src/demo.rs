@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::build::{self, standin_tree, BuildOptions};
-use crate::error::usage;
-use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
-use crate::progress::Listener;
-use crate::repo::{self, RepoOptions};
-use crate::rocm;
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
+use rocm_pin::build::{self, standin_tree, BuildOptions};
+use rocm_pin::error::usage;
+use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use rocm_pin::progress::Listener;
+use rocm_pin::repo::{self, RepoOptions};
+use rocm_pin::rocm;
 
 /// Where the chroot image is cached unless `--cache` says otherwise.
 pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
@@ -650,7 +650,7 @@ fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Opti
             },
             prefix: None,
             out: work.join("debs"),
-            compression: crate::deb::Compression::Xz,
+            compression: rocm_pin::deb::Compression::Xz,
             source_date_epoch: None,
             options: PlanOptions::default(),
         };
@@ -738,7 +738,7 @@ fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String
 }
 
 fn tail(out: &Output, n: usize) -> String {
-    crate::process::output_tail(out, n)
+    rocm_pin::process::output_tail(out, n)
 }
 
 fn slug(name: &str) -> String {

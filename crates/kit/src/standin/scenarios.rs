@@ -9,7 +9,7 @@
 //! either verify passing, or the command failing loudly with verify naming the repair (which
 //! the tests then run, taken from verify's own words, and check again).
 
-use crate::host::apt::Solver;
+use rocm_pin::host::apt::Solver;
 
 /// Where a scenario's inputs are inside the chroot (the demo and the tests copy them to
 /// different places).
