@@ -528,11 +528,7 @@ fn chroot_step_names() -> Vec<String> {
         ),
         "chroot: rocm-pin install --mode require (from the signed repo)".to_string(),
     ];
-    v.extend(
-        downstream_steps("")
-            .into_iter()
-            .map(|d| d.title.to_string()),
-    );
+    v.extend(downstream_steps("").into_iter().map(|d| d.title));
     v
 }
 
@@ -937,8 +933,8 @@ fn in_chroot(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     for (i, d) in downstream_steps(&custom_deb).into_iter().enumerate() {
-        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.title)));
-        steps.run(d.title, false, || {
+        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(&d.title)));
+        steps.run(&d.title, false, || {
             if d.newer_stock {
                 standin::chroot::publish(sb, "stock", &made.newer)?;
                 listener.info(&format!(
@@ -957,9 +953,9 @@ fn in_chroot(
                     tail(&out, 25)
                 );
             }
-            if let Some((label, command)) = d.show {
-                let shown = chroot_sh_ok(sb, &log, command)?;
-                listener.info(&format!("{label}: {shown}"));
+            if let Some(show) = &d.show {
+                let shown = chroot_sh_ok(sb, &log, &show.command)?;
+                listener.info(&format!("{}: {shown}", show.label));
             }
             check_patched(sb, made, &log, listener)
         });

@@ -1,8 +1,9 @@
 //! The downstream scenarios: the apt and dpkg commands users run after `rocm-pin install` that
-//! used to put the stock runtime back. ONE list, read by `rocm-pin demo` (the entries marked
-//! `demo`, in order, in one chroot) and by tests/install_downstream.rs (every entry, each in a
-//! fresh copy of an installed chroot, under every apt configuration CI runs: bookworm's apt 2.6,
-//! trixie's apt 3.0 with the classic solver, and with `APT::Solver "3.0"`).
+//! used to put the stock runtime back. ONE list, written as data in `testdata/scenarios.json`
+//! (nfpm's scenarios-as-data), read by `rocm-pin demo` (the entries marked `demo`, in order, in
+//! one chroot) and by tests/install_downstream.rs (every entry, each in a fresh copy of an
+//! installed chroot, under every apt configuration CI runs: bookworm's apt 2.6, trixie's apt 3.0
+//! with the classic solver, and with `APT::Solver "3.0"`).
 //!
 //! Where the two apt solvers decide differently, an entry states the outcome per solver. The
 //! result users see is the same either way: the patched pair live and dependants kept, and
@@ -10,9 +11,13 @@
 //! the tests then run, taken from verify's own words, and check again).
 
 use rocm_pin::host::apt::Solver;
+use serde::Deserialize;
+
+/// The list, compiled in: the demo runs from an installed binary, far from any checkout.
+const SCENARIOS_JSON: &str = include_str!("../../../../testdata/scenarios.json");
 
 /// Where a scenario's inputs are inside the chroot (the demo and the tests copy them to
-/// different places).
+/// different places). Each fills the `{field}` of the same name in a script.
 #[derive(Debug, Clone)]
 pub struct Inputs {
     /// The custom rccl with exact `=` dependencies on the stock pair (dpkg -i only).
@@ -25,7 +30,8 @@ pub struct Inputs {
 }
 
 /// What a scenario's script ends with, under one solver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Expect {
     /// Exit code of the script (its last command's).
     pub rc: i32,
@@ -39,22 +45,54 @@ const OK: Expect = Expect {
     verify_ok: true,
 };
 
+/// A command whose output the demo prints after the step.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Show {
+    pub label: String,
+    pub command: String,
+}
+
+/// One entry of testdata/scenarios.json, as written (the script still has its `{fields}`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioData {
+    id: String,
+    title: String,
+    demo: bool,
+    script: String,
+    #[serde(default)]
+    newer_stock: bool,
+    expect: Option<Expect>,
+    expect_solver3: Option<Expect>,
+    show: Option<Show>,
+    /// Why the outcome is what it is (for readers of the file).
+    #[serde(default, rename = "why")]
+    _why: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ScenarioFile {
+    #[serde(rename = "_about")]
+    _about: Vec<String>,
+    scenarios: Vec<ScenarioData>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Scenario {
     /// Short id (test tables).
-    pub id: &'static str,
+    pub id: String,
     /// The demo's step name (what a user reads).
-    pub title: &'static str,
+    pub title: String,
     /// Run by `rocm-pin demo`.
     pub demo: bool,
-    /// Shell script run inside the chroot (`/bin/sh -ec`).
+    /// Shell script run inside the chroot (`/bin/sh -ec`), its inputs filled in.
     pub script: String,
     /// Publish the newer stock release in the stock repository first.
     pub newer_stock: bool,
     pub classic: Expect,
     pub solver3: Expect,
-    /// A command whose output the demo prints after the step (label, command).
-    pub show: Option<(&'static str, &'static str)>,
+    pub show: Option<Show>,
 }
 
 impl Scenario {
@@ -66,174 +104,57 @@ impl Scenario {
     }
 }
 
-fn same(
-    id: &'static str,
-    title: &'static str,
-    demo: bool,
-    script: impl Into<String>,
-    e: Expect,
-) -> Scenario {
-    Scenario {
-        id,
-        title,
-        demo,
-        script: script.into(),
-        newer_stock: false,
-        classic: e,
-        solver3: e,
-        show: None,
+/// Fill `{name}` in a script from the inputs; a name the inputs do not have is the file's
+/// mistake, caught by the unit tests rather than run as a literal `{name}` in a chroot.
+fn fill(script: &str, i: &Inputs) -> Result<String, String> {
+    let mut out = String::with_capacity(script.len());
+    let mut rest = script;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed {{ in {script:?}"))?;
+        let value = match &after[..close] {
+            "custom_rccl_deb" => &i.custom_rccl_deb,
+            "stock_hsa_deb" => &i.stock_hsa_deb,
+            "stock_hip_deb" => &i.stock_hip_deb,
+            "stock_hip_request" => &i.stock_hip_request,
+            other => return Err(format!("unknown input {{{other}}} in {script:?}")),
+        };
+        out.push_str(value);
+        rest = &after[close + 1..];
     }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn parse(json: &str, i: &Inputs) -> Result<Vec<Scenario>, String> {
+    let file: ScenarioFile =
+        serde_json::from_str(json).map_err(|e| format!("testdata/scenarios.json: {e}"))?;
+    file.scenarios
+        .into_iter()
+        .map(|d| {
+            let classic = d.expect.unwrap_or(OK);
+            Ok(Scenario {
+                script: fill(&d.script, i).map_err(|e| format!("scenario {}: {e}", d.id))?,
+                id: d.id,
+                title: d.title,
+                demo: d.demo,
+                newer_stock: d.newer_stock,
+                classic,
+                solver3: d.expect_solver3.unwrap_or(classic),
+                show: d.show,
+            })
+        })
+        .collect()
 }
 
 /// Every scenario, the demo's first and in the demo's order.
 pub fn scenarios(i: &Inputs) -> Vec<Scenario> {
-    let mut v = vec![
-        Scenario {
-            show: Some(("rccl installed", "dpkg-query -W -f '${Version}' rccl")),
-            ..same(
-                "custom-rccl-eq+fix-broken",
-                "fix-broken (seed): dpkg -i --force-all custom rccl; apt --fix-broken install",
-                true,
-                format!(
-                    "dpkg -i --force-all {} || true\napt --fix-broken install -y",
-                    i.custom_rccl_deb
-                ),
-                OK,
-            )
-        },
-        same(
-            "reinstall-hip",
-            "apt-get install --reinstall hip-runtime-amd",
-            true,
-            "apt-get install --reinstall -y hip-runtime-amd",
-            OK,
-        ),
-        same(
-            "install-hipblas",
-            "apt-get install hipblas (a new dependant)",
-            true,
-            "apt-get install -y hipblas",
-            OK,
-        ),
-        Scenario {
-            newer_stock: true,
-            ..same(
-                "r2:apt-get-upgrade",
-                "apt-get upgrade (newer stock release published)",
-                true,
-                "apt-get upgrade -y",
-                OK,
-            )
-        },
-        Scenario {
-            newer_stock: true,
-            ..same(
-                "r2:dist-upgrade",
-                "apt-get dist-upgrade",
-                true,
-                "apt-get dist-upgrade -y",
-                OK,
-            )
-        },
-        Scenario {
-            newer_stock: true,
-            ..same(
-                "r2:apt-upgrade",
-                "apt upgrade (newer stock release published)",
-                false,
-                "apt upgrade -y",
-                OK,
-            )
-        },
-        same(
-            "fix-broken",
-            "apt-get -f install",
-            false,
-            "apt-get -f install -y",
-            OK,
-        ),
-        same(
-            "reinstall-hsa",
-            "apt-get install --reinstall hsa-rocr",
-            false,
-            "apt-get install --reinstall -y hsa-rocr",
-            OK,
-        ),
-        // apt refuses (the stock names are pinned to -1): a loud failure, nothing changed.
-        same(
-            "explicit-stock-version",
-            "apt-get install hip-runtime-amd=<stock version>",
-            false,
-            format!("apt-get install -y {}", i.stock_hip_request),
-            Expect {
-                rc: 100,
-                verify_ok: true,
-            },
-        ),
-        same(
-            "install-dependants",
-            "apt-get install rocm-hip-runtime hip-dev rccl hipblas",
-            false,
-            "apt-get install -y rocm-hip-runtime hip-dev rccl hipblas",
-            OK,
-        ),
-        same(
-            "autoremove",
-            "apt-get autoremove",
-            false,
-            "apt-get autoremove -y",
-            OK,
-        ),
-        // dpkg refuses (ours conflict with the stock package): rc 1, nothing changed.
-        same(
-            "dpkg-i-stock",
-            "dpkg -i <stock hip-runtime-amd>.deb",
-            false,
-            format!("dpkg -i {}", i.stock_hip_deb),
-            Expect {
-                rc: 1,
-                verify_ok: true,
-            },
-        ),
-        same(
-            "ld.so.conf.d+ldconfig",
-            "the stock lib directory added to ld.so.conf.d + ldconfig",
-            false,
-            "echo /opt/rocm-7.2.4/lib > /etc/ld.so.conf.d/rocm.conf; ldconfig",
-            OK,
-        ),
-    ];
-    // `dpkg -i --force-all` of a stock package of the pair next to ours, then fix-broken.
-    // Classic solver: fix-broken removes the stock package again (rc 0). apt 3's solver
-    // (measured, trixie apt 3.0): "Reached two conflicting decisions", rc 100; our files stay
-    // live and verify fails `stock-absent`, naming `apt-get remove -y <stock>`, which repairs.
-    for (id, title, deb) in [
-        (
-            "force-stock-hsa+fix-broken",
-            "dpkg -i --force-all <stock hsa-rocr>.deb; apt --fix-broken install",
-            &i.stock_hsa_deb,
-        ),
-        (
-            "force-stock-hip+fix-broken",
-            "dpkg -i --force-all <stock hip-runtime-amd>.deb; apt --fix-broken install",
-            &i.stock_hip_deb,
-        ),
-    ] {
-        v.push(Scenario {
-            solver3: Expect {
-                rc: 100,
-                verify_ok: false,
-            },
-            ..same(
-                id,
-                title,
-                false,
-                format!("dpkg -i --force-all {deb} || true\napt --fix-broken install -y"),
-                OK,
-            )
-        });
-    }
-    v
+    // The file is compiled in and checked by the unit tests below: a malformed list is a
+    // build of rocm-pin that must not ship, not a user's error.
+    parse(SCENARIOS_JSON, i).expect("testdata/scenarios.json is checked by the unit tests")
 }
 
 /// The demo's entries, in order. The demo has only the custom rccl among the inputs; the
@@ -267,8 +188,8 @@ mod tests {
     #[test]
     fn ids_and_titles_are_unique_and_the_seed_comes_first() {
         let v = scenarios(&inputs());
-        let mut ids: Vec<&str> = v.iter().map(|s| s.id).collect();
-        let mut titles: Vec<&str> = v.iter().map(|s| s.title).collect();
+        let mut ids: Vec<&str> = v.iter().map(|s| s.id.as_str()).collect();
+        let mut titles: Vec<&str> = v.iter().map(|s| s.title.as_str()).collect();
         ids.sort();
         ids.dedup();
         titles.sort();
@@ -292,7 +213,7 @@ mod tests {
         let differ: Vec<&str> = v
             .iter()
             .filter(|s| s.classic != s.solver3)
-            .map(|s| s.id)
+            .map(|s| s.id.as_str())
             .collect();
         assert_eq!(
             differ,
@@ -303,5 +224,18 @@ mod tests {
             .iter()
             .flat_map(|s| [s.classic, s.solver3])
             .all(|e| e.verify_ok || e.rc != 0));
+    }
+
+    #[test]
+    fn every_input_is_filled_and_an_unknown_one_is_refused() {
+        let v = scenarios(&inputs());
+        assert!(v.iter().all(|s| !s.script.contains('{')));
+        assert!(v.iter().any(|s| s.script.contains("/s/hsa.deb")));
+        assert!(v.iter().any(|s| s.script.contains("hip-runtime-amd=1")));
+        let bad = SCENARIOS_JSON.replace("{stock_hip_deb}", "{stock_hip_debb}");
+        let err = parse(&bad, &inputs()).unwrap_err();
+        assert!(err.contains("unknown input {stock_hip_debb}"), "{err}");
+        let typo = SCENARIOS_JSON.replace("\"newer_stock\"", "\"newer_stok\"");
+        assert!(parse(&typo, &inputs()).unwrap_err().contains("newer_stok"));
     }
 }
