@@ -1,11 +1,19 @@
-//! Exit-code contract shared by every subcommand.
+//! The one error type of the library, and the exit-code contract shared by every subcommand.
 //!
 //! 0 success; 1 a check failed (verify, install's post-check, rollback's post-check);
 //! 2 usage or environment error (bad input, missing tool, refused operation);
 //! 3 the ROCm version gate skipped this host (verify after an `auto` skip).
+//!
+//! Refusals that callers and tests tell apart are variants with the facts as fields; the
+//! rest carry their message in [`Error::Usage`], [`Error::CheckFailed`] or [`Error::Skipped`].
+//! Each variant's text is what the user reads on stderr (`rocm-pin: error: …`). Functions
+//! return `anyhow::Result` so context can be added on the way up; [`exit_code_for`] finds our
+//! error anywhere in the chain.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
+/// The three ways a run can end in error, each with its exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitKind {
     /// A check ran and failed (exit 1).
@@ -26,45 +34,412 @@ impl ExitKind {
     }
 }
 
-/// An error that carries the exit code it should produce. Anything else maps to 2.
-#[derive(Debug)]
-pub struct ExitError {
-    pub kind: ExitKind,
-    pub message: String,
+/// One build prerequisite that was looked for and not found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingItem {
+    /// What a person would call it, e.g. "C++ compiler".
+    pub what: String,
+    /// What was looked for, e.g. "program `cmake`" or "header <numa.h>".
+    pub looked_for: String,
+    /// The Debian package that provides it.
+    pub package: String,
+    /// Extra instruction when the package alone is not enough.
+    pub note: Option<String>,
 }
 
-impl ExitError {
-    pub fn new(kind: ExitKind, message: impl Into<String>) -> Self {
-        ExitError {
-            kind,
-            message: message.into(),
+/// Why an input file or directory was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadInput {
+    /// The directory cannot be listed (the OS error).
+    Unlistable(String),
+    /// The file cannot be read (the OS error).
+    Unreadable(String),
+    /// Nothing but whitespace in it.
+    Empty,
+    /// A patch directory without a `*.patch` or `*.diff` file.
+    NoPatchFiles,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input, a refused operation or an environment problem not told apart further (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// A check ran and failed (exit 1).
+    #[error("{0}")]
+    CheckFailed(String),
+    /// The version gate skipped this host (exit 3).
+    #[error("{0}")]
+    Skipped(String),
+
+    /// Build prerequisites are missing: every item with the Debian package that provides it.
+    #[error("{}", missing_prerequisites_text(context, missing))]
+    MissingPrerequisites {
+        /// What was to be built or fetched, e.g. "ROCm runtime at /src/rocm-systems".
+        context: String,
+        missing: Vec<MissingItem>,
+    },
+    /// `--compiler-launcher TOOL` was asked for and TOOL is not on PATH.
+    #[error(
+        "--compiler-launcher {tool}: `{tool}` is not on PATH; install it (apt-get install -y \
+         {package}) or build without a launcher"
+    )]
+    MissingLauncher { tool: String, package: String },
+    /// The ROCm version gate refused this host (mode `require`).
+    #[error("{}", gate_refusal_text(found.as_deref(), required, prefix, version_file, rocm_path_elsewhere.as_deref()))]
+    GateRefused {
+        /// First line of the target prefix's version file; None when it is missing.
+        found: Option<String>,
+        /// The ROCm version the packages were built for.
+        required: String,
+        /// The prefix the packages install into.
+        prefix: String,
+        /// The version file read, inside the prefix.
+        version_file: String,
+        /// Where `/opt/rocm` points when that is not the prefix (multi-version host).
+        rocm_path_elsewhere: Option<PathBuf>,
+    },
+    /// The version gate skipped this host earlier; `reason` is its skip record (exit 3).
+    #[error(
+        "the version gate skipped this host ({reason}): the patched runtime is not installed by design"
+    )]
+    GateSkipped { reason: String },
+    /// `--commit` is not a full commit id.
+    #[error(
+        "--commit {given:?} is not a full commit id (40 hex digits): the manifest records \
+         exactly what was built, so abbreviations and branch names are refused"
+    )]
+    NotACommit { given: String },
+    /// A local source checkout is at another commit than the one to build.
+    #[error(
+        "source {} is at commit {head}, not the requested {wanted}: check out exactly that \
+         commit (git -C {} checkout --detach {wanted}) or pass --commit {head} if that is \
+         the code you mean to build",
+        checkout.display(),
+        checkout.display()
+    )]
+    WrongCommit {
+        checkout: PathBuf,
+        head: String,
+        wanted: String,
+    },
+    /// An input file or directory that cannot be used (`what` names the option, e.g. "patch").
+    #[error("{what} {}{why}", path.display())]
+    BadInputFile {
+        what: &'static str,
+        path: PathBuf,
+        why: BadInput,
+    },
+    /// A patch of the series does not apply to the commit.
+    #[error("{}", patch_does_not_apply_text(self))]
+    PatchDoesNotApply {
+        /// 1-based position in the series.
+        index: usize,
+        total: usize,
+        name: String,
+        path: PathBuf,
+        commit: String,
+        /// The tree files git named.
+        files: Vec<String>,
+        command: String,
+        git_stderr: String,
+    },
+    /// Installing an older version of our package over a newer one without `--allow-downgrade`.
+    #[error(
+        "{package} {installed} is installed (commit {installed_commit}); the given .deb is the older \
+         {offered}: that is a downgrade to an earlier commit pin. Nothing changed. If going back \
+         to that pin is what you want, run again with --allow-downgrade."
+    )]
+    Downgrade {
+        package: String,
+        installed: String,
+        installed_commit: String,
+        offered: String,
+    },
+    /// Another build holds the staging directory's lock.
+    #[error(
+        "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
+        staging.display(),
+        lock.display()
+    )]
+    StagingLocked { staging: PathBuf, lock: PathBuf },
+    /// `rocm-pin verify` ran and some checks failed (exit 1).
+    #[error("verify failed: {failed} check(s) failed ({})", names.join(", "))]
+    VerifyFailed {
+        /// How many checks failed.
+        failed: usize,
+        /// The distinct names of the failed checks, sorted.
+        names: Vec<String>,
+    },
+}
+
+impl Error {
+    /// Which of the three error endings this is.
+    pub fn kind(&self) -> ExitKind {
+        match self {
+            Error::CheckFailed(_) | Error::VerifyFailed { .. } => ExitKind::CheckFailed,
+            Error::Skipped(_) | Error::GateSkipped { .. } => ExitKind::Skipped,
+            Error::Usage(_)
+            | Error::MissingPrerequisites { .. }
+            | Error::MissingLauncher { .. }
+            | Error::GateRefused { .. }
+            | Error::NotACommit { .. }
+            | Error::WrongCommit { .. }
+            | Error::BadInputFile { .. }
+            | Error::PatchDoesNotApply { .. }
+            | Error::Downgrade { .. }
+            | Error::StagingLocked { .. } => ExitKind::Usage,
         }
     }
+
+    /// The process exit code this error ends the run with.
+    pub fn exit_code(&self) -> i32 {
+        self.kind().code()
+    }
+
+    /// A plain-message error of `kind`.
+    pub fn new(kind: ExitKind, message: impl Into<String>) -> Self {
+        let message = message.into();
+        match kind {
+            ExitKind::CheckFailed => Error::CheckFailed(message),
+            ExitKind::Usage => Error::Usage(message),
+            ExitKind::Skipped => Error::Skipped(message),
+        }
+    }
+
     pub fn check_failed(message: impl Into<String>) -> Self {
-        Self::new(ExitKind::CheckFailed, message)
+        Error::CheckFailed(message.into())
     }
+
     pub fn skipped(message: impl Into<String>) -> Self {
-        Self::new(ExitKind::Skipped, message)
+        Error::Skipped(message.into())
     }
 }
 
-impl fmt::Display for ExitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ExitError {}
+/// The former name of [`Error`]; modules not yet converted still build their errors through it.
+pub type ExitError = Error;
 
 /// Bad input, a refused operation or an environment problem (exit 2), as an `anyhow::Error`
 /// so it travels with `?` like any other error and keeps its exit code.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    ExitError::new(ExitKind::Usage, message).into()
+    Error::Usage(message.into()).into()
 }
 
-/// Map any error to the process exit code.
+/// Our error, wherever it sits in `err`'s chain of causes.
+pub fn find(err: &anyhow::Error) -> Option<&Error> {
+    err.chain().find_map(|e| e.downcast_ref::<Error>())
+}
+
+/// Map any error to the process exit code: our error's anywhere in the chain, else 2.
 pub fn exit_code_for(err: &anyhow::Error) -> i32 {
-    err.downcast_ref::<ExitError>()
-        .map(|e| e.kind.code())
-        .unwrap_or(2)
+    find(err).map_or(ExitKind::Usage.code(), Error::exit_code)
+}
+
+impl fmt::Display for BadInput {
+    /// The tail after "`what` `path`": each reads on from the path.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadInput::Unlistable(e) => write!(f, ": cannot list it: {e}"),
+            BadInput::Unreadable(e) => write!(f, ": cannot read it: {e}"),
+            BadInput::Empty => f.write_str(" is empty"),
+            BadInput::NoPatchFiles => f.write_str(": no *.patch or *.diff file in it"),
+        }
+    }
+}
+
+fn missing_prerequisites_text(context: &str, missing: &[MissingItem]) -> String {
+    let mut msg = format!(
+        "missing build prerequisites for {context} ({} item{}; nothing was built):",
+        missing.len(),
+        if missing.len() == 1 { "" } else { "s" }
+    );
+    for m in missing {
+        msg.push_str(&format!(
+            "\n  - {}: {} not found — Debian package `{}`",
+            m.what, m.looked_for, m.package
+        ));
+        if let Some(note) = &m.note {
+            msg.push_str(&format!(" ({note})"));
+        }
+    }
+    let mut packages: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    msg.push_str(&format!(
+        "\ninstall with: apt-get install -y {}",
+        packages.join(" ")
+    ));
+    msg
+}
+
+fn gate_refusal_text(
+    found: Option<&str>,
+    required: &str,
+    prefix: &str,
+    version_file: &str,
+    rocm_path_elsewhere: Option<&Path>,
+) -> String {
+    let mut text =
+        crate::host::gate::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
+    text.push_str(crate::host::gate::REQUIRE_REFUSES);
+    text
+}
+
+fn patch_does_not_apply_text(e: &Error) -> String {
+    let Error::PatchDoesNotApply {
+        index,
+        total,
+        name,
+        path,
+        commit,
+        files,
+        command,
+        git_stderr,
+    } = e
+    else {
+        return String::new();
+    };
+    format!(
+        "patch {index} of {total} ({name}, {}) does not apply to {commit}{}: nothing was built; rebase the \
+         patch on that commit or drop it\n  command: {command}\n  git: {}",
+        path.display(),
+        if files.is_empty() {
+            String::new()
+        } else {
+            format!(" (in {})", files.join(", "))
+        },
+        git_stderr.trim().replace('\n', "\n       ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    fn every_variant() -> Vec<(Error, i32)> {
+        let p = PathBuf::from("/x");
+        vec![
+            (Error::Usage("u".into()), 2),
+            (Error::CheckFailed("c".into()), 1),
+            (Error::Skipped("s".into()), 3),
+            (
+                Error::MissingPrerequisites {
+                    context: "t".into(),
+                    missing: vec![],
+                },
+                2,
+            ),
+            (
+                Error::MissingLauncher {
+                    tool: "ccache".into(),
+                    package: "ccache".into(),
+                },
+                2,
+            ),
+            (
+                Error::GateRefused {
+                    found: None,
+                    required: "7.2.4".into(),
+                    prefix: "/opt/rocm-7.2.4".into(),
+                    version_file: "/opt/rocm-7.2.4/.info/version".into(),
+                    rocm_path_elsewhere: None,
+                },
+                2,
+            ),
+            (Error::GateSkipped { reason: "r".into() }, 3),
+            (
+                Error::NotACommit {
+                    given: "main".into(),
+                },
+                2,
+            ),
+            (
+                Error::WrongCommit {
+                    checkout: p.clone(),
+                    head: "a".into(),
+                    wanted: "b".into(),
+                },
+                2,
+            ),
+            (
+                Error::BadInputFile {
+                    what: "patch",
+                    path: p.clone(),
+                    why: BadInput::Empty,
+                },
+                2,
+            ),
+            (
+                Error::PatchDoesNotApply {
+                    index: 1,
+                    total: 1,
+                    name: "a.patch".into(),
+                    path: p.clone(),
+                    commit: "c".into(),
+                    files: vec![],
+                    command: "git apply".into(),
+                    git_stderr: String::new(),
+                },
+                2,
+            ),
+            (
+                Error::Downgrade {
+                    package: "p".into(),
+                    installed: "2".into(),
+                    installed_commit: "c".into(),
+                    offered: "1".into(),
+                },
+                2,
+            ),
+            (
+                Error::StagingLocked {
+                    staging: p.clone(),
+                    lock: p,
+                },
+                2,
+            ),
+            (
+                Error::VerifyFailed {
+                    failed: 1,
+                    names: vec!["n".into()],
+                },
+                1,
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_variant_ends_the_run_with_its_exit_code() {
+        for (e, code) in every_variant() {
+            assert_eq!(e.exit_code(), code, "{e:?}");
+            let wrapped = anyhow::Error::from(e);
+            assert_eq!(exit_code_for(&wrapped), code, "{wrapped:?}");
+        }
+    }
+
+    #[test]
+    fn the_exit_code_is_found_under_any_context() {
+        let inner: anyhow::Result<()> = Err(Error::GateSkipped { reason: "r".into() }.into());
+        let outer = inner
+            .context("reading the host")
+            .context("rocm-pin verify")
+            .unwrap_err();
+        assert_eq!(exit_code_for(&outer), 3);
+        assert!(matches!(find(&outer), Some(Error::GateSkipped { reason }) if reason == "r"));
+        // Not ours at all: an environment error, exit 2.
+        assert_eq!(exit_code_for(&anyhow::anyhow!("disk on fire")), 2);
+        let io = std::fs::read("/nonexistent/rocm-pin").context("reading");
+        assert_eq!(exit_code_for(&io.unwrap_err()), 2);
+    }
+
+    #[test]
+    fn plain_constructors_keep_their_kind() {
+        for kind in [ExitKind::CheckFailed, ExitKind::Usage, ExitKind::Skipped] {
+            let e = Error::new(kind, "m");
+            assert_eq!(e.kind(), kind);
+            assert_eq!(e.to_string(), "m");
+        }
+        assert_eq!(exit_code_for(&usage("u")), 2);
+    }
 }

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::error::usage;
+use crate::error::{usage, Error};
 use crate::progress::{self, Listener};
 use prereq::ProbeEnv;
 use source::SourceSpec;
@@ -537,11 +537,11 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     if file.try_lock().is_err() {
-        return Err(usage(format!(
-            "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
-            staging.display(),
-            path.display()
-        )));
+        return Err(Error::StagingLocked {
+            staging: staging.clone(),
+            lock: path,
+        }
+        .into());
     }
     Ok(StagingLock { _file: file })
 }
@@ -981,8 +981,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let layout = Layout::new(&d.path().join("out"));
         let first = claim_staging(&layout).unwrap();
-        let err = claim_staging(&layout).err().unwrap().to_string();
-        assert!(err.contains("another rocm-pin build"), "{err}");
+        let err = claim_staging(&layout).err().unwrap();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::StagingLocked { staging, lock })
+                    if *staging == layout.staging && *lock == layout.work.join(LOCK_FILE)),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("another rocm-pin build"), "{err}");
         drop(first);
         // flock belongs to the open file description: a child another test thread forks at this
         // moment holds a copy of the descriptor until its exec closes it (O_CLOEXEC), so the
@@ -1015,6 +1021,32 @@ mod tests {
         );
         assert!(resolve_jobs(None, Some("0")).is_err());
         assert!(resolve_jobs(None, Some("many")).is_err());
-        assert!(resolve_jobs(Some(0), None).is_err());
+        let err = resolve_jobs(Some(0), None).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(m)) if m.contains("--jobs")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_staging_with_a_broken_library_link_fails_validation_with_exit_1() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = d.path().join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::os::unix::fs::symlink("libgone.so.1.0", lib.join("libgone.so.1")).unwrap();
+        let err = validate::validate_install(
+            d.path(),
+            SKIP_IN_STAGING,
+            validate::ValidateOptions {
+                backport_check: true,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::CheckFailed(m)) if m.contains("failed validation")),
+            "{err:?}"
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 1);
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::error::Error;
 use crate::rocm::{GateMode, MODE_ENV};
 
 /// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
@@ -46,9 +47,9 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     }
     match s.exit_code {
         0 => Ok(()),
-        3 => Err(crate::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
-        _ => Err(crate::error::ExitError::check_failed(
-            "status: the pinned runtime is not healthy (see above)",
+        3 => Err(Error::Skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(Error::CheckFailed(
+            "status: the pinned runtime is not healthy (see above)".to_string(),
         )
         .into()),
     }
