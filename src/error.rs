@@ -123,6 +123,36 @@ pub enum Error {
         head: String,
         wanted: String,
     },
+    /// A local source checkout has changes in the build paths: the commit would not be the code.
+    #[error("{}", dirty_checkout_text(checkout, commit, paths, changes))]
+    DirtyCheckout {
+        checkout: PathBuf,
+        commit: String,
+        /// The build paths checked.
+        paths: Vec<String>,
+        /// `git status --porcelain` lines, one per changed or untracked file.
+        changes: Vec<String>,
+    },
+    /// `--out` holds something other than a rocm-pin staging: it is left alone.
+    #[error(
+        "--out {} is not empty and is not a rocm-pin staging directory; choose a new or empty \
+         directory",
+        out.display()
+    )]
+    ForeignOutDir { out: PathBuf },
+    /// A URL source needs an installed ROCm to build against, and the ROCm path does not exist.
+    #[error(
+        "ROCm path {} does not exist; nothing was fetched. The runtime at {url} builds against an \
+         installed ROCm (its LLVM, comgr and device libraries): build inside the ROCm \
+         {rocm_version} image or on a ROCm host, or give --rocm-path DIR (see docs/building.md)",
+        rocm_path.display()
+    )]
+    NoRocmToBuildAgainst {
+        rocm_path: PathBuf,
+        url: String,
+        /// The ROCm release the pin targets.
+        rocm_version: String,
+    },
     /// An input file or directory that cannot be used (`what` names the option, e.g. "patch").
     #[error("{what} {}{why}", path.display())]
     BadInputFile {
@@ -185,6 +215,9 @@ impl Error {
             | Error::GateRefused { .. }
             | Error::NotACommit { .. }
             | Error::WrongCommit { .. }
+            | Error::DirtyCheckout { .. }
+            | Error::ForeignOutDir { .. }
+            | Error::NoRocmToBuildAgainst { .. }
             | Error::BadInputFile { .. }
             | Error::PatchDoesNotApply { .. }
             | Error::Downgrade { .. }
@@ -285,6 +318,33 @@ fn gate_refusal_text(
     text
 }
 
+fn dirty_checkout_text(
+    checkout: &Path,
+    commit: &str,
+    paths: &[String],
+    changes: &[String],
+) -> String {
+    const SHOWN: usize = 20;
+    let shown = changes
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n    ");
+    let more = if changes.len() > SHOWN {
+        format!("\n    … and {} more", changes.len() - SHOWN)
+    } else {
+        String::new()
+    };
+    format!(
+        "source {} has uncommitted changes or untracked files in the build paths ({}); the \
+         recorded commit {commit} would not be the code built. Commit, stash or remove them \
+         (git stash -u), then build again:\n    {shown}{more}",
+        checkout.display(),
+        paths.join(" ")
+    )
+}
+
 fn patch_does_not_apply_text(e: &Error) -> String {
     let Error::PatchDoesNotApply {
         index,
@@ -348,6 +408,24 @@ mod tests {
                 2,
             ),
             (Error::GateSkipped { reason: "r".into() }, 3),
+            (
+                Error::DirtyCheckout {
+                    checkout: p.clone(),
+                    commit: "c".into(),
+                    paths: vec![],
+                    changes: vec![],
+                },
+                2,
+            ),
+            (Error::ForeignOutDir { out: p.clone() }, 2),
+            (
+                Error::NoRocmToBuildAgainst {
+                    rocm_path: p.clone(),
+                    url: "u".into(),
+                    rocm_version: "7.2.4".into(),
+                },
+                2,
+            ),
             (
                 Error::NotACommit {
                     given: "main".into(),

@@ -138,25 +138,13 @@ pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<(
     args.extend(paths.iter().copied());
     let status = git_output(dir, &args)?;
     if !status.trim().is_empty() {
-        let lines: Vec<&str> = status.lines().collect();
-        let shown = lines
-            .iter()
-            .take(20)
-            .copied()
-            .collect::<Vec<_>>()
-            .join("\n    ");
-        let more = if lines.len() > 20 {
-            format!("\n    … and {} more", lines.len() - 20)
-        } else {
-            String::new()
-        };
-        return Err(usage(format!(
-            "source {} has uncommitted changes or untracked files in the build paths ({}); the \
-             recorded commit {commit} would not be the code built. Commit, stash or remove them \
-             (git stash -u), then build again:\n    {shown}{more}",
-            dir.display(),
-            paths.join(" ")
-        )));
+        return Err(Error::DirtyCheckout {
+            checkout: dir.to_path_buf(),
+            commit: commit.to_string(),
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            changes: status.lines().map(str::to_string).collect(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -302,5 +290,22 @@ pub(crate) mod tests {
         );
         assert_eq!(crate::error::exit_code_for(&err), 2);
         check_local(d.path(), &head, &["a.txt"]).unwrap();
+    }
+
+    #[test]
+    fn a_change_in_the_build_paths_is_refused_listing_it() {
+        let d = tempfile::tempdir().unwrap();
+        let head = repo_with_one_commit(d.path(), "a.txt", "a\n");
+        std::fs::write(d.path().join("a.txt"), "changed\n").unwrap();
+        std::fs::write(d.path().join("new.txt"), "new\n").unwrap();
+        std::fs::write(d.path().join("elsewhere.txt"), "not checked\n").unwrap();
+        let err = check_local(d.path(), &head, &["a.txt", "new.txt"]).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::DirtyCheckout { commit, changes, .. })
+                    if *commit == head && changes == &[" M a.txt".to_string(), "?? new.txt".to_string()]),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("git stash -u"), "{err}");
     }
 }
