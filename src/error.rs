@@ -60,6 +60,51 @@ pub enum BadInput {
     NoPatchFiles,
 }
 
+/// How the .debs given to install fail to be one pair from one `rocm-pin package` run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DebSetProblem {
+    /// A .deb without our commit field.
+    #[error(
+        "{} ({package}) is not a rocm-pin replacement package (no {} field); make it with `rocm-pin package`",
+        deb.display(),
+        crate::rocm::COMMIT_FIELD
+    )]
+    NotOurs { deb: PathBuf, package: String },
+    /// No .deb ships the provenance marker (the HSA half was not given).
+    #[error(
+        "none of the given .debs ships the provenance marker */{}: give both replacement packages (the HSA one carries it)",
+        crate::rocm::MARKER_RELPATH
+    )]
+    NoMarker,
+    /// A .deb the marker does not name: it comes from another run.
+    #[error(
+        "{} ({package}) is not named in the marker of commit {marker_commit}: the .debs come from different `rocm-pin package` runs",
+        deb.display()
+    )]
+    NotInMarker {
+        deb: PathBuf,
+        package: String,
+        marker_commit: String,
+    },
+    /// A .deb whose version or commit differs from what the marker records for it.
+    #[error(
+        "{}: version {version} / commit {commit} do not match the marker ({marker_version} / {marker_commit})",
+        deb.display()
+    )]
+    DisagreesWithMarker {
+        deb: PathBuf,
+        version: String,
+        commit: String,
+        marker_version: String,
+        marker_commit: String,
+    },
+    /// The marker names a package that was not given.
+    #[error(
+        "the marker names {package} {version} but it was not given: install both replacement packages in one run"
+    )]
+    NotGiven { package: String, version: String },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Bad input, a refused operation or an environment problem not told apart further (exit 2).
@@ -186,6 +231,9 @@ pub enum Error {
         installed_commit: String,
         offered: String,
     },
+    /// The .debs given to install are not one matching pair of our replacement packages.
+    #[error("{0}")]
+    DebSet(DebSetProblem),
     /// Another build holds the staging directory's lock.
     #[error(
         "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
@@ -221,6 +269,7 @@ impl Error {
             | Error::BadInputFile { .. }
             | Error::PatchDoesNotApply { .. }
             | Error::Downgrade { .. }
+            | Error::DebSet(_)
             | Error::StagingLocked { .. } => ExitKind::Usage,
         }
     }
@@ -470,6 +519,7 @@ mod tests {
                 },
                 2,
             ),
+            (Error::DebSet(DebSetProblem::NoMarker), 2),
             (
                 Error::StagingLocked {
                     staging: p.clone(),
