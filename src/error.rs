@@ -60,6 +60,35 @@ pub enum BadInput {
     NoPatchFiles,
 }
 
+/// Why `rocm-pin repo` refuses to add a package (nothing is written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RepoConflict {
+    /// Same name, version and architecture as a published (or earlier given) package, other bytes.
+    #[error(
+        "{}: {name} {version} ({arch}) is already in {place} with different contents (sha256 \
+         {published_sha256}, this file {sha256}); a published version must never change: bump \
+         the version",
+        deb.display()
+    )]
+    ChangedVersion {
+        deb: PathBuf,
+        name: String,
+        version: String,
+        arch: String,
+        /// "the repository" or "an earlier argument".
+        place: &'static str,
+        published_sha256: String,
+        sha256: String,
+    },
+    /// A file in the pool where the package would go, not in the index, with other bytes.
+    #[error(
+        "{} already exists with different contents but is not in the index; remove it or start a \
+         new repository",
+        path.display()
+    )]
+    StrayPoolFile { path: PathBuf },
+}
+
 /// How the .debs given to install fail to be one pair from one `rocm-pin package` run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DebSetProblem {
@@ -234,6 +263,18 @@ pub enum Error {
     /// The .debs given to install are not one matching pair of our replacement packages.
     #[error("{0}")]
     DebSet(DebSetProblem),
+    /// A suite or component name that cannot be a path component and a Release value.
+    #[error("invalid {what} name {name:?}: use letters, digits and . _ + - only")]
+    BadName { what: &'static str, name: String },
+    /// Packages that would change what a repository already publishes.
+    #[error("refused, nothing written:\n  {}", join_lines(.0))]
+    RepoConflicts(Vec<RepoConflict>),
+    /// `repo keygen` would overwrite a key file.
+    #[error(
+        "{} already exists: refusing to overwrite a key; choose another --out",
+        path.display()
+    )]
+    KeyExists { path: PathBuf },
     /// Another build holds the staging directory's lock.
     #[error(
         "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
@@ -270,6 +311,9 @@ impl Error {
             | Error::PatchDoesNotApply { .. }
             | Error::Downgrade { .. }
             | Error::DebSet(_)
+            | Error::BadName { .. }
+            | Error::RepoConflicts(_)
+            | Error::KeyExists { .. }
             | Error::StagingLocked { .. } => ExitKind::Usage,
         }
     }
@@ -365,6 +409,14 @@ fn gate_refusal_text(
         crate::host::gate::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
     text.push_str(crate::host::gate::REQUIRE_REFUSES);
     text
+}
+
+fn join_lines(conflicts: &[RepoConflict]) -> String {
+    conflicts
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 fn dirty_checkout_text(
@@ -520,6 +572,15 @@ mod tests {
                 2,
             ),
             (Error::DebSet(DebSetProblem::NoMarker), 2),
+            (
+                Error::BadName {
+                    what: "suite",
+                    name: "a/b".into(),
+                },
+                2,
+            ),
+            (Error::RepoConflicts(vec![]), 2),
+            (Error::KeyExists { path: p.clone() }, 2),
             (
                 Error::StagingLocked {
                     staging: p.clone(),

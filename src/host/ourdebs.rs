@@ -153,8 +153,8 @@ mod tests {
         }
     }
 
-    /// A .deb made by our own writer: `package` at `version`, with our commit field when
-    /// `commit` is given and the marker when `marker` is.
+    /// One of our .debs: `package` at `version`, with our commit field when `commit` is given
+    /// and the marker when `marker` is.
     fn deb(
         dir: &Path,
         package: &str,
@@ -162,35 +162,16 @@ mod tests {
         commit: Option<&str>,
         marker: Option<&Marker>,
     ) -> PathBuf {
-        let root = dir.join(format!("{package}_{version}"));
-        std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
-        let mut control = format!(
-            "Package: {package}\nVersion: {version}\nArchitecture: amd64\n\
-             Maintainer: t <t@t>\nDescription: test\n"
-        );
-        if let Some(c) = commit {
-            control.push_str(&format!("{}: {c}\n", rocm::COMMIT_FIELD));
+        let extra = commit
+            .map(|c| format!("{}: {c}\n", rocm::COMMIT_FIELD))
+            .unwrap_or_default();
+        let marker_path = format!("{}/{}", &PREFIX[1..], rocm::MARKER_RELPATH);
+        let marker_bytes = marker.map(|m| serde_json::to_vec(m).unwrap());
+        let mut files: Vec<(&str, &[u8])> = vec![("opt/rocm-7.2.4/.info/README", b"x\n")];
+        if let Some(bytes) = &marker_bytes {
+            files.push((&marker_path, bytes));
         }
-        std::fs::write(root.join("DEBIAN/control"), control).unwrap();
-        let info = root.join(&PREFIX[1..]).join(".info");
-        std::fs::create_dir_all(&info).unwrap();
-        std::fs::write(info.join("README"), "x\n").unwrap();
-        if let Some(m) = marker {
-            std::fs::write(
-                root.join(&PREFIX[1..]).join(rocm::MARKER_RELPATH),
-                serde_json::to_vec(m).unwrap(),
-            )
-            .unwrap();
-        }
-        let out = dir.join(format!("{package}_{version}_amd64.deb"));
-        crate::deb::archive::build_from_dir(
-            &root,
-            &out,
-            &crate::deb::archive::BuildOptions::default(),
-            &crate::progress::Silent,
-        )
-        .unwrap();
-        out
+        crate::repo::tests::small_deb(dir, package, version, &extra, &files)
     }
 
     fn problem(debs: &[PathBuf]) -> DebSetProblem {
