@@ -631,4 +631,148 @@ mod tests {
         }
         assert_eq!(exit_code_for(&usage("u")), 2);
     }
+
+    /// The texts users read (and the integration tests grep) are the ones the message-built
+    /// errors had: each expected string below is the format string the call site used before.
+    #[test]
+    fn typed_errors_read_as_the_messages_they_replaced() {
+        let d = Path::new("/src/rocm systems");
+        let (version, package, installed, commit) = ("1+pin1", "hsa-rocr-pinned", "1+pin2", "c2");
+        let cases: Vec<(Error, String)> = vec![
+            (
+                Error::Downgrade {
+                    package: package.into(),
+                    installed: installed.into(),
+                    installed_commit: commit.into(),
+                    offered: version.into(),
+                },
+                format!(
+                    "{} {} is installed (commit {}); the given .deb is the older {version}: that is a downgrade to an earlier commit pin. Nothing changed. If going back to that pin is what you want, run again with --allow-downgrade.",
+                    package, installed, commit
+                ),
+            ),
+            (
+                Error::NotACommit { given: "main".into() },
+                format!(
+                    "--commit {:?} is not a full commit id (40 hex digits): the manifest records \
+                     exactly what was built, so abbreviations and branch names are refused",
+                    "main"
+                ),
+            ),
+            (
+                Error::WrongCommit {
+                    checkout: d.into(),
+                    head: "h".into(),
+                    wanted: "w".into(),
+                },
+                format!(
+                    "source {} is at commit {}, not the requested {}: check out exactly that \
+                     commit (git -C {} checkout --detach {}) or pass --commit {} if that is \
+                     the code you mean to build",
+                    d.display(), "h", "w", d.display(), "w", "h"
+                ),
+            ),
+            (
+                Error::MissingLauncher {
+                    tool: "ccache".into(),
+                    package: "ccache".into(),
+                },
+                format!(
+                    "--compiler-launcher {}: `{}` is not on PATH; install it (apt-get install -y {}) \
+                     or build without a launcher",
+                    "ccache", "ccache", "ccache"
+                ),
+            ),
+            (
+                Error::ForeignOutDir { out: d.into() },
+                format!(
+                    "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
+                     empty directory",
+                    d.display()
+                ),
+            ),
+            (
+                Error::NoRocmToBuildAgainst {
+                    rocm_path: d.into(),
+                    url: "u".into(),
+                    rocm_version: "7.2.4".into(),
+                },
+                format!(
+                    "ROCm path {} does not exist; nothing was fetched. The runtime at {} builds \
+                     against an installed ROCm (its LLVM, comgr and device libraries): build inside the \
+                     ROCm {} image or on a ROCm host, or give --rocm-path DIR (see docs/building.md)",
+                    d.display(), "u", "7.2.4"
+                ),
+            ),
+            (
+                Error::StagingLocked {
+                    staging: d.into(),
+                    lock: d.join("lock"),
+                },
+                format!(
+                    "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
+                    d.display(),
+                    d.join("lock").display()
+                ),
+            ),
+            (
+                Error::RepoConflicts(vec![
+                    RepoConflict::ChangedVersion {
+                        deb: d.into(),
+                        name: "n".into(),
+                        version: "v".into(),
+                        arch: "a".into(),
+                        place: "the repository",
+                        published_sha256: "s1".into(),
+                        sha256: "s2".into(),
+                    },
+                    RepoConflict::StrayPoolFile { path: d.into() },
+                ]),
+                format!(
+                    "refused, nothing written:\n  {}",
+                    [
+                        format!(
+                            "{}: {} {} ({}) is already in {} with different contents (sha256 {}, this file {}); \
+                             a published version must never change: bump the version",
+                            d.display(), "n", "v", "a", "the repository", "s1", "s2"
+                        ),
+                        format!(
+                            "{} already exists with different contents but is not in the index; \
+                             remove it or start a new repository",
+                            d.display()
+                        )
+                    ]
+                    .join("\n  ")
+                ),
+            ),
+            (
+                Error::DirtyCheckout {
+                    checkout: d.into(),
+                    commit: "c".into(),
+                    paths: vec!["p1".into(), "p2".into()],
+                    changes: (0..22).map(|i| format!("?? f{i}")).collect(),
+                },
+                format!(
+                    "source {} has uncommitted changes or untracked files in the build paths ({}); the \
+                     recorded commit {} would not be the code built. Commit, stash or remove them \
+                     (git stash -u), then build again:\n    {}{}",
+                    d.display(),
+                    "p1 p2",
+                    "c",
+                    (0..20).map(|i| format!("?? f{i}")).collect::<Vec<_>>().join("\n    "),
+                    "\n    … and 2 more"
+                ),
+            ),
+            (
+                Error::VerifyFailed {
+                    failed: 3,
+                    names: vec!["a".into(), "b".into()],
+                },
+                "verify failed: 3 check(s) failed (a, b)".to_string(),
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want, "{e:?}");
+        }
+    }
 }
