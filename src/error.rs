@@ -60,6 +60,16 @@ pub enum BadInput {
     NoPatchFiles,
 }
 
+/// Offload targets one of the tree's hard-coded lists needs and the compiler does not support.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetGap {
+    /// The list's file, relative to the tree.
+    pub file: &'static str,
+    /// The CMake variable holding the list.
+    pub var: &'static str,
+    pub targets: Vec<String>,
+}
+
 /// Why `rocm-pin repo` refuses to add a package (nothing is written).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RepoConflict {
@@ -227,6 +237,41 @@ pub enum Error {
         /// The ROCm release the pin targets.
         rocm_version: String,
     },
+    /// The comgr found does not satisfy the version the tree's `find_package` asks for.
+    #[error(
+        "comgr {found} (found at {}) does not satisfy the tree's request \
+         `find_package(amd_comgr {requested} …)` at {}:{request_line}: comgr's CMake version file \
+         ({}) calls {found} incompatible with {requested}. Nothing was built. Use a comgr \
+         that satisfies it, or carry a patch for that file (--patch) if the tree works with \
+         comgr {found}",
+        found_in.display(),
+        crate::build::real_tree::COMGR_REQUEST_FILE,
+        version_file.display()
+    )]
+    ComgrIncompatible {
+        found: String,
+        /// The comgr CMake package directory.
+        found_in: PathBuf,
+        requested: String,
+        /// Line of the request in the tree's request file.
+        request_line: usize,
+        version_file: PathBuf,
+    },
+    /// The compiler lacks offload targets the tree's hard-coded lists require.
+    #[error(
+        "{} does not support offload targets the tree's hard-coded lists require (nothing was \
+         built):\n{}\nuse a newer LLVM (--llvm-dir), or carry a patch (--patch) removing them from \
+         the list",
+        clang.display(),
+        gaps.iter()
+            .map(|g| format!("  - {} in {} ({})", g.targets.join(", "), g.file, g.var))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )]
+    UnsupportedOffloadTargets {
+        clang: PathBuf,
+        gaps: Vec<TargetGap>,
+    },
     /// An input file or directory that cannot be used (`what` names the option, e.g. "patch").
     #[error("{what} {}{why}", path.display())]
     BadInputFile {
@@ -307,6 +352,8 @@ impl Error {
             | Error::DirtyCheckout { .. }
             | Error::ForeignOutDir { .. }
             | Error::NoRocmToBuildAgainst { .. }
+            | Error::ComgrIncompatible { .. }
+            | Error::UnsupportedOffloadTargets { .. }
             | Error::BadInputFile { .. }
             | Error::PatchDoesNotApply { .. }
             | Error::Downgrade { .. }
@@ -519,6 +566,23 @@ mod tests {
                 2,
             ),
             (Error::ForeignOutDir { out: p.clone() }, 2),
+            (
+                Error::ComgrIncompatible {
+                    found: "3.0".into(),
+                    found_in: p.clone(),
+                    requested: "2.8".into(),
+                    request_line: 1,
+                    version_file: p.clone(),
+                },
+                2,
+            ),
+            (
+                Error::UnsupportedOffloadTargets {
+                    clang: p.clone(),
+                    gaps: vec![],
+                },
+                2,
+            ),
             (
                 Error::NoRocmToBuildAgainst {
                     rocm_path: p.clone(),
