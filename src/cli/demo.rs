@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::error::ExitError;
+use rocm_pin::error::Error;
 use rocm_pin_kit::demo::{self, DemoOptions};
 
 const DEMO_HELP: &str = "\
@@ -87,7 +87,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     if report.interrupted {
-        Err(ExitError::check_failed(
+        Err(Error::check_failed(
             "demo interrupted: the steps after the interruption were not run; everything \
              temporary was cleaned up",
         )
@@ -96,7 +96,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         let names: Vec<&str> = report.failed().map(|s| s.name.as_str()).collect();
-        Err(ExitError::check_failed(format!(
+        Err(Error::CheckFailed(format!(
             "demo failed: {} step(s) failed ({})",
             names.len(),
             names.join("; ")

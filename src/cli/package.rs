@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use rocm_pin::deb::Compression;
+use rocm_pin::error::usage;
 use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 
 #[derive(Args, Debug)]
@@ -89,7 +90,7 @@ fn source_date_epoch() -> anyhow::Result<Option<u64>> {
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a Unix timestamp")),
+            .map_err(|_| usage(format!("SOURCE_DATE_EPOCH={v:?} is not a Unix timestamp"))),
         _ => Ok(None),
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use rocm_pin::error::usage;
 use rocm_pin::repo::{self, RepoOptions};
 
 const REPO_EXAMPLES: &str = "\
@@ -91,7 +92,7 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let Some(out) = args.out else {
-        anyhow::bail!("--out DIR is required");
+        return Err(usage("--out DIR is required"));
     };
     let opts = RepoOptions {
         suite: args.suite,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use rocm_pin::error::Error;
 use rocm_pin::rocm::{GateMode, MODE_ENV};
 
 /// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
@@ -46,9 +47,9 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     }
     match s.exit_code {
         0 => Ok(()),
-        3 => Err(rocm_pin::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
-        _ => Err(rocm_pin::error::ExitError::check_failed(
-            "status: the pinned runtime is not healthy (see above)",
+        3 => Err(Error::Skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(Error::CheckFailed(
+            "status: the pinned runtime is not healthy (see above)".to_string(),
         )
         .into()),
     }

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use super::status::StatusEntry;
-use crate::error::usage;
+use crate::error::{usage, Error};
 use crate::rocm;
 
 /// Refuse installing `version` over the installed `ours` when it is older: a downgrade to an
@@ -20,13 +20,48 @@ pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()>
     if order != Ordering::Less {
         return Ok(());
     }
-    Err(usage(format!(
-            "{} {} is installed (commit {}); the given .deb is the older {version}: that is a downgrade to an earlier commit pin. Nothing changed. If going back to that pin is what you want, run again with --allow-downgrade.",
-            ours.package,
-            ours.version,
-            ours.extra
-                .get(rocm::COMMIT_FIELD)
-                .map(String::as_str)
-                .unwrap_or("?")
-    )))
+    Err(Error::Downgrade {
+        package: ours.package.clone(),
+        installed: ours.version.clone(),
+        installed_commit: ours
+            .extra
+            .get(rocm::COMMIT_FIELD)
+            .map(String::as_str)
+            .unwrap_or("?")
+            .to_string(),
+        offered: version.to_string(),
+    }
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_pin_is_a_refused_downgrade_and_a_newer_one_is_not() {
+        let ours = StatusEntry {
+            package: "hip-runtime-amd-pinned".into(),
+            version: "7.2.4+pin2".into(),
+            extra: [(rocm::COMMIT_FIELD.to_string(), "c2".to_string())].into(),
+            ..StatusEntry::default()
+        };
+        let err = refuse_downgrade(&ours, "7.2.4+pin1").unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::Downgrade { package, installed, installed_commit, offered })
+                    if package == "hip-runtime-amd-pinned" && installed == "7.2.4+pin2"
+                        && installed_commit == "c2" && offered == "7.2.4+pin1"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("--allow-downgrade"), "{err}");
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+        refuse_downgrade(&ours, "7.2.4+pin2").unwrap();
+        refuse_downgrade(&ours, "7.2.4+pin3").unwrap();
+        let err = refuse_downgrade(&ours, "not a version!").unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(_))),
+            "{err:?}"
+        );
+    }
 }
