@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::repo::{self, RepoOptions};
+use rocm_pin::repo::{self, RepoOptions};
 
 const REPO_EXAMPLES: &str = "\
 Examples:
@@ -100,7 +100,7 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
         flat: args.flat,
         ..RepoOptions::new(out)
     };
-    let listener = crate::progress::for_cli(args.quiet || args.json);
+    let listener = rocm_pin::progress::for_cli(args.quiet || args.json);
     let summary = repo::publish(&args.debs, &opts, listener.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&summary)?);

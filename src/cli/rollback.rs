@@ -19,8 +19,8 @@ pub struct RollbackArgs {
 }
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
-    let listener = crate::progress::for_cli(args.json);
-    let r = crate::host::rollback::rollback(args.lock_timeout, listener.as_ref())?;
+    let listener = rocm_pin::progress::for_cli(args.json);
+    let r = rocm_pin::host::rollback::rollback(args.lock_timeout, listener.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::rocm::{GateMode, MODE_ENV};
+use rocm_pin::rocm::{GateMode, MODE_ENV};
 
 /// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
 /// origin), pins and Protected, available upgrades of ours and of stock, guard hook, local
@@ -34,7 +34,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = crate::hoststatus::host_status_with(
+    let s = rocm_pin::hoststatus::host_status_with(
         &args.root,
         args.mode,
         args.accept_skipped_backport_check,
@@ -46,8 +46,8 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     }
     match s.exit_code {
         0 => Ok(()),
-        3 => Err(crate::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
-        _ => Err(crate::error::ExitError::check_failed(
+        3 => Err(rocm_pin::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(rocm_pin::error::ExitError::check_failed(
             "status: the pinned runtime is not healthy (see above)",
         )
         .into()),

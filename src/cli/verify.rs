@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::ExitError;
-use crate::image::ImageSource;
-use crate::image_verify::verify_image;
-use crate::verify::{verify, VerifyOptions};
+use rocm_pin::error::ExitError;
+use rocm_pin::image::ImageSource;
+use rocm_pin::image_verify::verify_image;
+use rocm_pin::verify::{verify, VerifyOptions};
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
 ///

@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::build::{self, standin_tree, BuildOptions};
-use crate::error::usage;
-use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
-use crate::progress::Listener;
-use crate::repo::{self, RepoOptions};
-use crate::rocm;
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
+use rocm_pin::build::{self, standin_tree, BuildOptions};
+use rocm_pin::error::usage;
+use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use rocm_pin::progress::Listener;
+use rocm_pin::repo::{self, RepoOptions};
+use rocm_pin::rocm;
 
 /// Where the chroot image is cached unless `--cache` says otherwise.
 pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
@@ -528,11 +528,7 @@ fn chroot_step_names() -> Vec<String> {
         ),
         "chroot: rocm-pin install --mode require (from the signed repo)".to_string(),
     ];
-    v.extend(
-        downstream_steps("")
-            .into_iter()
-            .map(|d| d.title.to_string()),
-    );
+    v.extend(downstream_steps("").into_iter().map(|d| d.title));
     v
 }
 
@@ -650,7 +646,7 @@ fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Opti
             },
             prefix: None,
             out: work.join("debs"),
-            compression: crate::deb::Compression::Xz,
+            compression: rocm_pin::deb::Compression::Xz,
             source_date_epoch: None,
             options: PlanOptions::default(),
         };
@@ -738,7 +734,7 @@ fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String
 }
 
 fn tail(out: &Output, n: usize) -> String {
-    crate::process::output_tail(out, n)
+    rocm_pin::process::output_tail(out, n)
 }
 
 fn slug(name: &str) -> String {
@@ -937,8 +933,8 @@ fn in_chroot(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     for (i, d) in downstream_steps(&custom_deb).into_iter().enumerate() {
-        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.title)));
-        steps.run(d.title, false, || {
+        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(&d.title)));
+        steps.run(&d.title, false, || {
             if d.newer_stock {
                 standin::chroot::publish(sb, "stock", &made.newer)?;
                 listener.info(&format!(
@@ -957,9 +953,9 @@ fn in_chroot(
                     tail(&out, 25)
                 );
             }
-            if let Some((label, command)) = d.show {
-                let shown = chroot_sh_ok(sb, &log, command)?;
-                listener.info(&format!("{label}: {shown}"));
+            if let Some(show) = &d.show {
+                let shown = chroot_sh_ok(sb, &log, &show.command)?;
+                listener.info(&format!("{}: {shown}", show.label));
             }
             check_patched(sb, made, &log, listener)
         });

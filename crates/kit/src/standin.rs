@@ -39,8 +39,8 @@ use anyhow::{bail, Context};
 use md5::Digest as _;
 use serde::Serialize;
 
-use crate::progress::{self, Listener};
 use csrc::LibraryBuild;
+use rocm_pin::progress::{self, Listener};
 
 /// Maintainer of ROCm's CPack packages.
 const MAINTAINER: &str = "ROCm Dev Support <rocm-dev.support@amd.com>";
@@ -188,7 +188,7 @@ impl StockSetSpec {
     /// The stock ROCm 7.2.4 set (`-93~24.04`, plain names, default roles) for `architecture`.
     pub fn new(architecture: &str) -> Self {
         StockSetSpec {
-            rocm_version: crate::rocm::TARGET_ROCM_VERSION.to_string(),
+            rocm_version: rocm_pin::rocm::TARGET_ROCM_VERSION.to_string(),
             release_number: None,
             build_number: 93,
             distro_suffix: "~24.04".to_string(),
@@ -707,7 +707,7 @@ fn compile_all(spec: &StockSetSpec, work: &Path) -> anyhow::Result<Vec<(StockRol
         dev_link: "libhsa-runtime64.so".into(),
         identity: spec.identity("hsa"),
         version_node: "ROCR_1".into(),
-        // Deliberately without crate::rocm::BACKPORT_SYMBOL: stock 7.2.4 lacks it.
+        // Deliberately without rocm_pin::rocm::BACKPORT_SYMBOL: stock 7.2.4 lacks it.
         exports: names(&[
             "hsa_init",
             "hsa_shut_down",
@@ -1003,7 +1003,7 @@ fn plan_packages(
             StockRole::RocmCore => {
                 if let Some(content) = spec.version_file_content() {
                     payload.push(Payload::File {
-                        path: format!("{prefix}/{}", crate::rocm::VERSION_RELPATH),
+                        path: format!("{prefix}/{}", rocm_pin::rocm::VERSION_RELPATH),
                         contents: content.into_bytes(),
                         mode: 0o644,
                     });
@@ -1339,13 +1339,13 @@ fn write_file(p: &Path, contents: &[u8], mode: u32) -> anyhow::Result<()> {
 /// to `epoch`, members sorted, owner root).
 fn pack_tree(tree: &Path, deb: &Path, epoch: u64, listener: &dyn Listener) -> anyhow::Result<()> {
     normalize_dir_modes(tree)?;
-    let opts = crate::deb::BuildOptions {
-        compression: crate::deb::Compression::Xz,
+    let opts = rocm_pin::deb::BuildOptions {
+        compression: rocm_pin::deb::Compression::Xz,
         level: None,
         threads: Some(1),
         source_date_epoch: Some(epoch),
     };
-    crate::deb::build_from_dir(tree, deb, &opts, listener)
+    rocm_pin::deb::build_from_dir(tree, deb, &opts, listener)
         .with_context(|| format!("building {} from {}", deb.display(), tree.display()))?;
     Ok(())
 }
