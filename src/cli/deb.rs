@@ -1,12 +1,10 @@
 //! `rocm-pin deb build|inspect`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use clap::{Args, Subcommand};
-use md5::{Digest, Md5};
 
+use rocm_pin::deb::inspect::{InspectOptions, InspectReport, Inspection};
 use rocm_pin::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
 use rocm_pin::error::ExitError;
 
@@ -106,195 +104,22 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[derive(serde::Serialize)]
-struct SymbolReport {
-    name: String,
-    exported: bool,
-    version: Option<String>,
-}
-
-#[derive(serde::Serialize)]
-struct ElfReport {
-    path: String,
-    soname: Option<String>,
-    needed: Vec<String>,
-    symbol: SymbolReport,
-}
-
-#[derive(serde::Serialize, Default)]
-struct Md5Report {
-    /// False when the package has no md5sums file.
-    present: bool,
-    checked: usize,
-    mismatches: Vec<String>,
-    /// Listed in md5sums but not a regular file in data.tar.
-    missing: Vec<String>,
-    /// Regular files in data.tar without a line in md5sums (conffiles usually).
-    unlisted: Vec<String>,
-}
-
-#[derive(serde::Serialize)]
-struct InspectReport {
-    file: String,
-    control: BTreeMap<String, String>,
-    control_files: Vec<String>,
-    members: Vec<deb::reader::MemberInfo>,
-    entries: Vec<deb::Entry>,
-    md5sums: Md5Report,
-    elf: Vec<ElfReport>,
-    /// ELF files too large to buffer for parsing (see --max-elf-mib).
-    elf_skipped: Vec<String>,
-}
-
 fn inspect(a: InspectArgs) -> anyhow::Result<()> {
-    let limits = ReadLimits::default();
-    let info = deb::reader::read_deb(&a.file, &limits)?;
-    let origin = a.file.display().to_string();
-
-    let mut expected: BTreeMap<String, String> = BTreeMap::new();
-    let mut md5 = Md5Report::default();
-    if let Some(text) = info.control_file("md5sums") {
-        md5.present = true;
-        let text = std::str::from_utf8(text)
-            .map_err(|_| anyhow!("{origin}: md5sums is not UTF-8 text"))?;
-        for (n, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let (sum, path) = line
-                .split_once(' ')
-                .map(|(s, p)| (s, p.trim_start_matches([' ', '*'])))
-                .filter(|(s, _)| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-                .ok_or_else(|| anyhow!("{origin}: md5sums line {}: malformed: {line:?}", n + 1))?;
-            expected.insert(
-                format!("./{}", path.trim_start_matches("./")),
-                sum.to_lowercase(),
-            );
-        }
-    }
-
-    let max_elf = a.max_elf_mib << 20;
-    let mut elf = Vec::new();
-    let mut elf_skipped = Vec::new();
-    let mut seen_files = std::collections::BTreeSet::new();
-    // A hard link has its target's contents: remember each file's sum for the links after it.
-    let mut sums_by_path: BTreeMap<String, String> = BTreeMap::new();
-    let check = |md5: &mut Md5Report, path: &str, got: &str| {
-        if let Some(want) = expected.get(path) {
-            md5.checked += 1;
-            if got != want {
-                md5.mismatches.push(path.to_string());
-            }
-        } else if md5.present {
-            md5.unlisted.push(path.to_string());
-        }
+    let opts = InspectOptions {
+        limits: ReadLimits::default(),
+        max_elf_bytes: a.max_elf_mib << 20,
+        symbol: rocm_pin::rocm::BACKPORT_SYMBOL,
     };
-    deb::reader::for_each_data_entry(&a.file, &limits, &mut |entry, content| {
-        if let EntryKind::Hardlink(target) = &entry.kind {
-            seen_files.insert(entry.path.clone());
-            if let Some(sum) = sums_by_path.get(target) {
-                check(&mut md5, &entry.path, sum);
-            }
-            return Ok(());
-        }
-        if entry.kind != EntryKind::File {
-            return Ok(());
-        }
-        seen_files.insert(entry.path.clone());
-        let mut hasher = Md5::new();
-        let mut head = [0u8; 4];
-        let mut got = 0;
-        while got < 4 {
-            let n = content.read(&mut head[got..])?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-        }
-        hasher.update(&head[..got]);
-        let is_elf = rocm_pin::elf::is_elf(&head[..got]);
-        if is_elf && entry.size <= max_elf {
-            // Libraries are buffered one at a time (bounded by --max-elf-mib) for the ELF parser.
-            let mut bytes = head[..got].to_vec();
-            content.read_to_end(&mut bytes)?;
-            hasher.update(&bytes[got..]);
-            if let Ok(parsed) = rocm_pin::elf::parse_elf(&bytes) {
-                if parsed.shared_object && parsed.soname.is_some() {
-                    let sym = parsed.export(rocm_pin::rocm::BACKPORT_SYMBOL);
-                    elf.push(ElfReport {
-                        path: entry.path.clone(),
-                        soname: parsed.soname.clone(),
-                        needed: parsed.needed.clone(),
-                        symbol: SymbolReport {
-                            name: rocm_pin::rocm::BACKPORT_SYMBOL.to_string(),
-                            exported: sym.is_some(),
-                            version: sym.and_then(|s| s.version.clone()),
-                        },
-                    });
-                }
-            }
-        } else {
-            if is_elf {
-                elf_skipped.push(entry.path.clone());
-            }
-            let mut buf = vec![0u8; 256 << 10];
-            loop {
-                let n = content.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buf[..n]);
-            }
-        }
-        let got = hex::encode(hasher.finalize());
-        check(&mut md5, &entry.path, &got);
-        sums_by_path.insert(entry.path.clone(), got);
-        Ok(())
-    })?;
-    md5.missing = expected
-        .keys()
-        .filter(|p| !seen_files.contains(*p))
-        .cloned()
-        .collect();
-
-    let report = InspectReport {
-        file: origin.clone(),
-        control: info
-            .control
-            .fields()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        control_files: info.control_files.iter().map(|(n, _)| n.clone()).collect(),
-        members: info.members.clone(),
-        entries: info.entries.clone(),
-        md5sums: md5,
-        elf,
-        elf_skipped,
-    };
+    let Inspection { info, report } = deb::inspect::inspect(&a.file, &opts)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_text(&report, &info)?;
     }
-    let bad = report.md5sums.mismatches.len() + report.md5sums.missing.len();
-    if bad > 0 {
-        return Err(ExitError::check_failed(format!(
-            "{origin}: md5sums check failed: {} mismatched, {} missing ({})",
-            report.md5sums.mismatches.len(),
-            report.md5sums.missing.len(),
-            report
-                .md5sums
-                .mismatches
-                .iter()
-                .chain(&report.md5sums.missing)
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .into());
+    match report.md5sums_failure() {
+        Some(failure) => Err(ExitError::check_failed(failure).into()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn mode_string(e: &deb::Entry) -> String {

@@ -243,108 +243,132 @@ pub fn build_steps(i: &StepInputs) -> Vec<Step> {
         llvm_dir: i.llvm_dir,
         launcher: i.launcher,
     };
-    let jobs = i.jobs.to_string();
-    let p = |path: &Path| path.display().to_string();
-
-    // Include directories added BEFORE at directory scope precede every target include
-    // directory and usage requirement, so a stock hsa.h under $ROCM/include cannot win.
-    // (-I in CMAKE_CXX_FLAGS would not: CMake puts <FLAGS> after <INCLUDES>.)
-    let include_first = l.cmake_dir.join("rocr-headers-first.cmake");
-    let include_first_text = format!(
-        "# Written by rocm-pin: the freshly built ROCr's headers come first on the include path.\n\
-         include_directories(BEFORE \"{}\")\n",
-        p(&l.rocr_prefix.join("include"))
-    );
-
-    let configure = |src: &Path, build: &Path, defines: Vec<String>, extra: &[String]| {
-        let mut args = vec![
-            "-S".to_string(),
-            p(src),
-            "-B".into(),
-            p(build),
-            "-G".into(),
-            i.generator.cmake_name().into(),
-        ];
-        args.extend(defines);
-        args.extend(extra.iter().cloned());
-        args
-    };
-
+    let include_first = rocr_headers_first(l);
     let rocr_defines = recipe::rocr_defines(&inputs);
     let mut clr_defines = recipe::clr_defines(&inputs);
-    clr_defines.push(format!("-DCMAKE_PROJECT_INCLUDE={}", p(&include_first)));
+    clr_defines.push(format!(
+        "-DCMAKE_PROJECT_INCLUDE={}",
+        include_first.0.display()
+    ));
 
-    let mut steps = vec![
-        Step {
-            name: "configure-rocr".into(),
-            writes: llvm.map(|w| w.shims).unwrap_or_default(),
-            commands: vec![Cmd::new(
-                "cmake",
-                configure(
-                    &i.source_dir.join(recipe::ROCR_PROJECT),
-                    &l.rocr_build,
-                    rocr_defines,
-                    i.rocr_cmake_args,
-                ),
-            )
-            .with_env(&env, &rocr_path)],
-        },
-        Step {
-            name: "build-rocr".into(),
-            writes: vec![],
-            commands: vec![
-                Cmd::new("cmake", ["--build", &p(&l.rocr_build), "--parallel", &jobs])
-                    .with_env(&env, &rocr_path),
+    let cmake = Cmake {
+        generator: i.generator,
+        env: &env,
+        jobs: i.jobs.to_string(),
+    };
+    let mut steps = vec![];
+    steps.extend(cmake.project_steps(CmakeProject {
+        name: "rocr",
+        source: i.source_dir.join(recipe::ROCR_PROJECT),
+        build: &l.rocr_build,
+        defines: rocr_defines,
+        extra_args: i.rocr_cmake_args,
+        writes: llvm.map(|w| w.shims).unwrap_or_default(),
+        path_prepend: &rocr_path,
+    }));
+    steps.extend(cmake.project_steps(CmakeProject {
+        name: "clr",
+        source: i.source_dir.join(recipe::CLR_PROJECT),
+        build: &l.clr_build,
+        defines: clr_defines,
+        extra_args: i.clr_cmake_args,
+        writes: vec![include_first],
+        path_prepend: &[],
+    }));
+    steps.push(Step {
+        name: "stage-rocr".into(),
+        writes: vec![],
+        commands: vec![Cmd::new(
+            "cmake",
+            [
+                "--install",
+                &l.rocr_build.display().to_string(),
+                "--prefix",
+                &l.staging.display().to_string(),
             ],
-        },
-        Step {
-            name: "install-rocr".into(),
-            writes: vec![],
-            commands: vec![
-                Cmd::new("cmake", ["--install", &p(&l.rocr_build)]).with_env(&env, &rocr_path)
-            ],
-        },
-        Step {
-            name: "configure-clr".into(),
-            writes: vec![(include_first, include_first_text)],
-            commands: vec![Cmd::new(
-                "cmake",
-                configure(
-                    &i.source_dir.join(recipe::CLR_PROJECT),
-                    &l.clr_build,
-                    clr_defines,
-                    i.clr_cmake_args,
-                ),
-            )
-            .with_env(&env, &[])],
-        },
-        Step {
-            name: "build-clr".into(),
-            writes: vec![],
-            commands: vec![
-                Cmd::new("cmake", ["--build", &p(&l.clr_build), "--parallel", &jobs])
-                    .with_env(&env, &[]),
-            ],
-        },
-        Step {
-            name: "install-clr".into(),
-            writes: vec![],
-            commands: vec![Cmd::new("cmake", ["--install", &p(&l.clr_build)]).with_env(&env, &[])],
-        },
-        Step {
-            name: "stage-rocr".into(),
-            writes: vec![],
-            commands: vec![Cmd::new(
-                "cmake",
-                ["--install", &p(&l.rocr_build), "--prefix", &p(&l.staging)],
-            )
-            .with_env(&env, &rocr_path)],
-        },
-    ];
+        )
+        .with_env(&env, &rocr_path)],
+    });
     if i.rocr_cached {
         steps.retain(|s| !ROCR_STAGE_STEPS.contains(&s.name.as_str()));
     }
     steps
+}
+
+/// The CMake project include file that puts the freshly built ROCr's headers first, and its
+/// text. Include directories added BEFORE at directory scope precede every target include
+/// directory and usage requirement, so a stock hsa.h under $ROCM/include cannot win.
+/// (-I in CMAKE_CXX_FLAGS would not: CMake puts <FLAGS> after <INCLUDES>.)
+fn rocr_headers_first(l: &Layout) -> (PathBuf, String) {
+    let path = l.cmake_dir.join("rocr-headers-first.cmake");
+    let text = format!(
+        "# Written by rocm-pin: the freshly built ROCr's headers come first on the include path.\n\
+         include_directories(BEFORE \"{}\")\n",
+        l.rocr_prefix.join("include").display()
+    );
+    (path, text)
+}
+
+/// What every CMake command of the build shares.
+struct Cmake<'a> {
+    generator: Generator,
+    env: &'a [(String, String)],
+    jobs: String,
+}
+
+/// One CMake project to configure, build and install into its `CMAKE_INSTALL_PREFIX`.
+struct CmakeProject<'a> {
+    /// `rocr` or `clr`: the steps are `configure-<name>`, `build-<name>`, `install-<name>`.
+    name: &'a str,
+    source: PathBuf,
+    build: &'a Path,
+    defines: Vec<String>,
+    /// The user's extra configure arguments, after ours so they win.
+    extra_args: &'a [String],
+    /// Files the configure step writes first.
+    writes: Vec<(PathBuf, String)>,
+    path_prepend: &'a [PathBuf],
+}
+
+impl Cmake<'_> {
+    /// The configure, build and install steps of `project`, in that order.
+    fn project_steps(&self, project: CmakeProject<'_>) -> [Step; 3] {
+        let build = project.build.display().to_string();
+        let mut configure = vec![
+            "-S".to_string(),
+            project.source.display().to_string(),
+            "-B".into(),
+            build.clone(),
+            "-G".into(),
+            self.generator.cmake_name().into(),
+        ];
+        configure.extend(project.defines);
+        configure.extend(project.extra_args.iter().cloned());
+        let cmd =
+            |args: Vec<String>| Cmd::new("cmake", args).with_env(self.env, project.path_prepend);
+        [
+            Step {
+                name: format!("configure-{}", project.name),
+                writes: project.writes,
+                commands: vec![cmd(configure)],
+            },
+            Step {
+                name: format!("build-{}", project.name),
+                writes: vec![],
+                commands: vec![cmd(vec![
+                    "--build".into(),
+                    build.clone(),
+                    "--parallel".into(),
+                    self.jobs.clone(),
+                ])],
+            },
+            Step {
+                name: format!("install-{}", project.name),
+                writes: vec![],
+                commands: vec![cmd(vec!["--install".into(), build])],
+            },
+        ]
+    }
 }
 
 /// The steps that make ROCr's stage (its build tree and private prefix), skipped when cached.

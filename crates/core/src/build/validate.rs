@@ -101,6 +101,21 @@ fn sha256_file(path: &Path) -> anyhow::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// Problems (each refusing the install) and warnings, in the order they were found.
+#[derive(Debug, Default)]
+struct Findings {
+    problems: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// The library entries of a staging tree: regular files (relative paths, sorted by name) and,
+/// for each file that links resolve to, the links leading to it.
+#[derive(Debug, Default)]
+struct LibraryEntries {
+    real_files: Vec<PathBuf>,
+    links: BTreeMap<PathBuf, Vec<String>>,
+}
+
 /// Scan and validate the install under `staging`, skipping the top-level entries in `skip`
 /// (logs, work directory, manifest). One error lists every problem found, each naming its file.
 pub fn validate_install(
@@ -108,11 +123,30 @@ pub fn validate_install(
     skip: &[&str],
     opts: ValidateOptions,
 ) -> anyhow::Result<Validated> {
-    let mut problems: Vec<String> = vec![];
-    let mut warnings: Vec<String> = vec![];
-    let mut real_files: Vec<PathBuf> = vec![];
-    let mut links: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+    let mut findings = Findings::default();
+    let entries = scan_library_entries(staging, skip, &mut findings)?;
+    let mut libraries = read_libraries(staging, entries, &mut findings)?;
+    for family in rocm::FAMILIES {
+        check_family(staging, family, &libraries, opts, &mut findings);
+    }
+    if !findings.problems.is_empty() {
+        return Err(validation_failure(staging, &findings.problems));
+    }
+    libraries.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Validated {
+        libraries,
+        warnings: findings.warnings,
+    })
+}
 
+/// Walk the staging (without following links) for library-named entries; a library link that
+/// does not resolve inside the staging is a problem.
+fn scan_library_entries(
+    staging: &Path,
+    skip: &[&str],
+    findings: &mut Findings,
+) -> anyhow::Result<LibraryEntries> {
+    let mut entries = LibraryEntries::default();
     let walker = walkdir::WalkDir::new(staging)
         .follow_links(false)
         .sort_by_file_name()
@@ -137,17 +171,34 @@ pub fn validate_install(
         let ft = entry.file_type();
         if ft.is_symlink() {
             match resolve_link(staging, &rel) {
-                Ok(target) => links.entry(target).or_default().push(rel_string(&rel)),
-                Err(reason) => problems.push(format!(
+                Ok(target) => entries
+                    .links
+                    .entry(target)
+                    .or_default()
+                    .push(rel_string(&rel)),
+                Err(reason) => findings.problems.push(format!(
                     "{}: library symlink dangles — {reason}",
                     staging.join(&rel).display()
                 )),
             }
         } else if ft.is_file() {
-            real_files.push(rel);
+            entries.real_files.push(rel);
         }
     }
+    Ok(entries)
+}
 
+/// Read every real library file (size, ELF, hash) into its manifest entry; an empty or non-ELF
+/// file, or a family file that is not a shared object, is a problem.
+fn read_libraries(
+    staging: &Path,
+    entries: LibraryEntries,
+    findings: &mut Findings,
+) -> anyhow::Result<Vec<ManifestLibrary>> {
+    let LibraryEntries {
+        real_files,
+        mut links,
+    } = entries;
     let mut libraries: Vec<ManifestLibrary> = vec![];
     for rel in &real_files {
         let abs = staging.join(rel);
@@ -155,7 +206,7 @@ pub fn validate_install(
             .with_context(|| format!("reading {}", abs.display()))?
             .len();
         if size == 0 {
-            problems.push(format!(
+            findings.problems.push(format!(
                 "{}: empty library (0 bytes) — an install step created it instead of copying it",
                 abs.display()
             ));
@@ -164,7 +215,7 @@ pub fn validate_install(
         let info = match crate::elf::read_elf(&abs) {
             Ok(info) => info,
             Err(e) => {
-                problems.push(format!(
+                findings.problems.push(format!(
                     "{}: not a readable ELF shared library: {e:#}",
                     abs.display()
                 ));
@@ -190,101 +241,124 @@ pub fn validate_install(
             backport_symbol,
         });
         if family.is_some() && !info.shared_object {
-            problems.push(format!("{}: not a shared object (ET_DYN)", abs.display()));
+            findings
+                .problems
+                .push(format!("{}: not a shared object (ET_DYN)", abs.display()));
         }
     }
+    Ok(libraries)
+}
 
-    for family in rocm::FAMILIES {
-        let members: Vec<&ManifestLibrary> = libraries
-            .iter()
-            .filter(|l| {
-                Path::new(&l.path)
-                    .file_name()
-                    .and_then(|n| rocm::family_of(&n.to_string_lossy()))
-                    .is_some_and(|f| f.stem == family.stem)
-            })
-            .collect();
-        if members.is_empty() {
-            if family.required {
-                problems.push(format!(
-                    "{}: no {} library in the install (a required library of the runtime pair)",
-                    staging.display(),
-                    family.stem
-                ));
-            }
-            continue;
-        }
-        if members.len() > 1 {
-            problems.push(format!(
-                "{}: several {} files ({}): which one is the runtime is ambiguous",
+/// A family must have at most one file (and one when required), and each of its files passes
+/// [`check_family_member`].
+fn check_family(
+    staging: &Path,
+    family: &rocm::LibraryFamily,
+    libraries: &[ManifestLibrary],
+    opts: ValidateOptions,
+    findings: &mut Findings,
+) {
+    let members: Vec<&ManifestLibrary> = libraries
+        .iter()
+        .filter(|l| {
+            Path::new(&l.path)
+                .file_name()
+                .and_then(|n| rocm::family_of(&n.to_string_lossy()))
+                .is_some_and(|f| f.stem == family.stem)
+        })
+        .collect();
+    if members.is_empty() {
+        if family.required {
+            findings.problems.push(format!(
+                "{}: no {} library in the install (a required library of the runtime pair)",
                 staging.display(),
-                family.stem,
-                members
-                    .iter()
-                    .map(|l| l.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                family.stem
             ));
         }
-        for lib in &members {
-            let abs = staging.join(&lib.path);
-            let Some(soname) = &lib.soname else {
-                problems.push(format!("{}: has no SONAME", abs.display()));
-                continue;
-            };
-            if rocm::family_of(soname).map(|f| f.stem) != Some(family.stem) {
-                problems.push(format!(
-                    "{}: SONAME {soname} does not belong to {}",
-                    abs.display(),
-                    family.stem
-                ));
-                continue;
-            }
-            let dir = Path::new(&lib.path).parent().unwrap_or(Path::new(""));
-            let soname_rel = rel_string(&dir.join(soname));
-            if soname_rel != lib.path && !lib.links.contains(&soname_rel) {
-                problems.push(format!(
-                    "{}: the SONAME link {} is missing or does not lead to this file",
-                    abs.display(),
-                    staging.join(&soname_rel).display()
-                ));
-            }
-            if lib.backport_symbol == Some(false) {
-                let msg = format!(
-                    "{} does not export {} (the ordering-edge backport): this ROCr is not the \
-                     patched one",
-                    abs.display(),
-                    rocm::BACKPORT_SYMBOL
-                );
-                if opts.backport_check {
-                    problems.push(format!(
-                        "{msg}; build the pinned commit, or pass --no-backport-check to accept it"
-                    ));
-                } else {
-                    warnings.push(format!("{msg} (accepted: --no-backport-check)"));
-                }
-            }
-        }
+        return;
     }
-
-    if !problems.is_empty() {
-        let mut msg = format!(
-            "the install in {} failed validation ({} problem{}):",
+    if members.len() > 1 {
+        findings.problems.push(format!(
+            "{}: several {} files ({}): which one is the runtime is ambiguous",
             staging.display(),
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" }
-        );
-        for p in &problems {
-            msg.push_str("\n  - ");
-            msg.push_str(p);
-        }
-        return Err(Error::CheckFailed(msg).into());
+            family.stem,
+            members
+                .iter()
+                .map(|l| l.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
-    libraries.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Validated {
-        libraries,
-        warnings,
-    })
+    for lib in &members {
+        check_family_member(staging, family, lib, opts, findings);
+    }
+}
+
+/// One family file: it has a SONAME of its family, the SONAME link leads to it, and (for HSA)
+/// it exports the backport symbol — a problem, or only a warning without the backport check.
+fn check_family_member(
+    staging: &Path,
+    family: &rocm::LibraryFamily,
+    lib: &ManifestLibrary,
+    opts: ValidateOptions,
+    findings: &mut Findings,
+) {
+    let abs = staging.join(&lib.path);
+    let Some(soname) = &lib.soname else {
+        findings
+            .problems
+            .push(format!("{}: has no SONAME", abs.display()));
+        return;
+    };
+    if rocm::family_of(soname).map(|f| f.stem) != Some(family.stem) {
+        findings.problems.push(format!(
+            "{}: SONAME {soname} does not belong to {}",
+            abs.display(),
+            family.stem
+        ));
+        return;
+    }
+    let dir = Path::new(&lib.path).parent().unwrap_or(Path::new(""));
+    let soname_rel = rel_string(&dir.join(soname));
+    if soname_rel != lib.path && !lib.links.contains(&soname_rel) {
+        findings.problems.push(format!(
+            "{}: the SONAME link {} is missing or does not lead to this file",
+            abs.display(),
+            staging.join(&soname_rel).display()
+        ));
+    }
+    if lib.backport_symbol == Some(false) {
+        let msg = format!(
+            "{} does not export {} (the ordering-edge backport): this ROCr is not the \
+             patched one",
+            abs.display(),
+            rocm::BACKPORT_SYMBOL
+        );
+        if opts.backport_check {
+            findings.problems.push(format!(
+                "{msg}; build the pinned commit, or pass --no-backport-check to accept it"
+            ));
+        } else {
+            findings
+                .warnings
+                .push(format!("{msg} (accepted: --no-backport-check)"));
+        }
+    }
+}
+
+/// One check-failed error listing every problem.
+fn validation_failure(staging: &Path, problems: &[String]) -> anyhow::Error {
+    let mut msg = format!(
+        "the install in {} failed validation ({} problem{}):",
+        staging.display(),
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for p in problems {
+        msg.push_str("\n  - ");
+        msg.push_str(p);
+    }
+    Error::CheckFailed(msg).into()
 }
 
 #[cfg(test)]

@@ -600,7 +600,6 @@ pub fn build_from_dir(
     opts: &BuildOptions,
     listener: &dyn Listener,
 ) -> anyhow::Result<BuildSummary> {
-    let threads = opts.threads.unwrap_or_else(default_threads).max(1);
     let sde = opts.source_date_epoch;
     let control = read_control_dir(dir)?;
     let mut paragraph = control.paragraph.clone();
@@ -610,7 +609,64 @@ pub fn build_from_dir(
         .get("Architecture")
         .unwrap_or_default()
         .to_string();
+    let out_dir = checked_output_dir(dir, out)?;
 
+    let entries = progress::step(listener, "scan package tree", || scan_payload(dir, sde))?;
+    let installed_size_kib = fill_installed_size(&mut paragraph, &entries)?;
+
+    let c = opts.compression;
+    let want_md5 = !control.has_md5sums;
+    let (data, sums) = write_data_member(&out_dir, &entries, opts, want_md5, listener)?;
+    let md5sums = if want_md5 {
+        md5sums_text(&sums, &control.conffiles)
+    } else {
+        None
+    };
+
+    let stamp = sde.unwrap_or_else(now_secs);
+    let debian_meta = fs::symlink_metadata(dir.join("DEBIAN"))?;
+    let mut control_text = paragraph.to_string();
+    if !control_text.ends_with('\n') {
+        control_text.push('\n');
+    }
+    let control_name = format!("control.tar{}", c.suffix());
+    let control_bytes = progress::step(listener, &format!("write {control_name}"), || {
+        let tar = control_tar(
+            &control,
+            &control_text,
+            md5sums.as_deref(),
+            stamp,
+            sde,
+            debian_meta.mode() & 0o7777,
+        )?;
+        super::compress::compress_bytes(&tar, c, opts.level, 1).context("compressing control.tar")
+    })?;
+    let control_member = ControlMember {
+        name: control_name,
+        bytes: control_bytes,
+    };
+
+    let size = assemble_deb(out, &out_dir, &control_member, data, stamp, listener)?;
+    listener.info(&format!(
+        "{}: {package} {version} ({architecture}), {} entries, {} bytes",
+        out.display(),
+        entries.len(),
+        size
+    ));
+    Ok(BuildSummary {
+        output: out.to_path_buf(),
+        package,
+        version,
+        architecture,
+        entries: entries.len(),
+        installed_size_kib,
+        size,
+    })
+}
+
+/// The directory `out` goes into; refused when `out` is a directory, the directory does not
+/// exist, or it lies inside the package tree (the .deb would package itself).
+fn checked_output_dir(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     let out_dir = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -633,99 +689,113 @@ pub fn build_from_dir(
             );
         }
     }
+    Ok(out_dir)
+}
 
-    let entries = progress::step(listener, "scan package tree", || scan_payload(dir, sde))?;
-    let installed = installed_size_kib(&entries);
+/// Set Installed-Size from the payload when the control file lacks it; returns the value the
+/// package declares (the given one when it parses, else the computed one).
+fn fill_installed_size(paragraph: &mut Paragraph, entries: &[PayloadEntry]) -> anyhow::Result<u64> {
+    let installed = installed_size_kib(entries);
     if paragraph.get("Installed-Size").is_none() {
         paragraph
             .set("Installed-Size", &installed.to_string())
             .map_err(|e| anyhow!("setting Installed-Size: {e}"))?;
     }
-    let installed_size_kib = paragraph
+    Ok(paragraph
         .get("Installed-Size")
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(installed);
+        .unwrap_or(installed))
+}
 
-    let c = opts.compression;
-    let data_name = format!("data.tar{}", c.suffix());
-    let control_name = format!("control.tar{}", c.suffix());
+/// data.tar.*, compressed, in a temporary file beside the output.
+struct DataMember {
+    name: String,
+    file: tempfile::NamedTempFile,
+    size: u64,
+}
 
-    // data.tar first (md5sums come out of this pass), into a temporary file beside the output
-    // so the final copy stays on one filesystem.
+/// control.tar.*, compressed, in memory (it is small).
+struct ControlMember {
+    name: String,
+    bytes: Vec<u8>,
+}
+
+/// Write data.tar first (md5sums come out of this pass, when `want_md5`), into a temporary file
+/// in `out_dir` so the final copy stays on one filesystem.
+fn write_data_member(
+    out_dir: &Path,
+    entries: &[PayloadEntry],
+    opts: &BuildOptions,
+    want_md5: bool,
+    listener: &dyn Listener,
+) -> anyhow::Result<(DataMember, Vec<(String, String)>)> {
+    let threads = opts.threads.unwrap_or_else(default_threads).max(1);
+    let name = format!("data.tar{}", opts.compression.suffix());
     let data_tmp = tempfile::Builder::new()
         .prefix(".rocm-pin-data.")
-        .tempfile_in(&out_dir)
+        .tempfile_in(out_dir)
         .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
-    let want_md5 = !control.has_md5sums;
-    let (data_file, sums) = progress::step(listener, &format!("write {data_name}"), || {
+    let (file, sums) = progress::step(listener, &format!("write {name}"), || {
         let writer = BufWriter::with_capacity(1 << 20, data_tmp.as_file());
-        let (writer, sums) = write_data_tar(&entries, writer, opts, threads, want_md5)?;
+        let (writer, sums) = write_data_tar(entries, writer, opts, threads, want_md5)?;
         writer
             .into_inner()
-            .map_err(|e| anyhow!("writing {data_name}: {}", e.error()))?;
+            .map_err(|e| anyhow!("writing {name}: {}", e.error()))?;
         Ok::<_, anyhow::Error>((data_tmp, sums))
     })?;
-    let data_size = data_file
+    let size = file
         .as_file()
         .metadata()
         .context("cannot stat the temporary data.tar")?
         .len();
+    Ok((DataMember { name, file, size }, sums))
+}
 
-    let md5sums_text = if want_md5 {
-        let conffiles: std::collections::HashSet<&str> = control
-            .conffiles
-            .iter()
-            .map(|s| s.trim_start_matches('/'))
-            .collect();
-        // Conffiles are left out, as dh_md5sums does: dpkg tracks them in its conffile database.
-        let text: String = sums
-            .iter()
-            .filter(|(p, _)| !conffiles.contains(p.as_str()))
-            .map(|(p, s)| format!("{s}  {p}\n"))
-            .collect();
-        (!text.is_empty()).then_some(text)
-    } else {
-        None
-    };
+/// The md5sums file for the payload sums, None when nothing is left to list.
+fn md5sums_text(sums: &[(String, String)], conffiles: &[String]) -> Option<String> {
+    let conffiles: std::collections::HashSet<&str> = conffiles
+        .iter()
+        .map(|s| s.trim_start_matches('/'))
+        .collect();
+    // Conffiles are left out, as dh_md5sums does: dpkg tracks them in its conffile database.
+    let text: String = sums
+        .iter()
+        .filter(|(p, _)| !conffiles.contains(p.as_str()))
+        .map(|(p, s)| format!("{s}  {p}\n"))
+        .collect();
+    (!text.is_empty()).then_some(text)
+}
 
-    let stamp = sde.unwrap_or_else(now_secs);
-    let debian_meta = fs::symlink_metadata(dir.join("DEBIAN"))?;
-    let mut control_text = paragraph.to_string();
-    if !control_text.ends_with('\n') {
-        control_text.push('\n');
-    }
-    let control_bytes = progress::step(listener, &format!("write {control_name}"), || {
-        let tar = control_tar(
-            &control,
-            &control_text,
-            md5sums_text.as_deref(),
-            stamp,
-            sde,
-            debian_meta.mode() & 0o7777,
-        )?;
-        super::compress::compress_bytes(&tar, c, opts.level, 1).context("compressing control.tar")
-    })?;
-
+/// Assemble the ar (debian-binary, control, data) into a temporary file beside `out` and rename
+/// it into place; returns the size of the finished .deb.
+fn assemble_deb(
+    out: &Path,
+    out_dir: &Path,
+    control: &ControlMember,
+    data: DataMember,
+    stamp: u64,
+    listener: &dyn Listener,
+) -> anyhow::Result<u64> {
     let deb_tmp = tempfile::Builder::new()
         .prefix(".rocm-pin-deb.")
-        .tempfile_in(&out_dir)
+        .tempfile_in(out_dir)
         .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
     progress::step(listener, "assemble .deb", || {
         let mut ar = ArWriter::new(BufWriter::new(deb_tmp.as_file()), stamp)?;
         ar.append_bytes("debian-binary", b"2.0\n")?;
-        ar.append_bytes(&control_name, &control_bytes)?;
-        let mut data = data_file.reopen()?;
+        ar.append_bytes(&control.name, &control.bytes)?;
+        let mut data_file = data.file.reopen()?;
         // Flush the buffered headers before the (kernel-side) bulk copy.
         let mut inner = ar.finish()?;
         inner.flush()?;
         let file = inner.into_inner().map_err(|e| e.into_error())?;
         let mut ar = ArWriter::resume(file, stamp);
-        ar.append(&data_name, data_size, &mut data)?;
+        ar.append(&data.name, data.size, &mut data_file)?;
         ar.finish()?.sync_all()?;
         Ok::<_, io::Error>(())
     })
     .with_context(|| format!("writing {}", out.display()))?;
-    drop(data_file);
+    drop(data);
     fs::set_permissions(deb_tmp.path(), fs::Permissions::from_mode(0o644))
         .with_context(|| format!("cannot chmod {}", deb_tmp.path().display()))?;
     deb_tmp.persist(out).map_err(|e| {
@@ -735,24 +805,9 @@ pub fn build_from_dir(
             e.error
         )
     })?;
-    let size = fs::metadata(out)
+    Ok(fs::metadata(out)
         .with_context(|| format!("cannot stat {}", out.display()))?
-        .len();
-    listener.info(&format!(
-        "{}: {package} {version} ({architecture}), {} entries, {} bytes",
-        out.display(),
-        entries.len(),
-        size
-    ));
-    Ok(BuildSummary {
-        output: out.to_path_buf(),
-        package,
-        version,
-        architecture,
-        entries: entries.len(),
-        installed_size_kib,
-        size,
-    })
+        .len())
 }
 
 #[cfg(test)]

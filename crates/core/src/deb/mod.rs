@@ -5,12 +5,14 @@
 //! - [`ar`], [`tar`], [`compress`]: the container layers.
 //! - [`archive`]: `DebWriter` — a directory tree (with DEBIAN/) → reproducible .deb, streaming.
 //! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
+//! - [`inspect`]: a .deb checked against its own md5sums, its ELF shared objects described.
 
 pub mod ar;
 pub mod archive;
 pub mod compress;
 pub mod control;
 pub mod date;
+pub mod inspect;
 pub mod reader;
 pub mod tar;
 pub mod version;

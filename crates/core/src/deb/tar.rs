@@ -386,9 +386,7 @@ pub fn read_raw<R: Read>(
     visit: &mut dyn FnMut(&RawEntry, &mut dyn Read) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut block = [0u8; BLOCK];
-    let mut long_name: Option<Vec<u8>> = None;
-    let mut long_link: Option<Vec<u8>> = None;
-    let mut pax: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut pending = PendingExtensions::default();
     loop {
         if !read_block(r, &mut block)? {
             return Err(bad(
@@ -396,87 +394,20 @@ pub fn read_raw<R: Read>(
             ));
         }
         if block.iter().all(|&b| b == 0) {
-            if long_name.is_some() || long_link.is_some() || !pax.is_empty() {
+            if !pending.is_empty() {
                 return Err(bad("tar archive ends right after an extended header"));
             }
             return Ok(());
         }
-        let stored = parse_number(&block[148..156], "checksum")?;
-        let mut sum: u64 = 0;
-        for (i, &b) in block.iter().enumerate() {
-            sum += if (148..156).contains(&i) {
-                u64::from(b' ')
-            } else {
-                u64::from(b)
-            };
-        }
-        if stored != sum {
-            return Err(bad("tar header checksum mismatch (corrupt archive)"));
-        }
+        check_header_checksum(&block)?;
         let typeflag = block[156];
         let mode = parse_number(&block[100..108], "mode")?;
-        let mut size = parse_number(&block[124..136], "size")?;
+        let size = parse_number(&block[124..136], "size")?;
         let mtime = parse_number(&block[136..148], "mtime")?;
-        match typeflag {
-            TYPE_GNU_LONGNAME => {
-                let mut v = read_small(r, size, "GNU long name")?;
-                v.truncate(cstr(&v).len());
-                long_name = Some(v);
-                continue;
-            }
-            TYPE_GNU_LONGLINK => {
-                let mut v = read_small(r, size, "GNU long link name")?;
-                v.truncate(cstr(&v).len());
-                long_link = Some(v);
-                continue;
-            }
-            TYPE_PAX_LOCAL => {
-                let data = read_small(r, size, "pax header")?;
-                pax = parse_pax(&data)?;
-                continue;
-            }
-            TYPE_PAX_GLOBAL => {
-                read_small(r, size, "pax global header")?;
-                continue;
-            }
-            _ => {}
+        if pending.read_extension(r, typeflag, size)? {
+            continue;
         }
-        let mut name = match long_name.take() {
-            Some(n) => n,
-            None => {
-                let base = cstr(&block[0..100]).to_vec();
-                // ustar prefix field (not used by GNU format, whose magic is "ustar  \0").
-                if &block[257..263] == b"ustar\0" {
-                    let prefix = cstr(&block[345..500]);
-                    if prefix.is_empty() {
-                        base
-                    } else {
-                        let mut full = prefix.to_vec();
-                        full.push(b'/');
-                        full.extend_from_slice(&base);
-                        full
-                    }
-                } else {
-                    base
-                }
-            }
-        };
-        let mut link = long_link
-            .take()
-            .unwrap_or_else(|| cstr(&block[157..257]).to_vec());
-        for (key, value) in pax.drain(..) {
-            match key.as_str() {
-                "path" => name = value,
-                "linkpath" => link = value,
-                "size" => {
-                    size = std::str::from_utf8(&value)
-                        .ok()
-                        .and_then(|s| s.parse().ok())
-                        .ok_or_else(|| bad("malformed pax size"))?
-                }
-                _ => {}
-            }
-        }
+        let (name, link, size) = pending.apply(&block, size)?;
         let entry = RawEntry {
             name,
             link,
@@ -502,6 +433,108 @@ pub fn read_raw<R: Read>(
             debug_assert_eq!(copied, left);
         }
         skip(r, padding(data_size), "entry padding")?;
+    }
+}
+
+/// The header checksum: the sum of the header bytes with the checksum field read as spaces.
+fn check_header_checksum(block: &[u8; BLOCK]) -> io::Result<()> {
+    let stored = parse_number(&block[148..156], "checksum")?;
+    let mut sum: u64 = 0;
+    for (i, &b) in block.iter().enumerate() {
+        sum += if (148..156).contains(&i) {
+            u64::from(b' ')
+        } else {
+            u64::from(b)
+        };
+    }
+    if stored != sum {
+        return Err(bad("tar header checksum mismatch (corrupt archive)"));
+    }
+    Ok(())
+}
+
+/// Extended headers (GNU long name/link, pax) read but not yet applied: they describe the next
+/// real entry.
+#[derive(Default)]
+struct PendingExtensions {
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: Vec<(String, Vec<u8>)>,
+}
+
+impl PendingExtensions {
+    fn is_empty(&self) -> bool {
+        self.long_name.is_none() && self.long_link.is_none() && self.pax.is_empty()
+    }
+
+    /// When `typeflag` is an extended header, read its `size` bytes of data from `r` and keep
+    /// them for the next entry (a pax global header is read and ignored); true if it was one.
+    fn read_extension<R: Read>(&mut self, r: &mut R, typeflag: u8, size: u64) -> io::Result<bool> {
+        match typeflag {
+            TYPE_GNU_LONGNAME => {
+                let mut v = read_small(r, size, "GNU long name")?;
+                v.truncate(cstr(&v).len());
+                self.long_name = Some(v);
+            }
+            TYPE_GNU_LONGLINK => {
+                let mut v = read_small(r, size, "GNU long link name")?;
+                v.truncate(cstr(&v).len());
+                self.long_link = Some(v);
+            }
+            TYPE_PAX_LOCAL => {
+                let data = read_small(r, size, "pax header")?;
+                self.pax = parse_pax(&data)?;
+            }
+            TYPE_PAX_GLOBAL => {
+                read_small(r, size, "pax global header")?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The name, link name and size of the entry whose header is `block`: the header's own
+    /// fields, overridden by the pending extensions (pax last), which are used up.
+    fn apply(&mut self, block: &[u8; BLOCK], size: u64) -> io::Result<(Vec<u8>, Vec<u8>, u64)> {
+        let mut name = self.long_name.take().unwrap_or_else(|| header_name(block));
+        let mut link = self
+            .long_link
+            .take()
+            .unwrap_or_else(|| cstr(&block[157..257]).to_vec());
+        let mut size = size;
+        for (key, value) in self.pax.drain(..) {
+            match key.as_str() {
+                "path" => name = value,
+                "linkpath" => link = value,
+                "size" => {
+                    size = std::str::from_utf8(&value)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| bad("malformed pax size"))?
+                }
+                _ => {}
+            }
+        }
+        Ok((name, link, size))
+    }
+}
+
+/// The name stored in a header: the name field, behind the ustar prefix field when there is one.
+fn header_name(block: &[u8; BLOCK]) -> Vec<u8> {
+    let base = cstr(&block[0..100]).to_vec();
+    // ustar prefix field (not used by GNU format, whose magic is "ustar  \0").
+    if &block[257..263] == b"ustar\0" {
+        let prefix = cstr(&block[345..500]);
+        if prefix.is_empty() {
+            base
+        } else {
+            let mut full = prefix.to_vec();
+            full.push(b'/');
+            full.extend_from_slice(&base);
+            full
+        }
+    } else {
+        base
     }
 }
 

@@ -72,43 +72,8 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     let staging = crate::progress::step(listener, "read staging", || {
         staging::load(&req.staging, &req.commit)
     })?;
-    let parent = req
-        .out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("cannot create {}", parent.display()))?;
-    let work = tempfile::Builder::new()
-        .prefix(".rocm-pin-package-")
-        .tempdir_in(parent)
-        .with_context(|| format!("cannot create a work directory in {}", parent.display()))?;
-
-    let (prefix, stock, target_db) =
-        crate::progress::step(listener, "read stock packages", || {
-            load_stock(req, work.path())
-        })?;
-    for (half, s) in &stock {
-        listener.info(&format!(
-            "stock {:?}: {} {} ({}, {} paths)",
-            half,
-            s.name,
-            s.version,
-            s.origin,
-            s.files.len()
-        ));
-    }
-    let target = Target {
-        db: target_db.as_ref().ok(),
-        db_error: target_db.as_ref().err().cloned(),
-        prefix: prefix.clone(),
-    };
-    let plan = crate::progress::step(listener, "plan replacements", || {
-        plan(&staging, &stock, &target, &req.options)
-    })?;
-    for w in &plan.warnings {
-        listener.warn(w);
-    }
+    let work = work_dir_beside(&req.out)?;
+    let plan = plan_packages(req, &staging, work.path(), listener)?;
 
     let trees = work.path().join("trees");
     let built = work.path().join("debs");
@@ -136,15 +101,7 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     let mut debs = vec![];
     let mut reports = vec![];
     for p in &plan.packages {
-        let file = format!(
-            "{}_{}_{}.deb",
-            p.package,
-            p.version
-                .split_once(':')
-                .map(|(_, v)| v)
-                .unwrap_or(&p.version),
-            p.architecture
-        );
+        let file = deb_file_name(p);
         let out = built.join(&file);
         let summary = crate::progress::step(listener, &format!("build {file}"), || {
             // The writer's own sub-steps would name the temporary path; this step reports it.
@@ -155,39 +112,8 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
                 &crate::progress::Silent,
             )
         })?;
-        let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for f in p.files.iter().filter(|f| f.role != Role::Dir) {
-            let line = match (&f.content, &f.from) {
-                (Content::HardLink(to), _) => format!("{} = {}", f.path, to),
-                (Content::Symlink(t), _) => format!("{} -> {}", f.path, t),
-                (_, Some(from)) if f.role != Role::Carried => format!("{} (from {from})", f.path),
-                _ => f.path.clone(),
-            };
-            files
-                .entry(f.role.word().to_string())
-                .or_default()
-                .push(line);
-        }
-        for role in [
-            Role::Rebuilt,
-            Role::Alias,
-            Role::Link,
-            Role::Vendored,
-            Role::Carried,
-            Role::Generated,
-        ] {
-            for l in files.get(role.word()).into_iter().flatten() {
-                listener.info(&format!("{}: {} {l}", p.package, role.word()));
-            }
-        }
-        if !p.stock_scripts_dropped.is_empty() {
-            listener.info(&format!(
-                "{}: stock maintainer scripts of {} not carried (ours replace them): {}",
-                p.package,
-                p.stock_name,
-                p.stock_scripts_dropped.join(", ")
-            ));
-        }
+        let files = files_by_role(p);
+        announce_package(p, &files, listener);
         reports.push(PackageReport {
             package: p.package.clone(),
             version: p.version.clone(),
@@ -200,17 +126,141 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     }
 
     // Everything succeeded: move the finished .debs into --out.
-    std::fs::create_dir_all(&req.out)
-        .with_context(|| format!("cannot create --out {}", req.out.display()))?;
+    deliver_debs(&mut debs, &req.out, listener)?;
+    Ok(PackageOutcome {
+        plan,
+        debs,
+        reports,
+    })
+}
+
+/// A temporary work directory next to `out` (same filesystem, so the finished .debs are
+/// renamed into place rather than copied).
+fn work_dir_beside(out: &Path) -> anyhow::Result<tempfile::TempDir> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    tempfile::Builder::new()
+        .prefix(".rocm-pin-package-")
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot create a work directory in {}", parent.display()))
+}
+
+/// Read the stock packages (reporting each) and plan the replacements for `staging`.
+fn plan_packages(
+    req: &PackageRequest,
+    staging: &staging::Staging,
+    work: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<PackagePlan> {
+    let (prefix, stock, target_db) =
+        crate::progress::step(listener, "read stock packages", || load_stock(req, work))?;
+    for (half, s) in &stock {
+        listener.info(&format!(
+            "stock {:?}: {} {} ({}, {} paths)",
+            half,
+            s.name,
+            s.version,
+            s.origin,
+            s.files.len()
+        ));
+    }
+    let target = Target {
+        db: target_db.as_ref().ok(),
+        db_error: target_db.as_ref().err().cloned(),
+        prefix: prefix.clone(),
+    };
+    let plan = crate::progress::step(listener, "plan replacements", || {
+        plan(staging, &stock, &target, &req.options)
+    })?;
+    for w in &plan.warnings {
+        listener.warn(w);
+    }
+    Ok(plan)
+}
+
+/// `<package>_<version without epoch>_<architecture>.deb`, Debian's file name for a binary
+/// package.
+fn deb_file_name(p: &super::ReplacementPlan) -> String {
+    format!(
+        "{}_{}_{}.deb",
+        p.package,
+        p.version
+            .split_once(':')
+            .map(|(_, v)| v)
+            .unwrap_or(&p.version),
+        p.architecture
+    )
+}
+
+/// The package's files (directories left out) as report lines, grouped by role word.
+fn files_by_role(p: &super::ReplacementPlan) -> BTreeMap<String, Vec<String>> {
+    let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in p.files.iter().filter(|f| f.role != Role::Dir) {
+        let line = match (&f.content, &f.from) {
+            (Content::HardLink(to), _) => format!("{} = {}", f.path, to),
+            (Content::Symlink(t), _) => format!("{} -> {}", f.path, t),
+            (_, Some(from)) if f.role != Role::Carried => format!("{} (from {from})", f.path),
+            _ => f.path.clone(),
+        };
+        files
+            .entry(f.role.word().to_string())
+            .or_default()
+            .push(line);
+    }
+    files
+}
+
+/// Tell the listener what went into the package, role by role, and which stock maintainer
+/// scripts were dropped.
+fn announce_package(
+    p: &super::ReplacementPlan,
+    files: &BTreeMap<String, Vec<String>>,
+    listener: &dyn Listener,
+) {
+    for role in [
+        Role::Rebuilt,
+        Role::Alias,
+        Role::Link,
+        Role::Vendored,
+        Role::Carried,
+        Role::Generated,
+    ] {
+        for l in files.get(role.word()).into_iter().flatten() {
+            listener.info(&format!("{}: {} {l}", p.package, role.word()));
+        }
+    }
+    if !p.stock_scripts_dropped.is_empty() {
+        listener.info(&format!(
+            "{}: stock maintainer scripts of {} not carried (ours replace them): {}",
+            p.package,
+            p.stock_name,
+            p.stock_scripts_dropped.join(", ")
+        ));
+    }
+}
+
+/// Move the finished .debs into `out` (copy to a hidden temporary and rename when `out` is on
+/// another filesystem, so a reader never sees half a .deb), updating each summary's path.
+fn deliver_debs(
+    debs: &mut [BuildSummary],
+    out: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create --out {}", out.display()))?;
     for d in debs.iter_mut() {
         let name = d
             .output
             .file_name()
             .ok_or_else(|| anyhow!("internal: deb without a name"))?
             .to_owned();
-        let dest = req.out.join(&name);
+        let dest = out.join(&name);
         if std::fs::rename(&d.output, &dest).is_err() {
-            let tmp = req.out.join(format!(".{}.tmp", name.to_string_lossy()));
+            let tmp = out.join(format!(".{}.tmp", name.to_string_lossy()));
             std::fs::copy(&d.output, &tmp)
                 .with_context(|| format!("cannot write {}", tmp.display()))?;
             std::fs::rename(&tmp, &dest)
@@ -224,11 +274,7 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
             d.size
         ));
     }
-    Ok(PackageOutcome {
-        plan,
-        debs,
-        reports,
-    })
+    Ok(())
 }
 
 /// The prefix, the stock packages, and the target's dpkg database or why it could not be read.

@@ -56,6 +56,8 @@ pub struct CommitOverride {
     pub commit_time: Option<i64>,
 }
 
+/// Read the staging under `dir`: its commit facts (manifest or `over`), its libraries in `lib/`
+/// with their links, and, with a manifest, each listed file's sha256 checked against it.
 pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
     let lib = dir.join("lib");
     if !lib.is_dir() {
@@ -65,19 +67,62 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
         );
     }
     let manifest_path = dir.join(MANIFEST_FILE);
-    let manifest: Option<BuildManifest> = if manifest_path.exists() {
-        let text = std::fs::read_to_string(&manifest_path)
-            .with_context(|| format!("cannot read {}", manifest_path.display()))?;
-        Some(serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a rocm-pin build manifest",
-                manifest_path.display()
-            )
-        })?)
-    } else {
-        None
-    };
-    let commit = match (&over.commit, &manifest) {
+    let manifest = read_manifest(&manifest_path)?;
+    let commit = commit_of(dir, over, manifest.as_ref(), &manifest_path)?;
+    let commit_time = commit_time_of(dir, over, manifest.as_ref())?;
+
+    let mut libraries = vec![];
+    let mut links: Vec<StagedLink> = vec![];
+    for (name, path) in &list_dir_sorted(&lib)? {
+        match read_lib_entry(&lib, name, path)? {
+            Some(LibEntry::Link(link)) => links.push(link),
+            Some(LibEntry::Library(library)) => libraries.push(*library),
+            None => {}
+        }
+    }
+    for StagedLink { name, target } in links {
+        if let Some(l) = libraries.iter_mut().find(|l| l.file_name == target) {
+            l.links.push(name);
+        }
+    }
+    check_one_file_per_family(&lib, &libraries)?;
+    if let Some(m) = &manifest {
+        check_manifest_hashes(dir, &manifest_path, m)?;
+    }
+    Ok(Staging {
+        dir: dir.to_path_buf(),
+        commit,
+        commit_time,
+        libraries,
+        manifest,
+    })
+}
+
+/// The build manifest when the staging has one; a file that is there but unreadable or not a
+/// manifest is an error, never treated as absent.
+fn read_manifest(manifest_path: &Path) -> anyhow::Result<Option<BuildManifest>> {
+    if !manifest_path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(manifest_path)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    Ok(Some(serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a rocm-pin build manifest",
+            manifest_path.display()
+        )
+    })?))
+}
+
+/// The source commit (lower-case hex): the manifest's, which `--commit` may only repeat, or
+/// `--commit` without a manifest.
+fn commit_of(
+    dir: &Path,
+    over: &CommitOverride,
+    manifest: Option<&BuildManifest>,
+    manifest_path: &Path,
+) -> anyhow::Result<String> {
+    let commit = match (&over.commit, manifest) {
         (Some(c), Some(m)) if *c != m.commit => bail!(
             "--commit {c} differs from the staging manifest's commit {} ({})",
             m.commit,
@@ -93,8 +138,16 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
     if commit.len() < 7 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
         bail!("commit {commit:?} is not a hexadecimal git commit id (at least 7 digits)");
     }
-    let commit = commit.to_ascii_lowercase();
-    let commit_time = match (&manifest, over.commit_time) {
+    Ok(commit.to_ascii_lowercase())
+}
+
+/// The commit time: the manifest's, else `--commit-time`; it orders package versions.
+fn commit_time_of(
+    dir: &Path,
+    over: &CommitOverride,
+    manifest: Option<&BuildManifest>,
+) -> anyhow::Result<i64> {
+    let commit_time = match (manifest, over.commit_time) {
         (Some(m), _) => m.commit_time,
         (None, Some(t)) => t,
         (None, None) => bail!(
@@ -105,8 +158,12 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
     if commit_time <= 0 {
         bail!("commit time {commit_time} is not a positive Unix timestamp");
     }
+    Ok(commit_time)
+}
 
-    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&lib)
+/// The entries of `lib` as (UTF-8 name, path), sorted by name so the result is reproducible.
+fn list_dir_sorted(lib: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(lib)
         .with_context(|| format!("cannot list {}", lib.display()))?
         .map(|e| {
             let e = e.with_context(|| format!("cannot list {}", lib.display()))?;
@@ -118,86 +175,106 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
         })
         .collect::<anyhow::Result<_>>()?;
     names.sort();
+    Ok(names)
+}
 
-    let mut libraries = vec![];
-    let mut links: Vec<(String, String)> = vec![];
-    for (name, path) in &names {
-        if !name.contains(".so") {
-            continue;
+/// A symlink in `lib/` and the file name in `lib/` it resolves to.
+struct StagedLink {
+    name: String,
+    target: String,
+}
+
+/// What one `lib/` entry contributes to the staging.
+enum LibEntry {
+    Link(StagedLink),
+    Library(Box<StagedLibrary>),
+}
+
+/// Read one `lib/` entry: a library link (which must resolve within `lib/`), a shared library,
+/// or None for anything else. A family file or an empty `.so` that is not an ELF shared object
+/// is refused.
+fn read_lib_entry(lib: &Path, name: &str, path: &Path) -> anyhow::Result<Option<LibEntry>> {
+    if !name.contains(".so") {
+        return Ok(None);
+    }
+    let meta = std::fs::symlink_metadata(path)
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    if meta.file_type().is_symlink() {
+        return Ok(Some(LibEntry::Link(read_staged_link(lib, name, path)?)));
+    }
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let family = crate::rocm::family_of(name);
+    let head = read_head(path)?;
+    if !crate::elf::is_elf(&head) {
+        if family.is_some() || meta.len() == 0 {
+            bail!(
+                "staged library {} is {} — not an ELF shared object; rebuild the staging",
+                path.display(),
+                if meta.len() == 0 {
+                    "empty (0 bytes)".to_string()
+                } else {
+                    "not ELF".to_string()
+                }
+            );
         }
-        let meta = std::fs::symlink_metadata(path)
-            .with_context(|| format!("cannot stat {}", path.display()))?;
-        if meta.file_type().is_symlink() {
-            let real = std::fs::canonicalize(path).map_err(|_| {
-                anyhow!(
-                    "staged link {} dangles (-> {}); rebuild the staging",
-                    path.display(),
-                    std::fs::read_link(path)
-                        .map(|t| t.display().to_string())
-                        .unwrap_or_default()
-                )
-            })?;
-            let lib_real = std::fs::canonicalize(&lib)?;
-            if real.parent() != Some(lib_real.as_path()) {
-                // A link out of lib/ (e.g. into the builder's /usr/lib) is not ours to ship.
-                bail!(
-                    "staged link {} points outside the staging lib/ ({}); refusing to package it",
-                    path.display(),
-                    real.display()
-                );
-            }
-            let target_name = real
-                .file_name()
-                .and_then(|n| n.to_str())
+        return Ok(None);
+    }
+    let elf = crate::elf::read_elf(path)?;
+    if !elf.shared_object {
+        if family.is_some() {
+            bail!(
+                "staged library {} is not a shared object (ET_DYN)",
+                path.display()
+            );
+        }
+        return Ok(None);
+    }
+    Ok(Some(LibEntry::Library(Box::new(StagedLibrary {
+        file_name: name.to_string(),
+        source: path.to_path_buf(),
+        sha256: sha256_file(path)?,
+        size: meta.len(),
+        family,
+        elf,
+        links: vec![],
+    }))))
+}
+
+/// Resolve the symlink `lib/<name>`; it must not dangle nor lead out of `lib/`.
+fn read_staged_link(lib: &Path, name: &str, path: &Path) -> anyhow::Result<StagedLink> {
+    let real = std::fs::canonicalize(path).map_err(|_| {
+        anyhow!(
+            "staged link {} dangles (-> {}); rebuild the staging",
+            path.display(),
+            std::fs::read_link(path)
+                .map(|t| t.display().to_string())
                 .unwrap_or_default()
-                .to_string();
-            links.push((name.clone(), target_name));
-            continue;
-        }
-        if !meta.is_file() {
-            continue;
-        }
-        let family = crate::rocm::family_of(name);
-        let head = read_head(path)?;
-        if !crate::elf::is_elf(&head) {
-            if family.is_some() || meta.len() == 0 {
-                bail!(
-                    "staged library {} is {} — not an ELF shared object; rebuild the staging",
-                    path.display(),
-                    if meta.len() == 0 {
-                        "empty (0 bytes)".to_string()
-                    } else {
-                        "not ELF".to_string()
-                    }
-                );
-            }
-            continue;
-        }
-        let elf = crate::elf::read_elf(path)?;
-        if !elf.shared_object {
-            if family.is_some() {
-                bail!(
-                    "staged library {} is not a shared object (ET_DYN)",
-                    path.display()
-                );
-            }
-            continue;
-        }
-        libraries.push(StagedLibrary {
-            file_name: name.clone(),
-            source: path.clone(),
-            sha256: sha256_file(path)?,
-            size: meta.len(),
-            family,
-            elf,
-            links: vec![],
-        });
+        )
+    })?;
+    let lib_real = std::fs::canonicalize(lib)?;
+    if real.parent() != Some(lib_real.as_path()) {
+        // A link out of lib/ (e.g. into the builder's /usr/lib) is not ours to ship.
+        bail!(
+            "staged link {} points outside the staging lib/ ({}); refusing to package it",
+            path.display(),
+            real.display()
+        );
     }
-    for (link, target) in links {
-        if let Some(l) = libraries.iter_mut().find(|l| l.file_name == target) {
-            l.links.push(link);
-        }
-    }
+    let target = real
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    Ok(StagedLink {
+        name: name.to_string(),
+        target,
+    })
+}
+
+/// Two real files of one family leave it ambiguous which is the runtime.
+fn check_one_file_per_family(lib: &Path, libraries: &[StagedLibrary]) -> anyhow::Result<()> {
     for fam in crate::rocm::FAMILIES {
         let n = libraries
             .iter()
@@ -211,28 +288,28 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
             );
         }
     }
-    if let Some(m) = &manifest {
-        for ml in &m.libraries {
-            let p = dir.join(&ml.path);
-            let actual = sha256_file(&p).with_context(|| {
-                format!("manifest {} lists {}", manifest_path.display(), ml.path)
-            })?;
-            if actual != ml.sha256 {
-                bail!(
-                    "staged {} changed since the build (sha256 {actual}, manifest {}); rebuild or restore the staging",
-                    p.display(),
-                    ml.sha256
-                );
-            }
+    Ok(())
+}
+
+/// Every library the manifest lists still has the sha256 the build recorded.
+fn check_manifest_hashes(
+    dir: &Path,
+    manifest_path: &Path,
+    manifest: &BuildManifest,
+) -> anyhow::Result<()> {
+    for ml in &manifest.libraries {
+        let p = dir.join(&ml.path);
+        let actual = sha256_file(&p)
+            .with_context(|| format!("manifest {} lists {}", manifest_path.display(), ml.path))?;
+        if actual != ml.sha256 {
+            bail!(
+                "staged {} changed since the build (sha256 {actual}, manifest {}); rebuild or restore the staging",
+                p.display(),
+                ml.sha256
+            );
         }
     }
-    Ok(Staging {
-        dir: dir.to_path_buf(),
-        commit,
-        commit_time,
-        libraries,
-        manifest,
-    })
+    Ok(())
 }
 
 fn read_head(path: &Path) -> anyhow::Result<Vec<u8>> {
