@@ -526,6 +526,12 @@ mod tests {
     use anyhow::Context;
 
     fn every_variant() -> Vec<(Error, i32)> {
+        let mut v = general_and_gate_variants();
+        v.extend(build_install_and_repo_variants());
+        v
+    }
+
+    fn general_and_gate_variants() -> Vec<(Error, i32)> {
         let p = PathBuf::from("/x");
         vec![
             (Error::Usage("u".into()), 2),
@@ -565,6 +571,12 @@ mod tests {
                 },
                 2,
             ),
+        ]
+    }
+
+    fn build_install_and_repo_variants() -> Vec<(Error, i32)> {
+        let p = PathBuf::from("/x");
+        vec![
             (Error::ForeignOutDir { out: p.clone() }, 2),
             (
                 Error::ComgrIncompatible {
@@ -696,13 +708,19 @@ mod tests {
         assert_eq!(exit_code_for(&usage("u")), 2);
     }
 
+    fn assert_texts(cases: Vec<(Error, String)>) {
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want, "{e:?}");
+        }
+    }
+
     /// The texts users read (and the integration tests grep) are the ones the message-built
     /// errors had: each expected string below is the format string the call site used before.
     #[test]
-    fn typed_errors_read_as_the_messages_they_replaced() {
+    fn install_and_source_errors_read_as_the_messages_they_replaced() {
         let d = Path::new("/src/rocm systems");
         let (version, package, installed, commit) = ("1+pin1", "hsa-rocr-pinned", "1+pin2", "c2");
-        let cases: Vec<(Error, String)> = vec![
+        assert_texts(vec![
             (
                 Error::Downgrade {
                     package: package.into(),
@@ -747,6 +765,14 @@ mod tests {
                     "ccache", "ccache", "ccache"
                 ),
             ),
+        ]);
+    }
+
+    /// As above, for the build and repository errors.
+    #[test]
+    fn build_and_repo_errors_read_as_the_messages_they_replaced() {
+        let d = Path::new("/src/rocm systems");
+        assert_texts(vec![
             (
                 Error::ForeignOutDir { out: d.into() },
                 format!(
@@ -834,9 +860,6 @@ mod tests {
                 },
                 "verify failed: 3 check(s) failed (a, b)".to_string(),
             ),
-        ];
-        for (e, want) in cases {
-            assert_eq!(e.to_string(), want, "{e:?}");
-        }
+        ]);
     }
 }
