@@ -112,6 +112,17 @@ impl FromStr for Version {
     }
 }
 
+impl Version {
+    /// `upstream[-revision]`: the version as it appears in a .deb's file name.
+    pub fn without_epoch(&self) -> String {
+        Version {
+            epoch: 0,
+            ..self.clone()
+        }
+        .to_string()
+    }
+}
+
 impl fmt::Display for Version {
     /// `[epoch:]upstream[-revision]`; a zero epoch is omitted (as dpkg prints it), so a parsed
     /// canonical string (no `0:` prefix, no surrounding blanks) round-trips exactly.

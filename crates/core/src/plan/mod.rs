@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail};
 
 use crate::deb::control::{format_relations, parse_relations, Relation, RelationOp, Relations};
+use crate::deb::version::Version;
 use crate::deb::Paragraph;
 use crate::host::dpkgdb::DpkgDb;
 use crate::rocm::{self, Half};
@@ -136,10 +137,10 @@ pub struct PlannedLibrary {
 pub struct ReplacementPlan {
     pub half: Half,
     pub stock_name: String,
-    pub stock_version: String,
+    pub stock_version: Version,
     pub architecture: String,
     pub package: String,
-    pub version: String,
+    pub version: Version,
     pub control: Paragraph,
     pub files: Vec<PlannedFile>,
     pub conffiles: Vec<String>,
@@ -178,10 +179,10 @@ impl PackagePlan {
             .iter()
             .map(|p| rocm::ReplacedPackage {
                 stock_name: p.stock_name.clone(),
-                stock_version: p.stock_version.clone(),
+                stock_version: p.stock_version.to_string(),
                 architecture: p.architecture.clone(),
                 package: p.package.clone(),
-                version: p.version.clone(),
+                version: p.version.to_string(),
             })
             .collect()
     }
@@ -189,9 +190,17 @@ impl PackagePlan {
 
 /// Our version: `<stock version>+pin<commit time>.g<short commit>`. Sorts above the stock
 /// version, and a later commit time above an earlier one (the number is compared numerically).
-pub fn replacement_version(stock_version: &str, commit_time: i64, commit: &str) -> String {
+pub fn replacement_version(stock_version: &Version, commit_time: i64, commit: &str) -> Version {
     let short: String = commit.chars().take(7).collect();
-    format!("{stock_version}+pin{commit_time}.g{short}")
+    // A valid stock version plus `+pin<digits>.g<hex>` is valid; the commit is checked hex.
+    let mut v = stock_version.clone();
+    let tail = format!("+pin{commit_time}.g{short}");
+    if v.revision.is_empty() {
+        v.upstream.push_str(&tail);
+    } else {
+        v.revision.push_str(&tail);
+    }
+    v
 }
 
 /// The prefix-relative discovery: which installed packages own a runtime library of a staged
@@ -377,7 +386,7 @@ pub struct ReplacementName {
     /// Ours (`hsa-rocr-pinned`).
     pub package: String,
     /// Ours, sorting above the stock version.
-    pub version: String,
+    pub version: Version,
 }
 
 fn replacement_names(
@@ -388,7 +397,7 @@ fn replacement_names(
     let mut names = Vec::new();
     for (half, s) in stock {
         let version = replacement_version(&s.version, staging.commit_time, &staging.commit);
-        if crate::deb::version::compare(&version, &s.version)? != std::cmp::Ordering::Greater {
+        if version <= s.version {
             bail!(
                 "replacement version {version} does not sort above stock {}",
                 s.version
@@ -537,7 +546,13 @@ fn finish_packages(
     let hsa_ref = plans
         .iter()
         .find(|p| p.half == Half::Hsa)
-        .map(|p| (p.stock_name.clone(), p.package.clone(), p.version.clone()))
+        .map(|p| {
+            (
+                p.stock_name.clone(),
+                p.package.clone(),
+                p.version.to_string(),
+            )
+        })
         .ok_or_else(|| anyhow!("internal: no HSA plan"))?;
     for p in plans.iter_mut() {
         let s = &stock
@@ -710,7 +725,7 @@ fn control_for(
                         *alt = Relation {
                             name: n.package.clone(),
                             arch_qualifier: None,
-                            constraint: Some((RelationOp::Eq, n.version.clone())),
+                            constraint: Some((RelationOp::Eq, n.version.to_string())),
                         };
                     }
                 }
@@ -745,7 +760,7 @@ fn control_for(
     fields
         .entry("Provides")
         .or_default()
-        .push(vec![me(Some((RelationOp::Eq, s.version.clone())))]);
+        .push(vec![me(Some((RelationOp::Eq, s.version.to_string())))]);
     fields.entry("Conflicts").or_default().push(vec![me(None)]);
     fields.entry("Replaces").or_default().push(vec![me(None)]);
 
@@ -754,7 +769,7 @@ fn control_for(
         c.set(k, v).map_err(|e| anyhow!("control field {k}: {e}"))
     };
     set(&mut c, "Package", &p.package)?;
-    set(&mut c, "Version", &p.version)?;
+    set(&mut c, "Version", &p.version.to_string())?;
     set(&mut c, "Architecture", &p.architecture)?;
     set(&mut c, "Maintainer", &opts.maintainer)?;
     for f in RELATION_FIELDS {
@@ -829,35 +844,42 @@ mod tests {
 
     #[test]
     fn version_sorts_above_stock_and_later_pins_above_earlier() {
-        let stock = "1.18.0.70204-93~24.04";
+        let v = |s: &str| s.parse::<Version>().unwrap();
+        let stock = v("1.18.0.70204-93~24.04");
         let a = replacement_version(
-            stock,
+            &stock,
             1764720000,
             "b539bf7eebfd99ad0a69668caa1f4037034d501f",
         );
-        assert_eq!(a, "1.18.0.70204-93~24.04+pin1764720000.gb539bf7");
-        let b = replacement_version(stock, 1764720001, "0000000aaaa");
-        let c = replacement_version(stock, 999999999, "fffffff");
-        use std::cmp::Ordering::*;
-        assert_eq!(crate::deb::version::compare(&a, stock).unwrap(), Greater);
-        assert_eq!(crate::deb::version::compare(&b, &a).unwrap(), Greater);
-        // Fewer digits is an earlier time: numeric comparison, not lexical.
-        assert_eq!(crate::deb::version::compare(&c, &a).unwrap(), Less);
-        // A newer stock revision is above our pin on the older one.
         assert_eq!(
-            crate::deb::version::compare("1.18.0.70204-94~24.04", &a).unwrap(),
-            Greater
+            a.to_string(),
+            "1.18.0.70204-93~24.04+pin1764720000.gb539bf7"
         );
+        // What it says is what dpkg reads back.
+        assert_eq!(v(&a.to_string()), a);
+        let b = replacement_version(&stock, 1764720001, "0000000aaaa");
+        let c = replacement_version(&stock, 999999999, "fffffff");
+        assert!(a > stock);
+        assert!(b > a);
+        // Fewer digits is an earlier time: numeric comparison, not lexical.
+        assert!(c < a);
+        // A newer stock revision is above our pin on the older one.
+        assert!(v("1.18.0.70204-94~24.04") > a);
+        // No revision: the pin extends the upstream part, with an epoch kept.
+        let native = replacement_version(&v("2:7.2.4"), 5, "abcdef0");
+        assert_eq!(native.to_string(), "2:7.2.4+pin5.gabcdef0");
+        assert_eq!(native.without_epoch(), "7.2.4+pin5.gabcdef0");
+        assert!(native > v("2:7.2.4"));
     }
 
     fn plan_with(package: &str, paths: &[(&str, Content)]) -> ReplacementPlan {
         ReplacementPlan {
             half: Half::Hsa,
             stock_name: "s".into(),
-            stock_version: "1".into(),
+            stock_version: "1".parse().unwrap(),
             architecture: "amd64".into(),
             package: package.into(),
-            version: "1+pin1.gabc".into(),
+            version: "1+pin1.gabc".parse().unwrap(),
             control: Paragraph::new(),
             files: paths
                 .iter()
@@ -908,7 +930,7 @@ mod tests {
     fn stock_pkg(name: &str, paths: &[&str]) -> StockPackage {
         StockPackage {
             name: name.into(),
-            version: "1".into(),
+            version: "1".parse().unwrap(),
             architecture: "amd64".into(),
             control: Paragraph::new(),
             files: paths

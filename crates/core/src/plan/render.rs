@@ -116,9 +116,9 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         announce_package(p, &files, listener);
         reports.push(PackageReport {
             package: p.package.clone(),
-            version: p.version.clone(),
+            version: p.version.to_string(),
             stock_name: p.stock_name.clone(),
-            stock_version: p.stock_version.clone(),
+            stock_version: p.stock_version.to_string(),
             deb: req.out.join(&file),
             files,
         });
@@ -188,10 +188,7 @@ fn deb_file_name(p: &super::ReplacementPlan) -> String {
     format!(
         "{}_{}_{}.deb",
         p.package,
-        p.version
-            .split_once(':')
-            .map(|(_, v)| v)
-            .unwrap_or(&p.version),
+        p.version.without_epoch(),
         p.architecture
     )
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 
+use crate::deb::version::Version;
 use crate::deb::Paragraph;
 use crate::host::dpkgdb::{parse_md5sums, DpkgDb};
 
@@ -38,7 +39,7 @@ pub struct StockFile {
 #[derive(Debug, Clone)]
 pub struct StockPackage {
     pub name: String,
-    pub version: String,
+    pub version: Version,
     pub architecture: String,
     /// The package's control paragraph (the status paragraph for a database package).
     pub control: Paragraph,
@@ -149,7 +150,7 @@ pub fn from_dpkg_db_allowing(
     }
     Ok(StockPackage {
         name: pkg.name.clone(),
-        version: pkg.version.clone(),
+        version: parse_version(&pkg.version, &format!("{name} in the dpkg database"))?,
         architecture: pkg.architecture.clone(),
         control: pkg.control.clone(),
         files,
@@ -229,7 +230,10 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
         files.push(StockFile { path, kind, source });
     }
     Ok(StockPackage {
-        version: get("Version").ok_or_else(|| anyhow!("{}: no Version field", deb.display()))?,
+        version: parse_version(
+            &get("Version").ok_or_else(|| anyhow!("{}: no Version field", deb.display()))?,
+            &deb.display().to_string(),
+        )?,
         architecture: get("Architecture").unwrap_or_else(|| "all".into()),
         name,
         control: info.control.clone(),
@@ -275,4 +279,9 @@ pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
         h.update(&buf[..n]);
     }
     Ok(hex::encode(h.finalize()))
+}
+/// The stock version, parsed once: everything after compares and extends the parsed form.
+fn parse_version(text: &str, whose: &str) -> anyhow::Result<Version> {
+    text.parse()
+        .with_context(|| format!("{whose}: the stock Version field"))
 }

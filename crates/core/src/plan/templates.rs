@@ -53,7 +53,7 @@ pub fn description(p: &ReplacementPlan, commit: &str) -> anyhow::Result<String> 
         &[
             ("half", rocm::half_description(p.half)),
             ("stock", &p.stock_name),
-            ("stock_version", &p.stock_version),
+            ("stock_version", &p.stock_version.to_string()),
             ("repository", rocm::PIN_REPOSITORY),
             ("commit", commit),
             ("pin_file", &pin),
@@ -110,11 +110,12 @@ pub fn docs(
     let (year, date) = dates(staging.commit_time)?;
     let year = year.to_string();
     let tool = env!("CARGO_PKG_VERSION");
+    let (version, stock_version) = (p.version.to_string(), s.version.to_string());
     let vars = [
         ("package", p.package.as_str()),
-        ("version", p.version.as_str()),
+        ("version", version.as_str()),
         ("stock", s.name.as_str()),
-        ("stock_version", s.version.as_str()),
+        ("stock_version", stock_version.as_str()),
         ("commit", staging.commit.as_str()),
         ("repository", rocm::PIN_REPOSITORY),
         ("year", year.as_str()),
