@@ -6,7 +6,8 @@ use clap::Args;
 
 use rocm_pin::deb::Compression;
 use rocm_pin::error::usage;
-use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use rocm_pin::package::{self, PackageRequest, StockInput};
+use rocm_pin::plan::{self, CommitOverride, PlanOptions};
 
 #[derive(Args, Debug)]
 #[command(
@@ -125,7 +126,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
         },
     };
     let listener = rocm_pin::progress::for_cli(args.quiet);
-    let outcome = plan::package(&req, listener.as_ref())?;
+    let outcome = package::package(&req, listener.as_ref())?;
     for d in &outcome.debs {
         outln!("{}", d.output.display());
     }

@@ -18,6 +18,7 @@ pub mod host;
 pub mod hoststatus;
 pub mod image;
 pub mod image_verify;
+pub mod package;
 pub mod plan;
 pub mod process;
 pub mod progress;

@@ -32,7 +32,8 @@ use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
 use rocm_pin::build::{self, standin_tree, BuildOptions};
 use rocm_pin::error::usage;
-use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use rocm_pin::package::{self, PackageRequest, StockInput};
+use rocm_pin::plan::{CommitOverride, PlanOptions};
 use rocm_pin::progress::Listener;
 use rocm_pin::repo::{self, RepoOptions};
 use rocm_pin::rocm;
@@ -743,7 +744,7 @@ fn package_replacements(
         source_date_epoch: None,
         options: PlanOptions::default(),
     };
-    let outcome = plan::package(&req, nested)?;
+    let outcome = package::package(&req, nested)?;
     for d in &outcome.debs {
         listener.info(&format!("{}", d.output.display()));
     }

@@ -16,7 +16,8 @@ use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport}
 use super::status::{self, in_root};
 use crate::build::manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 use crate::error::{usage, ExitError, ExitKind};
-use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use crate::package::{self, PackageRequest, StockInput};
+use crate::plan::{CommitOverride, PlanOptions};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode};
 
@@ -216,7 +217,7 @@ fn adopt_locked(
             ..PlanOptions::default()
         },
     };
-    let outcome = plan::package(&req, listener)
+    let outcome = package::package(&req, listener)
         .context("packaging the live patched libraries failed; nothing on the host changed")?;
     let debs: Vec<PathBuf> = outcome.debs.iter().map(|d| d.output.clone()).collect();
     report.actions.push(format!(

@@ -1,14 +1,15 @@
-//! Stock facts + staging → `ReplacementPlan` (files, aliases, relations, scripts) → package
-//! trees for the deb writer. (Issue 4; DESIGN.md §4 is the measured shape.)
+//! Stock facts + staging → `ReplacementPlan` (files, aliases, relations, scripts): what each
+//! replacement package is, decided without writing anything. (DESIGN.md §4 is the measured
+//! shape.) Turning plans into .debs is the package step, `crate::package`.
 //!
 //! - [`stock`]: stock package facts from the dpkg database or from stock .debs (md5-checked).
 //! - [`staging`]: the rebuilt libraries and their ELF facts.
-//! - this file: discovery of the stock packages to replace and the plan for each replacement.
-//! - [`render`]: the plan as directory trees (+ maintainer scripts, templates) → .debs.
+//! - this file: discovery of the stock packages to replace and the plan for each replacement,
+//!   a pipeline over [`checks`], [`families`] and [`vendored`].
+//! - [`templates`]: maintainer scripts, pin file and documents rendered from debian-templates/.
 
 mod checks;
 mod families;
-pub mod render;
 pub mod staging;
 pub mod stock;
 pub mod templates;
@@ -25,7 +26,6 @@ use crate::deb::Paragraph;
 use crate::host::dpkgdb::DpkgDb;
 use crate::rocm::{self, Half};
 
-pub use render::{package, PackageOutcome, PackageRequest, StockInput};
 pub use staging::{CommitOverride, StagedLibrary, Staging};
 pub use stock::{StockFile, StockKind, StockPackage};
 

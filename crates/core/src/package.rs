@@ -1,5 +1,7 @@
-//! `rocm-pin package` end to end: load the staging and the stock facts, plan, render each plan
-//! into a `dpkg-deb --build` style tree, write the provenance marker, build the .debs. All work
+//! The package step, `rocm-pin package` end to end: load the staging and the stock facts, ask
+//! the planner (`plan::plan`, which decides and writes nothing) for the plan, render each
+//! package's plan into a `dpkg-deb --build` style tree, write the provenance marker, build the
+//! .debs. All work
 //! happens in a temporary directory; `--out` receives the finished .debs only at the very end,
 //! so a refusal leaves nothing behind.
 
@@ -10,11 +12,14 @@ use std::process::Command;
 
 use anyhow::{anyhow, bail, Context};
 
-use super::staging::{self, CommitOverride};
-use super::stock::{self, sha256_file, StockPackage};
-use super::{plan, Content, PackagePlan, PlanOptions, Role, Target};
 use crate::deb::{BuildOptions, BuildSummary, Compression};
 use crate::host::dpkgdb::DpkgDb;
+use crate::plan::staging::{self, CommitOverride};
+use crate::plan::stock::{self, sha256_file, StockPackage};
+use crate::plan::{
+    discover_in_db, discover_in_packages, plan, Content, PackagePlan, PlanOptions, ReplacementPlan,
+    Role, Target,
+};
 use crate::progress::Listener;
 use crate::rocm::{self, Half};
 
@@ -184,7 +189,7 @@ fn plan_packages(
 
 /// `<package>_<version without epoch>_<architecture>.deb`, Debian's file name for a binary
 /// package.
-fn deb_file_name(p: &super::ReplacementPlan) -> String {
+fn deb_file_name(p: &ReplacementPlan) -> String {
     format!(
         "{}_{}_{}.deb",
         p.package,
@@ -194,7 +199,7 @@ fn deb_file_name(p: &super::ReplacementPlan) -> String {
 }
 
 /// The package's files (directories left out) as report lines, grouped by role word.
-fn files_by_role(p: &super::ReplacementPlan) -> BTreeMap<String, Vec<String>> {
+fn files_by_role(p: &ReplacementPlan) -> BTreeMap<String, Vec<String>> {
     let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in p.files.iter().filter(|f| f.role != Role::Dir) {
         let line = match (&f.content, &f.from) {
@@ -214,7 +219,7 @@ fn files_by_role(p: &super::ReplacementPlan) -> BTreeMap<String, Vec<String>> {
 /// Tell the listener what went into the package, role by role, and which stock maintainer
 /// scripts were dropped.
 fn announce_package(
-    p: &super::ReplacementPlan,
+    p: &ReplacementPlan,
     files: &BTreeMap<String, Vec<String>>,
     listener: &dyn Listener,
 ) {
@@ -287,7 +292,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
             let prefix = resolved.display().to_string();
             // Paths always go into the real versioned prefix, never through a symlink.
             let _ = hops;
-            let found = super::discover_in_db(&db, &prefix)?;
+            let found = discover_in_db(&db, &prefix)?;
             let mut stock = vec![];
             let in_place = matches!(req.stock, StockInput::PatchedInPlace(_));
             let replaced = |path: &str| {
@@ -332,7 +337,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
             if prefix.ends_with("/opt/rocm") {
                 bail!("--prefix {prefix} is the /opt/rocm symlink; give the real versioned prefix (e.g. /opt/rocm-7.2.4)");
             }
-            let found = super::discover_in_packages(&pkgs, &prefix)?;
+            let found = discover_in_packages(&pkgs, &prefix)?;
             let mut stock = vec![];
             for (half, name) in found {
                 let idx = pkgs
@@ -384,7 +389,7 @@ fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
         .with_context(|| format!("cannot chmod {}", path.display()))
 }
 
-fn render_tree(p: &super::ReplacementPlan, tree: &Path) -> anyhow::Result<()> {
+fn render_tree(p: &ReplacementPlan, tree: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(tree)?;
     set_mode(tree, 0o755)?;
     // Directories and plain entries first; hard links need their target; the marker comes last.
