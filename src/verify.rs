@@ -15,7 +15,7 @@ use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
 use crate::host::root::Root;
-use crate::host::status::{self, in_root, StatusEntry};
+use crate::host::status::{self, StatusEntry};
 use crate::rocm::{self, Half};
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
@@ -97,7 +97,7 @@ impl VerifyReport {
 
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
-    pub root: PathBuf,
+    pub root: Root,
     /// `LD_LIBRARY_PATH` to honour when resolving sonames (None = unset).
     pub ld_library_path: Option<String>,
     /// Ask apt whether the pins are effective (off only for unit tests on trees without apt).
@@ -110,7 +110,7 @@ pub struct VerifyOptions {
 impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
-            root: PathBuf::from("/"),
+            root: Root::system(),
             ld_library_path: std::env::var("LD_LIBRARY_PATH")
                 .ok()
                 .filter(|s| !s.is_empty()),
@@ -155,15 +155,15 @@ impl Checks {
 /// Run every check. Errors only for an unreadable environment (exit 2): a missing or corrupt
 /// dpkg database. Everything about the install itself is a failed check, not an error.
 pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     let mut report = VerifyReport {
         schema: SCHEMA_VERSION,
-        root: root.display().to_string(),
+        root: root.path().display().to_string(),
         ok: false,
         skipped: None,
         checks: Vec::new(),
     };
-    let skip = in_root(root, &skip_record_path().to_string_lossy());
+    let skip = root.host_path(skip_record_path());
     if skip.exists() {
         let reason = std::fs::read_to_string(&skip).unwrap_or_default();
         report.skipped = Some(reason.trim().to_string());
@@ -181,7 +181,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
 }
 
 fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     let by_name: BTreeMap<&str, &StatusEntry> =
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
     let ours: Vec<&StatusEntry> = entries
@@ -225,7 +225,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
 /// Our packages' file lists, and the provenance marker our HSA package ships (found through
 /// them): `(lists, marker path, marker)`.
 fn read_marker(
-    root: &Path,
+    root: &Root,
     ours: &[&StatusEntry],
     c: &mut Checks,
 ) -> (
@@ -261,7 +261,7 @@ fn read_marker(
             );
             None
         }
-        Some(p) => match std::fs::read(in_root(root, p))
+        Some(p) => match std::fs::read(root.host_path(p))
             .map_err(anyhow::Error::from)
             .and_then(|b| serde_json::from_slice::<rocm::Marker>(&b).map_err(Into::into))
         {
@@ -345,7 +345,7 @@ fn check_our_packages(ours: &[&StatusEntry], marker: Option<&rocm::Marker>, c: &
 
 /// Every package the marker names is installed, and no stock package it replaces is.
 fn check_marker_packages(
-    root: &Path,
+    root: &Root,
     marker: &rocm::Marker,
     by_name: &BTreeMap<&str, &StatusEntry>,
     c: &mut Checks,
@@ -394,7 +394,7 @@ fn check_marker_packages(
 
 /// Nothing of ours is installed. Say first whether there is a ROCm to replace at all: on a host
 /// without one, "run `rocm-pin install`" would only lead to install's own refusal.
-fn check_nothing_installed(root: &Path, by_name: &BTreeMap<&str, &StatusEntry>, c: &mut Checks) {
+fn check_nothing_installed(root: &Root, by_name: &BTreeMap<&str, &StatusEntry>, c: &mut Checks) {
     let stock_installed: Vec<&str> = [Half::Hsa, Half::Hip]
         .into_iter()
         .map(rocm::stock_base_name)
@@ -411,7 +411,7 @@ fn check_nothing_installed(root: &Path, by_name: &BTreeMap<&str, &StatusEntry>, 
                  (dpkg database). rocm-pin replaces the runtime of an installed ROCm {}: run this where ROCm \
                  is installed (the ROCm image, or `--root` pointing at its tree), or install ROCm first",
                 rocm::DEFAULT_ROCM_PATH,
-                root.display(),
+                root.path().display(),
                 rocm::stock_base_name(Half::Hsa),
                 rocm::stock_base_name(Half::Hip),
                 rocm::TARGET_ROCM_VERSION,
@@ -437,11 +437,11 @@ fn check_pins(
     policy: Option<anyhow::Result<Vec<apt::Policy>>>,
     c: &mut Checks,
 ) {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     let mut present = Vec::new();
     for r in &marker.replaced {
         let pin = rocm::pin_file_path(&r.package);
-        let host = in_root(root, &pin.to_string_lossy());
+        let host = root.host_path(&pin);
         let res = std::fs::read_to_string(&host)
             .map_err(anyhow::Error::from)
             .and_then(|t| apt::parse_preferences(&t));
@@ -564,7 +564,7 @@ fn hash_file(path: &Path, want_sha: bool) -> std::io::Result<(String, Option<Str
 }
 
 fn check_files(
-    root: &Path,
+    root: &Root,
     ours: &[&StatusEntry],
     marker: &rocm::Marker,
     marker_path: Option<&str>,
@@ -612,7 +612,7 @@ fn check_files(
             continue;
         }
         let sha_expected = marker.files.get(path);
-        let host = in_root(root, path);
+        let host = root.host_path(path);
         let meta = std::fs::symlink_metadata(&host);
         if filters.is_excluded(path) && meta.is_err() {
             excluded += 1;
@@ -679,8 +679,8 @@ fn check_files(
     }
 }
 
-fn identity(root: &Path, path: &str) -> Option<(u64, u64)> {
-    std::fs::metadata(in_root(root, path))
+fn identity(root: &Root, path: &str) -> Option<(u64, u64)> {
+    std::fs::metadata(root.host_path(path))
         .ok()
         .map(|m| (m.dev(), m.ino()))
 }
@@ -763,7 +763,7 @@ fn check_libraries(
     cache: anyhow::Result<Vec<loader::CacheEntry>>,
     c: &mut Checks,
 ) {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     if let Err(e) = &cache {
         c.add("loader", "", false, format!("{e:#}"));
     }
@@ -772,7 +772,7 @@ fn check_libraries(
         // Aliases: the stock versioned names must be the same inode.
         for a in &lib.aliases {
             let ok = real.is_some() && identity(root, a) == real;
-            let same_path = std::fs::symlink_metadata(in_root(root, a))
+            let same_path = std::fs::symlink_metadata(root.host_path(a))
                 .map(|m| !m.file_type().is_symlink())
                 .unwrap_or(false);
             c.add(
@@ -797,13 +797,13 @@ fn check_libraries(
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "/".into());
         let link = format!("{dir}/{}", lib.soname);
-        match Root::new(root).canonical(&link) {
+        match root.canonical(&link) {
             Err(e) => c.add("sonames", &link, false, format!("{e:#}")),
             Ok(target) => {
-                let meta = std::fs::metadata(in_root(root, &target));
+                let meta = std::fs::metadata(root.host_path(&target));
                 let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
                 let same = identity(root, &target) == real && real.is_some();
-                let elf_soname = crate::elf::read_elf(&in_root(root, &target))
+                let elf_soname = crate::elf::read_elf(&root.host_path(&target))
                     .map(|i| i.soname)
                     .map_err(|e| format!("{e:#}"));
                 let (ok, detail) = if size == 0 {
@@ -838,7 +838,7 @@ fn check_libraries(
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
         if rocm::family_of(&file_name).is_some_and(|f| f.half == rocm::Half::Hsa) {
-            let res = crate::elf::read_elf(&in_root(root, &lib.path));
+            let res = crate::elf::read_elf(&root.host_path(&lib.path));
             let (ok, detail) = match res {
                 Ok(info) => match info.export(rocm::BACKPORT_SYMBOL) {
                     Some(s) => (
@@ -903,10 +903,10 @@ fn check_libraries(
     let mut links = 0;
     for list in lists.values() {
         for p in list {
-            let host = in_root(root, p);
+            let host = root.host_path(p);
             if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
                 links += 1;
-                if let Err(e) = Root::new(root).canonical(p) {
+                if let Err(e) = root.canonical(p) {
                     dangling.push(format!("{e:#}"));
                 }
             }
@@ -924,7 +924,7 @@ fn check_libraries(
     );
 }
 
-fn check_loader_entry(root: &Path, marker: &rocm::Marker, c: &mut Checks) {
+fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
     let hsa = marker.libraries.iter().find(|l| {
         Path::new(&l.path)
             .file_name()
@@ -953,9 +953,9 @@ fn check_loader_entry(root: &Path, marker: &rocm::Marker, c: &mut Checks) {
 
 /// The local repository (`--local-repo`): when present it must carry exactly the installed
 /// versions of our packages, be signed and not be writable by group or others.
-fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
+fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
     let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
-    let repo = in_root(root, &repo_in_root.to_string_lossy());
+    let repo = root.host_path(&repo_in_root);
     if !repo.exists() {
         return;
     }
@@ -1044,7 +1044,7 @@ mod tests {
             ..Default::default()
         };
         let mut c = Checks(Vec::new());
-        check_local_repo(root.path(), &[&ours], &mut c);
+        check_local_repo(&Root::new(root.path()), &[&ours], &mut c);
         let detail = &c.0.iter().find(|k| !k.ok).expect("a failed check").detail;
         assert!(detail.contains("Packages is malformed"), "{detail}");
         assert!(!detail.contains("lacks"), "{detail}");

@@ -35,7 +35,7 @@ pub struct StatusArgs {
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let s = crate::hoststatus::host_status_with(
-        &args.root,
+        &crate::host::root::Root::new(&args.root),
         args.mode,
         args.accept_skipped_backport_check,
     )?;

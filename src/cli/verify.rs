@@ -49,7 +49,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let report = match image {
         Some(source) => verify_image(&source, args.accept_skipped_backport_check)?,
         None => verify(&VerifyOptions {
-            root: args.root.clone(),
+            root: crate::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,
             ..VerifyOptions::default()
         })?,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::status::in_root;
+use crate::host::root::Root;
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -37,13 +37,13 @@ pub fn skip_record_path() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("skipped")
 }
 
-pub fn evaluate(root: &Path, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
+pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
     let version_file = format!(
         "{}/{}",
         target_prefix.trim_end_matches('/'),
         rocm::VERSION_RELPATH
     );
-    let found = std::fs::read_to_string(in_root(root, &version_file))
+    let found = std::fs::read_to_string(root.host_path(&version_file))
         .ok()
         .map(|t| t.lines().next().unwrap_or("").trim().to_string());
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
@@ -91,8 +91,8 @@ pub fn evaluate(root: &Path, target_prefix: &str, mode: GateMode, wanted: &str) 
     }
 }
 
-pub fn write_skip_record(root: &Path, reason: &str) -> anyhow::Result<()> {
-    let p = in_root(root, &skip_record_path().to_string_lossy());
+pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
+    let p = root.host_path(skip_record_path());
     if let Some(d) = p.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
@@ -100,14 +100,14 @@ pub fn write_skip_record(root: &Path, reason: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write the skip record {}", p.display()))
 }
 
-pub fn read_skip_record(root: &Path) -> Option<String> {
-    std::fs::read_to_string(in_root(root, &skip_record_path().to_string_lossy()))
+pub fn read_skip_record(root: &Root) -> Option<String> {
+    std::fs::read_to_string(root.host_path(skip_record_path()))
         .ok()
         .map(|s| s.trim().to_string())
 }
 
-pub fn clear_skip_record(root: &Path) -> anyhow::Result<()> {
-    let p = in_root(root, &skip_record_path().to_string_lossy());
+pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
+    let p = root.host_path(skip_record_path());
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -146,7 +146,7 @@ mod tests {
         for (v, want) in cases {
             let d = root_with(v, "/opt/rocm-7.2.4");
             for mode in [GateMode::Require, GateMode::Auto, GateMode::Off] {
-                let g = evaluate(d.path(), "/opt/rocm-7.2.4", mode, "7.2.4");
+                let g = evaluate(&Root::new(d.path()), "/opt/rocm-7.2.4", mode, "7.2.4");
                 assert_eq!(g.matches, want, "{v:?} {mode:?}: {}", g.reason);
                 assert_eq!(g.proceed(), want && mode != GateMode::Off);
                 assert!(!g.rocm_path_elsewhere);
@@ -161,7 +161,12 @@ mod tests {
     fn says_when_opt_rocm_points_elsewhere() {
         let d = root_with(Some("7.2.4"), "/opt/rocm-7.2.5");
         std::fs::create_dir_all(d.path().join("opt/rocm-7.2.5")).unwrap();
-        let g = evaluate(d.path(), "/opt/rocm-7.2.4", GateMode::Require, "7.2.4");
+        let g = evaluate(
+            &Root::new(d.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4",
+        );
         assert!(g.matches && g.rocm_path_elsewhere, "{g:?}");
         assert!(g.reason.contains("/opt/rocm-7.2.5"));
         assert_eq!(g.rocm_path_chain.unwrap().len(), 3);
@@ -170,11 +175,14 @@ mod tests {
     #[test]
     fn skip_record_round_trip() {
         let d = tempfile::tempdir().unwrap();
-        assert!(read_skip_record(d.path()).is_none());
-        write_skip_record(d.path(), "why").unwrap();
-        assert_eq!(read_skip_record(d.path()).as_deref(), Some("why"));
-        clear_skip_record(d.path()).unwrap();
-        clear_skip_record(d.path()).unwrap();
-        assert!(read_skip_record(d.path()).is_none());
+        assert!(read_skip_record(&Root::new(d.path())).is_none());
+        write_skip_record(&Root::new(d.path()), "why").unwrap();
+        assert_eq!(
+            read_skip_record(&Root::new(d.path())).as_deref(),
+            Some("why")
+        );
+        clear_skip_record(&Root::new(d.path())).unwrap();
+        clear_skip_record(&Root::new(d.path())).unwrap();
+        assert!(read_skip_record(&Root::new(d.path())).is_none());
     }
 }

@@ -3,14 +3,14 @@
 //! `rocm-hip-runtime` with it; a plain remove would leave our pin conffiles pinning stock to -1.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
 use super::install::{deb_file_name, remove_guard, stock_dir, stock_not_kept_path};
 use super::loader;
 use super::root::Root;
-use super::status::{self, in_root, StatusEntry};
+use super::status::{self, StatusEntry};
 use crate::error::{usage, ExitError};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
@@ -32,7 +32,7 @@ pub struct RollbackReport {
 }
 
 /// Read our installed packages and the marker.
-pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
+pub fn installed_pin(root: &Root) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
     let entries = status::read_status(root)?;
     let ours: Vec<StatusEntry> = entries
         .into_iter()
@@ -46,7 +46,7 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
     for e in &ours {
         if let Ok(list) = status::package_list(root, &e.package, &e.architecture) {
             if let Some(p) = list.iter().find(|p| p.ends_with(&suffix)) {
-                marker = std::fs::read(in_root(root, p))
+                marker = std::fs::read(root.host_path(p))
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Marker>(&b).ok());
             }
@@ -56,7 +56,7 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
 }
 
 /// Why the stock .debs rollback needs (`missing`) are not there, and how to get stock back.
-fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackage)]) -> String {
+fn missing_stock_message(root: &Root, missing: &[(PathBuf, &rocm::ReplacedPackage)]) -> String {
     let names: Vec<String> = missing
         .iter()
         .map(|(_, r)| format!("{} {}", r.stock_name, r.stock_version))
@@ -70,7 +70,7 @@ fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackag
         requests.join(" "),
         stock_dir().display()
     );
-    if in_root(root, &stock_not_kept_path().to_string_lossy()).exists() {
+    if root.host_path(stock_not_kept_path()).exists() {
         format!(
             "rocm-pin install ran with --no-rollback (as the image recipe's install-runtime.sh does): no stock .debs were kept, so the stock {} cannot be put back offline. In an image, roll back by using the previous image (or the base image without install-runtime.sh); or get the .debs with {download}. Nothing changed.",
             names.join(" and ")
@@ -88,8 +88,13 @@ fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackag
     }
 }
 
-pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<RollbackReport> {
-    let root = Path::new("/");
+/// Put the stock packages of `root` back (the apt transaction on the live system only: the
+/// checks before it say what is missing on any root).
+pub fn rollback(
+    root: &Root,
+    lock_timeout: u32,
+    listener: &dyn Listener,
+) -> anyhow::Result<RollbackReport> {
     let Some((ours, marker)) = installed_pin(root)? else {
         return Err(usage(
             "no rocm-pin replacement package is installed: nothing to roll back",
@@ -109,6 +114,7 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .filter(|e| e.has_files())
         .map(|e| (e.package, e.version))
         .collect();
+    super::install::live_system_only(root, "rocm-pin rollback")?;
     // The guard would run verify after dpkg and fail the rollback: it leaves first.
     let guard_removed = remove_guard(root)?;
     if let Err(e) = swap_back(root, &ours, &debs, lock_timeout, listener) {
@@ -162,11 +168,11 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
 
 /// The stock .debs kept at install time, one per replaced package; all of them or a refusal
 /// naming every missing one and how to get it.
-fn kept_stock_debs(root: &Path, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
+fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
     let mut debs: Vec<PathBuf> = Vec::new();
     let mut missing = Vec::new();
     for r in &marker.replaced {
-        let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
+        let p = root.host_path(stock_dir()).join(deb_file_name(
             &r.stock_name,
             &r.stock_version,
             &r.architecture,
@@ -185,7 +191,7 @@ fn kept_stock_debs(root: &Path, marker: &Marker) -> anyhow::Result<Vec<PathBuf>>
 
 /// One apt transaction: the stock .debs installed, ours purged.
 fn swap_back(
-    root: &Path,
+    root: &Root,
     ours: &[StatusEntry],
     debs: &[PathBuf],
     lock_timeout: u32,
@@ -228,7 +234,7 @@ fn swap_back(
 /// After the swap: nothing but ours removed, each stock package installed, our pins gone, and
 /// the loader resolving every library of the marker to a stock file.
 fn rollback_checks(
-    root: &Path,
+    root: &Root,
     ours: &[StatusEntry],
     marker: &Marker,
     after_entries: &[StatusEntry],
@@ -275,7 +281,7 @@ fn rollback_checks(
             ),
         );
         let pin = rocm::pin_file_path(&r.package);
-        let gone = !in_root(root, &pin.to_string_lossy()).exists();
+        let gone = !root.host_path(&pin).exists();
         add(
             "unpinned",
             gone,
@@ -298,14 +304,11 @@ fn rollback_checks(
                 .and_then(|e| status::package_list(root, &e.package, &e.architecture).ok())
         })
         .flatten()
-        .filter_map(|p| Root::new(root).canonical(&p).ok())
+        .filter_map(|p| root.canonical(&p).ok())
         .collect();
     for lib in &marker.libraries {
         let res = loader::resolve(root, &lib.soname, &cache, None);
-        let winner = res
-            .winner
-            .as_deref()
-            .and_then(|w| Root::new(root).canonical(w).ok());
+        let winner = res.winner.as_deref().and_then(|w| root.canonical(w).ok());
         let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
         add(
             "loader",
@@ -347,17 +350,17 @@ mod tests {
             (PathBuf::from("/var/lib/rocm-pin/stock/a.deb"), &hsa),
             (PathBuf::from("/var/lib/rocm-pin/stock/b.deb"), &hip),
         ];
-        let m = missing_stock_message(root.path(), &missing);
+        let m = missing_stock_message(&Root::new(root.path()), &missing);
         assert!(m.contains("/var/lib/rocm-pin/stock/a.deb, /var/lib/rocm-pin/stock/b.deb"));
         assert!(m.contains(
             "apt-get download hsa-rocr=1.18.0.70204-93~24.04 hip-runtime-amd=1.18.0.70204-93~24.04"
         ));
         assert!(!m.contains("--no-rollback"), "{m}");
         // After `rocm-pin install --no-rollback`: the record names the reason and the image way.
-        let record = in_root(root.path(), &stock_not_kept_path().to_string_lossy());
+        let record = Root::new(root.path()).host_path(stock_not_kept_path());
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
         std::fs::write(&record, "x\n").unwrap();
-        let m = missing_stock_message(root.path(), &missing);
+        let m = missing_stock_message(&Root::new(root.path()), &missing);
         assert!(
             m.contains("--no-rollback") && m.contains("previous image"),
             "{m}"
