@@ -961,3 +961,7 @@ mod tests {
         assert_eq!(deb_file_name("a", "1:2-3", "amd64"), "a_1%3a2-3_amd64.deb");
     }
 }
+
+#[cfg(test)]
+#[path = "install_steps_tests.rs"]
+mod steps_tests;

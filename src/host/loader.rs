@@ -45,7 +45,7 @@ pub fn parse_ldconfig_p(text: &str) -> Vec<CacheEntry> {
 }
 
 /// The cache-flags word of the running ABI (`ldconfig -p` prints e.g. `libc6,x86-64`).
-fn native_abi_tag() -> Option<&'static str> {
+pub(crate) fn native_abi_tag() -> Option<&'static str> {
     match std::env::consts::ARCH {
         "x86_64" => Some("x86-64"),
         "aarch64" => Some("AArch64"),

@@ -6,6 +6,8 @@ pub mod adopt;
 pub mod apt;
 pub mod dpkgdb;
 pub mod excludes;
+#[cfg(test)]
+pub(crate) mod fakehost;
 pub mod gate;
 pub mod hold;
 pub mod inplace;

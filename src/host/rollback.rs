@@ -148,7 +148,15 @@ pub fn rollback(
         .filter(|k| !after.contains_key(*k))
         .cloned()
         .collect();
-    report.checks = rollback_checks(root, &ours, &marker, &after_entries, &report.removed)?;
+    let cache = loader::read_cache(root)?;
+    report.checks = rollback_checks(
+        root,
+        &ours,
+        &marker,
+        &after_entries,
+        &report.removed,
+        &cache,
+    );
     report.ok = report.checks.iter().all(|c| c.ok);
     if !report.ok {
         let failed: Vec<String> = report
@@ -232,14 +240,16 @@ fn swap_back(
 }
 
 /// After the swap: nothing but ours removed, each stock package installed, our pins gone, and
-/// the loader resolving every library of the marker to a stock file.
+/// the loader (its cache `cache`, read after ldconfig ran) resolving every library of the
+/// marker to a stock file.
 fn rollback_checks(
     root: &Root,
     ours: &[StatusEntry],
     marker: &Marker,
     after_entries: &[StatusEntry],
     removed: &[String],
-) -> anyhow::Result<Vec<RollbackCheck>> {
+    cache: &[loader::CacheEntry],
+) -> Vec<RollbackCheck> {
     let mut checks = Vec::new();
     let mut add = |name: &str, ok: bool, detail: String| {
         checks.push(RollbackCheck {
@@ -293,7 +303,6 @@ fn rollback_checks(
         );
     }
     // The loader resolves the stock libraries: the winner is a file of a stock package.
-    let cache = loader::read_cache(root)?;
     let stock_files: Vec<String> = marker
         .replaced
         .iter()
@@ -307,7 +316,7 @@ fn rollback_checks(
         .filter_map(|p| root.canonical(&p).ok())
         .collect();
     for lib in &marker.libraries {
-        let res = loader::resolve(root, &lib.soname, &cache, None);
+        let res = loader::resolve(root, &lib.soname, cache, None);
         let winner = res.winner.as_deref().and_then(|w| root.canonical(w).ok());
         let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
         add(
@@ -325,7 +334,7 @@ fn rollback_checks(
             ),
         );
     }
-    Ok(checks)
+    checks
 }
 
 #[cfg(test)]
@@ -370,5 +379,190 @@ mod tests {
             "{m}"
         );
         assert!(m.ends_with("Nothing changed."), "{m}");
+    }
+}
+
+/// rollback's checks on a directory made to look like a host ([`FakeHost`]); the apt
+/// transaction itself runs in the chroot acceptance tests (day2).
+#[cfg(test)]
+mod steps_tests {
+    use super::*;
+    use crate::error::exit_code_for;
+    use crate::host::fakehost::{self, FakeHost, HIP_STOCK, HSA_STOCK, PAIR};
+    use crate::progress::Silent;
+
+    /// `ldconfig -p` as it prints the cache, each soname at `path` (in-root).
+    fn cache(entries: &[(&str, &str)]) -> Vec<loader::CacheEntry> {
+        let flags = format!("libc6,{}", loader::native_abi_tag().unwrap_or("x86-64"));
+        let mut text = format!("{} libs found in cache `/etc/ld.so.cache'\n", entries.len());
+        for (soname, path) in entries {
+            text.push_str(&format!("\t{soname} ({flags}) => {path}\n"));
+        }
+        loader::parse_ldconfig_p(&text)
+    }
+
+    fn stock_cache() -> Vec<loader::CacheEntry> {
+        cache(&[
+            (
+                "libhsa-runtime64.so.1",
+                "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+            ),
+            ("libamdhip64.so.7", "/opt/rocm-7.2.4/lib/libamdhip64.so.7"),
+        ])
+    }
+
+    fn ours() -> Vec<StatusEntry> {
+        let text: Vec<String> = PAIR
+            .iter()
+            .map(|(s, v, p)| fakehost::ours(p, s, v, "install ok installed"))
+            .collect();
+        status::parse_status(&text.join("\n"), &[rocm::COMMIT_FIELD]).unwrap()
+    }
+
+    fn ours_removed() -> Vec<String> {
+        PAIR.iter().map(|(_, _, p)| p.to_string()).collect()
+    }
+
+    fn keep_stock_debs(host: &FakeHost) {
+        for (name, version, _) in PAIR {
+            // Only their presence is judged before apt would run.
+            host.write(
+                &stock_dir()
+                    .join(deb_file_name(name, version, "amd64"))
+                    .to_string_lossy(),
+                "!<arch>\n",
+            );
+        }
+    }
+
+    #[test]
+    fn our_packages_and_the_marker_are_read_from_the_root() {
+        let host = FakeHost::new("7.2.4");
+        assert!(installed_pin(&host.root).unwrap().is_none());
+        host.install_ours("install ok installed");
+        let (ours, marker) = installed_pin(&host.root).unwrap().unwrap();
+        assert_eq!(
+            ours.iter().map(|e| e.package.as_str()).collect::<Vec<_>>(),
+            ["hsa-rocr-pinned", "hip-runtime-amd-pinned"]
+        );
+        assert_eq!(marker, Some(fakehost::marker()));
+    }
+
+    #[test]
+    fn missing_kept_stock_debs_are_named_and_nothing_changes() {
+        let host = FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        let status_before = std::fs::read(status::status_path(&host.root)).unwrap();
+        let e = rollback(&host.root, 60, &Silent).unwrap_err();
+        assert_eq!(exit_code_for(&e), 2);
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains(&format!(
+                "apt-get download hsa-rocr={HSA_STOCK} hip-runtime-amd={HIP_STOCK}"
+            )) && msg.ends_with("Nothing changed."),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read(status::status_path(&host.root)).unwrap(),
+            status_before
+        );
+    }
+
+    #[test]
+    fn with_the_stock_debs_kept_apt_is_refused_on_a_root_that_is_not_the_live_system() {
+        let host = FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        keep_stock_debs(&host);
+        host.write(
+            &super::super::install::guard_path().to_string_lossy(),
+            "// guard\n",
+        );
+        let e = rollback(&host.root, 60, &Silent).unwrap_err();
+        assert_eq!(exit_code_for(&e), 2);
+        assert!(
+            format!("{e:#}").contains("rocm-pin rollback changes packages with apt-get and dpkg"),
+            "{e:#}"
+        );
+        // Refused before the guard leaves.
+        assert!(host.exists(super::super::install::guard_path()));
+    }
+
+    #[test]
+    fn a_rolled_back_root_passes_every_check() {
+        let host = FakeHost::new("7.2.4");
+        let after = status::read_status(&host.root).unwrap();
+        let checks = rollback_checks(
+            &host.root,
+            &ours(),
+            &fakehost::marker(),
+            &after,
+            &ours_removed(),
+            &stock_cache(),
+        );
+        let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "dependants",
+                "stock-installed",
+                "unpinned",
+                "stock-installed",
+                "unpinned",
+                "loader",
+                "loader"
+            ]
+        );
+        assert!(checks.iter().all(|c| c.ok), "{checks:?}");
+        assert_eq!(
+            checks[6].detail,
+            format!("libamdhip64.so.7 → {} (stock)", fakehost::HIP_LIB)
+        );
+    }
+
+    #[test]
+    fn each_thing_left_wrong_after_the_swap_fails_its_check() {
+        let host = FakeHost::new("7.2.4");
+        // A pin conffile left behind, the metapackage gone with ours, and the loader still
+        // finding our library first (a stale copy outside the stock package's files).
+        host.write(
+            &rocm::pin_file_path("hsa-rocr-pinned").to_string_lossy(),
+            "Package: hsa-rocr\nPin: version *\nPin-Priority: -1\n",
+        );
+        host.set_status(&[
+            fakehost::stock("hsa-rocr", HSA_STOCK, "install ok installed"),
+            fakehost::stock("hip-runtime-amd", HIP_STOCK, "install ok installed"),
+        ]);
+        let ours_lib = &fakehost::marker().libraries[1].path;
+        host.write(ours_lib, "patched library bytes\n");
+        let after = status::read_status(&host.root).unwrap();
+        let mut removed = ours_removed();
+        removed.push("rocm-hip-runtime".into());
+        let checks = rollback_checks(
+            &host.root,
+            &ours(),
+            &fakehost::marker(),
+            &after,
+            &removed,
+            &cache(&[
+                (
+                    "libhsa-runtime64.so.1",
+                    "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+                ),
+                ("libamdhip64.so.7", ours_lib),
+            ]),
+        );
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                "dependants: apt removed rocm-hip-runtime".to_string(),
+                "unpinned: /etc/apt/preferences.d/hsa-rocr-pinned still present".to_string(),
+                format!("loader: libamdhip64.so.7 → {ours_lib} (not a stock file)"),
+            ]
+        );
     }
 }
