@@ -249,3 +249,58 @@ pub fn marker() -> Marker {
         source: None,
     }
 }
+
+/// Our two replacement .debs, built into `out` with the crate's own .deb writer (what
+/// `rocm-pin package` writes, cut down to what install reads): the control fields, the pin
+/// conffile, and the marker in the HSA package.
+pub fn build_debs(out: &Path) -> Vec<std::path::PathBuf> {
+    let m = marker();
+    facts(out)
+        .iter()
+        .map(|f| {
+            let tree = tempfile::tempdir().unwrap();
+            let write = |rel: &str, text: &str| {
+                let p = tree.path().join(rel.trim_start_matches('/'));
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            };
+            let pin = rocm::pin_file_path(&f.package);
+            write(
+                &pin.to_string_lossy(),
+                &format!("Package: {}\nPin: version *\nPin-Priority: -1\n", f.stock_name),
+            );
+            write("DEBIAN/conffiles", &format!("{}\n", pin.display()));
+            if f.package == m.libraries[0].package {
+                write(
+                    &format!("{PREFIX}/{}", rocm::MARKER_RELPATH),
+                    &serde_json::to_string_pretty(&m).unwrap(),
+                );
+            }
+            write(
+                "DEBIAN/control",
+                &format!(
+                    "Package: {}\nVersion: {}\nArchitecture: amd64\nMaintainer: rocm-pin <rocm-pin@localhost>\nProtected: yes\nProvides: {} (= {})\nConflicts: {}\nReplaces: {}\nSection: devel\nPriority: optional\nDescription: {}, patched\n Built from ROCm/rocm-systems {}.\n{}: {}\n",
+                    f.package,
+                    f.version,
+                    f.stock_name,
+                    f.stock_version,
+                    f.stock_name,
+                    f.stock_name,
+                    f.stock_name,
+                    f.commit,
+                    rocm::COMMIT_FIELD,
+                    f.commit
+                ),
+            );
+            let opts = crate::deb::BuildOptions {
+                compression: crate::deb::Compression::Gzip,
+                threads: Some(1),
+                source_date_epoch: Some(1_764_720_000),
+                ..Default::default()
+            };
+            crate::deb::build_from_dir(tree.path(), &f.path, &opts, &crate::progress::Silent)
+                .unwrap();
+            f.path.clone()
+        })
+        .collect()
+}

@@ -308,3 +308,66 @@ fn apt_and_dpkg_are_refused_on_a_root_that_is_not_the_live_system() {
     .unwrap_err();
     assert!(format!("{e:#}").contains("dpkg --configure -a"), "{e:#}");
 }
+
+/// The whole of `install` on a root that is not `/`, from real .debs: the gate and the stock
+/// match run, then it stops before apt with nothing changed in the root.
+#[test]
+fn install_on_a_root_judges_it_then_refuses_apt_with_nothing_changed() {
+    let host = FakeHost::new("7.2.4");
+    let debs_dir = tempfile::tempdir().unwrap();
+    let mut o = opts(GateMode::Require);
+    o.debs = fakehost::build_debs(debs_dir.path());
+    let status_before = std::fs::read(status::status_path(&host.root)).unwrap();
+    let e = install(&host.root, &o, &Silent).unwrap_err();
+    assert_eq!(exit_code_for(&e), USAGE);
+    assert!(
+        format!("{e:#}").contains("rocm-pin install changes packages with apt-get and dpkg"),
+        "{e:#}"
+    );
+    assert_eq!(
+        std::fs::read(status::status_path(&host.root)).unwrap(),
+        status_before
+    );
+    assert!(!host.exists("/etc/ld.so.conf.d/hsa-rocr-pinned.conf"));
+    assert!(!host.exists(stock_dir()));
+    assert!(!host.exists(gate::skip_record_path()));
+
+    // The stock match refuses first when the host's stock pair is not what the .debs replace.
+    host.set_status(&[
+        fakehost::stock("hsa-rocr", HSA_STOCK, "install ok installed"),
+        fakehost::stock(
+            "hip-runtime-amd",
+            "7.2.53211.70205-1~24.04",
+            "install ok installed",
+        ),
+    ]);
+    let msg = format!("{:#}", install(&host.root, &o, &Silent).unwrap_err());
+    assert!(
+        msg.contains("stock hip-runtime-amd is installed at 7.2.53211.70205-1~24.04"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn install_on_a_root_of_another_release_is_skipped_in_auto_mode() {
+    let host = FakeHost::new("7.1.1");
+    let debs_dir = tempfile::tempdir().unwrap();
+    let mut o = opts(GateMode::Auto);
+    o.debs = fakehost::build_debs(debs_dir.path());
+    let report = install(&host.root, &o, &Silent).unwrap();
+    assert_eq!(report.outcome, Outcome::Skipped);
+    assert_eq!(
+        report
+            .packages
+            .iter()
+            .map(|f| (f.package.as_str(), f.stock_name.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("hsa-rocr-pinned", "hsa-rocr"),
+            ("hip-runtime-amd-pinned", "hip-runtime-amd")
+        ]
+    );
+    assert!(gate::read_skip_record(&host.root)
+        .unwrap()
+        .contains("ROCm 7.1.1"));
+}
