@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use rocm_pin::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn median(mut v: Vec<f64>) -> f64 {

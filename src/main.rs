@@ -1,9 +1,15 @@
+// The `out!`/`outln!`/`errln!` macros every subcommand prints through.
+#[macro_use]
+extern crate rocm_pin;
+
+mod cli;
+
 use clap::Parser;
 use rocm_pin::output;
 
 fn main() {
-    let cli = rocm_pin::cli::Cli::parse();
-    match rocm_pin::cli::run(cli) {
+    let cli = cli::Cli::parse();
+    match cli::run(cli) {
         Ok(()) => {}
         // The reader of our stdout went away (`| head`): end as any Unix filter does there.
         Err(err) if output::is_stdout_closed(&err) => output::exit_by_sigpipe(),

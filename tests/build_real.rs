@@ -21,9 +21,9 @@ use std::time::Instant;
 
 use rocm_pin::build::BuildManifest;
 use rocm_pin::progress::Silent;
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin::standin::chroot::{install_stock, publish};
-use rocm_pin::standin::{build_stock_set, StockSet, StockSetSpec};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::chroot::{install_stock, publish};
+use rocm_pin_kit::standin::{build_stock_set, StockSet, StockSetSpec};
 
 const SRC: &str = "/src/rocm-systems";
 const PATCHES: &str = "/src/patches";

@@ -7,8 +7,8 @@ mod install_support;
 
 use install_support::*;
 use rocm_pin::host::apt::Solver;
-use rocm_pin::sandbox::Sandbox;
-use rocm_pin::standin::StockRole;
+use rocm_pin_kit::sandbox::Sandbox;
+use rocm_pin_kit::standin::StockRole;
 
 const INPLACE_SCRIPT: &str = "/root/inplace-patch.sh";
 const COMMIT_MARKER: &str = "/opt/rocm-7.2.4/.info/atom-rocm-runtime-commit";
@@ -575,14 +575,14 @@ fn the_pin_moves_through_apt_and_back_only_when_asked() {
 }
 
 /// The apt image plus aptitude and unattended-upgrades (scripts/setup.d/22-day2-chroot.sh).
-fn day2_image(suite: &str) -> rocm_pin::sandbox::ChrootImage {
+fn day2_image(suite: &str) -> rocm_pin_kit::sandbox::ChrootImage {
     let tarball = cache_dir().join(format!("chroot/{suite}-day2.tar.zst"));
     assert!(
         tarball.is_file(),
         "{} is missing: run scripts/test-setup (scripts/setup.d/22-day2-chroot.sh)",
         tarball.display()
     );
-    rocm_pin::sandbox::ChrootImage::from_tarball(suite, &tarball).unwrap()
+    rocm_pin_kit::sandbox::ChrootImage::from_tarball(suite, &tarball).unwrap()
 }
 
 /// Stock set + `rocm-pin install` on the day-2 image (its dpkg database differs from the
@@ -611,12 +611,12 @@ fn installed_on_day2_image(a: &Artifacts) -> Sandbox {
 
 /// Stock ROCm 7.2.5: new hsa-rocr, hip-runtime-amd, rocm-core, and the exact-`=` dependants
 /// rocm-hip-runtime and hip-dev, in their own prefix /opt/rocm-7.2.5.
-fn stock_725(work: &std::path::Path) -> rocm_pin::standin::StockSet {
-    let mut spec = rocm_pin::standin::StockSetSpec::for_host()
+fn stock_725(work: &std::path::Path) -> rocm_pin_kit::standin::StockSet {
+    let mut spec = rocm_pin_kit::standin::StockSetSpec::for_host()
         .unwrap()
         .newer_release_with_meta();
     spec.rocm_version = "7.2.5".into();
-    rocm_pin::standin::build_stock_set(
+    rocm_pin_kit::standin::build_stock_set(
         &spec,
         &work.join("stock-7.2.5"),
         &rocm_pin::progress::Silent,
@@ -628,7 +628,7 @@ const UU_CONF: &str = "Unattended-Upgrade::Origins-Pattern { \"origin=rocm-pin-t
 Unattended-Upgrade::OnlyOnACPower \"false\";\n\
 Unattended-Upgrade::Skip-Updates-On-Metered-Connections \"false\";\n";
 
-fn stock_moves(suite: &str, r725: &rocm_pin::standin::StockSet) {
+fn stock_moves(suite: &str, r725: &rocm_pin_kit::standin::StockSet) {
     let a = artifacts(suite);
     let sb = installed_on_day2_image(a);
     sb.add_local_repo("stock725", &r725.out_dir).unwrap();

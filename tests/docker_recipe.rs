@@ -21,9 +21,11 @@ use rocm_pin_testkit::scratch::ScratchDir;
 use std::time::Instant;
 
 use rocm_pin::progress::Silent;
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin::standin::chroot::{install_probe, install_stock, publish, run_probe};
-use rocm_pin::standin::{build_loader_probe, build_stock_set, StockRole, StockSet, StockSetSpec};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::chroot::{install_probe, install_stock, publish, run_probe};
+use rocm_pin_kit::standin::{
+    build_loader_probe, build_stock_set, StockRole, StockSet, StockSetSpec,
+};
 
 /// Where the Dockerfile COPYs docs/docker/ (see docs/docker.md).
 const SCRIPTS: &str = "/usr/local/share/rocm-pin/docker";

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use install_support::{image, packages, text, OURS_DIR};
-use rocm_pin::sandbox::Sandbox;
+use rocm_pin_kit::sandbox::Sandbox;
 
 fn rocm_pin(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rocm-pin"))
@@ -171,7 +171,7 @@ fn the_demo_prints_the_readme_real_host_commands() {
     let readme = include_str!("../README.md");
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let readme_lines: Vec<String> = readme.lines().map(squash).collect();
-    for cmd in rocm_pin::demo::real_host_commands() {
+    for cmd in rocm_pin_kit::demo::real_host_commands() {
         if cmd.starts_with('#') {
             continue;
         }
@@ -181,7 +181,7 @@ fn the_demo_prints_the_readme_real_host_commands() {
             "the demo prints `{command}`, which README.md does not show"
         );
     }
-    assert!(rocm_pin::demo::real_host_commands()
+    assert!(rocm_pin_kit::demo::real_host_commands()
         .iter()
         .any(|c| c.contains("rocm-pin install") && c.contains("--guard")));
 }

@@ -1,5 +1,5 @@
 //! Acceptance: after `rocm-pin install` (run inside a chroot with real apt/dpkg), every
-//! downstream command of the one scenario list (`rocm_pin::standin::scenarios`, the demo's
+//! downstream command of the one scenario list (`rocm_pin_kit::standin::scenarios`, the demo's
 //! among them) leaves the patched libraries live and every dependant installed, with verify
 //! passing or, where the list says so for the solver, apt failing loudly and verify naming a
 //! repair that works. Run under each apt configuration CI covers: bookworm (apt 2.6), trixie
@@ -9,9 +9,9 @@
 mod install_support;
 
 use install_support::*;
-use rocm_pin::sandbox::Sandbox;
-use rocm_pin::standin::scenarios::{scenarios, Inputs};
-use rocm_pin::standin::StockRole;
+use rocm_pin_kit::sandbox::Sandbox;
+use rocm_pin_kit::standin::scenarios::{scenarios, Inputs};
+use rocm_pin_kit::standin::StockRole;
 
 fn file_name(p: &std::path::Path) -> String {
     p.file_name().unwrap().to_string_lossy().into_owned()
@@ -313,7 +313,7 @@ fn local_repo_turns_reinstall_into_a_real_reinstall() {
         .cloned()
         .unwrap_or_else(|| panic!("no local-repo check: {v}"));
     assert_eq!(repo_check["ok"], true, "{repo_check}");
-    let count = |sb: &rocm_pin::sandbox::Sandbox| {
+    let count = |sb: &rocm_pin_kit::sandbox::Sandbox| {
         sb.read_to_string("/var/log/dpkg.log")
             .unwrap_or_default()
             .matches("status installed hip-runtime-amd-pinned")

@@ -7,8 +7,8 @@ mod install_support;
 
 use install_support::*;
 use rocm_pin::host::apt::Solver;
-use rocm_pin::sandbox::Sandbox;
-use rocm_pin::standin::StockRole;
+use rocm_pin_kit::sandbox::Sandbox;
+use rocm_pin_kit::standin::StockRole;
 
 const LIB: &str = "/opt/rocm-7.2.4/lib";
 

@@ -9,8 +9,8 @@ use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 
 use package_common::*;
-use rocm_pin::sandbox::{Sandbox, SandboxOptions};
-use rocm_pin::standin::StockRole;
+use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::StockRole;
 
 fn os(s: &str) -> &OsStr {
     OsStr::new(s)
@@ -258,12 +258,12 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
     }
     // The loader resolves both sonames to the patched files.
     let probe = w.join("probe");
-    rocm_pin::standin::build_loader_probe(&probe).unwrap();
+    rocm_pin_kit::standin::build_loader_probe(&probe).unwrap();
     sb.copy_in(&probe, "/tmp/probe").unwrap();
     let lines = sb
         .run_ok(&["/tmp/probe", "libhsa-runtime64.so.1", "libamdhip64.so.7"])
         .unwrap();
-    let parsed = rocm_pin::standin::parse_probe_output(&lines).unwrap();
+    let parsed = rocm_pin_kit::standin::parse_probe_output(&lines).unwrap();
     assert_eq!(parsed.len(), 2);
     for p in &parsed {
         assert!(

@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 use package_common::*;
-use rocm_pin::standin::{Naming, StockRole};
+use rocm_pin_kit::standin::{Naming, StockRole};
 
 fn os(s: &str) -> &OsStr {
     OsStr::new(s)

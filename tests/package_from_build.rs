@@ -9,7 +9,7 @@ mod package_common;
 use std::process::Command;
 
 use package_common::{contents, debs_in, default_spec, field, stock_set};
-use rocm_pin::standin::StockRole;
+use rocm_pin_kit::standin::StockRole;
 
 #[test]
 fn packages_the_staging_rocm_pin_build_made() {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use package_common::*;
-use rocm_pin::standin::{StockRole, StockSet};
+use rocm_pin_kit::standin::{StockRole, StockSet};
 
 struct Case {
     name: &'static str,

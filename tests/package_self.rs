@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use rocm_pin::sandbox::{ChrootImage, Sandbox};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 
 fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rocm_pin::sandbox::{ChrootImage, Sandbox};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 use rocm_pin_testkit::cache_dir as test_cache_dir;
 use rocm_pin_testkit::http::HttpServer;
 

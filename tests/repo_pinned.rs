@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use package_common::*;
-use rocm_pin::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
 use rocm_pin_testkit::http::HttpServer;
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-repo.gpg";

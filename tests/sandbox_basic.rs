@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_pin::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn image(suite: &str) -> ChrootImage {

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 #[test]

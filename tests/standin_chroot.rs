@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use rocm_pin::progress::Silent;
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin::standin::chroot::{
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::chroot::{
     install_probe, install_stock, prepare_stock_host, publish, run_probe,
 };
-use rocm_pin::standin::{
+use rocm_pin_kit::standin::{
     build_loader_probe, build_stock_set, Naming, StockRole, StockSet, StockSetSpec,
 };
 

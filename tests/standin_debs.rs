@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use rocm_pin::progress::Silent;
-use rocm_pin::standin::{
+use rocm_pin_kit::standin::{
     build_loader_probe, build_stock_set, parse_probe_output, Naming, StockRole, StockSet,
     StockSetSpec, VersionFile,
 };
@@ -308,7 +308,7 @@ fn variants_have_their_shapes() {
         "hip-runtime-amd (= 7.2.53211.70204-93~24.04), hsa-rocr (= 1.18.0.70204-93~24.04), rocm-smi-lib"
     );
     let debian = extra.require(StockRole::DebianHsaDecoy).unwrap();
-    let multiarch = rocm_pin::standin::host_multiarch().unwrap();
+    let multiarch = rocm_pin_kit::standin::host_multiarch().unwrap();
     assert!(debian
         .files
         .contains(&format!("/usr/lib/{multiarch}/libhsa-runtime64.so.1")));

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::host::adopt::AdoptOptions;
-use crate::workflow::adopt;
+use rocm_pin::host::adopt::AdoptOptions;
+use rocm_pin::workflow::adopt;
 
 /// Turn a host or image patched in place (the old `cp -P` + hard-link method, with
 /// /opt/rocm/.info/atom-rocm-runtime-commit) into the pinned, Protected packages: offline,
@@ -41,9 +41,9 @@ pub struct AdoptArgs {
 }
 
 pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
-    let listener = crate::progress::for_cli(args.json);
+    let listener = rocm_pin::progress::for_cli(args.json);
     let report = adopt(
-        &crate::host::root::Root::system(),
+        &rocm_pin::host::root::Root::system(),
         &AdoptOptions {
             out: args.out,
             no_rollback: args.no_rollback,

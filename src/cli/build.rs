@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::build::{self, BuildOptions};
+use rocm_pin::build::{self, BuildOptions};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
@@ -15,10 +15,10 @@ pub struct BuildArgs {
     #[arg(long)]
     pub source: String,
     /// Full commit to build
-    #[arg(long, default_value = crate::rocm::PIN_COMMIT)]
+    #[arg(long, default_value = rocm_pin::rocm::PIN_COMMIT)]
     pub commit: String,
     /// The ROCm install the build uses (resolved through its symlink chain)
-    #[arg(long, default_value = crate::rocm::DEFAULT_ROCM_PATH)]
+    #[arg(long, default_value = rocm_pin::rocm::DEFAULT_ROCM_PATH)]
     pub rocm_path: PathBuf,
     /// Parallel jobs [default: $MAX_JOBS, else the number of CPUs]
     #[arg(long)]
@@ -92,7 +92,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let listener = crate::progress::for_cli(args.quiet);
+    let listener = rocm_pin::progress::for_cli(args.quiet);
     let outcome = build::build(&opts, listener.as_ref())?;
     let m = &outcome.manifest;
     outln!(
@@ -114,7 +114,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         if let Some(b) = lib.backport_symbol {
             facts.push(format!(
                 "{} {}",
-                crate::rocm::BACKPORT_SYMBOL,
+                rocm_pin::rocm::BACKPORT_SYMBOL,
                 if b { "exported" } else { "MISSING" }
             ));
         }

@@ -7,8 +7,8 @@ use anyhow::anyhow;
 use clap::{Args, Subcommand};
 use md5::{Digest, Md5};
 
-use crate::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
-use crate::error::ExitError;
+use rocm_pin::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
+use rocm_pin::error::ExitError;
 
 #[derive(Subcommand, Debug)]
 pub enum DebCommand {
@@ -41,7 +41,7 @@ pub struct BuildArgs {
     /// Output .deb file
     pub out: PathBuf,
     /// Compression of the members: xz, gzip, zstd or none
-    #[arg(short = 'Z', long = "compression", default_value = "xz")]
+    #[arg(short = 'Z', long = "compression", default_value = "xz", value_parser = parse_compression)]
     pub compression: Compression,
     /// Compression level (default: dpkg-deb's — xz 6, gzip 9, zstd 3)
     #[arg(short = 'z', long = "level")]
@@ -69,11 +69,8 @@ pub struct InspectArgs {
     pub max_elf_mib: u64,
 }
 
-impl clap::builder::ValueParserFactory for Compression {
-    type Parser = clap::builder::ValueParser;
-    fn value_parser() -> Self::Parser {
-        clap::builder::ValueParser::new(|s: &str| s.parse::<Compression>())
-    }
+fn parse_compression(s: &str) -> Result<Compression, <Compression as std::str::FromStr>::Err> {
+    s.parse()
 }
 
 pub fn run(cmd: DebCommand) -> anyhow::Result<()> {
@@ -90,7 +87,7 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
         threads: a.threads,
         source_date_epoch: deb::archive::source_date_epoch_from_env()?,
     };
-    let listener = crate::progress::for_cli(a.quiet || a.json);
+    let listener = rocm_pin::progress::for_cli(a.quiet || a.json);
     let summary = deb::build_from_dir(&a.dir, &a.out, &opts, listener.as_ref())?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&summary)?);
@@ -215,21 +212,21 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
             got += n;
         }
         hasher.update(&head[..got]);
-        let is_elf = crate::elf::is_elf(&head[..got]);
+        let is_elf = rocm_pin::elf::is_elf(&head[..got]);
         if is_elf && entry.size <= max_elf {
             // Libraries are buffered one at a time (bounded by --max-elf-mib) for the ELF parser.
             let mut bytes = head[..got].to_vec();
             content.read_to_end(&mut bytes)?;
             hasher.update(&bytes[got..]);
-            if let Ok(parsed) = crate::elf::parse_elf(&bytes) {
+            if let Ok(parsed) = rocm_pin::elf::parse_elf(&bytes) {
                 if parsed.shared_object && parsed.soname.is_some() {
-                    let sym = parsed.export(crate::rocm::BACKPORT_SYMBOL);
+                    let sym = parsed.export(rocm_pin::rocm::BACKPORT_SYMBOL);
                     elf.push(ElfReport {
                         path: entry.path.clone(),
                         soname: parsed.soname.clone(),
                         needed: parsed.needed.clone(),
                         symbol: SymbolReport {
-                            name: crate::rocm::BACKPORT_SYMBOL.to_string(),
+                            name: rocm_pin::rocm::BACKPORT_SYMBOL.to_string(),
                             exported: sym.is_some(),
                             version: sym.and_then(|s| s.version.clone()),
                         },

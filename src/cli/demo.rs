@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::demo::{self, DemoOptions};
-use crate::error::ExitError;
+use rocm_pin::error::Error;
+use rocm_pin_kit::demo::{self, DemoOptions};
 
 const DEMO_HELP: &str = "\
 Builds the stand-in runtime (tiny C libraries with the real names, sonames and backport
@@ -50,7 +50,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         keep: args.keep,
         rocm_pin: exe,
     };
-    let listener = crate::progress::for_cli(args.json);
+    let listener = rocm_pin::progress::for_cli(args.json);
     let report = demo::run(&opts, listener.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
@@ -87,7 +87,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     if report.interrupted {
-        Err(ExitError::check_failed(
+        Err(Error::check_failed(
             "demo interrupted: the steps after the interruption were not run; everything \
              temporary was cleaned up",
         )
@@ -96,7 +96,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         let names: Vec<&str> = report.failed().map(|s| s.name.as_str()).collect();
-        Err(ExitError::check_failed(format!(
+        Err(Error::CheckFailed(format!(
             "demo failed: {} step(s) failed ({})",
             names.len(),
             names.join("; ")

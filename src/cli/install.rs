@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::host::install::{InstallOptions, Outcome};
-use crate::rocm::{GateMode, MODE_ENV};
-use crate::workflow::install;
+use rocm_pin::host::install::{InstallOptions, Outcome};
+use rocm_pin::rocm::{GateMode, MODE_ENV};
+use rocm_pin::workflow::install;
 
 /// Gate on the ROCm version, install the replacement .debs through apt, pin, verify.
 ///
@@ -56,7 +56,7 @@ pub struct InstallArgs {
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<()> {
-    let listener = crate::progress::for_cli(args.json);
+    let listener = rocm_pin::progress::for_cli(args.json);
     let opts = InstallOptions {
         debs: args.debs,
         mode: args.mode,
@@ -67,7 +67,11 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         allow_downgrade: args.allow_downgrade,
         no_rollback: args.no_rollback,
     };
-    let report = install(&crate::host::root::Root::system(), &opts, listener.as_ref())?;
+    let report = install(
+        &rocm_pin::host::root::Root::system(),
+        &opts,
+        listener.as_ref(),
+    )?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

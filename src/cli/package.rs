@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::deb::Compression;
-use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use rocm_pin::deb::Compression;
+use rocm_pin::error::usage;
+use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
 
 #[derive(Args, Debug)]
 #[command(
@@ -36,7 +37,7 @@ pub struct PackageOptions {
     #[arg(long, value_name = "PATH")]
     pub prefix: Option<String>,
     /// Replacement packages are named <stock>-<flavor>
-    #[arg(long, default_value = crate::rocm::DEFAULT_FLAVOR)]
+    #[arg(long, default_value = rocm_pin::rocm::DEFAULT_FLAVOR)]
     pub flavor: String,
     /// Full source commit (required when the staging has no rocm-pin-build.json)
     #[arg(long)]
@@ -89,7 +90,7 @@ fn source_date_epoch() -> anyhow::Result<Option<u64>> {
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH={v:?} is not a Unix timestamp")),
+            .map_err(|_| usage(format!("SOURCE_DATE_EPOCH={v:?} is not a Unix timestamp"))),
         _ => Ok(None),
     }
 }
@@ -123,7 +124,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
             maintainer: args.maintainer,
         },
     };
-    let listener = crate::progress::for_cli(args.quiet);
+    let listener = rocm_pin::progress::for_cli(args.quiet);
     let outcome = plan::package(&req, listener.as_ref())?;
     for d in &outcome.debs {
         outln!("{}", d.output.display());

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::repo::{self, RepoOptions};
+use rocm_pin::error::usage;
+use rocm_pin::repo::{self, RepoOptions};
 
 const REPO_EXAMPLES: &str = "\
 Examples:
@@ -91,7 +92,7 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let Some(out) = args.out else {
-        anyhow::bail!("--out DIR is required");
+        return Err(usage("--out DIR is required"));
     };
     let opts = RepoOptions {
         suite: args.suite,
@@ -100,7 +101,7 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
         flat: args.flat,
         ..RepoOptions::new(out)
     };
-    let listener = crate::progress::for_cli(args.quiet || args.json);
+    let listener = rocm_pin::progress::for_cli(args.quiet || args.json);
     let summary = repo::publish(&args.debs, &opts, listener.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&summary)?);

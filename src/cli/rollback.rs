@@ -19,9 +19,9 @@ pub struct RollbackArgs {
 }
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
-    let listener = crate::progress::for_cli(args.json);
-    let r = crate::host::rollback::rollback(
-        &crate::host::root::Root::system(),
+    let listener = rocm_pin::progress::for_cli(args.json);
+    let r = rocm_pin::host::rollback::rollback(
+        &rocm_pin::host::root::Root::system(),
         args.lock_timeout,
         listener.as_ref(),
     )?;

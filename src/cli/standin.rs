@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::standin::{build_loader_probe, build_stock_set, StockRole, StockSetSpec};
+use rocm_pin_kit::standin::{build_loader_probe, build_stock_set, StockRole, StockSetSpec};
 
 #[derive(Subcommand, Debug)]
 pub enum StandinCommand {
@@ -20,7 +20,7 @@ pub enum StandinCommand {
 #[derive(Args, Debug)]
 pub struct StockArgs {
     /// ROCm release the set claims to be (its prefix /opt/rocm-<V> and .info/version)
-    #[arg(long, default_value = crate::rocm::TARGET_ROCM_VERSION)]
+    #[arg(long, default_value = rocm_pin::rocm::TARGET_ROCM_VERSION)]
     pub rocm_version: String,
     /// A new or empty directory
     #[arg(long, value_name = "DIR")]
@@ -38,7 +38,7 @@ pub fn run(cmd: StandinCommand) -> anyhow::Result<()> {
     match cmd {
         StandinCommand::Stock(a) => stock(a),
         StandinCommand::Source(a) => {
-            let commit = crate::build::standin_tree::write_standin_checkout(&a.out)?;
+            let commit = rocm_pin::build::standin_tree::write_standin_checkout(&a.out)?;
             println!("{commit}");
             Ok(())
         }
@@ -49,7 +49,7 @@ fn stock(args: StockArgs) -> anyhow::Result<()> {
     let mut spec = StockSetSpec::for_host()?.with_roles(&[StockRole::CustomRccl]);
     spec.rocm_version = args.rocm_version;
     let work = args.out.join(".work");
-    let set = build_stock_set(&spec, &work, &crate::progress::Silent)?;
+    let set = build_stock_set(&spec, &work, &rocm_pin::progress::Silent)?;
     for (dir, in_repo) in [("debs", true), ("extra", false)] {
         let dest = args.out.join(dir);
         std::fs::create_dir_all(&dest)?;

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::rocm::{GateMode, MODE_ENV};
+use rocm_pin::error::Error;
+use rocm_pin::rocm::{GateMode, MODE_ENV};
 
 /// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
 /// origin), pins and Protected, available upgrades of ours and of stock, guard hook, local
@@ -34,8 +35,8 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = crate::hoststatus::host_status_with(
-        &crate::host::root::Root::new(&args.root),
+    let s = rocm_pin::hoststatus::host_status_with(
+        &rocm_pin::host::root::Root::new(&args.root),
         args.mode,
         args.accept_skipped_backport_check,
     )?;
@@ -46,9 +47,9 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     }
     match s.exit_code {
         0 => Ok(()),
-        3 => Err(crate::error::ExitError::skipped(format!("status: {}", s.gate)).into()),
-        _ => Err(crate::error::ExitError::check_failed(
-            "status: the pinned runtime is not healthy (see above)",
+        3 => Err(Error::Skipped(format!("status: {}", s.gate)).into()),
+        _ => Err(Error::CheckFailed(
+            "status: the pinned runtime is not healthy (see above)".to_string(),
         )
         .into()),
     }

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::ExitError;
-use crate::image::ImageSource;
-use crate::image_verify::verify_image;
-use crate::verify::{verify, VerifyOptions};
+use rocm_pin::error::Error;
+use rocm_pin::image::ImageSource;
+use rocm_pin::image_verify::verify_image;
+use rocm_pin::verify::{verify, VerifyOptions};
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
 ///
@@ -49,7 +49,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let report = match image {
         Some(source) => verify_image(&source, args.accept_skipped_backport_check)?,
         None => verify(&VerifyOptions {
-            root: crate::host::root::Root::new(&args.root),
+            root: rocm_pin::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,
             ..VerifyOptions::default()
         })?,
@@ -70,20 +70,67 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     }
     match report.exit_code() {
         0 => Ok(()),
-        3 => Err(ExitError::skipped(format!(
-            "the version gate skipped this host ({}): the patched runtime is not installed by design",
-            report.skipped.as_deref().unwrap_or("")
-        ))
+        3 => Err(Error::GateSkipped {
+            reason: report.skipped.clone().unwrap_or_default(),
+        }
         .into()),
         _ => {
-            let names: std::collections::BTreeSet<&str> =
-                report.failed().map(|c| c.name.as_str()).collect();
-            Err(ExitError::check_failed(format!(
-                "verify failed: {} check(s) failed ({})",
-                report.failed().count(),
-                names.into_iter().collect::<Vec<_>>().join(", ")
-            ))
+            let names: std::collections::BTreeSet<String> =
+                report.failed().map(|c| c.name.clone()).collect();
+            Err(Error::VerifyFailed {
+                failed: report.failed().count(),
+                names: names.into_iter().collect(),
+            }
             .into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(root: &std::path::Path) -> VerifyArgs {
+        VerifyArgs {
+            json: false,
+            quiet: true,
+            root: root.to_path_buf(),
+            image: None,
+            image_archive: None,
+            accept_skipped_backport_check: false,
+        }
+    }
+
+    #[test]
+    fn a_host_the_gate_skipped_ends_with_exit_3_and_the_skip_record() {
+        let d = tempfile::tempdir().unwrap();
+        rocm_pin::host::gate::write_skip_record(
+            &rocm_pin::host::root::Root::new(d.path()),
+            "ROCm 7.2.5 at /opt/rocm-7.2.5",
+        )
+        .unwrap();
+        let err = run(args(d.path())).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::GateSkipped { reason }) if reason == "ROCm 7.2.5 at /opt/rocm-7.2.5"),
+            "{err:?}"
+        );
+        assert_eq!(rocm_pin::error::exit_code_for(&err), 3);
+    }
+
+    #[test]
+    fn a_host_without_the_runtime_fails_verify_with_exit_1() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("var/lib/dpkg")).unwrap();
+        std::fs::write(d.path().join("var/lib/dpkg/status"), "").unwrap();
+        let err = run(args(d.path())).unwrap_err();
+        match err.downcast_ref::<Error>() {
+            Some(Error::VerifyFailed { failed, names }) => {
+                assert!(*failed >= 1 && !names.is_empty(), "{err}");
+                assert!(*failed >= names.len(), "{err}");
+            }
+            other => panic!("not VerifyFailed: {other:?} ({err})"),
+        }
+        assert_eq!(rocm_pin::error::exit_code_for(&err), 1);
     }
 }

@@ -70,7 +70,7 @@ extern "C" fn remove_registered() {
 /// Remove `dir` unless something is still mounted below it: deleting through a mount point
 /// could delete a host directory bind-mounted into a chroot.
 pub fn remove_unless_mounted(dir: &Path) {
-    if !rocm_pin::sandbox::mounts_under(dir).is_empty() {
+    if !rocm_pin_kit::sandbox::mounts_under(dir).is_empty() {
         eprintln!(
             "rocm-pin-testkit: {} still has mounts below it; left in place",
             dir.display()

@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 use rocm_pin_testkit::scratch::ScratchDir;
 
 use rocm_pin::host::apt::Solver;
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin::standin::{self, StockRole, StockSet, StockSetSpec};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
 
 pub const COMMIT_DATE: &str = "2026-01-15T12:00:00+00:00";
 /// Where things go inside the chroot.

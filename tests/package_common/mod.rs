@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rocm_pin::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin::standin::{self, StockRole, StockSet, StockSetSpec};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
 
 pub const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 pub const COMMIT_TIME: i64 = 1_764_720_000;

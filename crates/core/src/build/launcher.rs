@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::prereq::{self, ProbeEnv};
-use crate::error::usage;
+use crate::error::{usage, Error};
 
 /// Which launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,13 +46,11 @@ impl Launcher {
     /// Where it is on PATH, or a usage error naming the package.
     pub fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
         prereq::find_program(env, self.program()).ok_or_else(|| {
-            usage(format!(
-                "--compiler-launcher {}: `{}` is not on PATH; install it (apt-get install -y {}) \
-                 or build without a launcher",
-                self.program(),
-                self.program(),
-                self.package()
-            ))
+            Error::MissingLauncher {
+                tool: self.program().to_string(),
+                package: self.package().to_string(),
+            }
+            .into()
         })
     }
 
@@ -130,6 +128,33 @@ pub fn record(launcher: Launcher, program: &std::path::Path, env: &ProbeEnv) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launcher_not_on_path_names_its_package() {
+        let empty = tempfile::tempdir().unwrap();
+        let env = ProbeEnv {
+            path: Some(empty.path().as_os_str().to_owned()),
+            ..ProbeEnv::default()
+        };
+        let err = Launcher::parse("sccache")
+            .unwrap()
+            .locate(&env)
+            .unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::MissingLauncher { tool, package }) if tool == "sccache" && package == "sccache"),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("apt-get install -y sccache"),
+            "{err}"
+        );
+        let err = Launcher::parse("distcc").unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(_))),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn credentials_never_reach_the_manifest() {

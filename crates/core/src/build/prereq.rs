@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::error::ExitError;
+use crate::error::{Error, MissingItem};
 
 /// How to tell whether a prerequisite is present.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,38 +180,19 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
     if missing.is_empty() {
         return Ok(());
     }
-    Err(ExitError::new(
-        crate::error::ExitKind::Usage,
-        missing_message(&missing, context),
-    )
-    .into())
-}
-
-fn missing_message(missing: &[&Requirement], context: &str) -> String {
-    let mut msg = format!(
-        "missing build prerequisites for {context} ({} item{}; nothing was built):",
-        missing.len(),
-        if missing.len() == 1 { "" } else { "s" }
-    );
-    for r in missing {
-        msg.push_str(&format!(
-            "\n  - {}: {} not found — Debian package `{}`",
-            r.what,
-            describe(&r.probe),
-            r.package
-        ));
-        if let Some(note) = &r.note {
-            msg.push_str(&format!(" ({note})"));
-        }
+    Err(Error::MissingPrerequisites {
+        context: context.to_string(),
+        missing: missing
+            .iter()
+            .map(|r| MissingItem {
+                what: r.what.clone(),
+                looked_for: describe(&r.probe),
+                package: r.package.clone(),
+                note: r.note.clone(),
+            })
+            .collect(),
     }
-    let mut packages: Vec<&str> = missing.iter().map(|r| r.package.as_str()).collect();
-    packages.sort_unstable();
-    packages.dedup();
-    msg.push_str(&format!(
-        "\ninstall with: apt-get install -y {}",
-        packages.join(" ")
-    ));
-    msg
+    .into())
 }
 
 /// First line of `<program> <args>` output (stdout, else stderr), for the manifest's tool list.
@@ -268,7 +249,19 @@ mod tests {
             Requirement::new("GL", Probe::Library("libGL.so".into()), "libglvnd-dev")
                 .with_note("GL"),
         ];
-        let err = check(&env, &reqs, "the test tree").unwrap_err().to_string();
+        let err = check(&env, &reqs, "the test tree").unwrap_err();
+        match err.downcast_ref::<Error>() {
+            Some(Error::MissingPrerequisites { context, missing }) => {
+                assert_eq!(context, "the test tree");
+                let packages: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
+                assert_eq!(packages, ["cmake", "libnuma-dev", "libglvnd-dev"]);
+                assert_eq!(missing[0].looked_for, "program `cmake-nope`");
+                assert_eq!(missing[2].note.as_deref(), Some("GL"));
+            }
+            other => panic!("not MissingPrerequisites: {other:?}"),
+        }
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+        let err = err.to_string();
         assert!(err.contains("3 items"), "{err}");
         assert!(
             err.contains("`cmake`") && err.contains("libnuma-dev"),

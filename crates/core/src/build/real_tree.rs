@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::error::usage;
+use crate::error::{usage, Error, TargetGap};
 
 /// CLR's comgr request.
 pub const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
@@ -152,16 +152,14 @@ pub fn check_comgr(
     };
     let (found, compatible) = evaluate_version_file(&file, &requested, scratch)?;
     if !compatible {
-        return Err(usage(format!(
-            "comgr {found} (found at {}) does not satisfy the tree's request \
-             `find_package(amd_comgr {requested} …)` at {}:{line}: comgr's CMake version file \
-             ({}) calls {found} incompatible with {requested}. Nothing was built. Use a comgr \
-             that satisfies it, or carry a patch for that file (--patch) if the tree works with \
-             comgr {found}",
-            dir.display(),
-            COMGR_REQUEST_FILE,
-            file.display()
-        )));
+        return Err(Error::ComgrIncompatible {
+            found,
+            found_in: dir,
+            requested,
+            request_line: line,
+            version_file: file,
+        }
+        .into());
     }
     Ok(Some(found))
 }
@@ -222,7 +220,7 @@ pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> 
             clang.display()
         )));
     }
-    let mut problems = vec![];
+    let mut gaps = vec![];
     for (file, var) in TARGET_LISTS {
         if !image_support && *file == IMAGE_LIST {
             continue;
@@ -235,19 +233,21 @@ pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> 
             .filter(|t| !supported.contains(t))
             .collect();
         if !missing.is_empty() {
-            problems.push(format!("  - {} in {file} ({var})", missing.join(", ")));
+            gaps.push(TargetGap {
+                file,
+                var,
+                targets: missing,
+            });
         }
     }
-    if problems.is_empty() {
+    if gaps.is_empty() {
         return Ok(());
     }
-    Err(usage(format!(
-        "{} does not support offload targets the tree's hard-coded lists require (nothing was \
-         built):\n{}\nuse a newer LLVM (--llvm-dir), or carry a patch (--patch) removing them from \
-         the list",
-        clang.display(),
-        problems.join("\n")
-    )))
+    Err(Error::UnsupportedOffloadTargets {
+        clang: clang.to_path_buf(),
+        gaps,
+    }
+    .into())
 }
 
 #[cfg(test)]
@@ -269,5 +269,102 @@ mod tests {
             ["gfx700", "gfx701", "gfx950", "gfx1201"]
         );
         assert!(target_list(list, "TARGET_DEVS").is_empty());
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_comgr_the_tree_does_not_accept_is_refused_with_both_versions() {
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("tree");
+        let comgr = d.path().join("comgr");
+        write(
+            &tree.join(COMGR_REQUEST_FILE),
+            "# CLR\nfind_package(amd_comgr 2.8 REQUIRED CONFIG)\n",
+        );
+        // The shape of comgr's own version file: same major version only.
+        write(
+            &comgr.join("amd_comgr-config-version.cmake"),
+            "set(PACKAGE_VERSION \"3.0.0\")\n\
+             if(PACKAGE_FIND_VERSION_MAJOR STREQUAL \"3\")\n\
+               set(PACKAGE_VERSION_COMPATIBLE TRUE)\n\
+             else()\n  set(PACKAGE_VERSION_COMPATIBLE FALSE)\nendif()\n",
+        );
+        let scratch = d.path().join("checks");
+        let err = check_comgr(&tree, std::slice::from_ref(&comgr), &scratch).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::ComgrIncompatible { found, found_in, requested, request_line: 2, .. })
+                    if found == "3.0.0" && *found_in == comgr && requested == "2.8"),
+            "{err:?}"
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+        write(
+            &tree.join(COMGR_REQUEST_FILE),
+            "find_package(amd_comgr 3.0 REQUIRED CONFIG)\n",
+        );
+        assert_eq!(
+            check_comgr(&tree, &[comgr], &scratch).unwrap().as_deref(),
+            Some("3.0.0")
+        );
+    }
+
+    #[test]
+    fn offload_targets_the_compiler_lacks_are_refused_per_list() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let clang = d.path().join("clang");
+        write(
+            &clang,
+            "#!/bin/sh\necho 'Available CPUs: gfx900 gfx906 gfx950'\n",
+        );
+        std::fs::set_permissions(&clang, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A thread of this test binary forking while the script was open for writing keeps it
+        // busy (ETXTBSY) until that child execs; wait until it can run.
+        for _ in 0..100 {
+            match Command::new(&clang).output() {
+                Err(e) if e.raw_os_error() == Some(26) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => break,
+            }
+        }
+        let tree = d.path().join("tree");
+        let (trap, var) = TARGET_LISTS[0];
+        write(
+            &tree.join(trap),
+            "set(TARGET_DEVS \"gfx900;gfx1201;gfx1250\")\n",
+        );
+        write(&tree.join(IMAGE_LIST), "set(TARGET_DEVICES \"gfx1300\")\n");
+        let err = check_offload_targets(&tree, &clang, false).unwrap_err();
+        match err.downcast_ref::<Error>() {
+            Some(Error::UnsupportedOffloadTargets { clang: c, gaps }) => {
+                assert_eq!(c, &clang);
+                assert_eq!(
+                    gaps,
+                    &[TargetGap {
+                        file: trap,
+                        var,
+                        targets: vec!["gfx1201".into(), "gfx1250".into()]
+                    }]
+                );
+            }
+            other => panic!("not UnsupportedOffloadTargets: {other:?} ({err})"),
+        }
+        assert!(
+            err.to_string()
+                .contains(&format!("\n  - gfx1201, gfx1250 in {trap} ({var})\n")),
+            "{err}"
+        );
+        // With image support the image list counts too.
+        let err = check_offload_targets(&tree, &clang, true).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::UnsupportedOffloadTargets { gaps, .. }) if gaps.len() == 2),
+            "{err:?}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use super::manifest::ManifestLibrary;
-use crate::error::ExitError;
+use crate::error::Error;
 use crate::rocm::{self, Half};
 
 /// What validation checks beyond the structural rules.
@@ -278,7 +278,7 @@ pub fn validate_install(
             msg.push_str("\n  - ");
             msg.push_str(p);
         }
-        return Err(ExitError::check_failed(msg).into());
+        return Err(Error::CheckFailed(msg).into());
     }
     libraries.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Validated {

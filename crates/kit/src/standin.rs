@@ -39,8 +39,8 @@ use anyhow::{bail, Context};
 use md5::Digest as _;
 use serde::Serialize;
 
-use crate::progress::{self, Listener};
 use csrc::LibraryBuild;
+use rocm_pin::progress::{self, Listener};
 
 /// Maintainer of ROCm's CPack packages.
 const MAINTAINER: &str = "ROCm Dev Support <rocm-dev.support@amd.com>";
@@ -188,7 +188,7 @@ impl StockSetSpec {
     /// The stock ROCm 7.2.4 set (`-93~24.04`, plain names, default roles) for `architecture`.
     pub fn new(architecture: &str) -> Self {
         StockSetSpec {
-            rocm_version: crate::rocm::TARGET_ROCM_VERSION.to_string(),
+            rocm_version: rocm_pin::rocm::TARGET_ROCM_VERSION.to_string(),
             release_number: None,
             build_number: 93,
             distro_suffix: "~24.04".to_string(),
@@ -685,239 +685,273 @@ pub fn parse_probe_output(stdout: &str) -> anyhow::Result<Vec<ProbeLine>> {
 }
 
 fn compile_all(spec: &StockSetSpec, work: &Path) -> anyhow::Result<Vec<(StockRole, Compiled)>> {
-    let prefix = spec.prefix();
-    let lib_dir = format!("{prefix}/lib");
-    let rel = spec.release();
-    let (maj, min, _) = parse_three(&spec.rocm_version).unwrap_or((0, 0, 0));
-    let (hsa_maj, hsa_min, _) = parse_three(&spec.hsa_version).unwrap_or((1, 0, 0));
-    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let wants = |r: StockRole| spec.roles.contains(&r);
-    let mk = |sub: &str| -> anyhow::Result<PathBuf> {
-        let d = work.join("libs").join(sub);
+    let mut c = StockCompiler::new(spec, work);
+    // The pair is always compiled: dependants link against it even when it is not packaged.
+    let hsa = c.hsa_library();
+    let hsa_dir = c.dir("hsa")?;
+    c.compile(StockRole::HsaRocr, hsa.clone(), &hsa_dir, None)?;
+    let hip_dir = c.dir("hip")?;
+    for lib in c.hip_libraries(&hip_dir, &hsa_dir) {
+        c.compile(StockRole::HipRuntime, lib, &hip_dir, None)?;
+    }
+    for d in DEPENDANTS.iter().filter(|d| spec.roles.contains(&d.role)) {
+        let lib = c.dependant_library(d, &hip_dir, &hsa_dir);
+        let dir = c.dir(d.sub)?;
+        c.compile(d.role, lib, &dir, None)?;
+    }
+    if spec.roles.contains(&StockRole::DebianHsaDecoy) {
+        let dir = c.dir("debian-hsa")?;
+        let install_dir = format!("/usr/lib/{}", host_multiarch()?);
+        c.compile(
+            StockRole::DebianHsaDecoy,
+            debian_hsa_decoy(),
+            &dir,
+            Some(install_dir),
+        )?;
+    }
+    if spec.roles.contains(&StockRole::AsanHsaDecoy) {
+        let dir = c.dir("asan-hsa")?;
+        let mut lib = hsa;
+        lib.identity = format!("hsa-ASAN-{}", c.rel);
+        let install_dir = format!("{}/asan", c.lib_dir);
+        c.compile(StockRole::AsanHsaDecoy, lib, &dir, Some(install_dir))?;
+    }
+    Ok(c.out)
+}
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// A library of the stock set that links against the runtime pair (or not), like the real
+/// librccl, libhipblas and librocm_smi64.
+struct Dependant {
+    role: StockRole,
+    /// Build subdirectory.
+    sub: &'static str,
+    stem: &'static str,
+    soname_major: u32,
+    /// The file name's version before the release (`1.0` in `librccl.so.1.0.<rel>`).
+    file_version: &'static str,
+    /// The identity's family (`rccl` in `rccl-STOCK-<rel>`).
+    family: &'static str,
+    version_node: &'static str,
+    exports: &'static [&'static str],
+    uses_hip: bool,
+}
+
+const DEPENDANTS: &[Dependant] = &[
+    Dependant {
+        role: StockRole::Rccl,
+        sub: "rccl",
+        stem: "librccl",
+        soname_major: 1,
+        file_version: "1.0",
+        family: "rccl",
+        version_node: "RCCL_2",
+        exports: &["ncclGetVersion", "ncclCommInitRank"],
+        uses_hip: true,
+    },
+    Dependant {
+        role: StockRole::CustomRccl,
+        sub: "rccl-custom",
+        stem: "librccl",
+        soname_major: 1,
+        file_version: "1.0",
+        family: "rccl",
+        version_node: "RCCL_2",
+        exports: &["ncclGetVersion", "ncclCommInitRank"],
+        uses_hip: true,
+    },
+    Dependant {
+        role: StockRole::Hipblas,
+        sub: "hipblas",
+        stem: "libhipblas",
+        soname_major: 3,
+        file_version: "3.2",
+        family: "hipblas",
+        version_node: "HIPBLAS_3",
+        exports: &["hipblasCreate", "hipblasDestroy"],
+        uses_hip: true,
+    },
+    Dependant {
+        role: StockRole::RocmSmiLib,
+        sub: "smi",
+        stem: "librocm_smi64",
+        soname_major: 1,
+        file_version: "1.0",
+        family: "smi",
+        version_node: "ROCM_SMI_1",
+        exports: &["rsmi_init", "rsmi_shut_down"],
+        uses_hip: false,
+    },
+];
+
+/// Debian's own libhsa-runtime64.so.1 (ROCm 5.7.1) in the multiarch directory: the same
+/// soname as the stock one, a different library.
+fn debian_hsa_decoy() -> LibraryBuild {
+    LibraryBuild {
+        file_name: "libhsa-runtime64.so.1.11.0".into(),
+        soname: "libhsa-runtime64.so.1".into(),
+        dev_link: "libhsa-runtime64.so".into(),
+        identity: "hsa-DEBIAN-50701".into(),
+        version_node: "ROCR_1".into(),
+        exports: names(&["hsa_init", "hsa_shut_down"]),
+        calls: vec![],
+        link_against: vec![],
+    }
+}
+
+/// Compiles the libraries of one stock set under `work/libs/`, collecting them in `out`.
+struct StockCompiler<'a> {
+    spec: &'a StockSetSpec,
+    work: &'a Path,
+    /// `<prefix>/lib`, where the stock libraries are installed.
+    lib_dir: String,
+    /// The release number every file name ends with.
+    rel: String,
+    out: Vec<(StockRole, Compiled)>,
+}
+
+impl<'a> StockCompiler<'a> {
+    fn new(spec: &'a StockSetSpec, work: &'a Path) -> Self {
+        StockCompiler {
+            spec,
+            work,
+            lib_dir: format!("{}/lib", spec.prefix()),
+            rel: spec.release().to_string(),
+            out: Vec::new(),
+        }
+    }
+
+    fn dir(&self, sub: &str) -> anyhow::Result<PathBuf> {
+        let d = self.work.join("libs").join(sub);
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
         Ok(d)
-    };
+    }
 
-    let mut out: Vec<(StockRole, Compiled)> = Vec::new();
-    // The pair is always compiled: dependants link against it even when it is not packaged.
-    let hsa_dir = mk("hsa")?;
-    let hsa = LibraryBuild {
-        file_name: format!("libhsa-runtime64.so.{hsa_maj}.{hsa_min}.{rel}"),
-        soname: format!("libhsa-runtime64.so.{hsa_maj}"),
-        dev_link: "libhsa-runtime64.so".into(),
-        identity: spec.identity("hsa"),
-        version_node: "ROCR_1".into(),
-        // Deliberately without crate::rocm::BACKPORT_SYMBOL: stock 7.2.4 lacks it.
-        exports: names(&[
-            "hsa_init",
-            "hsa_shut_down",
-            "hsa_system_get_info",
-            "hsa_signal_create",
-            "hsa_amd_signal_create",
-            "hsa_amd_agents_allow_access",
-        ]),
-        calls: vec![],
-        link_against: vec![],
-    };
-    let built = csrc::compile_library(&hsa, &hsa_dir)?;
-    out.push((
-        StockRole::HsaRocr,
-        Compiled {
-            build: hsa.clone(),
-            built,
-            install_dir: lib_dir.clone(),
-            ship_dev_link: true,
-        },
-    ));
-
-    let hip_dir = mk("hip")?;
-    let hip_version = |stem: &str| format!("{stem}.so.{maj}.{min}.{rel}");
-    let builtins = LibraryBuild {
-        file_name: hip_version("libhiprtc-builtins"),
-        soname: format!("libhiprtc-builtins.so.{maj}"),
-        dev_link: "libhiprtc-builtins.so".into(),
-        identity: spec.identity("hiprtc-builtins"),
-        version_node: "hiprtc_builtins".into(),
-        exports: names(&["__hipGetPCH"]),
-        calls: vec![],
-        link_against: vec![],
-    };
-    let hiprtc = LibraryBuild {
-        file_name: hip_version("libhiprtc"),
-        soname: format!("libhiprtc.so.{maj}"),
-        dev_link: "libhiprtc.so".into(),
-        identity: spec.identity("hiprtc"),
-        version_node: "hiprtc_4.0".into(),
-        exports: names(&[
-            "hiprtcCreateProgram",
-            "hiprtcCompileProgram",
-            "hiprtcVersion",
-        ]),
-        calls: names(&["__hipGetPCH"]),
-        link_against: vec![(hip_dir.clone(), "libhiprtc-builtins.so".into())],
-    };
-    let amdhip = LibraryBuild {
-        file_name: hip_version("libamdhip64"),
-        soname: format!("libamdhip64.so.{maj}"),
-        dev_link: "libamdhip64.so".into(),
-        identity: spec.identity("hip"),
-        version_node: "hip_4.2".into(),
-        exports: names(&[
-            "hipInit",
-            "hipGetDeviceCount",
-            "hipRuntimeGetVersion",
-            "hipMalloc",
-            "hipFree",
-            "hipStreamCreate",
-        ]),
-        calls: names(&["hsa_init"]),
-        link_against: vec![(hsa_dir.clone(), "libhsa-runtime64.so".into())],
-    };
-    for lib in [builtins, hiprtc, amdhip.clone()] {
-        let built = csrc::compile_library(&lib, &hip_dir)?;
-        out.push((
-            StockRole::HipRuntime,
+    /// Compile `lib` into `dir`; it installs into `install_dir` (default: the stock lib
+    /// directory, with its dev link).
+    fn compile(
+        &mut self,
+        role: StockRole,
+        lib: LibraryBuild,
+        dir: &Path,
+        install_dir: Option<String>,
+    ) -> anyhow::Result<()> {
+        let built = csrc::compile_library(&lib, dir)?;
+        // Only Debian's decoy lives outside the prefix, and it ships no dev link (Debian's
+        // libhsa-runtime-dev is another package).
+        let ship_dev_link = role != StockRole::DebianHsaDecoy;
+        self.out.push((
+            role,
             Compiled {
                 build: lib,
                 built,
-                install_dir: lib_dir.clone(),
-                ship_dev_link: true,
+                install_dir: install_dir.unwrap_or_else(|| self.lib_dir.clone()),
+                ship_dev_link,
             },
         ));
+        Ok(())
     }
 
-    let mut dependant = |role: StockRole,
-                         sub: &str,
-                         stem: &str,
-                         soname_major: u32,
-                         file_version: String,
-                         family: &str,
-                         node: &str,
-                         exports: &[&str],
-                         uses_hip: bool|
-     -> anyhow::Result<()> {
-        let dir = mk(sub)?;
+    fn hsa_library(&self) -> LibraryBuild {
+        let (hsa_maj, hsa_min, _) = parse_three(&self.spec.hsa_version).unwrap_or((1, 0, 0));
+        LibraryBuild {
+            file_name: format!("libhsa-runtime64.so.{hsa_maj}.{hsa_min}.{}", self.rel),
+            soname: format!("libhsa-runtime64.so.{hsa_maj}"),
+            dev_link: "libhsa-runtime64.so".into(),
+            identity: self.spec.identity("hsa"),
+            version_node: "ROCR_1".into(),
+            // Deliberately without rocm_pin::rocm::BACKPORT_SYMBOL: stock 7.2.4 lacks it.
+            exports: names(&[
+                "hsa_init",
+                "hsa_shut_down",
+                "hsa_system_get_info",
+                "hsa_signal_create",
+                "hsa_amd_signal_create",
+                "hsa_amd_agents_allow_access",
+            ]),
+            calls: vec![],
+            link_against: vec![],
+        }
+    }
+
+    /// hip-runtime-amd's libraries, in build order: hiprtc links the builtins, amdhip64 the HSA runtime.
+    fn hip_libraries(&self, hip_dir: &Path, hsa_dir: &Path) -> [LibraryBuild; 3] {
+        let (maj, min, _) = parse_three(&self.spec.rocm_version).unwrap_or((0, 0, 0));
+        let hip_version = |stem: &str| format!("{stem}.so.{maj}.{min}.{}", self.rel);
+        let builtins = LibraryBuild {
+            file_name: hip_version("libhiprtc-builtins"),
+            soname: format!("libhiprtc-builtins.so.{maj}"),
+            dev_link: "libhiprtc-builtins.so".into(),
+            identity: self.spec.identity("hiprtc-builtins"),
+            version_node: "hiprtc_builtins".into(),
+            exports: names(&["__hipGetPCH"]),
+            calls: vec![],
+            link_against: vec![],
+        };
+        let hiprtc = LibraryBuild {
+            file_name: hip_version("libhiprtc"),
+            soname: format!("libhiprtc.so.{maj}"),
+            dev_link: "libhiprtc.so".into(),
+            identity: self.spec.identity("hiprtc"),
+            version_node: "hiprtc_4.0".into(),
+            exports: names(&[
+                "hiprtcCreateProgram",
+                "hiprtcCompileProgram",
+                "hiprtcVersion",
+            ]),
+            calls: names(&["__hipGetPCH"]),
+            link_against: vec![(hip_dir.to_path_buf(), "libhiprtc-builtins.so".into())],
+        };
+        let amdhip = LibraryBuild {
+            file_name: hip_version("libamdhip64"),
+            soname: format!("libamdhip64.so.{maj}"),
+            dev_link: "libamdhip64.so".into(),
+            identity: self.spec.identity("hip"),
+            version_node: "hip_4.2".into(),
+            exports: names(&[
+                "hipInit",
+                "hipGetDeviceCount",
+                "hipRuntimeGetVersion",
+                "hipMalloc",
+                "hipFree",
+                "hipStreamCreate",
+            ]),
+            calls: names(&["hsa_init"]),
+            link_against: vec![(hsa_dir.to_path_buf(), "libhsa-runtime64.so".into())],
+        };
+        [builtins, hiprtc, amdhip]
+    }
+
+    fn dependant_library(&self, d: &Dependant, hip_dir: &Path, hsa_dir: &Path) -> LibraryBuild {
         let mut link_against = Vec::new();
-        if uses_hip {
+        if d.uses_hip {
             // Like the real librccl/libhipblas: NEEDED libamdhip64.so.7 (and, on toolchains
             // without --as-needed, libhsa-runtime64.so.1).
-            link_against.push((hip_dir.clone(), "libamdhip64.so".to_string()));
-            link_against.push((hsa_dir.clone(), "libhsa-runtime64.so".to_string()));
+            link_against.push((hip_dir.to_path_buf(), "libamdhip64.so".to_string()));
+            link_against.push((hsa_dir.to_path_buf(), "libhsa-runtime64.so".to_string()));
         }
-        let lib = LibraryBuild {
-            file_name: format!("{stem}.so.{file_version}"),
-            soname: format!("{stem}.so.{soname_major}"),
-            dev_link: format!("{stem}.so"),
-            identity: if role == StockRole::CustomRccl {
-                format!("{family}-CUSTOM-{rel}")
+        LibraryBuild {
+            file_name: format!("{}.so.{}.{}", d.stem, d.file_version, self.rel),
+            soname: format!("{}.so.{}", d.stem, d.soname_major),
+            dev_link: format!("{}.so", d.stem),
+            identity: if d.role == StockRole::CustomRccl {
+                format!("{}-CUSTOM-{}", d.family, self.rel)
             } else {
-                spec.identity(family)
+                self.spec.identity(d.family)
             },
-            version_node: node.into(),
-            exports: names(exports),
-            calls: if uses_hip {
+            version_node: d.version_node.into(),
+            exports: names(d.exports),
+            calls: if d.uses_hip {
                 names(&["hipInit"])
             } else {
                 vec![]
             },
             link_against,
-        };
-        let built = csrc::compile_library(&lib, &dir)?;
-        out.push((
-            role,
-            Compiled {
-                build: lib,
-                built,
-                install_dir: lib_dir.clone(),
-                ship_dev_link: true,
-            },
-        ));
-        Ok(())
-    };
-    for (role, sub) in [
-        (StockRole::Rccl, "rccl"),
-        (StockRole::CustomRccl, "rccl-custom"),
-    ] {
-        if wants(role) {
-            dependant(
-                role,
-                sub,
-                "librccl",
-                1,
-                format!("1.0.{rel}"),
-                "rccl",
-                "RCCL_2",
-                &["ncclGetVersion", "ncclCommInitRank"],
-                true,
-            )?;
         }
     }
-    if wants(StockRole::Hipblas) {
-        dependant(
-            StockRole::Hipblas,
-            "hipblas",
-            "libhipblas",
-            3,
-            format!("3.2.{rel}"),
-            "hipblas",
-            "HIPBLAS_3",
-            &["hipblasCreate", "hipblasDestroy"],
-            true,
-        )?;
-    }
-    if wants(StockRole::RocmSmiLib) {
-        dependant(
-            StockRole::RocmSmiLib,
-            "smi",
-            "librocm_smi64",
-            1,
-            format!("1.0.{rel}"),
-            "smi",
-            "ROCM_SMI_1",
-            &["rsmi_init", "rsmi_shut_down"],
-            false,
-        )?;
-    }
-
-    if wants(StockRole::DebianHsaDecoy) {
-        let dir = mk("debian-hsa")?;
-        let lib = LibraryBuild {
-            file_name: "libhsa-runtime64.so.1.11.0".into(),
-            soname: "libhsa-runtime64.so.1".into(),
-            dev_link: "libhsa-runtime64.so".into(),
-            identity: "hsa-DEBIAN-50701".into(),
-            version_node: "ROCR_1".into(),
-            exports: names(&["hsa_init", "hsa_shut_down"]),
-            calls: vec![],
-            link_against: vec![],
-        };
-        let built = csrc::compile_library(&lib, &dir)?;
-        out.push((
-            StockRole::DebianHsaDecoy,
-            Compiled {
-                build: lib,
-                built,
-                install_dir: format!("/usr/lib/{}", host_multiarch()?),
-                ship_dev_link: false,
-            },
-        ));
-    }
-    if wants(StockRole::AsanHsaDecoy) {
-        let dir = mk("asan-hsa")?;
-        let mut lib = hsa.clone();
-        lib.identity = format!("hsa-ASAN-{rel}");
-        let built = csrc::compile_library(&lib, &dir)?;
-        out.push((
-            StockRole::AsanHsaDecoy,
-            Compiled {
-                build: lib,
-                built,
-                install_dir: format!("{lib_dir}/asan"),
-                ship_dev_link: true,
-            },
-        ));
-    }
-    Ok(out)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -976,220 +1010,61 @@ fn plan_packages(
     spec: &StockSetSpec,
     libs: &[(StockRole, Compiled)],
 ) -> anyhow::Result<Vec<PackagePlan>> {
-    let prefix = spec.prefix();
-    let name = |r: StockRole| spec.package_name(r);
-    let ver = |r: StockRole| spec.package_version(r);
-    let exact = |r: StockRole| format!("{} (= {})", name(r), ver(r));
-    let at_least = |r: StockRole| format!("{} (>= {})", name(r), strip_revision(&ver(r)));
     let mut plans = Vec::new();
-
     for &role in StockRole::ALL {
-        if !spec.roles.contains(&role) {
-            continue;
+        if spec.roles.contains(&role) {
+            plans.push(plan_package(spec, role, libs)?);
         }
-        let mut payload = Vec::new();
-        let mut libraries = Vec::new();
-        for (r, c) in libs {
-            if *r == role {
-                libraries.push(library_payload(c, &mut payload)?);
-            }
-        }
-        let mut fields: Vec<(String, String)> = Vec::new();
-        let mut scripts = Vec::new();
-        let mut triggers = None;
-        let mut field = |k: &str, v: String| fields.push((k.to_string(), v));
-        let description;
-        match role {
-            StockRole::RocmCore => {
-                if let Some(content) = spec.version_file_content() {
-                    payload.push(Payload::File {
-                        path: format!("{prefix}/{}", crate::rocm::VERSION_RELPATH),
-                        contents: content.into_bytes(),
-                        mode: 0o644,
-                    });
-                }
-                payload.push(Payload::File {
-                    path: format!("{prefix}/share/doc/rocm-core/LICENSE.md"),
-                    contents: license_text("rocm-core"),
-                    mode: 0o644,
-                });
-                let priority = spec.release();
-                scripts.push((
-                    "postinst".to_string(),
-                    format!(
-                        "#!/bin/sh\nset -e\n# Like ROCm's rocm-core: /opt/rocm -> /etc/alternatives/rocm -> {prefix}\n\
-                         case \"$1\" in\n  configure)\n    update-alternatives --install /opt/rocm rocm {prefix} {priority}\n    ;;\nesac\nexit 0\n"
-                    ),
-                ));
-                scripts.push((
-                    "prerm".to_string(),
-                    format!(
-                        "#!/bin/sh\nset -e\ncase \"$1\" in\n  remove|deconfigure)\n    update-alternatives --remove rocm {prefix}\n    ;;\nesac\nexit 0\n"
-                    ),
-                ));
-                description = "ROCm Runtime software stack\n Radeon Open Compute (ROCm) Runtime software stack: version information and\n the /opt/rocm alternatives link.".to_string();
-            }
-            StockRole::HsaRocr => {
-                field("Depends", format!("{}, libc6", name(StockRole::RocmCore)));
-                payload.push(Payload::File {
-                    path: format!("{prefix}/share/doc/hsa-rocr/LICENSE.md"),
-                    contents: license_text("hsa-rocr"),
-                    mode: 0o644,
-                });
-                let entry = format!("/etc/ld.so.conf.d/{}", spec.loader_entry_name);
-                scripts.push((
-                    "postinst".to_string(),
-                    format!(
-                        "#!/bin/sh\nset -e\n# Like ROCm's hsa-rocr: make {prefix}/lib visible to the loader.\n\
-                         case \"$1\" in\n  configure)\n    echo \"{prefix}/lib\" > {entry}\n    ldconfig\n    ;;\nesac\nexit 0\n"
-                    ),
-                ));
-                scripts.push((
-                    "prerm".to_string(),
-                    format!(
-                        "#!/bin/sh\nset -e\n# Like ROCm's hsa-rocr: the loader entry leaves before the files do.\n\
-                         case \"$1\" in\n  remove|upgrade|deconfigure|failed-upgrade)\n    rm -f {entry}\n    ldconfig\n    ;;\nesac\nexit 0\n"
-                    ),
-                ));
-                description = "AMD Heterogeneous System Architecture HSA - Linux HSA Runtime for Boltzmann (ROCm) platforms\n Stand-in: the HSA runtime library (libhsa-runtime64).".to_string();
-            }
-            StockRole::HipRuntime => {
-                field(
-                    "Depends",
-                    format!(
-                        "{}, {}, libc6",
-                        exact(StockRole::HsaRocr),
-                        name(StockRole::RocmCore)
-                    ),
-                );
-                let rocclr = match spec.naming {
-                    Naming::Plain => "hip-rocclr".to_string(),
-                    Naming::MultiVersion => format!("hip-rocclr{}", spec.rocm_version),
-                };
-                field(
-                    "Provides",
-                    format!("{rocclr} (= {})", ver(StockRole::HipRuntime)),
-                );
-                field("Replaces", rocclr);
-                payload.push(Payload::File {
-                    path: format!("{prefix}/lib/.hipInfo"),
-                    contents: b"HIP_PLATFORM=amd\nHIP_RUNTIME=rocclr\nHIP_COMPILER=clang\n"
-                        .to_vec(),
-                    mode: 0o644,
-                });
-                payload.push(Payload::File {
-                    path: format!("{prefix}/share/doc/hip-runtime-amd/LICENSE.md"),
-                    contents: license_text("hip-runtime-amd"),
-                    mode: 0o644,
-                });
-                description = "HIP:Heterogenous-computing Interface for Portability [RUNTIME - AMD]\n Stand-in: libamdhip64, libhiprtc and libhiprtc-builtins.".to_string();
-            }
-            StockRole::RocmHipRuntime => {
-                field(
-                    "Depends",
-                    format!(
-                        "{}, {}, {}",
-                        exact(StockRole::HipRuntime),
-                        exact(StockRole::HsaRocr),
-                        exact(StockRole::RocmCore)
-                    ),
-                );
-                description = "Radeon Open Compute (ROCm) Runtime software stack\n Meta package with exact dependencies on the HIP runtime.".to_string();
-            }
-            StockRole::HipDev => {
-                field("Depends", exact(StockRole::HipRuntime));
-                payload.push(Payload::File {
-                    path: format!("{prefix}/include/hip/hip_version.h"),
-                    contents: format!(
-                        "#pragma once\n#define HIP_VERSION_MAJOR {}\n#define HIP_VERSION_PATCH {}\n",
-                        parse_three(&spec.rocm_version).map(|v| v.0).unwrap_or(0),
-                        spec.hip_build
-                    )
-                    .into_bytes(),
-                    mode: 0o644,
-                });
-                description = "HIP:Heterogenous-computing Interface for Portability [DEVELOPMENT]\n Stand-in: headers, exact dependency on hip-runtime-amd.".to_string();
-            }
-            StockRole::Rccl | StockRole::Hipblas => {
-                field(
-                    "Depends",
-                    format!(
-                        "{}, {}",
-                        at_least(StockRole::HipRuntime),
-                        name(StockRole::RocmCore)
-                    ),
-                );
-                description = if role == StockRole::Rccl {
-                    "ROCm Communication Collectives Library\n Stand-in: librccl, linked against libamdhip64."
-                } else {
-                    "Radeon Open Compute BLAS marshalling library\n Stand-in: libhipblas, linked against libamdhip64."
-                }
-                .to_string();
-            }
-            StockRole::RocmSmiLib => {
-                field("Depends", name(StockRole::RocmCore));
-                description =
-                    "AMD System Management libraries\n Stand-in: librocm_smi64.".to_string();
-            }
-            StockRole::CustomRccl => {
-                field(
-                    "Depends",
-                    format!(
-                        "{}, {}, {}",
-                        exact(StockRole::HipRuntime),
-                        exact(StockRole::HsaRocr),
-                        name(StockRole::RocmSmiLib)
-                    ),
-                );
-                description = "ROCm Communication Collectives Library (custom build)\n Stand-in of a downstream rebuild with exact dependencies on the stock\n runtime pair.".to_string();
-            }
-            StockRole::DebianHsaDecoy => {
-                field("Depends", "libc6".to_string());
-                field("Multi-Arch", "same".to_string());
-                payload.push(Payload::File {
-                    path: "/usr/share/doc/libhsa-runtime64-1/copyright".to_string(),
-                    contents: license_text("libhsa-runtime64-1"),
-                    mode: 0o644,
-                });
-                triggers = Some("activate-noawait ldconfig\n".to_string());
-                description = "HSA Runtime API and runtime for ROCm\n Stand-in of Debian's own package (a decoy: not part of ROCm in /opt).".to_string();
-            }
-            StockRole::AsanHsaDecoy => {
-                field("Depends", name(StockRole::RocmCore));
-                payload.push(Payload::File {
-                    path: format!("{prefix}/share/doc/hsa-rocr-asan/LICENSE.md"),
-                    contents: license_text("hsa-rocr-asan"),
-                    mode: 0o644,
-                });
-                description = "AMD Heterogeneous System Architecture HSA - Linux HSA Runtime (ASAN build)\n Stand-in: the address-sanitizer build under lib/asan (a decoy).".to_string();
-            }
-        }
-        let section = if role == StockRole::DebianHsaDecoy {
-            "libs"
-        } else {
-            "devel"
-        };
-        field("Section", section.to_string());
-        field("Priority", "optional".to_string());
-        if role != StockRole::DebianHsaDecoy {
-            field("Homepage", HOMEPAGE.to_string());
-        }
-        field("Description", description);
-        plans.push(PackagePlan {
-            role,
-            name: name(role),
-            version: ver(role),
-            fields,
-            payload,
-            scripts,
-            triggers,
-            libraries,
-        });
     }
-    // No path may be shipped twice inside the set's co-installable packages (a decoy shares
-    // none either): catch plan mistakes here rather than as a dpkg error in a chroot.
+    check_no_path_shipped_twice(&plans)?;
+    Ok(plans)
+}
+
+fn plan_package(
+    spec: &StockSetSpec,
+    role: StockRole,
+    libs: &[(StockRole, Compiled)],
+) -> anyhow::Result<PackagePlan> {
+    let mut payload = Vec::new();
+    let mut libraries = Vec::new();
+    for (r, c) in libs {
+        if *r == role {
+            libraries.push(library_payload(c, &mut payload)?);
+        }
+    }
+    let RoleContents {
+        mut fields,
+        files,
+        scripts,
+        triggers,
+        description,
+    } = role_contents(spec, role);
+    payload.extend(files);
+    let decoy = role == StockRole::DebianHsaDecoy;
+    let mut field = |k: &str, v: &str| fields.push((k.to_string(), v.to_string()));
+    field("Section", if decoy { "libs" } else { "devel" });
+    field("Priority", "optional");
+    if !decoy {
+        field("Homepage", HOMEPAGE);
+    }
+    field("Description", &description);
+    Ok(PackagePlan {
+        role,
+        name: spec.package_name(role),
+        version: spec.package_version(role),
+        fields,
+        payload,
+        scripts,
+        triggers,
+        libraries,
+    })
+}
+
+/// No path may be shipped twice inside the set's co-installable packages (a decoy shares
+/// none either): catch plan mistakes here rather than as a dpkg error in a chroot.
+fn check_no_path_shipped_twice(plans: &[PackagePlan]) -> anyhow::Result<()> {
     let mut seen = std::collections::BTreeMap::new();
-    for plan in &plans {
+    for plan in plans {
         if plan.role == StockRole::CustomRccl {
             continue; // replaces rccl, same files by design
         }
@@ -1203,7 +1078,227 @@ fn plan_packages(
             }
         }
     }
-    Ok(plans)
+    Ok(())
+}
+
+/// What one role's package carries besides its libraries: the fields before Section, its own
+/// files, maintainer scripts and triggers, and its description.
+struct RoleContents {
+    fields: Vec<(String, String)>,
+    files: Vec<Payload>,
+    scripts: Vec<(String, String)>,
+    triggers: Option<String>,
+    description: String,
+}
+
+impl RoleContents {
+    fn new(description: &str) -> Self {
+        RoleContents {
+            fields: Vec::new(),
+            files: Vec::new(),
+            scripts: Vec::new(),
+            triggers: None,
+            description: description.to_string(),
+        }
+    }
+    fn field(mut self, k: &str, v: impl Into<String>) -> Self {
+        self.fields.push((k.to_string(), v.into()));
+        self
+    }
+    fn file(mut self, path: impl Into<String>, contents: Vec<u8>) -> Self {
+        self.files.push(Payload::File {
+            path: path.into(),
+            contents,
+            mode: 0o644,
+        });
+        self
+    }
+    fn license(self, path: String, package: &str) -> Self {
+        self.file(path, license_text(package))
+    }
+    fn script(mut self, name: &str, body: String) -> Self {
+        self.scripts.push((name.to_string(), body));
+        self
+    }
+}
+
+/// The relation to another role of the set: `name`, `name (= version)` or
+/// `name (>= upstream version)`.
+struct Relations<'a>(&'a StockSetSpec);
+
+impl Relations<'_> {
+    fn name(&self, r: StockRole) -> String {
+        self.0.package_name(r)
+    }
+    fn exact(&self, r: StockRole) -> String {
+        format!("{} (= {})", self.name(r), self.0.package_version(r))
+    }
+    fn at_least(&self, r: StockRole) -> String {
+        let v = self.0.package_version(r);
+        format!("{} (>= {})", self.name(r), strip_revision(&v))
+    }
+}
+
+fn role_contents(spec: &StockSetSpec, role: StockRole) -> RoleContents {
+    let prefix = spec.prefix();
+    let rel = Relations(spec);
+    use StockRole::*;
+    match role {
+        RocmCore => rocm_core_contents(spec),
+        HsaRocr => hsa_rocr_contents(spec),
+        HipRuntime => hip_runtime_contents(spec),
+        RocmHipRuntime => RoleContents::new(
+            "Radeon Open Compute (ROCm) Runtime software stack\n Meta package with exact dependencies on the HIP runtime.",
+        )
+        .field(
+            "Depends",
+            format!(
+                "{}, {}, {}",
+                rel.exact(HipRuntime),
+                rel.exact(HsaRocr),
+                rel.exact(RocmCore)
+            ),
+        ),
+        HipDev => RoleContents::new(
+            "HIP:Heterogenous-computing Interface for Portability [DEVELOPMENT]\n Stand-in: headers, exact dependency on hip-runtime-amd.",
+        )
+        .field("Depends", rel.exact(HipRuntime))
+        .file(
+            format!("{prefix}/include/hip/hip_version.h"),
+            format!(
+                "#pragma once\n#define HIP_VERSION_MAJOR {}\n#define HIP_VERSION_PATCH {}\n",
+                parse_three(&spec.rocm_version).map(|v| v.0).unwrap_or(0),
+                spec.hip_build
+            )
+            .into_bytes(),
+        ),
+        Rccl | Hipblas => RoleContents::new(if role == Rccl {
+            "ROCm Communication Collectives Library\n Stand-in: librccl, linked against libamdhip64."
+        } else {
+            "Radeon Open Compute BLAS marshalling library\n Stand-in: libhipblas, linked against libamdhip64."
+        })
+        .field(
+            "Depends",
+            format!("{}, {}", rel.at_least(HipRuntime), rel.name(RocmCore)),
+        ),
+        RocmSmiLib => RoleContents::new("AMD System Management libraries\n Stand-in: librocm_smi64.")
+            .field("Depends", rel.name(RocmCore)),
+        CustomRccl => RoleContents::new(
+            "ROCm Communication Collectives Library (custom build)\n Stand-in of a downstream rebuild with exact dependencies on the stock\n runtime pair.",
+        )
+        .field(
+            "Depends",
+            format!(
+                "{}, {}, {}",
+                rel.exact(HipRuntime),
+                rel.exact(HsaRocr),
+                rel.name(RocmSmiLib)
+            ),
+        ),
+        DebianHsaDecoy => {
+            let mut c = RoleContents::new(
+                "HSA Runtime API and runtime for ROCm\n Stand-in of Debian's own package (a decoy: not part of ROCm in /opt).",
+            )
+            .field("Depends", "libc6")
+            .field("Multi-Arch", "same")
+            .license(
+                "/usr/share/doc/libhsa-runtime64-1/copyright".to_string(),
+                "libhsa-runtime64-1",
+            );
+            c.triggers = Some("activate-noawait ldconfig\n".to_string());
+            c
+        }
+        AsanHsaDecoy => RoleContents::new(
+            "AMD Heterogeneous System Architecture HSA - Linux HSA Runtime (ASAN build)\n Stand-in: the address-sanitizer build under lib/asan (a decoy).",
+        )
+        .field("Depends", rel.name(RocmCore))
+        .license(
+            format!("{prefix}/share/doc/hsa-rocr-asan/LICENSE.md"),
+            "hsa-rocr-asan",
+        ),
+    }
+}
+
+/// rocm-core: the version file, and the /opt/rocm alternatives link its scripts manage.
+fn rocm_core_contents(spec: &StockSetSpec) -> RoleContents {
+    let prefix = spec.prefix();
+    let mut c = RoleContents::new("ROCm Runtime software stack\n Radeon Open Compute (ROCm) Runtime software stack: version information and\n the /opt/rocm alternatives link.");
+    if let Some(content) = spec.version_file_content() {
+        c = c.file(
+            format!("{prefix}/{}", rocm_pin::rocm::VERSION_RELPATH),
+            content.into_bytes(),
+        );
+    }
+    let priority = spec.release();
+    c.license(format!("{prefix}/share/doc/rocm-core/LICENSE.md"), "rocm-core")
+        .script(
+            "postinst",
+            format!(
+                "#!/bin/sh\nset -e\n# Like ROCm's rocm-core: /opt/rocm -> /etc/alternatives/rocm -> {prefix}\n\
+                 case \"$1\" in\n  configure)\n    update-alternatives --install /opt/rocm rocm {prefix} {priority}\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+        .script(
+            "prerm",
+            format!(
+                "#!/bin/sh\nset -e\ncase \"$1\" in\n  remove|deconfigure)\n    update-alternatives --remove rocm {prefix}\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+}
+
+/// hsa-rocr: its scripts add `<prefix>/lib` to the loader, as ROCm's do.
+fn hsa_rocr_contents(spec: &StockSetSpec) -> RoleContents {
+    let prefix = spec.prefix();
+    let entry = format!("/etc/ld.so.conf.d/{}", spec.loader_entry_name);
+    RoleContents::new("AMD Heterogeneous System Architecture HSA - Linux HSA Runtime for Boltzmann (ROCm) platforms\n Stand-in: the HSA runtime library (libhsa-runtime64).")
+        .field("Depends", format!("{}, libc6", spec.package_name(StockRole::RocmCore)))
+        .license(format!("{prefix}/share/doc/hsa-rocr/LICENSE.md"), "hsa-rocr")
+        .script(
+            "postinst",
+            format!(
+                "#!/bin/sh\nset -e\n# Like ROCm's hsa-rocr: make {prefix}/lib visible to the loader.\n\
+                 case \"$1\" in\n  configure)\n    echo \"{prefix}/lib\" > {entry}\n    ldconfig\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+        .script(
+            "prerm",
+            format!(
+                "#!/bin/sh\nset -e\n# Like ROCm's hsa-rocr: the loader entry leaves before the files do.\n\
+                 case \"$1\" in\n  remove|upgrade|deconfigure|failed-upgrade)\n    rm -f {entry}\n    ldconfig\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+}
+
+/// hip-runtime-amd: exact dependency on hsa-rocr, and hip-rocclr provided and replaced.
+fn hip_runtime_contents(spec: &StockSetSpec) -> RoleContents {
+    let prefix = spec.prefix();
+    let rel = Relations(spec);
+    let rocclr = match spec.naming {
+        Naming::Plain => "hip-rocclr".to_string(),
+        Naming::MultiVersion => format!("hip-rocclr{}", spec.rocm_version),
+    };
+    RoleContents::new("HIP:Heterogenous-computing Interface for Portability [RUNTIME - AMD]\n Stand-in: libamdhip64, libhiprtc and libhiprtc-builtins.")
+        .field(
+            "Depends",
+            format!(
+                "{}, {}, libc6",
+                rel.exact(StockRole::HsaRocr),
+                rel.name(StockRole::RocmCore)
+            ),
+        )
+        .field(
+            "Provides",
+            format!("{rocclr} (= {})", spec.package_version(StockRole::HipRuntime)),
+        )
+        .field("Replaces", rocclr)
+        .file(
+            format!("{prefix}/lib/.hipInfo"),
+            b"HIP_PLATFORM=amd\nHIP_RUNTIME=rocclr\nHIP_COMPILER=clang\n".to_vec(),
+        )
+        .license(
+            format!("{prefix}/share/doc/hip-runtime-amd/LICENSE.md"),
+            "hip-runtime-amd",
+        )
 }
 
 /// `7.2.53211.70204-93~24.04` → `7.2.53211.70204` (the upstream part, for `>=` deps).
@@ -1339,13 +1434,13 @@ fn write_file(p: &Path, contents: &[u8], mode: u32) -> anyhow::Result<()> {
 /// to `epoch`, members sorted, owner root).
 fn pack_tree(tree: &Path, deb: &Path, epoch: u64, listener: &dyn Listener) -> anyhow::Result<()> {
     normalize_dir_modes(tree)?;
-    let opts = crate::deb::BuildOptions {
-        compression: crate::deb::Compression::Xz,
+    let opts = rocm_pin::deb::BuildOptions {
+        compression: rocm_pin::deb::Compression::Xz,
         level: None,
         threads: Some(1),
         source_date_epoch: Some(epoch),
     };
-    crate::deb::build_from_dir(tree, deb, &opts, listener)
+    rocm_pin::deb::build_from_dir(tree, deb, &opts, listener)
         .with_context(|| format!("building {} from {}", deb.display(), tree.display()))?;
     Ok(())
 }

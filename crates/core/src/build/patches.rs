@@ -13,7 +13,7 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use super::steps::Cmd;
-use crate::error::usage;
+use crate::error::{usage, BadInput, Error};
 
 /// What provenance records for one patch.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -63,28 +63,37 @@ pub fn touched_paths(text: &str) -> Vec<String> {
 pub fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<Patch>> {
     let mut paths = vec![];
     if let Some(dir) = dir {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| usage(format!("--patches {}: cannot list it: {e}", dir.display())))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| Error::BadInputFile {
+            what: "--patches",
+            path: dir.to_path_buf(),
+            why: BadInput::Unlistable(e.to_string()),
+        })?;
         let mut found: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "patch" || x == "diff"))
             .collect();
         found.sort();
         if found.is_empty() {
-            return Err(usage(format!(
-                "--patches {}: no *.patch or *.diff file in it",
-                dir.display()
-            )));
+            return Err(Error::BadInputFile {
+                what: "--patches",
+                path: dir.to_path_buf(),
+                why: BadInput::NoPatchFiles,
+            }
+            .into());
         }
         paths.extend(found);
     }
     paths.extend(files.iter().cloned());
     let mut series: Vec<Patch> = vec![];
     for path in paths {
-        let bytes = std::fs::read(&path)
-            .map_err(|e| usage(format!("patch {}: cannot read it: {e}", path.display())))?;
+        let bad = |why| Error::BadInputFile {
+            what: "patch",
+            path: path.clone(),
+            why,
+        };
+        let bytes = std::fs::read(&path).map_err(|e| bad(BadInput::Unreadable(e.to_string())))?;
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-            return Err(usage(format!("patch {} is empty", path.display())));
+            return Err(bad(BadInput::Empty).into());
         }
         let name = path
             .file_name()
@@ -209,21 +218,17 @@ pub fn apply_series(checkout: &Path, commit: &str, series: &[Patch]) -> anyhow::
             .with_context(|| format!("running {cmd}"))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let files = failing_files(&stderr);
-            return Err(usage(format!(
-                "patch {} of {} ({}, {}) does not apply to {commit}{}: nothing was built; rebase the \
-                 patch on that commit or drop it\n  command: {cmd}\n  git: {}",
-                n + 1,
-                series.len(),
-                patch.record.name,
-                patch.path.display(),
-                if files.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (in {})", files.join(", "))
-                },
-                stderr.trim().replace('\n', "\n       ")
-            )));
+            return Err(Error::PatchDoesNotApply {
+                index: n + 1,
+                total: series.len(),
+                name: patch.record.name.clone(),
+                path: patch.path.clone(),
+                commit: commit.to_string(),
+                files: failing_files(&stderr),
+                command: cmd.to_string(),
+                git_stderr: stderr.into_owned(),
+            }
+            .into());
         }
     }
     Ok(())
@@ -300,5 +305,87 @@ mod tests {
         assert!(dup.contains("two patches are named 0001-a.patch"), "{dup}");
         std::fs::write(d.path().join("empty.patch"), "\n").unwrap();
         assert!(load_series(None, &[d.path().join("empty.patch")]).is_err());
+    }
+
+    fn bad_input(err: &anyhow::Error) -> (&'static str, &Path, &BadInput) {
+        match err.downcast_ref::<Error>() {
+            Some(Error::BadInputFile { what, path, why }) => (what, path, why),
+            other => panic!("not BadInputFile: {other:?} ({err})"),
+        }
+    }
+
+    #[test]
+    fn unusable_patch_files_are_refused_naming_the_file_and_why() {
+        let d = tempfile::tempdir().unwrap();
+        let empty = d.path().join("empty.patch");
+        std::fs::write(&empty, " \n\t\n").unwrap();
+        let err = load_series(None, std::slice::from_ref(&empty)).unwrap_err();
+        assert_eq!(
+            bad_input(&err),
+            ("patch", empty.as_path(), &BadInput::Empty)
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("patch {} is empty", empty.display())
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+
+        let gone = d.path().join("gone.patch");
+        let err = load_series(None, std::slice::from_ref(&gone)).unwrap_err();
+        let (what, path, why) = bad_input(&err);
+        assert!(
+            what == "patch" && path == gone && matches!(why, BadInput::Unreadable(_)),
+            "{err}"
+        );
+
+        let no_patches = d.path().join("series");
+        std::fs::create_dir_all(&no_patches).unwrap();
+        std::fs::write(no_patches.join("README"), "x\n").unwrap();
+        let err = load_series(Some(&no_patches), &[]).unwrap_err();
+        assert_eq!(
+            bad_input(&err),
+            ("--patches", no_patches.as_path(), &BadInput::NoPatchFiles)
+        );
+        let err = load_series(Some(&d.path().join("no-dir")), &[]).unwrap_err();
+        assert!(
+            matches!(bad_input(&err).2, BadInput::Unlistable(_)),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_names_itself_and_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("tree");
+        let commit = super::super::source::tests::repo_with_one_commit(&tree, "a.txt", "one\n");
+        let patch = d.path().join("0001-change.patch");
+        std::fs::write(
+            &patch,
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-something else\n+two\n",
+        )
+        .unwrap();
+        let series = load_series(None, std::slice::from_ref(&patch)).unwrap();
+        let err = apply_series(&tree, &commit, &series).unwrap_err();
+        match err.downcast_ref::<Error>() {
+            Some(Error::PatchDoesNotApply {
+                index,
+                total,
+                name,
+                commit: c,
+                files,
+                ..
+            }) => {
+                assert_eq!((*index, *total), (1, 1));
+                assert_eq!(name, "0001-change.patch");
+                assert_eq!(c, &commit);
+                assert_eq!(files, &["a.txt".to_string()]);
+            }
+            other => panic!("not PatchDoesNotApply: {other:?} ({err})"),
+        }
+        assert!(err.to_string().contains("does not apply to"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(tree.join("a.txt")).unwrap(),
+            "one\n"
+        );
     }
 }

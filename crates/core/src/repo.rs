@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::deb::control::{format_many, package_name_problem, Paragraph};
 use crate::deb::Version;
-use crate::error::usage;
+use crate::error::{usage, Error, RepoConflict};
 use crate::progress::{step, Listener};
 
 pub const DEFAULT_SUITE: &str = "stable";
@@ -92,7 +92,7 @@ impl Listed {
 }
 
 /// Suite and component names become path components and Release values.
-fn check_name(what: &str, name: &str) -> anyhow::Result<()> {
+fn check_name(what: &'static str, name: &str) -> anyhow::Result<()> {
     let ok = !name.is_empty()
         && name != "."
         && name != ".."
@@ -100,9 +100,11 @@ fn check_name(what: &str, name: &str) -> anyhow::Result<()> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
     if !ok {
-        return Err(usage(format!(
-            "invalid {what} name {name:?}: use letters, digits and . _ + - only"
-        )));
+        return Err(Error::BadName {
+            what,
+            name: name.to_string(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -532,33 +534,26 @@ fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> 
             });
         match earlier {
             Some((sha, _)) if sha == new.listed.sha256 => unchanged.push(id),
-            Some((sha, place)) => conflicts.push(format!(
-                "{}: {} {} ({}) is already in {place} with different contents (sha256 {sha}, this file {}); \
-                 a published version must never change: bump the version",
-                deb.display(),
-                new.listed.name,
-                new.listed.version,
-                new.listed.arch,
-                new.listed.sha256
-            )),
+            Some((sha, place)) => conflicts.push(RepoConflict::ChangedVersion {
+                deb: deb.clone(),
+                name: new.listed.name.clone(),
+                version: new.listed.version.clone(),
+                arch: new.listed.arch.clone(),
+                place,
+                published_sha256: sha,
+                sha256: new.listed.sha256.clone(),
+            }),
             None => {
                 let target = opts.out.join(&new.pool_rel);
                 if target.exists() && hash_file(&target)?.sha256 != new.listed.sha256 {
-                    conflicts.push(format!(
-                        "{} already exists with different contents but is not in the index; \
-                         remove it or start a new repository",
-                        target.display()
-                    ));
+                    conflicts.push(RepoConflict::StrayPoolFile { path: target });
                 }
                 incoming.push(new);
             }
         }
     }
     if !conflicts.is_empty() {
-        return Err(usage(format!(
-            "refused, nothing written:\n  {}",
-            conflicts.join("\n  ")
-        )));
+        return Err(Error::RepoConflicts(conflicts).into());
     }
     Ok((by_id, incoming, unchanged))
 }
@@ -756,10 +751,7 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
     };
     for path in [&files.secret, &files.public_asc, &files.public_gpg] {
         if path.exists() {
-            return Err(usage(format!(
-                "{} already exists: refusing to overwrite a key; choose another --out",
-                path.display()
-            )));
+            return Err(Error::KeyExists { path: path.clone() }.into());
         }
     }
     if !dir.is_dir() {
@@ -932,14 +924,131 @@ pub mod signing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A small .deb made by our own writer in `dir`: `package` at `version` (architecture
+    /// amd64), `extra` appended to its control file, `files` (root-relative path, bytes).
+    pub(crate) fn small_deb(
+        dir: &Path,
+        package: &str,
+        version: &str,
+        extra: &str,
+        files: &[(&str, &[u8])],
+    ) -> PathBuf {
+        let root = dir.join(format!("{package}_{version}.tree"));
+        if root.exists() {
+            fs::remove_dir_all(&root).unwrap();
+        }
+        fs::create_dir_all(root.join("DEBIAN")).unwrap();
+        fs::write(
+            root.join("DEBIAN/control"),
+            format!(
+                "Package: {package}\nVersion: {version}\nArchitecture: amd64\n\
+                 Maintainer: t <t@example.invalid>\nDescription: test\n{extra}"
+            ),
+        )
+        .unwrap();
+        for (path, bytes) in files {
+            let p = root.join(path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, bytes).unwrap();
+        }
+        let out = dir.join(format!("{package}_{version}_amd64.deb"));
+        crate::deb::archive::build_from_dir(
+            &root,
+            &out,
+            &crate::deb::archive::BuildOptions::default(),
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        out
+    }
 
     #[test]
     fn names_are_checked() {
         for bad in ["", "a/b", "..", "a b", "ü"] {
-            assert!(check_name("suite", bad).is_err(), "{bad:?}");
+            let err = check_name("suite", bad).unwrap_err();
+            assert!(
+                matches!(err.downcast_ref::<Error>(),
+                    Some(Error::BadName { what: "suite", name }) if name == bad),
+                "{bad:?}: {err:?}"
+            );
         }
         check_name("suite", "bookworm-rocm_7.2+x").unwrap();
+        let err = publish(
+            &[],
+            &RepoOptions {
+                component: "a b".into(),
+                ..RepoOptions::new("/nonexistent/repo")
+            },
+            &crate::progress::Silent,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::BadName { what: "component", name }) if name == "a b"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_published_version_never_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("repo");
+        let opts = RepoOptions::new(&out);
+        let first = d.path().join("first");
+        let second = d.path().join("second");
+        fs::create_dir_all(&first).unwrap();
+        fs::create_dir_all(&second).unwrap();
+        let a = small_deb(&first, "tool", "1.0", "", &[("usr/share/tool/a", b"one\n")]);
+        let b = small_deb(
+            &second,
+            "tool",
+            "1.0",
+            "",
+            &[("usr/share/tool/a", b"two\n")],
+        );
+        publish(std::slice::from_ref(&a), &opts, &crate::progress::Silent).unwrap();
+        let before = fs::read(out.join("dists/stable/Release")).unwrap();
+
+        let err = publish(std::slice::from_ref(&b), &opts, &crate::progress::Silent).unwrap_err();
+        match err.downcast_ref::<Error>() {
+            Some(Error::RepoConflicts(c)) => assert!(
+                matches!(c.as_slice(), [RepoConflict::ChangedVersion { deb, name, version, place, .. }]
+                    if *deb == b && name == "tool" && version == "1.0" && *place == "the repository"),
+                "{c:?}"
+            ),
+            other => panic!("not RepoConflicts: {other:?} ({err})"),
+        }
+        assert!(
+            err.to_string().starts_with("refused, nothing written:\n  "),
+            "{err}"
+        );
+        assert_eq!(fs::read(out.join("dists/stable/Release")).unwrap(), before);
+
+        // The same clash between two arguments of one run.
+        let fresh = RepoOptions::new(d.path().join("repo2"));
+        let err = publish(&[a, b], &fresh, &crate::progress::Silent).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::RepoConflicts(c)) if matches!(c.as_slice(),
+                    [RepoConflict::ChangedVersion { place: "an earlier argument", .. }])),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn keygen_never_overwrites_a_key() {
+        let d = tempfile::tempdir().unwrap();
+        let public = d.path().join("k.pub.asc");
+        fs::write(&public, "keep\n").unwrap();
+        let err = keygen(&d.path().join("k.asc"), "t <t@example.invalid>").unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(), Some(Error::KeyExists { path }) if *path == public),
+            "{err:?}"
+        );
+        assert!(!d.path().join("k.asc").exists());
+        assert_eq!(fs::read_to_string(&public).unwrap(), "keep\n");
     }
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::Context;
 
 use super::steps::Cmd;
-use crate::error::{usage, ExitError};
+use crate::error::{usage, Error};
 
 /// Where the source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ impl SourceSpec {
     /// else is a local path, made absolute against the current directory.
     pub fn parse(text: &str) -> anyhow::Result<SourceSpec> {
         if text.is_empty() {
-            return Err(ExitError::new(crate::error::ExitKind::Usage, "--source is empty").into());
+            return Err(usage("--source is empty"));
         }
         let scp_like = !text.starts_with('/')
             && text
@@ -58,13 +58,9 @@ pub fn normalize_commit(commit: &str) -> anyhow::Result<String> {
     if (c.len() == 40 || c.len() == 64) && c.chars().all(|ch| ch.is_ascii_hexdigit()) {
         Ok(c)
     } else {
-        Err(ExitError::new(
-            crate::error::ExitKind::Usage,
-            format!(
-                "--commit {commit:?} is not a full commit id (40 hex digits): the manifest records \
-                 exactly what was built, so abbreviations and branch names are refused"
-            ),
-        )
+        Err(Error::NotACommit {
+            given: commit.to_string(),
+        }
         .into())
     }
 }
@@ -131,37 +127,24 @@ pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<(
         ))
     })?;
     if head != commit {
-        return Err(usage(format!(
-            "source {} is at commit {head}, not the requested {commit}: check out exactly that \
-             commit (git -C {} checkout --detach {commit}) or pass --commit {head} if that is \
-             the code you mean to build",
-            dir.display(),
-            dir.display()
-        )));
+        return Err(Error::WrongCommit {
+            checkout: dir.to_path_buf(),
+            head,
+            wanted: commit.to_string(),
+        }
+        .into());
     }
     let mut args = vec!["status", "--porcelain=v1", "--untracked-files=all", "--"];
     args.extend(paths.iter().copied());
     let status = git_output(dir, &args)?;
     if !status.trim().is_empty() {
-        let lines: Vec<&str> = status.lines().collect();
-        let shown = lines
-            .iter()
-            .take(20)
-            .copied()
-            .collect::<Vec<_>>()
-            .join("\n    ");
-        let more = if lines.len() > 20 {
-            format!("\n    … and {} more", lines.len() - 20)
-        } else {
-            String::new()
-        };
-        return Err(usage(format!(
-            "source {} has uncommitted changes or untracked files in the build paths ({}); the \
-             recorded commit {commit} would not be the code built. Commit, stash or remove them \
-             (git stash -u), then build again:\n    {shown}{more}",
-            dir.display(),
-            paths.join(" ")
-        )));
+        return Err(Error::DirtyCheckout {
+            checkout: dir.to_path_buf(),
+            commit: commit.to_string(),
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            changes: status.lines().map(str::to_string).collect(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -229,7 +212,7 @@ pub fn commit_time(dir: &Path, commit: &str) -> anyhow::Result<i64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -266,7 +249,63 @@ mod tests {
             "",
             "g539bf7eebfd99ad0a69668caa1f4037034d501f",
         ] {
-            assert!(normalize_commit(bad).is_err(), "{bad}");
+            let err = normalize_commit(bad).unwrap_err();
+            assert!(
+                matches!(err.downcast_ref::<Error>(), Some(Error::NotACommit { given }) if given == bad),
+                "{bad}: {err:?}"
+            );
         }
+    }
+
+    /// A git repository in `dir` with one commit of `file`; its commit id.
+    pub(crate) fn repo_with_one_commit(dir: &Path, file: &str, text: &str) -> String {
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        git(&["init", "--quiet"]);
+        std::fs::write(dir.join(file), text).unwrap();
+        git(&["add", file]);
+        git(&["commit", "--quiet", "-m", "one"]);
+        git_output(dir, &["rev-parse", "HEAD"]).unwrap()
+    }
+
+    #[test]
+    fn a_checkout_at_another_commit_is_refused_naming_both() {
+        let d = tempfile::tempdir().unwrap();
+        let head = repo_with_one_commit(d.path(), "a.txt", "a\n");
+        let err = check_local(d.path(), crate::rocm::PIN_COMMIT, &["a.txt"]).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::WrongCommit { checkout, head: h, wanted })
+                    if checkout == d.path() && *h == head && wanted == crate::rocm::PIN_COMMIT),
+            "{err:?}"
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+        check_local(d.path(), &head, &["a.txt"]).unwrap();
+    }
+
+    #[test]
+    fn a_change_in_the_build_paths_is_refused_listing_it() {
+        let d = tempfile::tempdir().unwrap();
+        let head = repo_with_one_commit(d.path(), "a.txt", "a\n");
+        std::fs::write(d.path().join("a.txt"), "changed\n").unwrap();
+        std::fs::write(d.path().join("new.txt"), "new\n").unwrap();
+        std::fs::write(d.path().join("elsewhere.txt"), "not checked\n").unwrap();
+        let err = check_local(d.path(), &head, &["a.txt", "new.txt"]).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::DirtyCheckout { commit, changes, .. })
+                    if *commit == head && changes == &[" M a.txt".to_string(), "?? new.txt".to_string()]),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("git stash -u"), "{err}");
     }
 }

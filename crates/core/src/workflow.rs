@@ -2,7 +2,7 @@
 //! Composed here, above both `host` (which changes the host) and `verify` (which checks it),
 //! so that `host/` never calls up into `verify`.
 
-use crate::error::ExitError;
+use crate::error::Error;
 use crate::host::adopt::{self, AdoptOptions, AdoptReport};
 use crate::host::install::{self, InstallOptions, InstallReport, Outcome};
 use crate::host::root::Root;
@@ -80,5 +80,5 @@ fn fail_unless_ok(done: &str, v: &VerifyReport) -> anyhow::Result<()> {
     if v.ok {
         return Ok(());
     }
-    Err(ExitError::check_failed(format!("{done}, but verify fails:\n{}", v.to_human())).into())
+    Err(Error::CheckFailed(format!("{done}, but verify fails:\n{}", v.to_human())).into())
 }

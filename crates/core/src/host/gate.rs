@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::host::root::Root;
+use super::root::Root;
+use crate::error::Error;
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -20,6 +21,9 @@ pub struct GateDecision {
     pub rocm_path_chain: Option<Vec<String>>,
     /// True when `/opt/rocm` resolves to a prefix other than the target (multi-version host).
     pub rocm_path_elsewhere: bool,
+    /// Where `/opt/rocm` resolves when that is not the target prefix (for the refusal's text).
+    #[serde(skip)]
+    pub rocm_path_other: Option<PathBuf>,
     pub matches: bool,
     /// What a person should read: why it matched or not, and what happens.
     pub reason: String,
@@ -30,6 +34,20 @@ impl GateDecision {
     pub fn proceed(&self) -> bool {
         self.matches && self.mode != GateMode::Off
     }
+
+    /// The refusal when mode `require` meets a host that does not match; None otherwise.
+    pub fn refusal(&self) -> Option<Error> {
+        if self.mode != GateMode::Require || self.matches {
+            return None;
+        }
+        Some(Error::GateRefused {
+            found: self.found_version.clone(),
+            required: self.wanted_version.clone(),
+            prefix: self.target_prefix.clone(),
+            version_file: version_file(&self.target_prefix),
+            rocm_path_elsewhere: self.rocm_path_other.clone(),
+        })
+    }
 }
 
 /// The skip record path inside the root.
@@ -37,42 +55,69 @@ pub fn skip_record_path() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("skipped")
 }
 
-pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
-    let version_file = format!(
+/// What the gate found, without what the mode makes of it: the start of every gate reason and
+/// of the refusal's text.
+pub fn finding_text(
+    found: Option<&str>,
+    wanted: &str,
+    target_prefix: &str,
+    version_file: &str,
+    rocm_path_elsewhere: Option<&Path>,
+) -> String {
+    let mut text = match found {
+        None => format!("{version_file} is missing: no ROCm {wanted} at {target_prefix}"),
+        Some(v) if rocm::version_matches(v, wanted) => {
+            format!("ROCm {v} at {target_prefix} matches {wanted}")
+        }
+        Some(v) => format!("ROCm {v} at {target_prefix} ({version_file}) does not match {wanted}"),
+    };
+    if let Some(p) = rocm_path_elsewhere {
+        text.push_str(&format!(
+            "; note: {} points to {}, not to the target prefix (multi-version host: the packages install into {target_prefix})",
+            rocm::DEFAULT_ROCM_PATH,
+            p.display()
+        ));
+    }
+    text
+}
+
+/// What mode `require` adds to a finding that does not match.
+pub const REQUIRE_REFUSES: &str =
+    "; mode require refuses (use --mode auto or ROCM_PIN_MODE=auto to skip such hosts with exit 0)";
+
+fn version_file(target_prefix: &str) -> String {
+    format!(
         "{}/{}",
         target_prefix.trim_end_matches('/'),
         rocm::VERSION_RELPATH
-    );
+    )
+}
+
+pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
+    let version_file = version_file(target_prefix);
     let found = std::fs::read_to_string(root.host_path(&version_file))
         .ok()
         .map(|t| t.lines().next().unwrap_or("").trim().to_string());
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let elsewhere = chain
         .as_ref()
-        .is_some_and(|(p, _)| p != Path::new(target_prefix));
+        .map(|(p, _)| p.as_path())
+        .filter(|p| *p != Path::new(target_prefix));
     let matches = found
         .as_deref()
         .is_some_and(|v| rocm::version_matches(v, wanted));
-    let mut reason = match &found {
-        None => format!("{version_file} is missing: no ROCm {wanted} at {target_prefix}"),
-        Some(v) if matches => format!("ROCm {v} at {target_prefix} matches {wanted}"),
-        Some(v) => format!("ROCm {v} at {target_prefix} ({version_file}) does not match {wanted}"),
-    };
-    if elsewhere {
-        if let Some((p, _)) = &chain {
-            reason.push_str(&format!(
-                "; note: {} points to {}, not to the target prefix (multi-version host: the packages install into {target_prefix})",
-                rocm::DEFAULT_ROCM_PATH,
-                p.display()
-            ));
-        }
-    }
+    let mut reason = finding_text(
+        found.as_deref(),
+        wanted,
+        target_prefix,
+        &version_file,
+        elsewhere,
+    );
+    let other = elsewhere.map(Path::to_path_buf);
     match mode {
         GateMode::Off => reason = format!("mode off: not installing ({reason})"),
         GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
-        GateMode::Require if !matches => reason.push_str(
-            "; mode require refuses (use --mode auto or ROCM_PIN_MODE=auto to skip such hosts with exit 0)",
-        ),
+        GateMode::Require if !matches => reason.push_str(REQUIRE_REFUSES),
         _ => {}
     }
     GateDecision {
@@ -85,7 +130,8 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
                 .map(|h| h.display().to_string())
                 .collect::<Vec<_>>()
         }),
-        rocm_path_elsewhere: elsewhere,
+        rocm_path_elsewhere: other.is_some(),
+        rocm_path_other: other,
         matches,
         reason,
     }
@@ -170,6 +216,66 @@ mod tests {
         assert!(g.matches && g.rocm_path_elsewhere, "{g:?}");
         assert!(g.reason.contains("/opt/rocm-7.2.5"));
         assert_eq!(g.rocm_path_chain.unwrap().len(), 3);
+    }
+
+    #[test]
+    fn require_refuses_naming_the_version_found_and_the_one_required() {
+        let d = root_with(Some("7.2.3\n"), "/opt/rocm-7.2.4");
+        let g = evaluate(
+            &Root::new(d.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4",
+        );
+        let err = anyhow::Error::from(g.refusal().expect("7.2.3 is refused"));
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::GateRefused { found: Some(found), required, .. })
+                    if found == "7.2.3" && required == "7.2.4"),
+            "{err:?}"
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+        // The refusal says what the decision's reason says, on every kind of host.
+        assert_eq!(err.to_string(), g.reason);
+        let missing = root_with(None, "/opt/rocm-7.2.4");
+        let elsewhere = root_with(Some("7.2.3"), "/opt/rocm-7.2.5");
+        std::fs::create_dir_all(elsewhere.path().join("opt/rocm-7.2.5")).unwrap();
+        for root in [&missing, &elsewhere] {
+            let g = evaluate(
+                &Root::new(root.path()),
+                "/opt/rocm-7.2.4",
+                GateMode::Require,
+                "7.2.4",
+            );
+            let e = g.refusal().expect("refused");
+            assert_eq!(e.to_string(), g.reason);
+            if root.path() == missing.path() {
+                assert!(matches!(e, Error::GateRefused { found: None, .. }), "{e:?}");
+            } else {
+                assert!(
+                    matches!(&e, Error::GateRefused { rocm_path_elsewhere: Some(p), .. }
+                        if p == Path::new("/opt/rocm-7.2.5")),
+                    "{e:?}"
+                );
+            }
+        }
+        // Only mode require on a host that does not match refuses.
+        for mode in [GateMode::Auto, GateMode::Off] {
+            assert!(
+                evaluate(&Root::new(d.path()), "/opt/rocm-7.2.4", mode, "7.2.4")
+                    .refusal()
+                    .is_none()
+            );
+        }
+        let ok = root_with(Some("7.2.4"), "/opt/rocm-7.2.4");
+        assert!(evaluate(
+            &Root::new(ok.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4"
+        )
+        .refusal()
+        .is_none());
     }
 
     #[test]

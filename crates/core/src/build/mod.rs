@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::error::usage;
+use crate::error::{usage, Error};
 use crate::progress::{self, Listener};
 use prereq::ProbeEnv;
 use source::SourceSpec;
@@ -520,11 +520,10 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
             .iter()
             .any(|n| staging.join(n).exists());
         if non_empty && !ours {
-            return Err(usage(format!(
-                "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
-                 empty directory",
-                staging.display()
-            )));
+            return Err(Error::ForeignOutDir {
+                out: staging.clone(),
+            }
+            .into());
         }
     }
     std::fs::create_dir_all(&layout.work)
@@ -537,11 +536,11 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     if file.try_lock().is_err() {
-        return Err(usage(format!(
-            "another rocm-pin build is using {} (lock {}); wait for it or choose another --out",
-            staging.display(),
-            path.display()
-        )));
+        return Err(Error::StagingLocked {
+            staging: staging.clone(),
+            lock: path,
+        }
+        .into());
     }
     Ok(StagingLock { _file: file })
 }
@@ -565,11 +564,10 @@ fn clean_staging(layout: &Layout, keep: &[PathBuf]) -> anyhow::Result<()> {
             .iter()
             .any(|n| staging.join(n).exists());
         if !entries.is_empty() && !ours {
-            return Err(usage(format!(
-                "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
-                 empty directory",
-                staging.display()
-            )));
+            return Err(Error::ForeignOutDir {
+                out: staging.clone(),
+            }
+            .into());
         }
         // The manifest goes first: an interrupted clean must not leave a "finished" staging.
         let manifest = staging.join(MANIFEST_FILE);
@@ -861,13 +859,12 @@ fn check_source(
             // A fetched tree is the real runtime, which cannot build without ROCm's toolchain:
             // say so before the fetch, not after minutes of it.
             if !p.rocm_resolved {
-                return Err(usage(format!(
-                    "ROCm path {} does not exist; nothing was fetched. The runtime at {url} builds \
-                     against an installed ROCm (its LLVM, comgr and device libraries): build inside the \
-                     ROCm {} image or on a ROCm host, or give --rocm-path DIR (see docs/building.md)",
-                    p.rocm.display(),
-                    crate::rocm::TARGET_ROCM_VERSION
-                )));
+                return Err(Error::NoRocmToBuildAgainst {
+                    rocm_path: p.rocm.clone(),
+                    url: url.clone(),
+                    rocm_version: crate::rocm::TARGET_ROCM_VERSION.to_string(),
+                }
+                .into());
             }
             Ok(None)
         }
@@ -981,8 +978,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let layout = Layout::new(&d.path().join("out"));
         let first = claim_staging(&layout).unwrap();
-        let err = claim_staging(&layout).err().unwrap().to_string();
-        assert!(err.contains("another rocm-pin build"), "{err}");
+        let err = claim_staging(&layout).err().unwrap();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::StagingLocked { staging, lock })
+                    if *staging == layout.staging && *lock == layout.work.join(LOCK_FILE)),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("another rocm-pin build"), "{err}");
         drop(first);
         // flock belongs to the open file description: a child another test thread forks at this
         // moment holds a copy of the descriptor until its exec closes it (O_CLOEXEC), so the
@@ -1015,6 +1018,81 @@ mod tests {
         );
         assert!(resolve_jobs(None, Some("0")).is_err());
         assert!(resolve_jobs(None, Some("many")).is_err());
-        assert!(resolve_jobs(Some(0), None).is_err());
+        let err = resolve_jobs(Some(0), None).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(m)) if m.contains("--jobs")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_staging_with_a_broken_library_link_fails_validation_with_exit_1() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = d.path().join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::os::unix::fs::symlink("libgone.so.1.0", lib.join("libgone.so.1")).unwrap();
+        let err = validate::validate_install(
+            d.path(),
+            SKIP_IN_STAGING,
+            validate::ValidateOptions {
+                backport_check: true,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::CheckFailed(m)) if m.contains("failed validation")),
+            "{err:?}"
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 1);
+    }
+
+    #[test]
+    fn a_foreign_output_directory_is_refused_and_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("precious.txt"), "mine\n").unwrap();
+        let layout = Layout::new(&out);
+        for err in [
+            claim_staging(&layout).err().unwrap(),
+            clean_staging(&layout, &[]).unwrap_err(),
+        ] {
+            assert!(
+                matches!(err.downcast_ref::<Error>(), Some(Error::ForeignOutDir { out: o }) if *o == out),
+                "{err:?}"
+            );
+        }
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_url_without_rocm_to_build_against_is_refused_before_the_fetch() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        // The base prerequisites, as stand-ins on a PATH of their own: only the ROCm path is
+        // missing here.
+        let bin = d.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for tool in ["git", "cmake", "make", "cc"] {
+            std::fs::write(bin.join(tool), "#!/bin/sh\nexit 1\n").unwrap();
+            std::fs::set_permissions(bin.join(tool), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        let url = "https://example.invalid/rocm-systems.git";
+        let mut opts = BuildOptions::new(url, d.path().join("out"));
+        opts.rocm_path = d.path().join("no-rocm");
+        opts.jobs = Some(1);
+        let mut p = prepare(&opts).unwrap();
+        p.env.path = Some(bin.into_os_string());
+        let tc = opts.toolchain(&p.rocm, None);
+        let err = check_source(&p, &tc, &progress::Silent).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::NoRocmToBuildAgainst { rocm_path, url: u, .. })
+                    if *rocm_path == opts.rocm_path && u == url),
+            "{err:?}"
+        );
+        assert!(!p.layout.checkout.exists());
     }
 }

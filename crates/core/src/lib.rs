@@ -11,9 +11,7 @@
 #[macro_use]
 pub mod output;
 pub mod build;
-pub mod cli;
 pub mod deb;
-pub mod demo;
 pub mod elf;
 pub mod error;
 pub mod host;
@@ -25,7 +23,5 @@ pub mod process;
 pub mod progress;
 pub mod repo;
 pub mod rocm;
-pub mod sandbox;
-pub mod standin;
 pub mod verify;
 pub mod workflow;

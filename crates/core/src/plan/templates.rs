@@ -11,19 +11,19 @@ use crate::rocm::{self, Half};
 
 pub const DEFAULT_MAINTAINER: &str = "rocm-pin packager <rocm-pin@example.com>";
 
-const PREINST_HSA: &str = include_str!("../../debian-templates/preinst-hsa.in");
-const POSTINST_HSA: &str = include_str!("../../debian-templates/postinst-hsa.in");
-const POSTRM_HSA: &str = include_str!("../../debian-templates/postrm-hsa.in");
-const POSTINST_HIP: &str = include_str!("../../debian-templates/postinst-hip.in");
-const TRIGGERS: &str = include_str!("../../debian-templates/triggers");
-const PREFERENCES: &str = include_str!("../../debian-templates/preferences.in");
-const DESCRIPTION: &str = include_str!("../../debian-templates/description.in");
-const CHANGELOG: &str = include_str!("../../debian-templates/changelog.in");
-const COPYRIGHT_HSA: &str = include_str!("../../debian-templates/copyright-hsa.in");
-const COPYRIGHT_HIP: &str = include_str!("../../debian-templates/copyright-hip.in");
-const OVERRIDES: &str = include_str!("../../debian-templates/lintian-overrides.in");
-const OVERRIDES_HSA: &str = include_str!("../../debian-templates/lintian-overrides-hsa.in");
-const OVERRIDES_HIP: &str = include_str!("../../debian-templates/lintian-overrides-hip.in");
+const PREINST_HSA: &str = include_str!("../../../../debian-templates/preinst-hsa.in");
+const POSTINST_HSA: &str = include_str!("../../../../debian-templates/postinst-hsa.in");
+const POSTRM_HSA: &str = include_str!("../../../../debian-templates/postrm-hsa.in");
+const POSTINST_HIP: &str = include_str!("../../../../debian-templates/postinst-hip.in");
+const TRIGGERS: &str = include_str!("../../../../debian-templates/triggers");
+const PREFERENCES: &str = include_str!("../../../../debian-templates/preferences.in");
+const DESCRIPTION: &str = include_str!("../../../../debian-templates/description.in");
+const CHANGELOG: &str = include_str!("../../../../debian-templates/changelog.in");
+const COPYRIGHT_HSA: &str = include_str!("../../../../debian-templates/copyright-hsa.in");
+const COPYRIGHT_HIP: &str = include_str!("../../../../debian-templates/copyright-hip.in");
+const OVERRIDES: &str = include_str!("../../../../debian-templates/lintian-overrides.in");
+const OVERRIDES_HSA: &str = include_str!("../../../../debian-templates/lintian-overrides-hsa.in");
+const OVERRIDES_HIP: &str = include_str!("../../../../debian-templates/lintian-overrides-hip.in");
 
 /// Fill `{{key}}` placeholders from `vars`; any placeholder left is an error.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> anyhow::Result<String> {

@@ -16,71 +16,75 @@ pub const STANDIN_COMMIT_DATE: &str = "2026-01-15T12:00:00+00:00";
 pub const STANDIN_FILES: &[(&str, &str)] = &[
     (
         "README.md",
-        include_str!("../../tests/fixtures/rocm-systems/README.md"),
+        include_str!("../../../../tests/fixtures/rocm-systems/README.md"),
     ),
     (
         "cmake/standin.cmake",
-        include_str!("../../tests/fixtures/rocm-systems/cmake/standin.cmake"),
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/standin.cmake"),
     ),
     (
         "cmake/standin_payload.c",
-        include_str!("../../tests/fixtures/rocm-systems/cmake/standin_payload.c"),
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/standin_payload.c"),
     ),
     (
         "cmake/standin_payload_gen.c",
-        include_str!("../../tests/fixtures/rocm-systems/cmake/standin_payload_gen.c"),
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/standin_payload_gen.c"),
     ),
     (
         "projects/clr/CMakeLists.txt",
-        include_str!("../../tests/fixtures/rocm-systems/projects/clr/CMakeLists.txt"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/clr/CMakeLists.txt"),
     ),
     (
         "projects/clr/src/hip.c",
-        include_str!("../../tests/fixtures/rocm-systems/projects/clr/src/hip.c"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/clr/src/hip.c"),
     ),
     (
         "projects/clr/src/hiprtc.c",
-        include_str!("../../tests/fixtures/rocm-systems/projects/clr/src/hiprtc.c"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/clr/src/hiprtc.c"),
     ),
     (
         "projects/clr/src/hiprtc_builtins.c",
-        include_str!("../../tests/fixtures/rocm-systems/projects/clr/src/hiprtc_builtins.c"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/clr/src/hiprtc_builtins.c"),
     ),
     (
         "projects/hip/VERSION",
-        include_str!("../../tests/fixtures/rocm-systems/projects/hip/VERSION"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/hip/VERSION"),
     ),
     (
         "projects/hip/include/hip/hip_runtime_api.h",
         include_str!(
-            "../../tests/fixtures/rocm-systems/projects/hip/include/hip/hip_runtime_api.h"
+            "../../../../tests/fixtures/rocm-systems/projects/hip/include/hip/hip_runtime_api.h"
         ),
     ),
     (
         "projects/rocr-runtime/CMakeLists.txt",
-        include_str!("../../tests/fixtures/rocm-systems/projects/rocr-runtime/CMakeLists.txt"),
+        include_str!(
+            "../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/CMakeLists.txt"
+        ),
     ),
     (
         "projects/rocr-runtime/inc/hsa/hsa.h",
-        include_str!("../../tests/fixtures/rocm-systems/projects/rocr-runtime/inc/hsa/hsa.h"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/inc/hsa/hsa.h"),
     ),
     (
         "projects/rocr-runtime/src/hsa.c",
-        include_str!("../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/hsa.c"),
+        include_str!("../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/hsa.c"),
     ),
     (
         "projects/rocr-runtime/src/hsacore.so.def.in",
         include_str!(
-            "../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/hsacore.so.def.in"
+            "../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/hsacore.so.def.in"
         ),
     ),
     (
         "projects/rocr-runtime/src/vendored.c",
-        include_str!("../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/vendored.c"),
+        include_str!(
+            "../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/vendored.c"
+        ),
     ),
     (
         "shared/standin_identity.h",
-        include_str!("../../tests/fixtures/rocm-systems/shared/standin_identity.h"),
+        include_str!("../../../../tests/fixtures/rocm-systems/shared/standin_identity.h"),
     ),
 ];
 
@@ -164,7 +168,7 @@ mod tests {
 
     #[test]
     fn embeds_exactly_the_fixture() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocm-systems");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/rocm-systems");
         let mut on_disk: Vec<String> = walkdir::WalkDir::new(&root)
             .into_iter()
             .filter_map(Result::ok)

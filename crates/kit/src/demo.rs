@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::build::{self, standin_tree, BuildOptions};
-use crate::error::usage;
-use crate::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
-use crate::progress::Listener;
-use crate::repo::{self, RepoOptions};
-use crate::rocm;
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
+use rocm_pin::build::{self, standin_tree, BuildOptions};
+use rocm_pin::error::usage;
+use rocm_pin::plan::{self, CommitOverride, PackageRequest, PlanOptions, StockInput};
+use rocm_pin::progress::Listener;
+use rocm_pin::repo::{self, RepoOptions};
+use rocm_pin::rocm;
 
 /// Where the chroot image is cached unless `--cache` says otherwise.
 pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
@@ -402,25 +402,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
     check_preconditions(opts)?;
     let interrupt = InterruptGuard::install();
     let started = Instant::now();
-    // The work directory: --keep DIR, else a temporary directory removed at the end.
-    let mut temp = None;
-    let work = match &opts.keep {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating --keep directory {}", dir.display()))?;
-            std::fs::canonicalize(dir)
-                .with_context(|| format!("resolving --keep directory {}", dir.display()))?
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("rocm-pin-demo-")
-                .tempdir()
-                .context("creating a temporary work directory")?;
-            let p = t.path().to_path_buf();
-            temp = Some(t);
-            p
-        }
-    };
+    let (work, temp) = work_dir(opts)?;
     let logs = work.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     listener.info(&format!(
@@ -437,72 +419,20 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
         records: Vec::new(),
         blocked: false,
     };
-
-    let image = steps.run(&format!("chroot image ({})", opts.suite), true, || {
-        let t = Instant::now();
-        let image = ChrootImage::cached(&opts.suite, &opts.cache_dir).with_context(|| {
-            format!(
-                "the {} chroot image in {} (made once with mmdebstrap, which needs the \
-                 network; install it with scripts/install-deps)",
-                opts.suite,
-                opts.cache_dir.display()
-            )
-        })?;
-        listener.info(&format!(
-            "{} ({:.1}s; cached for the next run)",
-            image.tarball().display(),
-            t.elapsed().as_secs_f64()
-        ));
-        Ok(image)
-    });
-
+    let image = chroot_image_step(&mut steps, opts, listener);
     let made = make_outside(&mut steps, &work, listener);
-
     let commit = made.as_ref().map(|m| m.commit.clone());
-    let mut kept_chroot = None;
-    if let (Some(image), Some(made)) = (image, made) {
-        let sandbox_opts = SandboxOptions {
-            dpkg_excludes: true,
-            // --keep wants a plain directory tree to leave behind, not an overlay mount.
-            backend: opts.keep.as_ref().map(|_| Backend::Copy),
-            ..Default::default()
-        };
-        let mut sandbox = None;
-        in_chroot(
-            &mut steps,
-            opts,
-            &image,
-            &sandbox_opts,
-            &made,
-            &logs,
-            listener,
-            &mut sandbox,
-        );
-        if let Some(mut sb) = sandbox {
-            if opts.keep.is_some() {
-                let base = sb.keep();
-                drop(sb);
-                let dest = work.join("chroot");
-                match move_tree(&base.join("root"), &dest) {
-                    Ok(()) => {
-                        let _ = std::fs::remove_dir_all(&base);
-                        kept_chroot = Some(dest);
-                    }
-                    Err(e) => listener.warn(&format!(
-                        "could not move the chroot to {}: {e:#}; it is at {}",
-                        dest.display(),
-                        base.join("root").display()
-                    )),
-                }
+    let kept_chroot = match (image, made) {
+        (Some(image), Some(made)) => chroot_part(&mut steps, opts, &image, &made, &work, listener),
+        _ => {
+            // Record the chroot steps as not run so the table shows the whole chain.
+            steps.blocked = true;
+            for name in chroot_step_names() {
+                steps.run(&name, true, || Ok(()));
             }
+            None
         }
-    } else {
-        // Record the chroot steps as not run so the table shows the whole chain.
-        steps.blocked = true;
-        for name in chroot_step_names() {
-            steps.run(&name, true, || Ok(()));
-        }
-    }
+    };
     let report = DemoReport {
         suite: opts.suite.clone(),
         standin: true,
@@ -520,6 +450,100 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
     Ok(report)
 }
 
+/// The work directory: --keep DIR, else a temporary directory removed at the end (when the
+/// returned guard drops).
+fn work_dir(opts: &DemoOptions) -> anyhow::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match &opts.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating --keep directory {}", dir.display()))?;
+            let work = std::fs::canonicalize(dir)
+                .with_context(|| format!("resolving --keep directory {}", dir.display()))?;
+            Ok((work, None))
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("rocm-pin-demo-")
+                .tempdir()
+                .context("creating a temporary work directory")?;
+            Ok((t.path().to_path_buf(), Some(t)))
+        }
+    }
+}
+
+fn chroot_image_step(
+    steps: &mut Steps,
+    opts: &DemoOptions,
+    listener: &dyn Listener,
+) -> Option<ChrootImage> {
+    steps.run(&format!("chroot image ({})", opts.suite), true, || {
+        let t = Instant::now();
+        let image = ChrootImage::cached(&opts.suite, &opts.cache_dir).with_context(|| {
+            format!(
+                "the {} chroot image in {} (made once with mmdebstrap, which needs the \
+                 network; install it with scripts/install-deps)",
+                opts.suite,
+                opts.cache_dir.display()
+            )
+        })?;
+        listener.info(&format!(
+            "{} ({:.1}s; cached for the next run)",
+            image.tarball().display(),
+            t.elapsed().as_secs_f64()
+        ));
+        Ok(image)
+    })
+}
+
+/// The steps inside the chroot; with --keep, the chroot is moved into the work directory
+/// afterwards and its new place returned.
+fn chroot_part(
+    steps: &mut Steps,
+    opts: &DemoOptions,
+    image: &ChrootImage,
+    made: &Made,
+    work: &Path,
+    listener: &dyn Listener,
+) -> Option<PathBuf> {
+    let sandbox_opts = SandboxOptions {
+        dpkg_excludes: true,
+        // --keep wants a plain directory tree to leave behind, not an overlay mount.
+        backend: opts.keep.as_ref().map(|_| Backend::Copy),
+        ..Default::default()
+    };
+    let logs = work.join("logs");
+    let mut sandbox = None;
+    in_chroot(
+        steps,
+        opts,
+        image,
+        &sandbox_opts,
+        made,
+        &logs,
+        listener,
+        &mut sandbox,
+    );
+    let mut sb = sandbox?;
+    opts.keep.as_ref()?;
+    let base = sb.keep();
+    drop(sb);
+    let dest = work.join("chroot");
+    match move_tree(&base.join("root"), &dest) {
+        Ok(()) => {
+            let _ = std::fs::remove_dir_all(&base);
+            Some(dest)
+        }
+        Err(e) => {
+            listener.warn(&format!(
+                "could not move the chroot to {}: {e:#}; it is at {}",
+                dest.display(),
+                base.join("root").display()
+            ));
+            None
+        }
+    }
+}
+
 fn chroot_step_names() -> Vec<String> {
     let mut v = vec![
         format!(
@@ -528,177 +552,231 @@ fn chroot_step_names() -> Vec<String> {
         ),
         "chroot: rocm-pin install --mode require (from the signed repo)".to_string(),
     ];
-    v.extend(
-        downstream_steps("")
-            .into_iter()
-            .map(|d| d.title.to_string()),
-    );
+    v.extend(downstream_steps("").into_iter().map(|d| d.title));
     v
 }
 
 /// Steps 2–5: build, stock set, package, repository.
 fn make_outside(steps: &mut Steps, work: &Path, listener: &dyn Listener) -> Option<Made> {
-    let verbose = Nested {
-        listener,
-        quiet: false,
-    };
     let nested = &Nested {
         listener,
         quiet: true,
     };
     let spec = StockSetSpec::for_host();
+    let spec = || spec.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"));
     let built = steps.run("build stand-in runtime (rocm-pin build)", true, || {
-        let spec = spec.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        let src = work.join("src/rocm-systems");
-        let commit = standin_tree::write_standin_checkout(&src)?;
-        listener.info(&format!(
-            "stand-in rocm-systems checkout {} at commit {commit}",
-            src.display()
-        ));
-        // The ROCm install the build compiles against: only its version file, like the
-        // stock prefix (the stand-in needs no ROCm headers).
-        let rocm_path = work
-            .join("rocm")
-            .join(spec.prefix().trim_start_matches('/'));
-        let info = rocm_path.join(".info");
-        std::fs::create_dir_all(&info).with_context(|| format!("creating {}", info.display()))?;
-        if let Some(v) = spec.version_file_content() {
-            std::fs::write(info.join("version"), v)
-                .with_context(|| format!("writing {}", info.join("version").display()))?;
-        }
-        let opts = BuildOptions {
-            commit: commit.clone(),
-            rocm_path,
-            ..BuildOptions::new(src.display().to_string(), work.join("staging"))
-        };
-        let outcome = build::build(&opts, &verbose)?;
-        for w in &outcome.warnings {
-            listener.warn(w);
-        }
-        let sonames: Vec<String> = outcome
-            .manifest
-            .libraries
-            .iter()
-            .filter(|l| {
-                Path::new(&l.path)
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(rocm::family_of)
-                    .is_some_and(|f| f.required)
-            })
-            .filter_map(|l| l.soname.clone())
-            .collect();
-        if sonames.is_empty() {
-            bail!(
-                "the staging {} has none of the pair's libraries",
-                outcome.staging.display()
-            );
-        }
-        listener.info(&format!(
-            "staging {} (build logs in {}/logs)",
-            outcome.staging.display(),
-            outcome.staging.display()
-        ));
-        Ok((commit, sonames, outcome.staging))
+        build_standin_runtime(spec()?, work, listener)
     });
     let stock = steps.run(
         &format!("stand-in stock ROCm {} set", rocm::TARGET_ROCM_VERSION),
         true,
-        || {
-            let spec = spec.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let stock = standin::build_stock_set(spec, &work.join("stock"), nested)?;
-            let custom = standin::build_stock_set(
-                &spec.clone().only(&[StockRole::CustomRccl]),
-                &work.join("stock-custom-rccl"),
-                nested,
-            )?;
-            let newer =
-                standin::build_stock_set(&spec.newer_release(), &work.join("stock-newer"), nested)?;
-            let probe = standin::build_loader_probe(&work.join("probe/rocm-pin-loader-probe"))?;
-            for (what, set) in [
-                ("stock host", &stock),
-                ("custom rccl (dpkg -i only)", &custom),
-                ("newer stock release", &newer),
-            ] {
-                let names: Vec<String> = set
-                    .packages
-                    .iter()
-                    .map(|p| format!("{} {}", p.name, p.version))
-                    .collect();
-                listener.info(&format!("{what}: {}", names.join(", ")));
-            }
-            listener.info(&format!(
-                "stand-in .debs in {}",
-                work.join("stock").display()
-            ));
-            Ok((stock, custom, newer, probe))
-        },
+        || build_standin_stock(spec()?, work, listener, nested),
     );
     let debs = steps.run("package replacement .debs (rocm-pin package)", true, || {
-        let (Some((_, _, staging)), Some((stock, ..))) = (&built, &stock) else {
+        let (Some(built), Some(stock)) = (&built, &stock) else {
             bail!("nothing to package");
         };
-        let req = PackageRequest {
-            staging: staging.clone(),
-            commit: CommitOverride::default(),
-            stock: StockInput::Debs {
-                debs: vec![
-                    stock.require(StockRole::HsaRocr)?.deb.clone(),
-                    stock.require(StockRole::HipRuntime)?.deb.clone(),
-                ],
-                target_root: PathBuf::from("/"),
-            },
-            prefix: None,
-            out: work.join("debs"),
-            compression: crate::deb::Compression::Xz,
-            source_date_epoch: None,
-            options: PlanOptions::default(),
-        };
-        let outcome = plan::package(&req, nested)?;
-        for d in &outcome.debs {
-            listener.info(&format!("{}", d.output.display()));
-        }
-        Ok(outcome.debs)
+        package_replacements(&built.staging, &stock.stock, work, listener, nested)
     });
     let repo = steps.run("signed apt repository (rocm-pin repo)", true, || {
         let Some(debs) = &debs else {
             bail!("no packages to publish");
         };
-        let key_dir = work.join("key");
-        std::fs::create_dir_all(&key_dir)
-            .with_context(|| format!("creating {}", key_dir.display()))?;
-        let key = repo::keygen(
-            &key_dir.join("repo-key.asc"),
-            "rocm-pin demo repository key",
-        )?;
-        listener.info(&format!("signing key {}", key.fingerprint));
-        let opts = RepoOptions {
-            sign_key: Some(key.secret.clone()),
-            ..RepoOptions::new(work.join("repo"))
-        };
-        let paths: Vec<PathBuf> = debs.iter().map(|d| d.output.clone()).collect();
-        let summary = repo::publish(&paths, &opts, nested)?;
-        listener.info(&format!(
-            "{}: {} packages, signed by {}",
-            opts.out.display(),
-            summary.total,
-            summary.signed_by.as_deref().unwrap_or("nobody")
-        ));
-        Ok((opts.out, key.public_gpg))
+        publish_repo(debs, work, listener, nested)
     });
-    let ((commit, sonames, _), (stock, custom, newer, probe), debs, (repo, keyring)) =
-        (built?, stock?, debs?, repo?);
+    let (built, stock, debs, (repo, keyring)) = (built?, stock?, debs?, repo?);
     Some(Made {
-        commit,
-        sonames,
-        stock,
-        custom,
-        newer,
-        probe,
+        commit: built.commit,
+        sonames: built.sonames,
+        stock: stock.stock,
+        custom: stock.custom,
+        newer: stock.newer,
+        probe: stock.probe,
         ours: debs.iter().map(|d| d.package.clone()).collect(),
         repo,
         keyring,
     })
+}
+
+/// What `rocm-pin build` made of the stand-in checkout.
+struct BuiltRuntime {
+    commit: String,
+    /// The pair's sonames, from the manifest.
+    sonames: Vec<String>,
+    staging: PathBuf,
+}
+
+fn build_standin_runtime(
+    spec: &StockSetSpec,
+    work: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<BuiltRuntime> {
+    let src = work.join("src/rocm-systems");
+    let commit = standin_tree::write_standin_checkout(&src)?;
+    listener.info(&format!(
+        "stand-in rocm-systems checkout {} at commit {commit}",
+        src.display()
+    ));
+    // The ROCm install the build compiles against: only its version file, like the
+    // stock prefix (the stand-in needs no ROCm headers).
+    let rocm_path = work
+        .join("rocm")
+        .join(spec.prefix().trim_start_matches('/'));
+    let info = rocm_path.join(".info");
+    std::fs::create_dir_all(&info).with_context(|| format!("creating {}", info.display()))?;
+    if let Some(v) = spec.version_file_content() {
+        std::fs::write(info.join("version"), v)
+            .with_context(|| format!("writing {}", info.join("version").display()))?;
+    }
+    let opts = BuildOptions {
+        commit: commit.clone(),
+        rocm_path,
+        ..BuildOptions::new(src.display().to_string(), work.join("staging"))
+    };
+    let verbose = Nested {
+        listener,
+        quiet: false,
+    };
+    let outcome = build::build(&opts, &verbose)?;
+    for w in &outcome.warnings {
+        listener.warn(w);
+    }
+    let sonames: Vec<String> = outcome
+        .manifest
+        .libraries
+        .iter()
+        .filter(|l| {
+            Path::new(&l.path)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(rocm::family_of)
+                .is_some_and(|f| f.required)
+        })
+        .filter_map(|l| l.soname.clone())
+        .collect();
+    if sonames.is_empty() {
+        bail!(
+            "the staging {} has none of the pair's libraries",
+            outcome.staging.display()
+        );
+    }
+    listener.info(&format!(
+        "staging {} (build logs in {}/logs)",
+        outcome.staging.display(),
+        outcome.staging.display()
+    ));
+    Ok(BuiltRuntime {
+        commit,
+        sonames,
+        staging: outcome.staging,
+    })
+}
+
+/// The stand-in stock sets the chroot steps use, and the loader probe.
+struct StandinStock {
+    stock: StockSet,
+    /// The custom rccl (dpkg -i only).
+    custom: StockSet,
+    /// The next stock release, published mid-demo.
+    newer: StockSet,
+    probe: PathBuf,
+}
+
+fn build_standin_stock(
+    spec: &StockSetSpec,
+    work: &Path,
+    listener: &dyn Listener,
+    nested: &Nested,
+) -> anyhow::Result<StandinStock> {
+    let stock = standin::build_stock_set(spec, &work.join("stock"), nested)?;
+    let custom = standin::build_stock_set(
+        &spec.clone().only(&[StockRole::CustomRccl]),
+        &work.join("stock-custom-rccl"),
+        nested,
+    )?;
+    let newer = standin::build_stock_set(&spec.newer_release(), &work.join("stock-newer"), nested)?;
+    let probe = standin::build_loader_probe(&work.join("probe/rocm-pin-loader-probe"))?;
+    for (what, set) in [
+        ("stock host", &stock),
+        ("custom rccl (dpkg -i only)", &custom),
+        ("newer stock release", &newer),
+    ] {
+        let names: Vec<String> = set
+            .packages
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.version))
+            .collect();
+        listener.info(&format!("{what}: {}", names.join(", ")));
+    }
+    listener.info(&format!(
+        "stand-in .debs in {}",
+        work.join("stock").display()
+    ));
+    Ok(StandinStock {
+        stock,
+        custom,
+        newer,
+        probe,
+    })
+}
+
+fn package_replacements(
+    staging: &Path,
+    stock: &StockSet,
+    work: &Path,
+    listener: &dyn Listener,
+    nested: &Nested,
+) -> anyhow::Result<Vec<rocm_pin::deb::BuildSummary>> {
+    let req = PackageRequest {
+        staging: staging.to_path_buf(),
+        commit: CommitOverride::default(),
+        stock: StockInput::Debs {
+            debs: vec![
+                stock.require(StockRole::HsaRocr)?.deb.clone(),
+                stock.require(StockRole::HipRuntime)?.deb.clone(),
+            ],
+            target_root: PathBuf::from("/"),
+        },
+        prefix: None,
+        out: work.join("debs"),
+        compression: rocm_pin::deb::Compression::Xz,
+        source_date_epoch: None,
+        options: PlanOptions::default(),
+    };
+    let outcome = plan::package(&req, nested)?;
+    for d in &outcome.debs {
+        listener.info(&format!("{}", d.output.display()));
+    }
+    Ok(outcome.debs)
+}
+
+/// Publish our .debs in a signed repository; returns it and the keyring apt verifies it with.
+fn publish_repo(
+    debs: &[rocm_pin::deb::BuildSummary],
+    work: &Path,
+    listener: &dyn Listener,
+    nested: &Nested,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let key_dir = work.join("key");
+    std::fs::create_dir_all(&key_dir).with_context(|| format!("creating {}", key_dir.display()))?;
+    let key = repo::keygen(
+        &key_dir.join("repo-key.asc"),
+        "rocm-pin demo repository key",
+    )?;
+    listener.info(&format!("signing key {}", key.fingerprint));
+    let opts = RepoOptions {
+        sign_key: Some(key.secret.clone()),
+        ..RepoOptions::new(work.join("repo"))
+    };
+    let paths: Vec<PathBuf> = debs.iter().map(|d| d.output.clone()).collect();
+    let summary = repo::publish(&paths, &opts, nested)?;
+    listener.info(&format!(
+        "{}: {} packages, signed by {}",
+        opts.out.display(),
+        summary.total,
+        summary.signed_by.as_deref().unwrap_or("nobody")
+    ));
+    Ok((opts.out, key.public_gpg))
 }
 
 /// Run a shell script in the chroot, appending the command and its output to `log`.
@@ -738,7 +816,7 @@ fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String
 }
 
 fn tail(out: &Output, n: usize) -> String {
-    crate::process::output_tail(out, n)
+    rocm_pin::process::output_tail(out, n)
 }
 
 fn slug(name: &str) -> String {
@@ -836,97 +914,22 @@ fn in_chroot(
         let sb = Sandbox::with_options(image, sandbox_opts)?;
         listener.info(&format!("chroot {}", sb.root().display()));
         let sb = sandbox.insert(sb);
-        standin::chroot::publish(sb, "stock", &made.stock)?;
-        let stock_names: Vec<String> = STOCK_HOST_ROLES
-            .iter()
-            .filter_map(|r| made.stock.package(*r).map(|p| p.name.clone()))
-            .collect();
-        chroot_sh_ok(
-            sb,
-            &host_log,
-            &format!("apt-get install -y -q {}", stock_names.join(" ")),
-        )?;
-        standin::chroot::install_probe(sb, &made.probe)?;
-        let names: Vec<&str> = made.sonames.iter().map(String::as_str).collect();
-        let (lines, _) = standin::chroot::run_probe(sb, &names)?;
-        for l in &lines {
-            let identity = l.identity.as_deref().unwrap_or("NOT LOADED");
-            listener.info(&format!(
-                "before: loader maps {} -> {} ({identity})",
-                l.soname,
-                l.real_path.as_deref().unwrap_or("-"),
-            ));
-            // The demo shows a change only if the stock library is what it starts from.
-            if !identity.contains("-STOCK-") {
-                bail!(
-                    "the stock host's loader maps {} to {identity}, not the stand-in stock library",
-                    l.soname
-                );
-            }
-        }
+        install_stock_host(sb, made, &host_log, listener)?;
         sb.install_rocm_pin(&opts.rocm_pin)?;
         // The seed's custom rccl, for the `dpkg -i --force-all` step.
         sb.copy_in(&made.custom.out_dir, CUSTOM_CHROOT_DIR)?;
-        // The signed repository, trusted only through its key (signed-by=), no trusted=yes.
-        sb.copy_in(&made.repo, REPO_CHROOT_DIR)?;
-        sb.copy_in(&made.keyring, KEYRING_CHROOT_PATH)?;
-        sb.write(
-            SOURCES_CHROOT_PATH,
-            format!(
-                "deb [signed-by={KEYRING_CHROOT_PATH}] file:{REPO_CHROOT_DIR} {} {}\n",
-                repo::DEFAULT_SUITE,
-                repo::DEFAULT_COMPONENT
-            ),
-        )?;
-        let update = chroot_sh_ok(
-            sb,
-            &host_log,
-            &format!("chmod -R a+rX {REPO_CHROOT_DIR}\napt-get update"),
-        )?;
-        if update.contains("W:") || update.contains("Err:") || update.contains("E:") {
-            bail!(
-                "apt-get update did not accept the signed repository cleanly (log {}):\n{update}",
-                host_log.display()
-            );
-        }
-        listener.info(&format!(
-            "signed repository {REPO_CHROOT_DIR} added with signed-by={KEYRING_CHROOT_PATH}"
-        ));
-        Ok(())
+        add_signed_repo(sb, made, &host_log, listener)
     });
-    let Some(sb) = sandbox.as_ref() else {
+    let (Some(sb), Some(())) = (sandbox.as_ref(), ready) else {
         for n in &names[1..] {
             steps.run(n, true, || Ok(()));
         }
         return;
     };
-    if ready.is_none() {
-        for n in &names[1..] {
-            steps.run(n, true, || Ok(()));
-        }
-        return;
-    }
 
     let install_log = logs.join("chroot-02-rocm-pin-install.log");
     steps.run(&names[1], true, || {
-        chroot_sh_ok(
-            sb,
-            &install_log,
-            &format!(
-                "install -d -o _apt -m 0755 {OURS_CHROOT_DIR}\ncd {OURS_CHROOT_DIR}\n\
-                 apt-get download {}",
-                made.ours.join(" ")
-            ),
-        )?;
-        let out = chroot_sh_ok(
-            sb,
-            &install_log,
-            &format!("rocm-pin install --mode require {OURS_CHROOT_DIR}/*.deb"),
-        )?;
-        if let Some(last) = out.lines().last() {
-            listener.info(last);
-        }
-        check_patched(sb, made, &install_log, listener)
+        install_from_repo(sb, made, &install_log, listener)
     });
 
     let custom_deb = made
@@ -937,33 +940,143 @@ fn in_chroot(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     for (i, d) in downstream_steps(&custom_deb).into_iter().enumerate() {
-        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(d.title)));
-        steps.run(d.title, false, || {
-            if d.newer_stock {
-                standin::chroot::publish(sb, "stock", &made.newer)?;
-                listener.info(&format!(
-                    "published the newer stock release ({} {}) in the stock repository",
-                    made.newer.require(StockRole::HipRuntime)?.name,
-                    made.newer.require(StockRole::HipRuntime)?.version
-                ));
-            }
-            let out = chroot_sh(sb, &log, &d.script)?;
-            if !out.status.success() {
-                bail!(
-                    "`{}` failed ({}); log {}:\n{}",
-                    d.script.replace('\n', "; "),
-                    out.status,
-                    log.display(),
-                    tail(&out, 25)
-                );
-            }
-            if let Some((label, command)) = d.show {
-                let shown = chroot_sh_ok(sb, &log, command)?;
-                listener.info(&format!("{label}: {shown}"));
-            }
-            check_patched(sb, made, &log, listener)
+        let log = logs.join(format!("chroot-{:02}-{}.log", i + 3, slug(&d.title)));
+        steps.run(&d.title, false, || {
+            downstream_step(sb, made, &d, &log, listener)
         });
     }
+}
+
+/// The stock ROCm host: the stand-in stock set from its repository, and the loader mapping
+/// the stock pair (the demo shows a change only if the stock library is what it starts from).
+fn install_stock_host(
+    sb: &Sandbox,
+    made: &Made,
+    log: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    standin::chroot::publish(sb, "stock", &made.stock)?;
+    let stock_names: Vec<String> = STOCK_HOST_ROLES
+        .iter()
+        .filter_map(|r| made.stock.package(*r).map(|p| p.name.clone()))
+        .collect();
+    chroot_sh_ok(
+        sb,
+        log,
+        &format!("apt-get install -y -q {}", stock_names.join(" ")),
+    )?;
+    standin::chroot::install_probe(sb, &made.probe)?;
+    let names: Vec<&str> = made.sonames.iter().map(String::as_str).collect();
+    let (lines, _) = standin::chroot::run_probe(sb, &names)?;
+    for l in &lines {
+        let identity = l.identity.as_deref().unwrap_or("NOT LOADED");
+        listener.info(&format!(
+            "before: loader maps {} -> {} ({identity})",
+            l.soname,
+            l.real_path.as_deref().unwrap_or("-"),
+        ));
+        if !identity.contains("-STOCK-") {
+            bail!(
+                "the stock host's loader maps {} to {identity}, not the stand-in stock library",
+                l.soname
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Our signed repository, trusted only through its key (signed-by=), no trusted=yes.
+fn add_signed_repo(
+    sb: &Sandbox,
+    made: &Made,
+    log: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    sb.copy_in(&made.repo, REPO_CHROOT_DIR)?;
+    sb.copy_in(&made.keyring, KEYRING_CHROOT_PATH)?;
+    sb.write(
+        SOURCES_CHROOT_PATH,
+        format!(
+            "deb [signed-by={KEYRING_CHROOT_PATH}] file:{REPO_CHROOT_DIR} {} {}\n",
+            repo::DEFAULT_SUITE,
+            repo::DEFAULT_COMPONENT
+        ),
+    )?;
+    let update = chroot_sh_ok(
+        sb,
+        log,
+        &format!("chmod -R a+rX {REPO_CHROOT_DIR}\napt-get update"),
+    )?;
+    if update.contains("W:") || update.contains("E:") || update.contains("Err:") {
+        bail!(
+            "apt-get update did not accept the signed repository cleanly (log {}):\n{update}",
+            log.display()
+        );
+    }
+    listener.info(&format!(
+        "signed repository {REPO_CHROOT_DIR} added with signed-by={KEYRING_CHROOT_PATH}"
+    ));
+    Ok(())
+}
+
+/// `rocm-pin install --mode require` of our packages, downloaded from the signed repository.
+fn install_from_repo(
+    sb: &Sandbox,
+    made: &Made,
+    log: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    chroot_sh_ok(
+        sb,
+        log,
+        &format!(
+            "install -d -o _apt -m 0755 {OURS_CHROOT_DIR}\ncd {OURS_CHROOT_DIR}\n\
+             apt-get download {}",
+            made.ours.join(" ")
+        ),
+    )?;
+    let out = chroot_sh_ok(
+        sb,
+        log,
+        &format!("rocm-pin install --mode require {OURS_CHROOT_DIR}/*.deb"),
+    )?;
+    if let Some(last) = out.lines().last() {
+        listener.info(last);
+    }
+    check_patched(sb, made, log, listener)
+}
+
+/// One downstream scenario in the chroot; the patched pair must still be what the loader maps.
+fn downstream_step(
+    sb: &Sandbox,
+    made: &Made,
+    d: &scenarios::Scenario,
+    log: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    if d.newer_stock {
+        standin::chroot::publish(sb, "stock", &made.newer)?;
+        listener.info(&format!(
+            "published the newer stock release ({} {}) in the stock repository",
+            made.newer.require(StockRole::HipRuntime)?.name,
+            made.newer.require(StockRole::HipRuntime)?.version
+        ));
+    }
+    let out = chroot_sh(sb, log, &d.script)?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed ({}); log {}:\n{}",
+            d.script.replace('\n', "; "),
+            out.status,
+            log.display(),
+            tail(&out, 25)
+        );
+    }
+    if let Some(show) = &d.show {
+        let shown = chroot_sh_ok(sb, log, &show.command)?;
+        listener.info(&format!("{}: {shown}", show.label));
+    }
+    check_patched(sb, made, log, listener)
 }
 
 /// Move a directory tree: rename when on the same filesystem, else `mv` (copies and removes).

@@ -1,0 +1,241 @@
+//! The downstream scenarios: the apt and dpkg commands users run after `rocm-pin install` that
+//! used to put the stock runtime back. ONE list, written as data in `testdata/scenarios.json`
+//! (nfpm's scenarios-as-data), read by `rocm-pin demo` (the entries marked `demo`, in order, in
+//! one chroot) and by tests/install_downstream.rs (every entry, each in a fresh copy of an
+//! installed chroot, under every apt configuration CI runs: bookworm's apt 2.6, trixie's apt 3.0
+//! with the classic solver, and with `APT::Solver "3.0"`).
+//!
+//! Where the two apt solvers decide differently, an entry states the outcome per solver. The
+//! result users see is the same either way: the patched pair live and dependants kept, and
+//! either verify passing, or the command failing loudly with verify naming the repair (which
+//! the tests then run, taken from verify's own words, and check again).
+
+use rocm_pin::host::apt::Solver;
+use serde::Deserialize;
+
+/// The list, compiled in: the demo runs from an installed binary, far from any checkout.
+const SCENARIOS_JSON: &str = include_str!("../../../../testdata/scenarios.json");
+
+/// Where a scenario's inputs are inside the chroot (the demo and the tests copy them to
+/// different places). Each fills the `{field}` of the same name in a script.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// The custom rccl with exact `=` dependencies on the stock pair (dpkg -i only).
+    pub custom_rccl_deb: String,
+    /// The stock hsa-rocr and hip-runtime-amd .debs.
+    pub stock_hsa_deb: String,
+    pub stock_hip_deb: String,
+    /// `hip-runtime-amd=<exact stock version>`.
+    pub stock_hip_request: String,
+}
+
+/// What a scenario's script ends with, under one solver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Exit code of the script (its last command's).
+    pub rc: i32,
+    /// `rocm-pin verify` passes afterwards. When false, verify must fail `stock-absent` and name
+    /// a repair command that, run next, makes it pass.
+    pub verify_ok: bool,
+}
+
+const OK: Expect = Expect {
+    rc: 0,
+    verify_ok: true,
+};
+
+/// A command whose output the demo prints after the step.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Show {
+    pub label: String,
+    pub command: String,
+}
+
+/// One entry of testdata/scenarios.json, as written (the script still has its `{fields}`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioData {
+    id: String,
+    title: String,
+    demo: bool,
+    script: String,
+    #[serde(default)]
+    newer_stock: bool,
+    expect: Option<Expect>,
+    expect_solver3: Option<Expect>,
+    show: Option<Show>,
+    /// Why the outcome is what it is (for readers of the file).
+    #[serde(default, rename = "why")]
+    _why: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ScenarioFile {
+    #[serde(rename = "_about")]
+    _about: Vec<String>,
+    scenarios: Vec<ScenarioData>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Short id (test tables).
+    pub id: String,
+    /// The demo's step name (what a user reads).
+    pub title: String,
+    /// Run by `rocm-pin demo`.
+    pub demo: bool,
+    /// Shell script run inside the chroot (`/bin/sh -ec`), its inputs filled in.
+    pub script: String,
+    /// Publish the newer stock release in the stock repository first.
+    pub newer_stock: bool,
+    pub classic: Expect,
+    pub solver3: Expect,
+    pub show: Option<Show>,
+}
+
+impl Scenario {
+    pub fn expect(&self, solver: &Solver) -> Expect {
+        match solver {
+            Solver::Classic => self.classic,
+            Solver::Solver3 => self.solver3,
+        }
+    }
+}
+
+/// Fill `{name}` in a script from the inputs; a name the inputs do not have is the file's
+/// mistake, caught by the unit tests rather than run as a literal `{name}` in a chroot.
+fn fill(script: &str, i: &Inputs) -> Result<String, String> {
+    let mut out = String::with_capacity(script.len());
+    let mut rest = script;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed {{ in {script:?}"))?;
+        let value = match &after[..close] {
+            "custom_rccl_deb" => &i.custom_rccl_deb,
+            "stock_hsa_deb" => &i.stock_hsa_deb,
+            "stock_hip_deb" => &i.stock_hip_deb,
+            "stock_hip_request" => &i.stock_hip_request,
+            other => return Err(format!("unknown input {{{other}}} in {script:?}")),
+        };
+        out.push_str(value);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn parse(json: &str, i: &Inputs) -> Result<Vec<Scenario>, String> {
+    let file: ScenarioFile =
+        serde_json::from_str(json).map_err(|e| format!("testdata/scenarios.json: {e}"))?;
+    file.scenarios
+        .into_iter()
+        .map(|d| {
+            let classic = d.expect.unwrap_or(OK);
+            Ok(Scenario {
+                script: fill(&d.script, i).map_err(|e| format!("scenario {}: {e}", d.id))?,
+                id: d.id,
+                title: d.title,
+                demo: d.demo,
+                newer_stock: d.newer_stock,
+                classic,
+                solver3: d.expect_solver3.unwrap_or(classic),
+                show: d.show,
+            })
+        })
+        .collect()
+}
+
+/// Every scenario, the demo's first and in the demo's order.
+pub fn scenarios(i: &Inputs) -> Vec<Scenario> {
+    // The file is compiled in and checked by the unit tests below: a malformed list is a
+    // build of rocm-pin that must not ship, not a user's error.
+    parse(SCENARIOS_JSON, i).expect("testdata/scenarios.json is checked by the unit tests")
+}
+
+/// The demo's entries, in order. The demo has only the custom rccl among the inputs; the
+/// other entries (which need the rest) are not the demo's.
+pub fn demo_scenarios(custom_rccl_deb: &str) -> Vec<Scenario> {
+    let unused = "/nonexistent/not-a-demo-input".to_string();
+    scenarios(&Inputs {
+        custom_rccl_deb: custom_rccl_deb.to_string(),
+        stock_hsa_deb: unused.clone(),
+        stock_hip_deb: unused.clone(),
+        stock_hip_request: unused,
+    })
+    .into_iter()
+    .filter(|s| s.demo)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs() -> Inputs {
+        Inputs {
+            custom_rccl_deb: "/c/rccl.deb".into(),
+            stock_hsa_deb: "/s/hsa.deb".into(),
+            stock_hip_deb: "/s/hip.deb".into(),
+            stock_hip_request: "hip-runtime-amd=1".into(),
+        }
+    }
+
+    #[test]
+    fn ids_and_titles_are_unique_and_the_seed_comes_first() {
+        let v = scenarios(&inputs());
+        let mut ids: Vec<&str> = v.iter().map(|s| s.id.as_str()).collect();
+        let mut titles: Vec<&str> = v.iter().map(|s| s.title.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        titles.sort();
+        titles.dedup();
+        assert_eq!(ids.len(), v.len());
+        assert_eq!(titles.len(), v.len());
+        assert!(v[0].demo && v[0].script.contains("/c/rccl.deb"));
+        // The demo's entries come first, so the demo's order is the list's.
+        let first_non_demo = v.iter().position(|s| !s.demo).unwrap();
+        assert!(v[first_non_demo..].iter().all(|s| !s.demo));
+        // The demo runs them one after another: each must pass under either solver.
+        let demo = demo_scenarios("/c/rccl.deb");
+        assert_eq!(demo.len(), first_non_demo);
+        assert!(demo.iter().all(|s| s.classic == OK && s.solver3 == OK));
+        assert!(demo.iter().all(|s| !s.script.contains("/nonexistent/")));
+    }
+
+    #[test]
+    fn solvers_differ_only_on_the_forced_stock_cases() {
+        let v = scenarios(&inputs());
+        let differ: Vec<&str> = v
+            .iter()
+            .filter(|s| s.classic != s.solver3)
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(
+            differ,
+            ["force-stock-hsa+fix-broken", "force-stock-hip+fix-broken"]
+        );
+        // Every failing verify comes with an apt failure, never silently.
+        assert!(v
+            .iter()
+            .flat_map(|s| [s.classic, s.solver3])
+            .all(|e| e.verify_ok || e.rc != 0));
+    }
+
+    #[test]
+    fn every_input_is_filled_and_an_unknown_one_is_refused() {
+        let v = scenarios(&inputs());
+        assert!(v.iter().all(|s| !s.script.contains('{')));
+        assert!(v.iter().any(|s| s.script.contains("/s/hsa.deb")));
+        assert!(v.iter().any(|s| s.script.contains("hip-runtime-amd=1")));
+        let bad = SCENARIOS_JSON.replace("{stock_hip_deb}", "{stock_hip_debb}");
+        let err = parse(&bad, &inputs()).unwrap_err();
+        assert!(err.contains("unknown input {stock_hip_debb}"), "{err}");
+        let typo = SCENARIOS_JSON.replace("\"newer_stock\"", "\"newer_stok\"");
+        assert!(parse(&typo, &inputs()).unwrap_err().contains("newer_stok"));
+    }
+}
