@@ -306,7 +306,7 @@ fn make_root(b: &Built) -> tempfile::TempDir {
 
 fn run(root: &Path) -> VerifyReport {
     verify(&VerifyOptions {
-        root: root.to_path_buf(),
+        root: rocm_pin::host::root::Root::new(root),
         ld_library_path: None,
         ask_apt: false,
         accept_skipped_backport_check: false,
@@ -482,7 +482,7 @@ fn verify_fake_root_pass_and_tamper_matrix() {
     std::fs::create_dir_all(host(d.path(), "/srv/other")).unwrap();
     std::fs::copy(&b.hip, host(d.path(), "/srv/other/libamdhip64.so.7")).unwrap();
     let rep = verify(&VerifyOptions {
-        root: d.path().to_path_buf(),
+        root: rocm_pin::host::root::Root::new(d.path()),
         ld_library_path: Some("/srv/other".into()),
         ask_apt: false,
         accept_skipped_backport_check: false,

@@ -43,6 +43,7 @@ pub struct AdoptArgs {
 pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
     let listener = rocm_pin::progress::for_cli(args.json);
     let report = adopt(
+        &rocm_pin::host::root::Root::system(),
         &AdoptOptions {
             out: args.out,
             no_rollback: args.no_rollback,

@@ -67,7 +67,11 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         allow_downgrade: args.allow_downgrade,
         no_rollback: args.no_rollback,
     };
-    let report = install(&opts, listener.as_ref())?;
+    let report = install(
+        &rocm_pin::host::root::Root::system(),
+        &opts,
+        listener.as_ref(),
+    )?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

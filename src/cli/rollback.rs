@@ -20,7 +20,11 @@ pub struct RollbackArgs {
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
     let listener = rocm_pin::progress::for_cli(args.json);
-    let r = rocm_pin::host::rollback::rollback(args.lock_timeout, listener.as_ref())?;
+    let r = rocm_pin::host::rollback::rollback(
+        &rocm_pin::host::root::Root::system(),
+        args.lock_timeout,
+        listener.as_ref(),
+    )?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {

@@ -49,7 +49,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let report = match image {
         Some(source) => verify_image(&source, args.accept_skipped_backport_check)?,
         None => verify(&VerifyOptions {
-            root: args.root.clone(),
+            root: rocm_pin::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,
             ..VerifyOptions::default()
         })?,
@@ -104,7 +104,11 @@ mod tests {
     #[test]
     fn a_host_the_gate_skipped_ends_with_exit_3_and_the_skip_record() {
         let d = tempfile::tempdir().unwrap();
-        rocm_pin::host::gate::write_skip_record(d.path(), "ROCm 7.2.5 at /opt/rocm-7.2.5").unwrap();
+        rocm_pin::host::gate::write_skip_record(
+            &rocm_pin::host::root::Root::new(d.path()),
+            "ROCm 7.2.5 at /opt/rocm-7.2.5",
+        )
+        .unwrap();
         let err = run(args(d.path())).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),

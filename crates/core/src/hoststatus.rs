@@ -4,7 +4,8 @@ use std::path::Path;
 
 use crate::host::gate;
 use crate::host::rollback::installed_pin;
-use crate::host::status::{in_root, StatusEntry};
+use crate::host::root::Root;
+use crate::host::status::StatusEntry;
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -159,11 +160,11 @@ fn maps_pathname(line: &str) -> Option<&str> {
     (!rest.is_empty()).then_some(rest)
 }
 
-fn ours_info(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
+fn ours_info(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
     let installed_at = ours
         .iter()
         .filter_map(|e| {
-            let list = in_root(root, &format!("/var/lib/dpkg/info/{}.list", e.package));
+            let list = root.host_path(format!("/var/lib/dpkg/info/{}.list", e.package));
             let t = std::fs::metadata(list).ok()?.modified().ok()?;
             t.duration_since(std::time::UNIX_EPOCH)
                 .ok()
@@ -217,12 +218,12 @@ fn stock_states(entries: &[StatusEntry], marker: Option<&rocm::Marker>) -> Vec<S
         .collect()
 }
 
-fn pin_states(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinState> {
+fn pin_states(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinState> {
     m.replaced
         .iter()
         .map(|r| {
             let file = rocm::pin_file_path(&r.package);
-            let pinned = std::fs::read_to_string(in_root(root, &file.to_string_lossy()))
+            let pinned = std::fs::read_to_string(root.host_path(&file))
                 .ok()
                 .and_then(|t| crate::host::apt::parse_preferences(&t).ok())
                 .is_some_and(|st| {
@@ -241,11 +242,11 @@ fn pin_states(root: &Path, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
 
 /// (ok, failed lines, number of checks) of a verify run; None when not applicable.
 fn quick_verify(
-    root: &Path,
+    root: &Root,
     accept_skipped_backport_check: bool,
 ) -> (Option<bool>, Vec<String>, usize) {
     match crate::verify::verify(&crate::verify::VerifyOptions {
-        root: root.to_path_buf(),
+        root: root.clone(),
         accept_skipped_backport_check,
         ..Default::default()
     }) {
@@ -262,7 +263,7 @@ fn quick_verify(
 
 /// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
 /// line leads somewhere instead of just saying "not installed".
-fn gate_preview(root: &Path, mode: GateMode) -> String {
+fn gate_preview(root: &Root, mode: GateMode) -> String {
     let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
         Ok((prefix, _)) => prefix.display().to_string(),
         Err(_) => format!("/opt/rocm-{}", rocm::TARGET_ROCM_VERSION),
@@ -286,22 +287,19 @@ fn gate_preview(root: &Path, mode: GateMode) -> String {
 }
 
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
-pub fn host_status(root: &Path, mode: GateMode) -> anyhow::Result<HostStatus> {
+pub fn host_status(root: &Root, mode: GateMode) -> anyhow::Result<HostStatus> {
     host_status_with(root, mode, false)
 }
 
 /// [`host_status`], its verify accepting a recorded `--no-backport-check` when `accept`.
 pub fn host_status_with(
-    root: &Path,
+    root: &Root,
     mode: GateMode,
     accept_skipped_backport_check: bool,
 ) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
-        first_line(&in_root(
-            root,
-            &format!("{}/{}", p.display(), rocm::VERSION_RELPATH),
-        ))
+        first_line(&root.host_path(format!("{}/{}", p.display(), rocm::VERSION_RELPATH)))
     });
     let entries = crate::host::status::read_status(root)?;
     let pin = installed_pin(root)?;
@@ -310,7 +308,7 @@ pub fn host_status_with(
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
     let target_version = target_prefix
         .as_ref()
-        .and_then(|p| first_line(&in_root(root, &format!("{p}/{}", rocm::VERSION_RELPATH))));
+        .and_then(|p| first_line(&root.host_path(format!("{p}/{}", rocm::VERSION_RELPATH))));
     let skip = gate::read_skip_record(root);
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
@@ -369,7 +367,7 @@ pub fn host_status_with(
         verify_ok,
         verify_failed: failed,
         verify_checks: n,
-        stale_processes: stale_mappings(&in_root(root, "/proc")),
+        stale_processes: stale_mappings(&root.host_path("/proc")),
         in_place,
         ours: marker.as_ref().map(|m| ours_info(root, &ours, m)),
         stock: stock_states(&entries, marker.as_ref()),
@@ -380,9 +378,10 @@ pub fn host_status_with(
         upgrades: marker
             .as_ref()
             .map(|m| crate::host::upgrades::available(root, &ours, m)),
-        guard: in_root(root, &crate::host::install::guard_path().to_string_lossy()).exists(),
+        guard: root.host_path(crate::host::install::guard_path()).exists(),
         guard_path: crate::host::install::guard_path().display().to_string(),
-        local_repo: in_root(root, &local_repo.to_string_lossy())
+        local_repo: root
+            .host_path(&local_repo)
             .exists()
             .then(|| local_repo.display().to_string()),
         release_hold,

@@ -21,7 +21,7 @@ pub fn verify_image(
     accept_skipped_backport_check: bool,
 ) -> anyhow::Result<VerifyReport> {
     let unpacked = image::unpack(source)?;
-    let root = unpacked.root();
+    let root = crate::host::root::Root::new(unpacked.root());
     let opts = VerifyOptions {
         root: root.clone(),
         // The host's LD_LIBRARY_PATH says nothing about the image.
@@ -44,7 +44,7 @@ pub fn verify_image(
 /// The commit label against the installed packages' commit; None when the image has no label.
 fn label_check(
     labels: &std::collections::BTreeMap<String, String>,
-    root: &std::path::Path,
+    root: &crate::host::root::Root,
 ) -> anyhow::Result<Option<Check>> {
     let Some((name, value)) = [COMMIT_LABEL, OCI_REVISION_LABEL]
         .into_iter()
@@ -111,21 +111,39 @@ mod tests {
         let a = "a".repeat(40);
         let b = "b".repeat(40);
         let root = root_with_commit(&a);
-        let ok = label_check(&labels(&[(COMMIT_LABEL, &a)]), root.path())
-            .unwrap()
-            .unwrap();
+        let ok = label_check(
+            &labels(&[(COMMIT_LABEL, &a)]),
+            &crate::host::root::Root::new(root.path()),
+        )
+        .unwrap()
+        .unwrap();
         assert!(ok.ok, "{ok:?}");
-        let bad = label_check(&labels(&[(COMMIT_LABEL, &b)]), root.path())
-            .unwrap()
-            .unwrap();
+        let bad = label_check(
+            &labels(&[(COMMIT_LABEL, &b)]),
+            &crate::host::root::Root::new(root.path()),
+        )
+        .unwrap()
+        .unwrap();
         assert!(!bad.ok && bad.detail.contains(&a), "{bad:?}");
         // Ours wins over the OCI revision (a downstream image's revision is its own project's).
         let both = labels(&[(COMMIT_LABEL, &a), (OCI_REVISION_LABEL, &b)]);
-        assert!(label_check(&both, root.path()).unwrap().unwrap().ok);
-        let rev = label_check(&labels(&[(OCI_REVISION_LABEL, &b)]), root.path())
-            .unwrap()
-            .unwrap();
+        assert!(
+            label_check(&both, &crate::host::root::Root::new(root.path()))
+                .unwrap()
+                .unwrap()
+                .ok
+        );
+        let rev = label_check(
+            &labels(&[(OCI_REVISION_LABEL, &b)]),
+            &crate::host::root::Root::new(root.path()),
+        )
+        .unwrap()
+        .unwrap();
         assert!(!rev.ok && rev.subject == OCI_REVISION_LABEL, "{rev:?}");
-        assert!(label_check(&labels(&[]), root.path()).unwrap().is_none());
+        assert!(
+            label_check(&labels(&[]), &crate::host::root::Root::new(root.path()))
+                .unwrap()
+                .is_none()
+        );
     }
 }

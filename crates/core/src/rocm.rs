@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::host::root::Missing;
+use crate::host::root::{Missing, Root};
 
 /// ROCm/rocm-systems commit whose ROCr + CLR carry the ordering-edge backport.
 pub const PIN_COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
@@ -112,8 +112,11 @@ pub fn family_of(file_name: &str) -> Option<&'static LibraryFamily> {
 /// /opt/rocm-7.2.4`), relative to `root` (a chroot or `/`): absolute link targets are
 /// interpreted inside `root`. Returns the resolved path *inside* root (e.g. `/opt/rocm-7.2.4`)
 /// and every hop for reporting.
-pub fn resolve_rocm_path(root: &Path, path: &Path) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
-    let resolved = crate::host::root::Root::new(root).resolve(path, Missing::Fail)?;
+pub fn resolve_rocm_path(
+    root: impl Into<Root>,
+    path: &Path,
+) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    let resolved = root.into().resolve(path, Missing::Fail)?;
     Ok((resolved.path, resolved.hops))
 }
 

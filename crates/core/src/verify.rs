@@ -15,7 +15,7 @@ use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
 use crate::host::root::Root;
-use crate::host::status::{self, in_root, StatusEntry};
+use crate::host::status::{self, StatusEntry};
 use crate::rocm::{self, Half};
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
@@ -97,7 +97,7 @@ impl VerifyReport {
 
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
-    pub root: PathBuf,
+    pub root: Root,
     /// `LD_LIBRARY_PATH` to honour when resolving sonames (None = unset).
     pub ld_library_path: Option<String>,
     /// Ask apt whether the pins are effective (off only for unit tests on trees without apt).
@@ -110,7 +110,7 @@ pub struct VerifyOptions {
 impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
-            root: PathBuf::from("/"),
+            root: Root::system(),
             ld_library_path: std::env::var("LD_LIBRARY_PATH")
                 .ok()
                 .filter(|s| !s.is_empty()),
@@ -155,15 +155,15 @@ impl Checks {
 /// Run every check. Errors only for an unreadable environment (exit 2): a missing or corrupt
 /// dpkg database. Everything about the install itself is a failed check, not an error.
 pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     let mut report = VerifyReport {
         schema: SCHEMA_VERSION,
-        root: root.display().to_string(),
+        root: root.path().display().to_string(),
         ok: false,
         skipped: None,
         checks: Vec::new(),
     };
-    let skip = in_root(root, &skip_record_path().to_string_lossy());
+    let skip = root.host_path(skip_record_path());
     if skip.exists() {
         let reason = std::fs::read_to_string(&skip).unwrap_or_default();
         report.skipped = Some(reason.trim().to_string());
@@ -181,7 +181,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
 }
 
 fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     let by_name: BTreeMap<&str, &StatusEntry> =
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
     let ours: Vec<&StatusEntry> = entries
@@ -225,7 +225,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
 /// Our packages' file lists, and the provenance marker our HSA package ships (found through
 /// them): `(lists, marker path, marker)`.
 fn read_marker(
-    root: &Path,
+    root: &Root,
     ours: &[&StatusEntry],
     c: &mut Checks,
 ) -> (
@@ -261,7 +261,7 @@ fn read_marker(
             );
             None
         }
-        Some(p) => match std::fs::read(in_root(root, p))
+        Some(p) => match std::fs::read(root.host_path(p))
             .map_err(anyhow::Error::from)
             .and_then(|b| serde_json::from_slice::<rocm::Marker>(&b).map_err(Into::into))
         {
@@ -345,7 +345,7 @@ fn check_our_packages(ours: &[&StatusEntry], marker: Option<&rocm::Marker>, c: &
 
 /// Every package the marker names is installed, and no stock package it replaces is.
 fn check_marker_packages(
-    root: &Path,
+    root: &Root,
     marker: &rocm::Marker,
     by_name: &BTreeMap<&str, &StatusEntry>,
     c: &mut Checks,
@@ -394,7 +394,7 @@ fn check_marker_packages(
 
 /// Nothing of ours is installed. Say first whether there is a ROCm to replace at all: on a host
 /// without one, "run `rocm-pin install`" would only lead to install's own refusal.
-fn check_nothing_installed(root: &Path, by_name: &BTreeMap<&str, &StatusEntry>, c: &mut Checks) {
+fn check_nothing_installed(root: &Root, by_name: &BTreeMap<&str, &StatusEntry>, c: &mut Checks) {
     let stock_installed: Vec<&str> = [Half::Hsa, Half::Hip]
         .into_iter()
         .map(rocm::stock_base_name)
@@ -411,7 +411,7 @@ fn check_nothing_installed(root: &Path, by_name: &BTreeMap<&str, &StatusEntry>, 
                  (dpkg database). rocm-pin replaces the runtime of an installed ROCm {}: run this where ROCm \
                  is installed (the ROCm image, or `--root` pointing at its tree), or install ROCm first",
                 rocm::DEFAULT_ROCM_PATH,
-                root.display(),
+                root.path().display(),
                 rocm::stock_base_name(Half::Hsa),
                 rocm::stock_base_name(Half::Hip),
                 rocm::TARGET_ROCM_VERSION,
@@ -437,11 +437,22 @@ fn check_pins(
     policy: Option<anyhow::Result<Vec<apt::Policy>>>,
     c: &mut Checks,
 ) {
-    let root = opts.root.as_path();
-    let mut present = Vec::new();
+    check_pin_files(&opts.root, marker, by_name, c);
+    if let Some(policy) = policy {
+        check_pins_effective(marker, policy, c);
+    }
+}
+
+/// Each pin file our packages ship pins its stock package below 0.
+fn check_pin_files(
+    root: &Root,
+    marker: &rocm::Marker,
+    by_name: &BTreeMap<&str, &StatusEntry>,
+    c: &mut Checks,
+) {
     for r in &marker.replaced {
         let pin = rocm::pin_file_path(&r.package);
-        let host = in_root(root, &pin.to_string_lossy());
+        let host = root.host_path(&pin);
         let res = std::fs::read_to_string(&host)
             .map_err(anyhow::Error::from)
             .and_then(|t| apt::parse_preferences(&t));
@@ -450,9 +461,6 @@ fn check_pins(
                 let ok = stanzas.iter().any(|s| {
                     s.packages.iter().any(|p| p == &r.stock_name) && s.priority < 0
                 });
-                if ok {
-                    present.push(r.stock_name.clone());
-                }
                 let owned = by_name
                     .get(r.package.as_str())
                     .is_some_and(|e| e.conffiles.iter().any(|(p, _)| Path::new(p) == pin));
@@ -486,8 +494,14 @@ fn check_pins(
             ),
         }
     }
-    let Some(policy) = policy else { return };
-    // Effective: apt itself must see no candidate for the stock names.
+}
+
+/// Effective: apt itself must see no candidate for the stock names.
+fn check_pins_effective(
+    marker: &rocm::Marker,
+    policy: anyhow::Result<Vec<apt::Policy>>,
+    c: &mut Checks,
+) {
     let names: Vec<String> = marker
         .replaced
         .iter()
@@ -564,7 +578,7 @@ fn hash_file(path: &Path, want_sha: bool) -> std::io::Result<(String, Option<Str
 }
 
 fn check_files(
-    root: &Path,
+    root: &Root,
     ours: &[&StatusEntry],
     marker: &rocm::Marker,
     marker_path: Option<&str>,
@@ -577,7 +591,52 @@ fn check_files(
             return;
         }
     };
-    // path → (md5 from dpkg, owning package)
+    let expected = expected_files(root, ours, marker, c);
+    let mut checked = 0usize;
+    let mut excluded = 0usize;
+    let mut bytes = 0u64;
+    let mut bad = 0usize;
+    for (path, (md5, pkg)) in &expected {
+        if Some(path.as_str()) == marker_path {
+            continue;
+        }
+        let sha_expected = marker.files.get(path);
+        match check_file(root, &filters, path, md5.as_deref(), pkg, sha_expected, c) {
+            FileCheck::Excluded => excluded += 1,
+            FileCheck::Unreadable => bad += 1,
+            FileCheck::Hashed { size, matches } => {
+                checked += 1;
+                bytes += size;
+                if !matches {
+                    bad += 1;
+                }
+            }
+        }
+    }
+    if bad == 0 {
+        c.add(
+            "files",
+            "",
+            true,
+            format!(
+                "{checked} files ({bytes} bytes) match dpkg's md5sums and the marker's sha256{}",
+                if excluded > 0 {
+                    format!("; {excluded} absent by dpkg path-exclude")
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+}
+
+/// Every file to check: path → (md5 from dpkg, owning package), then the marker's files.
+fn expected_files(
+    root: &Root,
+    ours: &[&StatusEntry],
+    marker: &rocm::Marker,
+    c: &mut Checks,
+) -> BTreeMap<String, (Option<String>, String)> {
     let mut expected: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
     for e in ours {
         match status::package_md5sums(root, &e.package, &e.architecture) {
@@ -603,84 +662,85 @@ fn check_files(
             .entry(p.clone())
             .or_insert((None, String::from("marker")));
     }
-    let mut checked = 0usize;
-    let mut excluded = 0usize;
-    let mut bytes = 0u64;
-    let mut bad = 0usize;
-    for (path, (md5, pkg)) in &expected {
-        if Some(path.as_str()) == marker_path {
-            continue;
+    expected
+}
+
+/// What the check of one file found (a failure is added to the checks as it is found).
+enum FileCheck {
+    /// Absent by a dpkg `path-exclude`.
+    Excluded,
+    /// Missing, not a regular file, or unreadable.
+    Unreadable,
+    /// Hashed: its size, and whether both sums match.
+    Hashed { size: u64, matches: bool },
+}
+
+/// One file against dpkg's md5 and the marker's sha256.
+fn check_file(
+    root: &Root,
+    filters: &PathFilters,
+    path: &str,
+    md5: Option<&str>,
+    pkg: &str,
+    sha_expected: Option<&String>,
+    c: &mut Checks,
+) -> FileCheck {
+    let host = root.host_path(path);
+    let meta = std::fs::symlink_metadata(&host);
+    if filters.is_excluded(path) && meta.is_err() {
+        return FileCheck::Excluded;
+    }
+    let fail = |c: &mut Checks, why: String| {
+        c.add("files", path, false, format!("{why} (package {pkg})"));
+    };
+    match meta {
+        Err(_) => {
+            fail(
+                c,
+                "missing; reinstall with `apt-get install --reinstall` or `rocm-pin install`"
+                    .into(),
+            );
+            return FileCheck::Unreadable;
         }
-        let sha_expected = marker.files.get(path);
-        let host = in_root(root, path);
-        let meta = std::fs::symlink_metadata(&host);
-        if filters.is_excluded(path) && meta.is_err() {
-            excluded += 1;
-            continue;
+        Ok(m) if !m.is_file() => {
+            fail(c, "not a regular file".into());
+            return FileCheck::Unreadable;
         }
-        let fail = |c: &mut Checks, why: String| {
-            c.add("files", path, false, format!("{why} (package {pkg})"));
-        };
-        match meta {
-            Err(_) => {
-                bad += 1;
-                fail(
-                    c,
-                    "missing; reinstall with `apt-get install --reinstall` or `rocm-pin install`"
-                        .into(),
-                );
-                continue;
-            }
-            Ok(m) if !m.is_file() => {
-                bad += 1;
-                fail(c, "not a regular file".into());
-                continue;
-            }
-            Ok(_) => {}
+        Ok(_) => {}
+    }
+    let (got_md5, got_sha, size) = match hash_file(&host, sha_expected.is_some()) {
+        Err(e) => {
+            fail(c, format!("cannot read: {e}"));
+            return FileCheck::Unreadable;
         }
-        match hash_file(&host, sha_expected.is_some()) {
-            Err(e) => {
-                bad += 1;
-                fail(c, format!("cannot read: {e}"));
-            }
-            Ok((got_md5, got_sha, n)) => {
-                checked += 1;
-                bytes += n;
-                if let Some(m) = md5 {
-                    if &got_md5 != m {
-                        bad += 1;
-                        fail(c, format!("md5 {got_md5} differs from dpkg's {m}"));
-                        continue;
-                    }
-                }
-                if let (Some(want), Some(got)) = (sha_expected, got_sha) {
-                    if !want.eq_ignore_ascii_case(&got) {
-                        bad += 1;
-                        fail(c, format!("sha256 {got} differs from the marker's {want}"));
-                    }
-                }
-            }
+        Ok(hashed) => hashed,
+    };
+    if let Some(m) = md5 {
+        if got_md5 != m {
+            fail(c, format!("md5 {got_md5} differs from dpkg's {m}"));
+            return FileCheck::Hashed {
+                size,
+                matches: false,
+            };
         }
     }
-    if bad == 0 {
-        c.add(
-            "files",
-            "",
-            true,
-            format!(
-                "{checked} files ({bytes} bytes) match dpkg's md5sums and the marker's sha256{}",
-                if excluded > 0 {
-                    format!("; {excluded} absent by dpkg path-exclude")
-                } else {
-                    String::new()
-                }
-            ),
-        );
+    if let (Some(want), Some(got)) = (sha_expected, got_sha) {
+        if !want.eq_ignore_ascii_case(&got) {
+            fail(c, format!("sha256 {got} differs from the marker's {want}"));
+            return FileCheck::Hashed {
+                size,
+                matches: false,
+            };
+        }
+    }
+    FileCheck::Hashed {
+        size,
+        matches: true,
     }
 }
 
-fn identity(root: &Path, path: &str) -> Option<(u64, u64)> {
-    std::fs::metadata(in_root(root, path))
+fn identity(root: &Root, path: &str) -> Option<(u64, u64)> {
+    std::fs::metadata(root.host_path(path))
         .ok()
         .map(|m| (m.dev(), m.ino()))
 }
@@ -756,6 +816,8 @@ fn missing_backport_symbol(opts: &VerifyOptions, marker: &rocm::Marker) -> (bool
     }
 }
 
+/// Each library of the marker: its stock-name aliases, its soname link, the backport symbol
+/// (HSA half), which file ld.so opens; then every symlink our packages ship.
 fn check_libraries(
     opts: &VerifyOptions,
     marker: &rocm::Marker,
@@ -763,150 +825,187 @@ fn check_libraries(
     cache: anyhow::Result<Vec<loader::CacheEntry>>,
     c: &mut Checks,
 ) {
-    let root = opts.root.as_path();
+    let root = &opts.root;
     if let Err(e) = &cache {
         c.add("loader", "", false, format!("{e:#}"));
     }
     for lib in &marker.libraries {
         let real = identity(root, &lib.path);
-        // Aliases: the stock versioned names must be the same inode.
-        for a in &lib.aliases {
-            let ok = real.is_some() && identity(root, a) == real;
-            let same_path = std::fs::symlink_metadata(in_root(root, a))
-                .map(|m| !m.file_type().is_symlink())
-                .unwrap_or(false);
-            c.add(
-                "aliases",
-                a,
-                ok && same_path,
-                if ok && same_path {
-                    format!("hard link of {}", lib.path)
-                } else if real.is_none() {
-                    format!("{} is missing", lib.path)
-                } else {
-                    format!(
-                        "not the same inode as {} (a copy or a stock file); reinstall {}",
-                        lib.path, lib.package
-                    )
-                },
-            );
-        }
-        // Soname link resolves to our file, non-empty, with the right SONAME.
-        let dir = Path::new(&lib.path)
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "/".into());
-        let link = format!("{dir}/{}", lib.soname);
-        match Root::new(root).canonical(&link) {
-            Err(e) => c.add("sonames", &link, false, format!("{e:#}")),
-            Ok(target) => {
-                let meta = std::fs::metadata(in_root(root, &target));
-                let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
-                let same = identity(root, &target) == real && real.is_some();
-                let elf_soname = crate::elf::read_elf(&in_root(root, &target))
-                    .map(|i| i.soname)
-                    .map_err(|e| format!("{e:#}"));
-                let (ok, detail) = if size == 0 {
-                    (false, format!("resolves to {target}, which is empty"))
-                } else if !same {
-                    (
-                        false,
-                        format!("resolves to {target}, not to our {}", lib.path),
-                    )
-                } else {
-                    match elf_soname {
-                        Ok(Some(s)) if s == lib.soname => {
-                            (true, format!("→ {target} (SONAME {s}, {size} bytes)"))
-                        }
-                        Ok(other) => (
-                            false,
-                            format!(
-                                "→ {target} whose SONAME is {}, expected {}",
-                                other.as_deref().unwrap_or("(none)"),
-                                lib.soname
-                            ),
-                        ),
-                        Err(e) => (false, format!("→ {target}: not a readable ELF: {e}")),
-                    }
-                };
-                c.add("sonames", &link, ok, detail);
-            }
-        }
-        // The HSA half must export the backport symbol.
-        let file_name = Path::new(&lib.path)
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if rocm::family_of(&file_name).is_some_and(|f| f.half == rocm::Half::Hsa) {
-            let res = crate::elf::read_elf(&in_root(root, &lib.path));
-            let (ok, detail) = match res {
-                Ok(info) => match info.export(rocm::BACKPORT_SYMBOL) {
-                    Some(s) => (
-                        true,
-                        format!(
-                            "exports {}{}",
-                            s.name,
-                            s.version
-                                .as_ref()
-                                .map(|v| format!("@{}{v}", if s.default { "@" } else { "" }))
-                                .unwrap_or_default()
-                        ),
-                    ),
-                    None => missing_backport_symbol(opts, marker),
-                },
-                Err(e) => (false, format!("not a readable ELF: {e:#}")),
-            };
-            c.add("backport-symbol", &lib.path, ok, detail);
-        }
-        // Which file does ld.so open for this soname?
+        check_aliases(root, lib, real, c);
+        check_soname_link(root, lib, real, c);
+        check_backport_symbol(opts, marker, lib, c);
         if let Ok(cache) = &cache {
-            let res = loader::resolve(root, &lib.soname, cache, opts.ld_library_path.as_deref());
-            let (ok, detail) = match &res.winner {
-                None => (
-                    false,
-                    format!(
-                        "ld.so finds no {} (not in the ld.so cache: is {} missing, or ldconfig not run?)",
-                        lib.soname,
-                        rocm::loader_entry_path(&lib.package).display()
-                    ),
-                ),
-                Some(w) => {
-                    let ours = identity(root, w) == real && real.is_some();
-                    let via = match res.via {
-                        Some(loader::Via::LdLibraryPath) => "LD_LIBRARY_PATH",
-                        Some(loader::Via::Cache) => "ld.so.cache",
-                        _ => "default directory",
-                    };
-                    let others = if res.others.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; also found: {}", res.others.join(", "))
-                    };
-                    if ours {
-                        (true, format!("ld.so opens {w} (via {via}) = ours{others}"))
-                    } else {
-                        (
-                            false,
-                            format!(
-                                "ld.so opens {w} (via {via}), NOT our {}{others}; remove that library or its ld.so.conf.d entry, then run ldconfig",
-                                lib.path
-                            ),
-                        )
-                    }
-                }
-            };
-            c.add("loader", &lib.soname, ok, detail);
+            check_loader_opens(opts, lib, real, cache, c);
         }
     }
-    // Every symlink our packages ship must resolve (none dangling).
+    check_symlinks_resolve(root, lists, c);
+}
+
+/// Aliases: the stock versioned names must be the same inode as our file (`real`).
+fn check_aliases(root: &Root, lib: &rocm::MarkerLibrary, real: Option<(u64, u64)>, c: &mut Checks) {
+    for a in &lib.aliases {
+        let ok = real.is_some() && identity(root, a) == real;
+        let same_path = std::fs::symlink_metadata(root.host_path(a))
+            .map(|m| !m.file_type().is_symlink())
+            .unwrap_or(false);
+        c.add(
+            "aliases",
+            a,
+            ok && same_path,
+            if ok && same_path {
+                format!("hard link of {}", lib.path)
+            } else if real.is_none() {
+                format!("{} is missing", lib.path)
+            } else {
+                format!(
+                    "not the same inode as {} (a copy or a stock file); reinstall {}",
+                    lib.path, lib.package
+                )
+            },
+        );
+    }
+}
+
+/// Soname link resolves to our file, non-empty, with the right SONAME.
+fn check_soname_link(
+    root: &Root,
+    lib: &rocm::MarkerLibrary,
+    real: Option<(u64, u64)>,
+    c: &mut Checks,
+) {
+    let dir = Path::new(&lib.path)
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "/".into());
+    let link = format!("{dir}/{}", lib.soname);
+    let target = match root.canonical(&link) {
+        Err(e) => return c.add("sonames", &link, false, format!("{e:#}")),
+        Ok(target) => target,
+    };
+    let meta = std::fs::metadata(root.host_path(&target));
+    let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+    let same = identity(root, &target) == real && real.is_some();
+    let elf_soname = crate::elf::read_elf(&root.host_path(&target))
+        .map(|i| i.soname)
+        .map_err(|e| format!("{e:#}"));
+    let (ok, detail) = if size == 0 {
+        (false, format!("resolves to {target}, which is empty"))
+    } else if !same {
+        (
+            false,
+            format!("resolves to {target}, not to our {}", lib.path),
+        )
+    } else {
+        match elf_soname {
+            Ok(Some(s)) if s == lib.soname => {
+                (true, format!("→ {target} (SONAME {s}, {size} bytes)"))
+            }
+            Ok(other) => (
+                false,
+                format!(
+                    "→ {target} whose SONAME is {}, expected {}",
+                    other.as_deref().unwrap_or("(none)"),
+                    lib.soname
+                ),
+            ),
+            Err(e) => (false, format!("→ {target}: not a readable ELF: {e}")),
+        }
+    };
+    c.add("sonames", &link, ok, detail);
+}
+
+/// The HSA half must export the backport symbol (other libraries: nothing to check).
+fn check_backport_symbol(
+    opts: &VerifyOptions,
+    marker: &rocm::Marker,
+    lib: &rocm::MarkerLibrary,
+    c: &mut Checks,
+) {
+    let file_name = Path::new(&lib.path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if rocm::family_of(&file_name).is_none_or(|f| f.half != rocm::Half::Hsa) {
+        return;
+    }
+    let res = crate::elf::read_elf(&opts.root.host_path(&lib.path));
+    let (ok, detail) = match res {
+        Ok(info) => match info.export(rocm::BACKPORT_SYMBOL) {
+            Some(s) => (
+                true,
+                format!(
+                    "exports {}{}",
+                    s.name,
+                    s.version
+                        .as_ref()
+                        .map(|v| format!("@{}{v}", if s.default { "@" } else { "" }))
+                        .unwrap_or_default()
+                ),
+            ),
+            None => missing_backport_symbol(opts, marker),
+        },
+        Err(e) => (false, format!("not a readable ELF: {e:#}")),
+    };
+    c.add("backport-symbol", &lib.path, ok, detail);
+}
+
+/// Which file does ld.so open for this soname? It must be ours (`real`).
+fn check_loader_opens(
+    opts: &VerifyOptions,
+    lib: &rocm::MarkerLibrary,
+    real: Option<(u64, u64)>,
+    cache: &[loader::CacheEntry],
+    c: &mut Checks,
+) {
+    let root = &opts.root;
+    let res = loader::resolve(root, &lib.soname, cache, opts.ld_library_path.as_deref());
+    let (ok, detail) = match &res.winner {
+        None => (
+            false,
+            format!(
+                "ld.so finds no {} (not in the ld.so cache: is {} missing, or ldconfig not run?)",
+                lib.soname,
+                rocm::loader_entry_path(&lib.package).display()
+            ),
+        ),
+        Some(w) => {
+            let ours = identity(root, w) == real && real.is_some();
+            let via = match res.via {
+                Some(loader::Via::LdLibraryPath) => "LD_LIBRARY_PATH",
+                Some(loader::Via::Cache) => "ld.so.cache",
+                _ => "default directory",
+            };
+            let others = if res.others.is_empty() {
+                String::new()
+            } else {
+                format!("; also found: {}", res.others.join(", "))
+            };
+            if ours {
+                (true, format!("ld.so opens {w} (via {via}) = ours{others}"))
+            } else {
+                (
+                    false,
+                    format!(
+                        "ld.so opens {w} (via {via}), NOT our {}{others}; remove that library or its ld.so.conf.d entry, then run ldconfig",
+                        lib.path
+                    ),
+                )
+            }
+        }
+    };
+    c.add("loader", &lib.soname, ok, detail);
+}
+
+/// Every symlink our packages ship must resolve (none dangling).
+fn check_symlinks_resolve(root: &Root, lists: &BTreeMap<String, Vec<String>>, c: &mut Checks) {
     let mut dangling = Vec::new();
     let mut links = 0;
     for list in lists.values() {
         for p in list {
-            let host = in_root(root, p);
+            let host = root.host_path(p);
             if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
                 links += 1;
-                if let Err(e) = Root::new(root).canonical(p) {
+                if let Err(e) = root.canonical(p) {
                     dangling.push(format!("{e:#}"));
                 }
             }
@@ -924,7 +1023,7 @@ fn check_libraries(
     );
 }
 
-fn check_loader_entry(root: &Path, marker: &rocm::Marker, c: &mut Checks) {
+fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
     let hsa = marker.libraries.iter().find(|l| {
         Path::new(&l.path)
             .file_name()
@@ -953,9 +1052,9 @@ fn check_loader_entry(root: &Path, marker: &rocm::Marker, c: &mut Checks) {
 
 /// The local repository (`--local-repo`): when present it must carry exactly the installed
 /// versions of our packages, be signed and not be writable by group or others.
-fn check_local_repo(root: &Path, ours: &[&StatusEntry], c: &mut Checks) {
+fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
     let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
-    let repo = in_root(root, &repo_in_root.to_string_lossy());
+    let repo = root.host_path(&repo_in_root);
     if !repo.exists() {
         return;
     }
@@ -1044,7 +1143,7 @@ mod tests {
             ..Default::default()
         };
         let mut c = Checks(Vec::new());
-        check_local_repo(root.path(), &[&ours], &mut c);
+        check_local_repo(&Root::new(root.path()), &[&ours], &mut c);
         let detail = &c.0.iter().find(|k| !k.ok).expect("a failed check").detail;
         assert!(detail.contains("Packages is malformed"), "{detail}");
         assert!(!detail.contains("lacks"), "{detail}");

@@ -5,6 +5,7 @@
 use crate::error::Error;
 use crate::host::adopt::{self, AdoptOptions, AdoptReport};
 use crate::host::install::{self, InstallOptions, InstallReport, Outcome};
+use crate::host::root::Root;
 use crate::progress::{self, Listener};
 use crate::verify::{self, VerifyOptions, VerifyReport};
 
@@ -18,8 +19,12 @@ pub struct VerifiedInstall {
 }
 
 /// `rocm-pin install`: the packages installed, then verify; installed but failing is exit 1.
-pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result<VerifiedInstall> {
-    let report = install::install(opts, listener)?;
+pub fn install(
+    root: &Root,
+    opts: &InstallOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<VerifiedInstall> {
+    let report = install::install(root, opts, listener)?;
     if matches!(report.outcome, Outcome::Off | Outcome::Skipped) {
         return Ok(VerifiedInstall {
             install: report,
@@ -28,6 +33,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
     }
     let v = progress::step(listener, "verify", || {
         verify::verify(&VerifyOptions {
+            root: root.clone(),
             accept_skipped_backport_check: opts.accept_skipped_backport_check,
             ..VerifyOptions::default()
         })
@@ -48,10 +54,17 @@ pub struct VerifiedAdoption {
 }
 
 /// `rocm-pin adopt`: the in-place patch turned into our packages, then verify.
-pub fn adopt(opts: &AdoptOptions, listener: &dyn Listener) -> anyhow::Result<VerifiedAdoption> {
-    let mut report = adopt::adopt(opts, listener)?;
+pub fn adopt(
+    root: &Root,
+    opts: &AdoptOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<VerifiedAdoption> {
+    let mut report = adopt::adopt(root, opts, listener)?;
     let v = progress::step(listener, "verify", || {
-        verify::verify(&VerifyOptions::default())
+        verify::verify(&VerifyOptions {
+            root: root.clone(),
+            ..VerifyOptions::default()
+        })
     })?;
     fail_unless_ok("adopted", &v)?;
     report

@@ -13,7 +13,8 @@ use anyhow::Context;
 
 use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
-use super::status::{self, in_root};
+use super::root::Root;
+use super::status;
 use crate::build::manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 use crate::error::{usage, ExitError, ExitKind};
 use crate::package::{self, PackageRequest, StockInput};
@@ -56,8 +57,8 @@ struct AdoptState {
     debs: Vec<PathBuf>,
 }
 
-fn state_path(root: &Path) -> PathBuf {
-    in_root(root, &format!("{}/adopt-state.json", rocm::STATE_DIR))
+fn state_path(root: &Root) -> PathBuf {
+    root.host_path(format!("{}/adopt-state.json", rocm::STATE_DIR))
 }
 
 /// Where the taken-over in-place markers are kept.
@@ -71,8 +72,8 @@ fn default_out() -> PathBuf {
 
 /// One adoption at a time: an exclusive flock on `/var/lib/rocm-pin/adopt.lock`, held until
 /// the returned file is dropped. Work directories of killed runs are removed under it.
-fn lock_and_clean(root: &Path) -> anyhow::Result<std::fs::File> {
-    let dir = in_root(root, rocm::STATE_DIR);
+fn lock_and_clean(root: &Root) -> anyhow::Result<std::fs::File> {
+    let dir = root.host_path(rocm::STATE_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join("adopt.lock");
     let file = std::fs::OpenOptions::new()
@@ -95,11 +96,17 @@ fn lock_and_clean(root: &Path) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
-pub fn adopt(opts: &AdoptOptions, listener: &dyn Listener) -> anyhow::Result<AdoptReport> {
-    let root = Path::new("/");
+/// Adopt the in-place patch of `root` (the live system only: adoption ends in `rocm-pin
+/// install`'s apt transaction, refused on another root before anything is written).
+pub fn adopt(
+    root: &Root,
+    opts: &AdoptOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<AdoptReport> {
+    install::live_system_only(root, "rocm-pin adopt")?;
     let mut report = AdoptReport::default();
     let state_file = state_path(root);
-    let dir = in_root(root, rocm::STATE_DIR);
+    let dir = root.host_path(rocm::STATE_DIR);
     let state_dir_existed = dir.exists();
     let lock_existed = dir.join("adopt.lock").exists();
     let lock = lock_and_clean(root)?;
@@ -110,14 +117,14 @@ pub fn adopt(opts: &AdoptOptions, listener: &dyn Listener) -> anyhow::Result<Ado
         let _ = std::fs::remove_file(dir.join("adopt.lock"));
     }
     if result.is_err() && !state_dir_existed {
-        let _ = std::fs::remove_dir(in_root(root, &install::stock_dir().to_string_lossy()));
+        let _ = std::fs::remove_dir(root.host_path(install::stock_dir()));
         let _ = std::fs::remove_dir(&dir);
     }
     result.map(|()| report)
 }
 
 fn adopt_locked(
-    root: &Path,
+    root: &Root,
     opts: &AdoptOptions,
     state_file: &Path,
     report: &mut AdoptReport,
@@ -179,7 +186,7 @@ fn adopt_locked(
         find_stock_debs(root, &patch, opts, report)
     })?;
     let out = opts.out.clone().unwrap_or_else(default_out);
-    let work_parent = in_root(root, rocm::STATE_DIR);
+    let work_parent = root.host_path(rocm::STATE_DIR);
     std::fs::create_dir_all(&work_parent)
         .with_context(|| format!("cannot create {}", work_parent.display()))?;
     let work = tempfile::Builder::new()
@@ -199,11 +206,11 @@ fn adopt_locked(
         staging: staging.clone(),
         commit: CommitOverride::default(),
         stock: if stock_debs.is_empty() {
-            StockInput::PatchedInPlace(root.to_path_buf())
+            StockInput::PatchedInPlace(root.path().to_path_buf())
         } else {
             StockInput::Debs {
                 debs: stock_debs.clone(),
-                target_root: root.to_path_buf(),
+                target_root: root.path().to_path_buf(),
             }
         },
         prefix: Some(patch.prefix.clone()),
@@ -246,7 +253,7 @@ fn write_state(path: &Path, state: &AdoptState) -> anyhow::Result<()> {
 
 /// Install exactly as `rocm-pin install` does, take the in-place markers over, verify.
 fn finish(
-    root: &Path,
+    root: &Root,
     opts: &AdoptOptions,
     state: AdoptState,
     report: &mut AdoptReport,
@@ -264,6 +271,7 @@ fn finish(
         }
     }
     let inst = install::install(
+        root,
         &InstallOptions {
             debs: state.debs.clone(),
             mode: GateMode::Require,
@@ -302,11 +310,11 @@ fn finish(
 
 /// Move the in-place markers into the state directory, after checking they name the commit
 /// that is now installed: they must never be left to disagree with the packages.
-fn take_over_markers(root: &Path, prefix: &str, commit: &str) -> anyhow::Result<Vec<String>> {
-    let dir = in_root(root, &taken_over_dir().to_string_lossy());
+fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<Vec<String>> {
+    let dir = root.host_path(taken_over_dir());
     let mut done = Vec::new();
     for rel in [rocm::INPLACE_COMMIT_RELPATH, rocm::INPLACE_SONAMES_RELPATH] {
-        let from = in_root(root, &format!("{prefix}/{rel}"));
+        let from = root.host_path(format!("{prefix}/{rel}"));
         if !from.exists() {
             continue;
         }
@@ -345,13 +353,13 @@ fn take_over_markers(root: &Path, prefix: &str, commit: &str) -> anyhow::Result<
 /// else `apt-get download`. They are kept in the state directory so rollback works offline.
 /// The dpkg database cannot rebuild them: the in-place patch overwrote stock files.
 fn find_stock_debs(
-    root: &Path,
+    root: &Root,
     patch: &InPlacePatch,
     opts: &AdoptOptions,
     report: &mut AdoptReport,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let entries = status::read_status(root)?;
-    let keep_dir = in_root(root, &install::stock_dir().to_string_lossy());
+    let keep_dir = root.host_path(install::stock_dir());
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for (name, version) in &patch.stock {
@@ -362,7 +370,7 @@ fn find_stock_debs(
             .unwrap_or_default();
         let file = deb_file_name(name, version, &arch);
         let kept = keep_dir.join(&file);
-        let cached = in_root(root, "/var/cache/apt/archives").join(&file);
+        let cached = root.host_path("/var/cache/apt/archives").join(&file);
         if kept.is_file() && deb_is(&kept, name, version) {
             found.push(kept);
             report.stock_debs.push(format!("{file} (already kept)"));
@@ -420,7 +428,7 @@ fn find_stock_debs(
 /// The staging tree: the live real files and their soname/dev links, and a manifest whose
 /// commit is the marker's and whose source says where the libraries came from.
 fn make_staging(
-    root: &Path,
+    root: &Root,
     patch: &InPlacePatch,
     commit: &str,
     staging: &Path,
@@ -429,7 +437,7 @@ fn make_staging(
     std::fs::create_dir_all(&lib).with_context(|| format!("cannot create {}", lib.display()))?;
     let mut libraries = Vec::new();
     for l in &patch.libraries {
-        let host = in_root(root, &l.path);
+        let host = root.host_path(&l.path);
         let name = Path::new(&l.path)
             .file_name()
             .context("library without a file name")?
@@ -462,10 +470,7 @@ fn make_staging(
             backport_symbol: l.backport_symbol,
         });
     }
-    let marker = in_root(
-        root,
-        &format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH),
-    );
+    let marker = root.host_path(format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH));
     // The commit's own time is not on the host; the marker's mtime (when the patch was
     // applied) orders the package version instead.
     let commit_time = std::fs::metadata(&marker)
@@ -475,10 +480,11 @@ fn make_staging(
         .map(|d| d.as_secs() as i64)
         .filter(|t| *t > 0)
         .unwrap_or(1);
-    let rocm_version = std::fs::read_to_string(in_root(
-        root,
-        &format!("{}/{}", patch.prefix, rocm::VERSION_RELPATH),
-    ))
+    let rocm_version = std::fs::read_to_string(root.host_path(format!(
+        "{}/{}",
+        patch.prefix,
+        rocm::VERSION_RELPATH
+    )))
     .ok()
     .map(|t| t.lines().next().unwrap_or("").trim().to_string());
     let manifest = BuildManifest {

@@ -4,7 +4,7 @@
 //! changed. The few apt outputs parsed here are the stable machine-ish ones: `apt-cache policy`
 //! in the C locale and the `Inst`/`Remv` lines of `apt-get -s`.
 
-use std::path::Path;
+use crate::host::root::Root;
 use std::process::{Command, Output};
 
 use anyhow::Context;
@@ -82,23 +82,23 @@ fn none_or(v: &str) -> Option<String> {
 
 /// Build an apt command for `root`: plain on `/`; for another root, apt's `Dir` points at it
 /// (its preferences, lists and dpkg status are then read there).
-pub fn apt_command(root: &Path, program: &str) -> Command {
+pub fn apt_command(root: &Root, program: &str) -> Command {
     let mut cmd = Command::new(program);
     cmd.env("LC_ALL", "C")
         .env("LANGUAGE", "")
         .env("DEBIAN_FRONTEND", "noninteractive");
-    if root != Path::new("/") {
-        cmd.arg("-o").arg(format!("Dir={}", root.display()));
+    if !root.is_system() {
+        cmd.arg("-o").arg(format!("Dir={}", root.path().display()));
         cmd.arg("-o").arg(format!(
             "Dir::State::status={}",
-            root.join("var/lib/dpkg/status").display()
+            root.host_path("var/lib/dpkg/status").display()
         ));
     }
     cmd
 }
 
 /// Ask apt (read-only) how it sees `names`.
-pub fn policy(root: &Path, names: &[String]) -> anyhow::Result<Vec<Policy>> {
+pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     let mut cmd = apt_command(root, "apt-cache");
     // Empty cache paths: apt builds its cache in memory instead of (re)writing
     // /var/cache/apt/*.bin — verify changes nothing, and adds no bytes to an image layer.
@@ -193,8 +193,8 @@ pub enum Solver {
 /// `APT::Solver` as apt on `root` reads it from `etc/apt/apt.conf` and `etc/apt/apt.conf.d/*`
 /// (the last setting wins; None when unset). Read from the files, not `apt-config`, so it works
 /// on any root (apt reads its configuration before `-o Dir=` takes effect).
-pub fn configured_solver(root: &Path) -> Option<String> {
-    let etc = root.join("etc/apt");
+pub fn configured_solver(root: &Root) -> Option<String> {
+    let etc = root.host_path("etc/apt");
     let mut files = Vec::new();
     if let Ok(dir) = std::fs::read_dir(etc.join("apt.conf.d")) {
         let mut parts: Vec<_> = dir
@@ -228,7 +228,7 @@ pub fn configured_solver(root: &Path) -> Option<String> {
 /// The solver apt uses on `root`: `APT::Solver` when set, else apt's default for the installed
 /// apt version (assumed: the 3.0 solver from apt 3.1 on, the release that made it Ubuntu's
 /// default; trixie's apt 3.0 still defaults to the classic one, measured).
-pub fn solver(root: &Path, apt_version: Option<&str>) -> Solver {
+pub fn solver(root: &Root, apt_version: Option<&str>) -> Solver {
     let is3 = |v: &str| v.trim().starts_with('3');
     match configured_solver(root) {
         Some(v) if is3(&v) => Solver::Solver3,
@@ -371,15 +371,18 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let conf = d.path().join("etc/apt/apt.conf.d");
         std::fs::create_dir_all(&conf).unwrap();
-        assert_eq!(solver(d.path(), Some("3.0.3")), Solver::Classic);
-        assert_eq!(solver(d.path(), Some("3.1.6")), Solver::Solver3);
+        assert_eq!(solver(&Root::new(d.path()), Some("3.0.3")), Solver::Classic);
+        assert_eq!(solver(&Root::new(d.path()), Some("3.1.6")), Solver::Solver3);
         std::fs::write(conf.join("50a"), "APT::Solver \"3.0\";\n").unwrap();
-        assert_eq!(solver(d.path(), Some("2.6.1")), Solver::Solver3);
+        assert_eq!(solver(&Root::new(d.path()), Some("2.6.1")), Solver::Solver3);
         std::fs::write(conf.join("60b"), "APT { Solver \"internal\"; };\n").unwrap();
         // Not read by apt: an extension other than .conf.
         std::fs::write(conf.join("70c.disabled"), "APT::Solver \"3.0\";\n").unwrap();
-        assert_eq!(configured_solver(d.path()).as_deref(), Some("internal"));
-        assert_eq!(solver(d.path(), Some("3.1.6")), Solver::Classic);
+        assert_eq!(
+            configured_solver(&Root::new(d.path())).as_deref(),
+            Some("internal")
+        );
+        assert_eq!(solver(&Root::new(d.path()), Some("3.1.6")), Solver::Classic);
     }
 
     #[test]

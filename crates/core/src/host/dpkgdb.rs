@@ -3,7 +3,7 @@
 //! scripts, and the files themselves as seen inside that root.
 //!
 //! Nothing here writes. Paths handed in and out are absolute paths *inside* the root
-//! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`); [`DpkgDb::host_path`] maps one onto the host.
+//! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`); [`Root::host_path`] maps one onto the host.
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -68,7 +68,7 @@ pub const MAINTAINER_SCRIPTS: &[&str] = &["preinst", "postinst", "prerm", "postr
 
 /// The dpkg database under one root.
 pub struct DpkgDb {
-    root: PathBuf,
+    root: Root,
     admin: PathBuf,
     packages: Vec<InstalledPackage>,
     by_name: HashMap<String, Vec<usize>>,
@@ -89,18 +89,21 @@ impl std::fmt::Debug for DpkgDb {
 
 impl DpkgDb {
     /// Open the database at `<root>/var/lib/dpkg`. Reads the status file once.
-    pub fn open(root: &Path) -> anyhow::Result<Self> {
-        Self::open_admin_dir(root, &root.join(ADMIN_DIR))
+    pub fn open(root: impl Into<Root>) -> anyhow::Result<Self> {
+        let root = root.into();
+        let admin = root.host_path(ADMIN_DIR);
+        Self::open_admin_dir(root, &admin)
     }
 
     /// Open with an explicit admin directory (dpkg's `--admindir`).
-    pub fn open_admin_dir(root: &Path, admin: &Path) -> anyhow::Result<Self> {
+    pub fn open_admin_dir(root: impl Into<Root>, admin: &Path) -> anyhow::Result<Self> {
+        let root = root.into();
         let status_path = admin.join("status");
         let text = std::fs::read_to_string(&status_path).with_context(|| {
             format!(
                 "cannot read the dpkg status file {} (is {} a Debian system root?)",
                 status_path.display(),
-                root.display()
+                root.path().display()
             )
         })?;
         let paragraphs =
@@ -129,7 +132,7 @@ impl DpkgDb {
             packages.push(pkg);
         }
         Ok(DpkgDb {
-            root: root.to_path_buf(),
+            root,
             admin: admin.to_path_buf(),
             packages,
             by_name,
@@ -138,7 +141,7 @@ impl DpkgDb {
         })
     }
 
-    pub fn root(&self) -> &Path {
+    pub fn root(&self) -> &Root {
         &self.root
     }
 
@@ -307,18 +310,13 @@ impl DpkgDb {
         Ok(self.owners.get_or_init(|| index))
     }
 
-    /// The host path of an absolute path inside the root (no symlink resolution).
-    pub fn host_path(&self, path: &str) -> PathBuf {
-        self.root.join(path.trim_start_matches('/'))
-    }
-
     /// Resolve every symlink in `path` inside the root (absolute link targets are taken as
     /// inside the root, like a chroot would). Returns an absolute in-root path; components that
     /// do not exist are kept as they are.
     pub fn resolve(&self, path: &str) -> String {
         // A loop or an unreadable link leaves the path as written: dpkg would not find the
         // file through it either, and the callers report the file as missing.
-        Root::new(&self.root)
+        self.root
             .resolve(path, Missing::Keep)
             .map(|r| r.path.to_string_lossy().into_owned())
             .unwrap_or_else(|_| path.to_string())
@@ -355,7 +353,7 @@ impl DpkgDb {
         if depth > 4 {
             return;
         }
-        let Ok(text) = std::fs::read_to_string(self.host_path(file)) else {
+        let Ok(text) = std::fs::read_to_string(self.root.host_path(file)) else {
             return;
         };
         for line in text.lines() {
@@ -374,7 +372,7 @@ impl DpkgDb {
                     Some((d, f)) => (if d.is_empty() { "/" } else { d }, f),
                     None => continue,
                 };
-                let mut matched: Vec<String> = std::fs::read_dir(self.host_path(dir))
+                let mut matched: Vec<String> = std::fs::read_dir(self.root.host_path(dir))
                     .map(|rd| {
                         rd.filter_map(|e| e.ok())
                             .filter_map(|e| e.file_name().into_string().ok())
@@ -406,7 +404,7 @@ impl DpkgDb {
     ) -> anyhow::Result<Option<(String, Vec<String>)>> {
         for d in dirs {
             let candidate = format!("{}/{soname}", d.trim_end_matches('/'));
-            let host = self.host_path(&self.resolve(&candidate));
+            let host = self.root.host_path(self.resolve(&candidate));
             if std::fs::metadata(&host).is_err() {
                 continue;
             }

@@ -5,8 +5,8 @@
 //! read them: the last filter matching a path decides (`filter_should_skip()` in dpkg's
 //! src/main/filters.c), with `fnmatch(pattern, path, 0)` — so `*` also matches `/`.
 
+use crate::host::root::Root;
 use std::ffi::CString;
-use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
@@ -21,13 +21,13 @@ pub struct PathFilters {
 
 impl PathFilters {
     /// Read the filters under `root` (missing files mean no filters).
-    pub fn load(root: &Path) -> anyhow::Result<PathFilters> {
+    pub fn load(root: &Root) -> anyhow::Result<PathFilters> {
         let mut texts = Vec::new();
-        let main = root.join("etc/dpkg/dpkg.cfg");
+        let main = root.host_path("etc/dpkg/dpkg.cfg");
         if let Ok(t) = std::fs::read_to_string(&main) {
             texts.push(t);
         }
-        let dir = root.join("etc/dpkg/dpkg.cfg.d");
+        let dir = root.host_path("etc/dpkg/dpkg.cfg.d");
         if let Ok(rd) = std::fs::read_dir(&dir) {
             let mut names: Vec<_> = rd
                 .filter_map(|e| e.ok())
@@ -140,7 +140,7 @@ mod tests {
         std::fs::write(d.join("20incl"), "path-include=/opt/x/keep\n").unwrap();
         // Not read by dpkg: a dot in the name.
         std::fs::write(d.join("30.dpkg-old"), "path-exclude=/opt/x/keep\n").unwrap();
-        let f = PathFilters::load(root.path()).unwrap();
+        let f = PathFilters::load(&Root::new(root.path())).unwrap();
         assert_eq!(f.filters.len(), 2);
         assert!(f.is_excluded("/opt/x/drop"));
         assert!(!f.is_excluded("/opt/x/keep"));

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::status::in_root;
+use super::root::Root;
 use crate::error::Error;
 use crate::rocm::{self, GateMode};
 
@@ -93,9 +93,9 @@ fn version_file(target_prefix: &str) -> String {
     )
 }
 
-pub fn evaluate(root: &Path, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
+pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
     let version_file = version_file(target_prefix);
-    let found = std::fs::read_to_string(in_root(root, &version_file))
+    let found = std::fs::read_to_string(root.host_path(&version_file))
         .ok()
         .map(|t| t.lines().next().unwrap_or("").trim().to_string());
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
@@ -137,8 +137,8 @@ pub fn evaluate(root: &Path, target_prefix: &str, mode: GateMode, wanted: &str) 
     }
 }
 
-pub fn write_skip_record(root: &Path, reason: &str) -> anyhow::Result<()> {
-    let p = in_root(root, &skip_record_path().to_string_lossy());
+pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
+    let p = root.host_path(skip_record_path());
     if let Some(d) = p.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
@@ -146,14 +146,14 @@ pub fn write_skip_record(root: &Path, reason: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write the skip record {}", p.display()))
 }
 
-pub fn read_skip_record(root: &Path) -> Option<String> {
-    std::fs::read_to_string(in_root(root, &skip_record_path().to_string_lossy()))
+pub fn read_skip_record(root: &Root) -> Option<String> {
+    std::fs::read_to_string(root.host_path(skip_record_path()))
         .ok()
         .map(|s| s.trim().to_string())
 }
 
-pub fn clear_skip_record(root: &Path) -> anyhow::Result<()> {
-    let p = in_root(root, &skip_record_path().to_string_lossy());
+pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
+    let p = root.host_path(skip_record_path());
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -192,7 +192,7 @@ mod tests {
         for (v, want) in cases {
             let d = root_with(v, "/opt/rocm-7.2.4");
             for mode in [GateMode::Require, GateMode::Auto, GateMode::Off] {
-                let g = evaluate(d.path(), "/opt/rocm-7.2.4", mode, "7.2.4");
+                let g = evaluate(&Root::new(d.path()), "/opt/rocm-7.2.4", mode, "7.2.4");
                 assert_eq!(g.matches, want, "{v:?} {mode:?}: {}", g.reason);
                 assert_eq!(g.proceed(), want && mode != GateMode::Off);
                 assert!(!g.rocm_path_elsewhere);
@@ -207,7 +207,12 @@ mod tests {
     fn says_when_opt_rocm_points_elsewhere() {
         let d = root_with(Some("7.2.4"), "/opt/rocm-7.2.5");
         std::fs::create_dir_all(d.path().join("opt/rocm-7.2.5")).unwrap();
-        let g = evaluate(d.path(), "/opt/rocm-7.2.4", GateMode::Require, "7.2.4");
+        let g = evaluate(
+            &Root::new(d.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4",
+        );
         assert!(g.matches && g.rocm_path_elsewhere, "{g:?}");
         assert!(g.reason.contains("/opt/rocm-7.2.5"));
         assert_eq!(g.rocm_path_chain.unwrap().len(), 3);
@@ -216,7 +221,12 @@ mod tests {
     #[test]
     fn require_refuses_naming_the_version_found_and_the_one_required() {
         let d = root_with(Some("7.2.3\n"), "/opt/rocm-7.2.4");
-        let g = evaluate(d.path(), "/opt/rocm-7.2.4", GateMode::Require, "7.2.4");
+        let g = evaluate(
+            &Root::new(d.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4",
+        );
         let err = anyhow::Error::from(g.refusal().expect("7.2.3 is refused"));
         assert!(
             matches!(err.downcast_ref::<Error>(),
@@ -231,7 +241,12 @@ mod tests {
         let elsewhere = root_with(Some("7.2.3"), "/opt/rocm-7.2.5");
         std::fs::create_dir_all(elsewhere.path().join("opt/rocm-7.2.5")).unwrap();
         for root in [&missing, &elsewhere] {
-            let g = evaluate(root.path(), "/opt/rocm-7.2.4", GateMode::Require, "7.2.4");
+            let g = evaluate(
+                &Root::new(root.path()),
+                "/opt/rocm-7.2.4",
+                GateMode::Require,
+                "7.2.4",
+            );
             let e = g.refusal().expect("refused");
             assert_eq!(e.to_string(), g.reason);
             if root.path() == missing.path() {
@@ -246,26 +261,34 @@ mod tests {
         }
         // Only mode require on a host that does not match refuses.
         for mode in [GateMode::Auto, GateMode::Off] {
-            assert!(evaluate(d.path(), "/opt/rocm-7.2.4", mode, "7.2.4")
-                .refusal()
-                .is_none());
+            assert!(
+                evaluate(&Root::new(d.path()), "/opt/rocm-7.2.4", mode, "7.2.4")
+                    .refusal()
+                    .is_none()
+            );
         }
         let ok = root_with(Some("7.2.4"), "/opt/rocm-7.2.4");
-        assert!(
-            evaluate(ok.path(), "/opt/rocm-7.2.4", GateMode::Require, "7.2.4")
-                .refusal()
-                .is_none()
-        );
+        assert!(evaluate(
+            &Root::new(ok.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4"
+        )
+        .refusal()
+        .is_none());
     }
 
     #[test]
     fn skip_record_round_trip() {
         let d = tempfile::tempdir().unwrap();
-        assert!(read_skip_record(d.path()).is_none());
-        write_skip_record(d.path(), "why").unwrap();
-        assert_eq!(read_skip_record(d.path()).as_deref(), Some("why"));
-        clear_skip_record(d.path()).unwrap();
-        clear_skip_record(d.path()).unwrap();
-        assert!(read_skip_record(d.path()).is_none());
+        assert!(read_skip_record(&Root::new(d.path())).is_none());
+        write_skip_record(&Root::new(d.path()), "why").unwrap();
+        assert_eq!(
+            read_skip_record(&Root::new(d.path())).as_deref(),
+            Some("why")
+        );
+        clear_skip_record(&Root::new(d.path())).unwrap();
+        clear_skip_record(&Root::new(d.path())).unwrap();
+        assert!(read_skip_record(&Root::new(d.path())).is_none());
     }
 }

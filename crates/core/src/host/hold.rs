@@ -11,11 +11,12 @@
 //! Written by `install` (an apt preferences file rocm-pin owns, not a conffile of ours),
 //! removed by `rollback`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::status::{self, in_root};
+use super::root::Root;
+use super::status;
 
 pub fn hold_path() -> PathBuf {
     PathBuf::from("/etc/apt/preferences.d/rocm-pin-release-hold")
@@ -37,7 +38,7 @@ fn exact_relations(depends: &str) -> Vec<(String, String)> {
 
 /// The installed packages to hold: every exact `=` dependency (other than the stock pair) of
 /// an installed package that depends with `=` on the stock pair, at its installed version.
-pub fn held_packages(root: &Path, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+pub fn held_packages(root: &Root, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     let entries = status::read_status_with(root, &["Depends"])?;
     let installed = |name: &str| {
         entries
@@ -65,9 +66,9 @@ pub fn held_packages(root: &Path, stock_names: &[String]) -> anyhow::Result<Vec<
 }
 
 /// Write (or refresh) the hold for the stock pair `stock_names`. Returns what it holds.
-pub fn write(root: &Path, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+pub fn write(root: &Root, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     let held = held_packages(root, stock_names)?;
-    let path = in_root(root, &hold_path().to_string_lossy());
+    let path = root.host_path(hold_path());
     if held.is_empty() {
         remove(root)?;
         return Ok(held);
@@ -86,8 +87,8 @@ pub fn write(root: &Path, stock_names: &[String]) -> anyhow::Result<Vec<(String,
     Ok(held)
 }
 
-pub fn remove(root: &Path) -> anyhow::Result<bool> {
-    let p = in_root(root, &hold_path().to_string_lossy());
+pub fn remove(root: &Root) -> anyhow::Result<bool> {
+    let p = root.host_path(hold_path());
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -96,8 +97,8 @@ pub fn remove(root: &Path) -> anyhow::Result<bool> {
 }
 
 /// The packages the hold file names (for `status`).
-pub fn read(root: &Path) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(in_root(root, &hold_path().to_string_lossy())) else {
+pub fn read(root: &Root) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(root.host_path(hold_path())) else {
         return Vec::new();
     };
     super::apt::parse_preferences(&text)

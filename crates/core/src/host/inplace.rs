@@ -11,7 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::root::Root;
-use super::status::{self, in_root, StatusEntry};
+use super::status::{self, StatusEntry};
 use crate::rocm;
 
 /// A dpkg-owned file whose content no longer matches dpkg's md5sums.
@@ -193,8 +193,8 @@ impl InPlacePatch {
     }
 }
 
-fn read_marker(root: &Path, prefix: &str, rel: &str) -> Option<String> {
-    std::fs::read_to_string(in_root(root, &format!("{prefix}/{rel}"))).ok()
+fn read_marker(root: &Root, prefix: &str, rel: &str) -> Option<String> {
+    std::fs::read_to_string(root.host_path(format!("{prefix}/{rel}"))).ok()
 }
 
 fn md5_of(path: &Path) -> Option<String> {
@@ -205,7 +205,7 @@ fn md5_of(path: &Path) -> Option<String> {
 
 /// The stock runtime packages installed for `prefix`, with their md5sums of runtime files.
 fn stock_runtime_files(
-    root: &Path,
+    root: &Root,
     entries: &[StatusEntry],
     prefix: &str,
 ) -> Vec<(StatusEntry, Vec<(String, String)>)> {
@@ -233,7 +233,7 @@ fn stock_runtime_files(
 
 /// Read the in-place state under `root`. None when there is no trace of an in-place patch
 /// (no marker and every stock runtime file matches dpkg), or no ROCm prefix at all.
-pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
+pub fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
     let (prefix, _) = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok()?;
     let prefix = prefix.display().to_string();
     let marker_commit = read_marker(root, &prefix, rocm::INPLACE_COMMIT_RELPATH)
@@ -249,7 +249,7 @@ pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
     let mut differing = Vec::new();
     for (e, files) in &stock {
         for (path, want) in files {
-            let host = in_root(root, path);
+            let host = root.host_path(path);
             // Absent by dpkg's path-exclude is how dpkg installed it, not a patch.
             if std::fs::symlink_metadata(&host).is_err()
                 && filters.as_ref().is_some_and(|f| f.is_excluded(path))
@@ -305,9 +305,9 @@ pub fn detect(root: &Path, entries: &[StatusEntry]) -> Option<InPlacePatch> {
 
 /// Group the differing files by inode and find, for each, the real patched file: a regular
 /// file in the same lib directory, same inode, not one of the stock names.
-fn patched_libraries(root: &Path, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
+fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
     let lib_dir = format!("{}/lib", patch.prefix);
-    let host_lib = in_root(root, &lib_dir);
+    let host_lib = root.host_path(&lib_dir);
     let mut entries: Vec<(String, std::fs::Metadata)> = std::fs::read_dir(&host_lib)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -325,7 +325,7 @@ fn patched_libraries(root: &Path, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
     // inode -> differing stock paths
     let mut by_inode: BTreeMap<(u64, u64), Vec<String>> = BTreeMap::new();
     for d in &patch.differing {
-        if let Ok(m) = std::fs::symlink_metadata(in_root(root, &d.path)) {
+        if let Ok(m) = std::fs::symlink_metadata(root.host_path(&d.path)) {
             if m.is_file() {
                 by_inode
                     .entry((m.dev(), m.ino()))
@@ -347,15 +347,14 @@ fn patched_libraries(root: &Path, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let family = rocm::family_of(&name);
-        let host = in_root(root, &real);
+        let host = root.host_path(&real);
         let size = std::fs::metadata(&host).map(|m| m.len()).unwrap_or(0);
         let elf = crate::elf::read_elf(&host).ok();
         let links = entries
             .iter()
             .filter(|(_, m)| m.file_type().is_symlink())
             .filter(|(n, _)| {
-                Root::new(root)
-                    .canonical(&format!("{lib_dir}/{n}"))
+                root.canonical(&format!("{lib_dir}/{n}"))
                     .is_ok_and(|t| t == real)
             })
             .map(|(n, _)| n.clone())
@@ -473,7 +472,7 @@ mod tests {
     #[test]
     fn no_prefix_means_nothing_to_report() {
         let d = tempfile::tempdir().unwrap();
-        assert!(detect(d.path(), &[]).is_none());
+        assert!(detect(&Root::new(d.path()), &[]).is_none());
     }
 
     #[test]
@@ -487,7 +486,7 @@ mod tests {
             format!("{}\n", rocm::PIN_COMMIT),
         )
         .unwrap();
-        let p = detect(r, &[]).unwrap();
+        let p = detect(&Root::new(r), &[]).unwrap();
         assert!(!p.is_live());
         assert_eq!(p.marker_commit.as_deref(), Some(rocm::PIN_COMMIT));
         assert!(p.describe().contains("REVERTED"), "{}", p.describe());
@@ -499,13 +498,17 @@ mod tests {
             extra: [(rocm::COMMIT_FIELD.to_string(), commit.to_string())].into(),
             ..Default::default()
         };
-        let other = detect(r, &[ours("0123456789abcdef0123456789abcdef01234567")]).unwrap();
+        let other = detect(
+            &Root::new(r),
+            &[ours("0123456789abcdef0123456789abcdef01234567")],
+        )
+        .unwrap();
         assert!(
             other.summary().contains("stale in-place marker"),
             "{}",
             other.summary()
         );
-        assert!(detect(r, &[ours(rocm::PIN_COMMIT)]).is_none());
+        assert!(detect(&Root::new(r), &[ours(rocm::PIN_COMMIT)]).is_none());
     }
 
     /// The seed's shape on a fake root: the stock name hard-linked to a patched file whose
@@ -542,7 +545,7 @@ mod tests {
             status: "install ok installed".into(),
             ..Default::default()
         }];
-        let p = detect(r, &entries).unwrap();
+        let p = detect(&Root::new(r), &entries).unwrap();
         assert!(p.is_live());
         assert_eq!(p.differing.len(), 1);
         assert_eq!(p.differing[0].path, format!("/opt/rocm-7.2.4/lib/{stock}"));
@@ -565,7 +568,7 @@ mod tests {
         assert!(p.summary().contains("rocm-pin adopt"), "{}", p.summary());
         // A marker naming another commit than the file name's.
         std::fs::write(&marker, "0123456789abcdef0123456789abcdef01234567\n").unwrap();
-        let p = detect(r, &entries).unwrap();
+        let p = detect(&Root::new(r), &entries).unwrap();
         assert!(
             p.problems
                 .iter()
@@ -576,7 +579,7 @@ mod tests {
         // Stock content back (what `apt-get install --reinstall` does): reverted, marker stale.
         std::fs::remove_file(lib.join(stock)).unwrap();
         std::fs::write(lib.join(stock), b"stock hip").unwrap();
-        let p = detect(r, &entries).unwrap();
+        let p = detect(&Root::new(r), &entries).unwrap();
         assert!(!p.is_live());
         assert!(p.describe().contains("REVERTED"), "{}", p.describe());
         // Which stock package is live again is named.

@@ -1,6 +1,7 @@
 //! `rocm-pin install`: gate → stock match → simulate → keep stock → loader entry → apt-get
-//! install → ldconfig → snapshot compare → verify. Runs on the live system (`/`): inside a
-//! chroot, run the binary inside it.
+//! install → ldconfig → snapshot compare → verify. Every step takes the [`Root`] it works on;
+//! the gate and the stock match judge any root (unit-tested on a directory), the apt
+//! transaction runs on the live system (`/`) only: inside a chroot, run the binary inside it.
 //!
 //! Every refusal happens before anything changes; the only thing written before apt runs is
 //! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
@@ -17,7 +18,8 @@ use super::apt;
 use super::gate::{self, GateDecision};
 use super::loader;
 use super::ourdebs::{read_debs, DebFacts};
-use super::status::{self, in_root, StatusEntry};
+use super::root::Root;
+use super::status::{self, StatusEntry};
 use crate::error::{usage, ExitError};
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
@@ -98,7 +100,7 @@ fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
 
 type Snapshot = BTreeMap<String, (String, String)>;
 
-fn snapshot(root: &Path) -> anyhow::Result<Snapshot> {
+fn snapshot(root: &Root) -> anyhow::Result<Snapshot> {
     Ok(status::read_status(root)?
         .into_iter()
         .filter(|e| e.has_files())
@@ -115,8 +117,8 @@ pub fn simulated_removals(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn apt_get(lock_timeout: u32) -> Command {
-    let mut cmd = apt::apt_command(Path::new("/"), "apt-get");
+fn apt_get(root: &Root, lock_timeout: u32) -> Command {
+    let mut cmd = apt::apt_command(root, "apt-get");
     cmd.env("NEEDRESTART_MODE", "l")
         .arg("-o")
         .arg(format!("DPkg::Lock::Timeout={lock_timeout}"))
@@ -136,8 +138,8 @@ pub fn stock_not_kept_path() -> PathBuf {
 }
 
 /// Step 4 with `--no-rollback`: keep nothing, record that (rollback reads it).
-fn record_stock_not_kept(root: &Path, report: &mut InstallReport) -> anyhow::Result<()> {
-    let p = in_root(root, &stock_not_kept_path().to_string_lossy());
+fn record_stock_not_kept(root: &Root, report: &mut InstallReport) -> anyhow::Result<()> {
+    let p = root.host_path(stock_not_kept_path());
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -176,12 +178,12 @@ pub fn deb_is(path: &Path, name: &str, version: &str) -> bool {
 /// Keep the stock .deb for offline rollback: the apt cache, else `apt-get download`, else
 /// rebuilt from the dpkg database (only when every file still matches dpkg's md5sums).
 fn keep_stock(
-    root: &Path,
+    root: &Root,
     stock: &StatusEntry,
     lock_timeout: u32,
     report: &mut InstallReport,
 ) -> anyhow::Result<()> {
-    let dir = in_root(root, &stock_dir().to_string_lossy());
+    let dir = root.host_path(stock_dir());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let name = deb_file_name(&stock.package, &stock.version, &stock.architecture);
     let dest = dir.join(&name);
@@ -191,7 +193,7 @@ fn keep_stock(
             .push(format!("{} (already kept)", dest.display()));
         return Ok(());
     }
-    let cached = in_root(root, "/var/cache/apt/archives").join(&name);
+    let cached = root.host_path("/var/cache/apt/archives").join(&name);
     if cached.exists() && deb_is(&cached, &stock.package, &stock.version) {
         std::fs::copy(&cached, &dest)
             .with_context(|| format!("cannot copy {} to {}", cached.display(), dest.display()))?;
@@ -200,7 +202,7 @@ fn keep_stock(
             .push(format!("{} (from the apt cache)", dest.display()));
         return Ok(());
     }
-    let out = apt_get(lock_timeout)
+    let out = apt_get(root, lock_timeout)
         .arg("download")
         .arg(format!("{}={}", stock.package, stock.version))
         .current_dir(&dir)
@@ -233,9 +235,27 @@ fn keep_stock(
     }
 }
 
-/// Install the replacement .debs. On the live system only (root `/`).
-pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result<InstallReport> {
-    let root = Path::new("/");
+/// apt-get and dpkg change the live system: on another root (a chroot directory, an unpacked
+/// image) they would read that root's database but unpack into `/`. Refused before anything
+/// changes; the way is to run rocm-pin inside the root.
+pub fn live_system_only(root: &Root, command: &str) -> anyhow::Result<()> {
+    if root.is_system() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "{command} changes packages with apt-get and dpkg, which work on the live system (/), not on {}: run rocm-pin inside that root (chroot {} rocm-pin …); nothing changed",
+        root.display(),
+        root.display()
+    )))
+}
+
+/// Install the replacement .debs into `root`. The gate and the stock match are judged on any
+/// root; the apt transaction runs on the live system only ([`live_system_only`]).
+pub fn install(
+    root: &Root,
+    opts: &InstallOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<InstallReport> {
     let mut report = InstallReport::default();
     if opts.debs.is_empty() {
         return Err(usage(
@@ -258,15 +278,16 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
     let tx = Transaction::plan(root, opts, &facts, &marker)?;
+    live_system_only(root, "rocm-pin install")?;
     if tx.need_apt {
         // 3. Simulate: refuse if apt would remove anything but the stock pair.
-        simulate(opts, &tx, &mut report, listener)?;
+        simulate(root, opts, &tx, &mut report, listener)?;
         // 4. Keep the stock .debs for offline rollback.
         keep_stock_for_rollback(root, opts, &tx, &mut report, listener)?;
     }
 
     // 5. Our loader entry before apt: never a moment without the libraries in the cache.
-    let entry_host = in_root(root, &tx.loader_entry.to_string_lossy());
+    let entry_host = root.host_path(&tx.loader_entry);
     let entry_existed = entry_host.exists();
     if !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false) {
         loader::write_loader_entry(root, &tx.loader_entry, &tx.lib_dir)?;
@@ -306,7 +327,7 @@ pub fn install(opts: &InstallOptions, listener: &dyn Listener) -> anyhow::Result
 /// The version gate. `Some(outcome)` when it stops the install (off, or auto on another
 /// release); a refusal (require on another release) is an error.
 fn gate_step(
-    root: &Path,
+    root: &Root,
     opts: &InstallOptions,
     marker: &Marker,
     report: &mut InstallReport,
@@ -340,7 +361,7 @@ fn gate_step(
 /// configured); apt refuses to do anything until `dpkg --configure -a` finishes the job.
 /// Only our own packages' states decide this: anything else is the admin's to fix.
 fn complete_interrupted_run(
-    root: &Path,
+    root: &Root,
     facts: &[DebFacts],
     report: &mut InstallReport,
     listener: &dyn Listener,
@@ -356,6 +377,7 @@ fn complete_interrupted_run(
         .map(|e| format!("{} ({})", e.package, e.abbrev()))
         .collect();
     if !interrupted.is_empty() {
+        live_system_only(root, "completing an interrupted run (dpkg --configure -a)")?;
         let out = progress::step(
             listener,
             "complete the interrupted run (dpkg --configure -a)",
@@ -409,7 +431,7 @@ struct Transaction {
 
 impl Transaction {
     fn plan(
-        root: &Path,
+        root: &Root,
         opts: &InstallOptions,
         facts: &[DebFacts],
         marker: &Marker,
@@ -424,7 +446,7 @@ impl Transaction {
                     .any(|e| e.package == f.package && e.has_files())
             })
             .map(|f| rocm::pin_file_path(&f.package))
-            .filter(|p| !in_root(root, &p.to_string_lossy()).exists())
+            .filter(|p| !root.host_path(p).exists())
             .map(|p| p.display().to_string())
             .collect();
         let hsa_lib = marker
@@ -465,8 +487,8 @@ impl Transaction {
     }
 
     /// `apt-get [-s] install …` with this transaction's options and arguments.
-    fn apt_command(&self, opts: &InstallOptions, simulate: bool) -> Command {
-        let mut cmd = apt_get(opts.lock_timeout);
+    fn apt_command(&self, root: &Root, opts: &InstallOptions, simulate: bool) -> Command {
+        let mut cmd = apt_get(root, opts.lock_timeout);
         if simulate {
             cmd.args(["-s", "install"]);
         } else {
@@ -488,6 +510,7 @@ impl Transaction {
 
 /// `apt-get -s`: refuse when apt would remove anything but the stock pair. Nothing changes.
 fn simulate(
+    root: &Root,
     opts: &InstallOptions,
     tx: &Transaction,
     report: &mut InstallReport,
@@ -495,7 +518,7 @@ fn simulate(
 ) -> anyhow::Result<()> {
     let sim = progress::step(listener, "simulate the transaction (apt-get -s)", || {
         let out = tx
-            .apt_command(opts, true)
+            .apt_command(root, opts, true)
             .output()
             .context("cannot run apt-get -s")?;
         if !out.status.success() {
@@ -528,7 +551,7 @@ fn simulate(
 /// they are not kept, `--no-rollback`); a stock package at another version forced in next to
 /// ours is not the one to restore.
 fn keep_stock_for_rollback(
-    root: &Path,
+    root: &Root,
     opts: &InstallOptions,
     tx: &Transaction,
     report: &mut InstallReport,
@@ -537,7 +560,7 @@ fn keep_stock_for_rollback(
     if opts.no_rollback {
         record_stock_not_kept(root, report)?;
     } else {
-        let record = in_root(root, &stock_not_kept_path().to_string_lossy());
+        let record = root.host_path(stock_not_kept_path());
         let _ = std::fs::remove_file(record);
     }
     for s in tx
@@ -560,7 +583,7 @@ fn keep_stock_for_rollback(
 /// error says whether dpkg changed packages (exit 1: run install again or roll back) or not
 /// (exit 2). On success: only the stock pair may have gone.
 fn run_apt(
-    root: &Path,
+    root: &Root,
     opts: &InstallOptions,
     tx: &Transaction,
     facts: &[DebFacts],
@@ -569,7 +592,7 @@ fn run_apt(
     listener: &dyn Listener,
 ) -> anyhow::Result<()> {
     let snap_before = snapshot(root)?;
-    let mut cmd = tx.apt_command(opts, false);
+    let mut cmd = tx.apt_command(root, opts, false);
     let out = progress::step(listener, "apt-get install", || {
         cmd.output().context("cannot run apt-get install")
     })?;
@@ -577,7 +600,7 @@ fn run_apt(
     if !out.status.success() {
         let changed = snap_before != snap_after;
         if !changed && !entry_existed {
-            let _ = std::fs::remove_file(in_root(root, &tx.loader_entry.to_string_lossy()));
+            let _ = std::fs::remove_file(root.host_path(&tx.loader_entry));
             let _ = loader::run_ldconfig(root);
         }
         return Err(apt_failure(opts, &out, changed));
@@ -673,7 +696,7 @@ fn apt_action(tx: &Transaction, facts: &[DebFacts]) -> String {
 /// After apt: our loader entry (a stock prerm may have run ldconfig without it), ldconfig,
 /// the skip record cleared, the release hold, the guard and the local repository.
 fn finish_host(
-    root: &Path,
+    root: &Root,
     opts: &InstallOptions,
     tx: &Transaction,
     facts: &[DebFacts],
@@ -869,12 +892,12 @@ else '{exe}' verify --quiet{verify_flags} || {{ echo \"rocm-pin --guard: this dp
 
 /// `--guard`: an apt `DPkg::Post-Invoke` hook so any apt command that breaks the runtime
 /// fails, and a dpkg `post-invoke` hook ([`dpkg_guard_hook`]) for dpkg run by hand.
-pub fn write_guard(root: &Path) -> anyhow::Result<()> {
+pub fn write_guard(root: &Root) -> anyhow::Result<()> {
     write_guard_with(root, false)
 }
 
 /// [`write_guard`], its verify accepting a recorded `--no-backport-check` when `accept`.
-pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> anyhow::Result<()> {
+pub fn write_guard_with(root: &Root, accept_skipped_backport_check: bool) -> anyhow::Result<()> {
     let flag = if accept_skipped_backport_check {
         " --accept-skipped-backport-check"
     } else {
@@ -884,14 +907,14 @@ pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> any
     if exe.contains('"') || exe.contains('\'') || exe.contains('\n') {
         anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt or dpkg hook");
     }
-    let p = in_root(root, &guard_path().to_string_lossy());
+    let p = root.host_path(guard_path());
     let mut f =
         std::fs::File::create(&p).with_context(|| format!("cannot write {}", p.display()))?;
     writeln!(
         f,
         "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet{flag}\"; }};"
     )?;
-    let p = in_root(root, &dpkg_guard_path().to_string_lossy());
+    let p = root.host_path(dpkg_guard_path());
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -907,10 +930,10 @@ pub fn write_guard_with(root: &Path, accept_skipped_backport_check: bool) -> any
 }
 
 /// Remove both guard files; true when there was one.
-pub fn remove_guard(root: &Path) -> anyhow::Result<bool> {
+pub fn remove_guard(root: &Root) -> anyhow::Result<bool> {
     let mut removed = false;
     for path in [guard_path(), dpkg_guard_path()] {
-        let p = in_root(root, &path.to_string_lossy());
+        let p = root.host_path(&path);
         match std::fs::remove_file(&p) {
             Ok(()) => removed = true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -938,3 +961,7 @@ mod tests {
         assert_eq!(deb_file_name("a", "1:2-3", "amd64"), "a_1%3a2-3_amd64.deb");
     }
 }
+
+#[cfg(test)]
+#[path = "install_steps_tests.rs"]
+mod steps_tests;

@@ -5,12 +5,11 @@
 //! entry of the native ABI, the order `ldconfig -p` prints), then the default directories.
 //! The cache is read through `ldconfig -p` (read-only; `-C` names the cache of another root).
 
+use crate::host::root::Root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-
-use super::status::in_root;
 
 /// One `ldconfig -p` line: `libfoo.so.1 (libc6,x86-64) => /usr/lib/libfoo.so.1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +45,7 @@ pub fn parse_ldconfig_p(text: &str) -> Vec<CacheEntry> {
 }
 
 /// The cache-flags word of the running ABI (`ldconfig -p` prints e.g. `libc6,x86-64`).
-fn native_abi_tag() -> Option<&'static str> {
+pub(crate) fn native_abi_tag() -> Option<&'static str> {
     match std::env::consts::ARCH {
         "x86_64" => Some("x86-64"),
         "aarch64" => Some("AArch64"),
@@ -65,10 +64,10 @@ fn flags_are_native(flags: &str) -> bool {
 }
 
 /// Read the ld.so cache of `root` (read-only). Err when ldconfig cannot read it.
-pub fn read_cache(root: &Path) -> anyhow::Result<Vec<CacheEntry>> {
+pub fn read_cache(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
     let mut cmd = Command::new(ldconfig_binary());
-    if root != Path::new("/") {
-        cmd.arg("-C").arg(root.join("etc/ld.so.cache"));
+    if !root.is_system() {
+        cmd.arg("-C").arg(root.host_path("etc/ld.so.cache"));
     }
     cmd.arg("-p");
     let out = cmd
@@ -134,7 +133,7 @@ pub fn default_dirs() -> Vec<String> {
 /// Resolve `soname` as ld.so would for a program without RPATH/RUNPATH, inside `root`.
 /// `ld_library_path` is the `LD_LIBRARY_PATH` value to honour (None = unset).
 pub fn resolve(
-    root: &Path,
+    root: &Root,
     soname: &str,
     cache: &[CacheEntry],
     ld_library_path: Option<&str>,
@@ -143,7 +142,7 @@ pub fn resolve(
     if let Some(lp) = ld_library_path {
         for dir in lp.split([':', ';']).filter(|d| !d.is_empty()) {
             let p = format!("{}/{soname}", dir.trim_end_matches('/'));
-            if in_root(root, &p).exists() {
+            if root.host_path(&p).exists() {
                 candidates.push((p, Via::LdLibraryPath));
             }
         }
@@ -164,7 +163,7 @@ pub fn resolve(
     }
     for dir in default_dirs() {
         let p = format!("{dir}/{soname}");
-        if in_root(root, &p).exists() {
+        if root.host_path(&p).exists() {
             candidates.push((p, Via::DefaultDir));
         }
     }
@@ -172,9 +171,9 @@ pub fn resolve(
     let mut winner = None;
     let mut others = Vec::new();
     for (p, via) in candidates {
-        if winner.is_none() && in_root(root, &p).exists() {
+        if winner.is_none() && root.host_path(&p).exists() {
             winner = Some((p, via));
-        } else if in_root(root, &p).exists()
+        } else if root.host_path(&p).exists()
             && winner.as_ref().is_none_or(|(w, _)| w != &p)
             && !others.contains(&p)
         {
@@ -182,7 +181,7 @@ pub fn resolve(
         }
     }
     for p in losing_cache_entries {
-        if in_root(root, &p).exists()
+        if root.host_path(&p).exists()
             && winner.as_ref().is_none_or(|(w, _)| w != &p)
             && !others.contains(&p)
         {
@@ -203,8 +202,8 @@ pub fn loader_entry_content(lib_dir: &str) -> String {
 }
 
 /// Does the loader entry at `entry` (in-root path) list `lib_dir`?
-pub fn loader_entry_lists(root: &Path, entry: &Path, lib_dir: &str) -> anyhow::Result<bool> {
-    let p = in_root(root, &entry.to_string_lossy());
+pub fn loader_entry_lists(root: &Root, entry: &Path, lib_dir: &str) -> anyhow::Result<bool> {
+    let p = root.host_path(entry);
     let text =
         std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
     Ok(text
@@ -214,8 +213,8 @@ pub fn loader_entry_lists(root: &Path, entry: &Path, lib_dir: &str) -> anyhow::R
 }
 
 /// Write the loader entry (atomically) for `lib_dir`.
-pub fn write_loader_entry(root: &Path, entry: &Path, lib_dir: &str) -> anyhow::Result<()> {
-    let p = in_root(root, &entry.to_string_lossy());
+pub fn write_loader_entry(root: &Root, entry: &Path, lib_dir: &str) -> anyhow::Result<()> {
+    let p = root.host_path(entry);
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -227,10 +226,10 @@ pub fn write_loader_entry(root: &Path, entry: &Path, lib_dir: &str) -> anyhow::R
 }
 
 /// Run ldconfig (state-changing: install and rollback only, never verify).
-pub fn run_ldconfig(root: &Path) -> anyhow::Result<()> {
+pub fn run_ldconfig(root: &Root) -> anyhow::Result<()> {
     let mut cmd = Command::new(ldconfig_binary());
-    if root != Path::new("/") {
-        cmd.arg("-r").arg(root);
+    if !root.is_system() {
+        cmd.arg("-r").arg(root.path());
     }
     let out = cmd.output().context("cannot run ldconfig")?;
     if !out.status.success() {
@@ -274,7 +273,7 @@ mod tests {
             std::fs::write(r.join(d).join("libamdhip64.so.7"), b"x").unwrap();
         }
         let cache = parse_ldconfig_p(P);
-        let res = resolve(r, "libamdhip64.so.7", &cache, None);
+        let res = resolve(&Root::new(r), "libamdhip64.so.7", &cache, None);
         assert_eq!(
             res.winner.as_deref(),
             Some("/usr/local/lib/libamdhip64.so.7")
@@ -282,13 +281,18 @@ mod tests {
         assert_eq!(res.others, vec!["/opt/rocm-7.2.4/lib/libamdhip64.so.7"]);
         // A stale first cache entry sends ld.so to the default dirs, not to the next entry.
         std::fs::remove_file(r.join("usr/local/lib/libamdhip64.so.7")).unwrap();
-        let res = resolve(r, "libamdhip64.so.7", &cache, None);
+        let res = resolve(&Root::new(r), "libamdhip64.so.7", &cache, None);
         assert_eq!(res.winner, None);
         assert_eq!(res.others, vec!["/opt/rocm-7.2.4/lib/libamdhip64.so.7"]);
-        let res = resolve(r, "libamdhip64.so.7", &cache, Some("/nope:/elsewhere"));
+        let res = resolve(
+            &Root::new(r),
+            "libamdhip64.so.7",
+            &cache,
+            Some("/nope:/elsewhere"),
+        );
         assert_eq!(res.winner.as_deref(), Some("/elsewhere/libamdhip64.so.7"));
         assert_eq!(res.via, Some(Via::LdLibraryPath));
-        let res = resolve(r, "libnothing.so.1", &cache, None);
+        let res = resolve(&Root::new(r), "libnothing.so.1", &cache, None);
         assert!(res.winner.is_none());
     }
 
@@ -296,8 +300,10 @@ mod tests {
     fn loader_entry_round_trip() {
         let root = tempfile::tempdir().unwrap();
         let entry = Path::new("/etc/ld.so.conf.d/hsa-rocr-pinned.conf");
-        write_loader_entry(root.path(), entry, "/opt/rocm-7.2.4/lib").unwrap();
-        assert!(loader_entry_lists(root.path(), entry, "/opt/rocm-7.2.4/lib").unwrap());
-        assert!(!loader_entry_lists(root.path(), entry, "/opt/rocm-7.2.5/lib").unwrap());
+        write_loader_entry(&Root::new(root.path()), entry, "/opt/rocm-7.2.4/lib").unwrap();
+        assert!(loader_entry_lists(&Root::new(root.path()), entry, "/opt/rocm-7.2.4/lib").unwrap());
+        assert!(
+            !loader_entry_lists(&Root::new(root.path()), entry, "/opt/rocm-7.2.5/lib").unwrap()
+        );
     }
 }

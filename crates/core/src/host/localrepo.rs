@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::ourdebs::DebFacts;
-use super::status::in_root;
+use super::root::Root;
 use crate::repo::{self, RepoOptions};
 use crate::rocm;
 
@@ -35,8 +35,8 @@ pub fn preferences(packages: &[String]) -> String {
 }
 
 /// Publish `facts`' .debs, (re)write the source and the preferences, refresh that source only.
-pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
-    let keys = in_root(root, &key_dir().to_string_lossy());
+pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
+    let keys = root.host_path(key_dir());
     std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
     {
         use std::os::unix::fs::PermissionsExt;
@@ -51,7 +51,7 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
         )
         .context("generating the local repository's signing key")?;
     }
-    let out = in_root(root, &repo_dir().to_string_lossy());
+    let out = root.host_path(repo_dir());
     let mut opts = RepoOptions::new(&out);
     opts.flat = true;
     opts.sign_key = Some(secret.clone());
@@ -64,7 +64,7 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
     // apt's gpgv runs as the unprivileged _apt user: the public key goes where it can read it
     // (the secret stays 0600 inside the 0700 key directory).
     let pub_in_root = Path::new(rocm::STATE_DIR).join("repo-key.gpg");
-    let pub_host = in_root(root, &pub_in_root.to_string_lossy());
+    let pub_host = root.host_path(&pub_in_root);
     std::fs::copy(&public, &pub_host)
         .with_context(|| format!("cannot write {}", pub_host.display()))?;
     {
@@ -72,7 +72,7 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
         std::fs::set_permissions(&pub_host, std::fs::Permissions::from_mode(0o644))?;
     }
     let pub_in_root = pub_in_root.display().to_string();
-    let src = in_root(root, &sources_path().to_string_lossy());
+    let src = root.host_path(sources_path());
     std::fs::write(
         &src,
         format!(
@@ -82,7 +82,7 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
     )
     .with_context(|| format!("cannot write {}", src.display()))?;
     let names: Vec<String> = facts.iter().map(|f| f.package.clone()).collect();
-    let prefs = in_root(root, &preferences_path().to_string_lossy());
+    let prefs = root.host_path(preferences_path());
     std::fs::write(&prefs, preferences(&names))
         .with_context(|| format!("cannot write {}", prefs.display()))?;
     // Refresh only our source.
@@ -115,16 +115,16 @@ pub fn publish(root: &Path, facts: &[DebFacts]) -> anyhow::Result<()> {
 }
 
 /// Take the local repository away (rollback): source, preferences, repository; the key stays.
-pub fn remove(root: &Path) -> anyhow::Result<bool> {
+pub fn remove(root: &Root) -> anyhow::Result<bool> {
     let mut any = false;
     for p in [sources_path(), preferences_path()] {
-        let h = in_root(root, &p.to_string_lossy());
+        let h = root.host_path(&p);
         if h.exists() {
             std::fs::remove_file(&h).with_context(|| format!("cannot remove {}", h.display()))?;
             any = true;
         }
     }
-    let r = in_root(root, &repo_dir().to_string_lossy());
+    let r = root.host_path(repo_dir());
     if r.exists() {
         std::fs::remove_dir_all(&r).with_context(|| format!("cannot remove {}", r.display()))?;
         any = true;

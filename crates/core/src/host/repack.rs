@@ -12,7 +12,8 @@ use anyhow::Context;
 use md5::Digest as _;
 
 use super::excludes::PathFilters;
-use super::status::{self, in_root, StatusEntry};
+use super::root::Root;
+use super::status::{self, StatusEntry};
 use crate::deb::control::Paragraph;
 
 /// Fields dpkg adds to the status database that are not part of a binary control file.
@@ -37,12 +38,12 @@ fn md5_of(path: &Path) -> std::io::Result<String> {
 }
 
 /// Check every file of `pkg` against dpkg's md5sums. Err names the first file that differs.
-pub fn check_unmodified(root: &Path, pkg: &StatusEntry) -> anyhow::Result<()> {
+pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
     let filters = PathFilters::load(root)?;
     let sums = status::package_md5sums(root, &pkg.package, &pkg.architecture)?
         .with_context(|| format!("dpkg has no md5sums for {}", pkg.package))?;
     for (path, want) in sums {
-        let host = in_root(root, &path);
+        let host = root.host_path(&path);
         if !host.exists() {
             if filters.is_excluded(&path) {
                 continue;
@@ -60,7 +61,7 @@ pub fn check_unmodified(root: &Path, pkg: &StatusEntry) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn repack(root: &Path, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()> {
+pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()> {
     check_unmodified(root, pkg)?;
     let filters = PathFilters::load(root)?;
     let status_text = std::fs::read_to_string(status::status_path(root))?;
@@ -95,7 +96,7 @@ pub fn repack(root: &Path, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
         if path == "/." || path == "/" {
             continue;
         }
-        let host = in_root(root, &path);
+        let host = root.host_path(&path);
         let dst = tree.join(path.trim_start_matches('/'));
         let meta = match std::fs::symlink_metadata(&host) {
             Ok(m) => m,
@@ -136,7 +137,7 @@ pub fn repack(root: &Path, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
     if !conffiles.is_empty() {
         std::fs::write(debian.join("conffiles"), conffiles.join("\n") + "\n")?;
     }
-    let info = in_root(root, "/var/lib/dpkg/info");
+    let info = root.host_path("/var/lib/dpkg/info");
     for name in INFO_FILES {
         for candidate in [
             info.join(format!("{}.{name}", pkg.package)),

@@ -3,14 +3,14 @@
 //! `rocm-hip-runtime` with it; a plain remove would leave our pin conffiles pinning stock to -1.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
 use super::install::{deb_file_name, remove_guard, stock_dir, stock_not_kept_path};
 use super::loader;
 use super::root::Root;
-use super::status::{self, in_root, StatusEntry};
+use super::status::{self, StatusEntry};
 use crate::error::{usage, ExitError};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
@@ -32,7 +32,7 @@ pub struct RollbackReport {
 }
 
 /// Read our installed packages and the marker.
-pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
+pub fn installed_pin(root: &Root) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
     let entries = status::read_status(root)?;
     let ours: Vec<StatusEntry> = entries
         .into_iter()
@@ -46,7 +46,7 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
     for e in &ours {
         if let Ok(list) = status::package_list(root, &e.package, &e.architecture) {
             if let Some(p) = list.iter().find(|p| p.ends_with(&suffix)) {
-                marker = std::fs::read(in_root(root, p))
+                marker = std::fs::read(root.host_path(p))
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Marker>(&b).ok());
             }
@@ -56,7 +56,7 @@ pub fn installed_pin(root: &Path) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
 }
 
 /// Why the stock .debs rollback needs (`missing`) are not there, and how to get stock back.
-fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackage)]) -> String {
+fn missing_stock_message(root: &Root, missing: &[(PathBuf, &rocm::ReplacedPackage)]) -> String {
     let names: Vec<String> = missing
         .iter()
         .map(|(_, r)| format!("{} {}", r.stock_name, r.stock_version))
@@ -70,7 +70,7 @@ fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackag
         requests.join(" "),
         stock_dir().display()
     );
-    if in_root(root, &stock_not_kept_path().to_string_lossy()).exists() {
+    if root.host_path(stock_not_kept_path()).exists() {
         format!(
             "rocm-pin install ran with --no-rollback (as the image recipe's install-runtime.sh does): no stock .debs were kept, so the stock {} cannot be put back offline. In an image, roll back by using the previous image (or the base image without install-runtime.sh); or get the .debs with {download}. Nothing changed.",
             names.join(" and ")
@@ -88,8 +88,13 @@ fn missing_stock_message(root: &Path, missing: &[(PathBuf, &rocm::ReplacedPackag
     }
 }
 
-pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<RollbackReport> {
-    let root = Path::new("/");
+/// Put the stock packages of `root` back (the apt transaction on the live system only: the
+/// checks before it say what is missing on any root).
+pub fn rollback(
+    root: &Root,
+    lock_timeout: u32,
+    listener: &dyn Listener,
+) -> anyhow::Result<RollbackReport> {
     let Some((ours, marker)) = installed_pin(root)? else {
         return Err(usage(
             "no rocm-pin replacement package is installed: nothing to roll back",
@@ -109,6 +114,7 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .filter(|e| e.has_files())
         .map(|e| (e.package, e.version))
         .collect();
+    super::install::live_system_only(root, "rocm-pin rollback")?;
     // The guard would run verify after dpkg and fail the rollback: it leaves first.
     let guard_removed = remove_guard(root)?;
     if let Err(e) = swap_back(root, &ours, &debs, lock_timeout, listener) {
@@ -142,7 +148,15 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
         .filter(|k| !after.contains_key(*k))
         .cloned()
         .collect();
-    report.checks = rollback_checks(root, &ours, &marker, &after_entries, &report.removed)?;
+    let cache = loader::read_cache(root)?;
+    report.checks = rollback_checks(
+        root,
+        &ours,
+        &marker,
+        &after_entries,
+        &report.removed,
+        &cache,
+    );
     report.ok = report.checks.iter().all(|c| c.ok);
     if !report.ok {
         let failed: Vec<String> = report
@@ -162,11 +176,11 @@ pub fn rollback(lock_timeout: u32, listener: &dyn Listener) -> anyhow::Result<Ro
 
 /// The stock .debs kept at install time, one per replaced package; all of them or a refusal
 /// naming every missing one and how to get it.
-fn kept_stock_debs(root: &Path, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
+fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
     let mut debs: Vec<PathBuf> = Vec::new();
     let mut missing = Vec::new();
     for r in &marker.replaced {
-        let p = in_root(root, &stock_dir().to_string_lossy()).join(deb_file_name(
+        let p = root.host_path(stock_dir()).join(deb_file_name(
             &r.stock_name,
             &r.stock_version,
             &r.architecture,
@@ -185,7 +199,7 @@ fn kept_stock_debs(root: &Path, marker: &Marker) -> anyhow::Result<Vec<PathBuf>>
 
 /// One apt transaction: the stock .debs installed, ours purged.
 fn swap_back(
-    root: &Path,
+    root: &Root,
     ours: &[StatusEntry],
     debs: &[PathBuf],
     lock_timeout: u32,
@@ -226,14 +240,16 @@ fn swap_back(
 }
 
 /// After the swap: nothing but ours removed, each stock package installed, our pins gone, and
-/// the loader resolving every library of the marker to a stock file.
+/// the loader (its cache `cache`, read after ldconfig ran) resolving every library of the
+/// marker to a stock file.
 fn rollback_checks(
-    root: &Path,
+    root: &Root,
     ours: &[StatusEntry],
     marker: &Marker,
     after_entries: &[StatusEntry],
     removed: &[String],
-) -> anyhow::Result<Vec<RollbackCheck>> {
+    cache: &[loader::CacheEntry],
+) -> Vec<RollbackCheck> {
     let mut checks = Vec::new();
     let mut add = |name: &str, ok: bool, detail: String| {
         checks.push(RollbackCheck {
@@ -275,7 +291,7 @@ fn rollback_checks(
             ),
         );
         let pin = rocm::pin_file_path(&r.package);
-        let gone = !in_root(root, &pin.to_string_lossy()).exists();
+        let gone = !root.host_path(&pin).exists();
         add(
             "unpinned",
             gone,
@@ -287,7 +303,6 @@ fn rollback_checks(
         );
     }
     // The loader resolves the stock libraries: the winner is a file of a stock package.
-    let cache = loader::read_cache(root)?;
     let stock_files: Vec<String> = marker
         .replaced
         .iter()
@@ -298,14 +313,11 @@ fn rollback_checks(
                 .and_then(|e| status::package_list(root, &e.package, &e.architecture).ok())
         })
         .flatten()
-        .filter_map(|p| Root::new(root).canonical(&p).ok())
+        .filter_map(|p| root.canonical(&p).ok())
         .collect();
     for lib in &marker.libraries {
-        let res = loader::resolve(root, &lib.soname, &cache, None);
-        let winner = res
-            .winner
-            .as_deref()
-            .and_then(|w| Root::new(root).canonical(w).ok());
+        let res = loader::resolve(root, &lib.soname, cache, None);
+        let winner = res.winner.as_deref().and_then(|w| root.canonical(w).ok());
         let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
         add(
             "loader",
@@ -322,7 +334,7 @@ fn rollback_checks(
             ),
         );
     }
-    Ok(checks)
+    checks
 }
 
 #[cfg(test)]
@@ -347,17 +359,17 @@ mod tests {
             (PathBuf::from("/var/lib/rocm-pin/stock/a.deb"), &hsa),
             (PathBuf::from("/var/lib/rocm-pin/stock/b.deb"), &hip),
         ];
-        let m = missing_stock_message(root.path(), &missing);
+        let m = missing_stock_message(&Root::new(root.path()), &missing);
         assert!(m.contains("/var/lib/rocm-pin/stock/a.deb, /var/lib/rocm-pin/stock/b.deb"));
         assert!(m.contains(
             "apt-get download hsa-rocr=1.18.0.70204-93~24.04 hip-runtime-amd=1.18.0.70204-93~24.04"
         ));
         assert!(!m.contains("--no-rollback"), "{m}");
         // After `rocm-pin install --no-rollback`: the record names the reason and the image way.
-        let record = in_root(root.path(), &stock_not_kept_path().to_string_lossy());
+        let record = Root::new(root.path()).host_path(stock_not_kept_path());
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
         std::fs::write(&record, "x\n").unwrap();
-        let m = missing_stock_message(root.path(), &missing);
+        let m = missing_stock_message(&Root::new(root.path()), &missing);
         assert!(
             m.contains("--no-rollback") && m.contains("previous image"),
             "{m}"
@@ -367,5 +379,190 @@ mod tests {
             "{m}"
         );
         assert!(m.ends_with("Nothing changed."), "{m}");
+    }
+}
+
+/// rollback's checks on a directory made to look like a host ([`FakeHost`]); the apt
+/// transaction itself runs in the chroot acceptance tests (day2).
+#[cfg(test)]
+mod steps_tests {
+    use super::*;
+    use crate::error::exit_code_for;
+    use crate::host::fakehost::{self, FakeHost, HIP_STOCK, HSA_STOCK, PAIR};
+    use crate::progress::Silent;
+
+    /// `ldconfig -p` as it prints the cache, each soname at `path` (in-root).
+    fn cache(entries: &[(&str, &str)]) -> Vec<loader::CacheEntry> {
+        let flags = format!("libc6,{}", loader::native_abi_tag().unwrap_or("x86-64"));
+        let mut text = format!("{} libs found in cache `/etc/ld.so.cache'\n", entries.len());
+        for (soname, path) in entries {
+            text.push_str(&format!("\t{soname} ({flags}) => {path}\n"));
+        }
+        loader::parse_ldconfig_p(&text)
+    }
+
+    fn stock_cache() -> Vec<loader::CacheEntry> {
+        cache(&[
+            (
+                "libhsa-runtime64.so.1",
+                "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+            ),
+            ("libamdhip64.so.7", "/opt/rocm-7.2.4/lib/libamdhip64.so.7"),
+        ])
+    }
+
+    fn ours() -> Vec<StatusEntry> {
+        let text: Vec<String> = PAIR
+            .iter()
+            .map(|(s, v, p)| fakehost::ours(p, s, v, "install ok installed"))
+            .collect();
+        status::parse_status(&text.join("\n"), &[rocm::COMMIT_FIELD]).unwrap()
+    }
+
+    fn ours_removed() -> Vec<String> {
+        PAIR.iter().map(|(_, _, p)| p.to_string()).collect()
+    }
+
+    fn keep_stock_debs(host: &FakeHost) {
+        for (name, version, _) in PAIR {
+            // Only their presence is judged before apt would run.
+            host.write(
+                &stock_dir()
+                    .join(deb_file_name(name, version, "amd64"))
+                    .to_string_lossy(),
+                "!<arch>\n",
+            );
+        }
+    }
+
+    #[test]
+    fn our_packages_and_the_marker_are_read_from_the_root() {
+        let host = FakeHost::new("7.2.4");
+        assert!(installed_pin(&host.root).unwrap().is_none());
+        host.install_ours("install ok installed");
+        let (ours, marker) = installed_pin(&host.root).unwrap().unwrap();
+        assert_eq!(
+            ours.iter().map(|e| e.package.as_str()).collect::<Vec<_>>(),
+            ["hsa-rocr-pinned", "hip-runtime-amd-pinned"]
+        );
+        assert_eq!(marker, Some(fakehost::marker()));
+    }
+
+    #[test]
+    fn missing_kept_stock_debs_are_named_and_nothing_changes() {
+        let host = FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        let status_before = std::fs::read(status::status_path(&host.root)).unwrap();
+        let e = rollback(&host.root, 60, &Silent).unwrap_err();
+        assert_eq!(exit_code_for(&e), 2);
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains(&format!(
+                "apt-get download hsa-rocr={HSA_STOCK} hip-runtime-amd={HIP_STOCK}"
+            )) && msg.ends_with("Nothing changed."),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read(status::status_path(&host.root)).unwrap(),
+            status_before
+        );
+    }
+
+    #[test]
+    fn with_the_stock_debs_kept_apt_is_refused_on_a_root_that_is_not_the_live_system() {
+        let host = FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        keep_stock_debs(&host);
+        host.write(
+            &super::super::install::guard_path().to_string_lossy(),
+            "// guard\n",
+        );
+        let e = rollback(&host.root, 60, &Silent).unwrap_err();
+        assert_eq!(exit_code_for(&e), 2);
+        assert!(
+            format!("{e:#}").contains("rocm-pin rollback changes packages with apt-get and dpkg"),
+            "{e:#}"
+        );
+        // Refused before the guard leaves.
+        assert!(host.exists(super::super::install::guard_path()));
+    }
+
+    #[test]
+    fn a_rolled_back_root_passes_every_check() {
+        let host = FakeHost::new("7.2.4");
+        let after = status::read_status(&host.root).unwrap();
+        let checks = rollback_checks(
+            &host.root,
+            &ours(),
+            &fakehost::marker(),
+            &after,
+            &ours_removed(),
+            &stock_cache(),
+        );
+        let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "dependants",
+                "stock-installed",
+                "unpinned",
+                "stock-installed",
+                "unpinned",
+                "loader",
+                "loader"
+            ]
+        );
+        assert!(checks.iter().all(|c| c.ok), "{checks:?}");
+        assert_eq!(
+            checks[6].detail,
+            format!("libamdhip64.so.7 → {} (stock)", fakehost::HIP_LIB)
+        );
+    }
+
+    #[test]
+    fn each_thing_left_wrong_after_the_swap_fails_its_check() {
+        let host = FakeHost::new("7.2.4");
+        // A pin conffile left behind, the metapackage gone with ours, and the loader still
+        // finding our library first (a stale copy outside the stock package's files).
+        host.write(
+            &rocm::pin_file_path("hsa-rocr-pinned").to_string_lossy(),
+            "Package: hsa-rocr\nPin: version *\nPin-Priority: -1\n",
+        );
+        host.set_status(&[
+            fakehost::stock("hsa-rocr", HSA_STOCK, "install ok installed"),
+            fakehost::stock("hip-runtime-amd", HIP_STOCK, "install ok installed"),
+        ]);
+        let ours_lib = &fakehost::marker().libraries[1].path;
+        host.write(ours_lib, "patched library bytes\n");
+        let after = status::read_status(&host.root).unwrap();
+        let mut removed = ours_removed();
+        removed.push("rocm-hip-runtime".into());
+        let checks = rollback_checks(
+            &host.root,
+            &ours(),
+            &fakehost::marker(),
+            &after,
+            &removed,
+            &cache(&[
+                (
+                    "libhsa-runtime64.so.1",
+                    "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+                ),
+                ("libamdhip64.so.7", ours_lib),
+            ]),
+        );
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                "dependants: apt removed rocm-hip-runtime".to_string(),
+                "unpinned: /etc/apt/preferences.d/hsa-rocr-pinned still present".to_string(),
+                format!("loader: libamdhip64.so.7 → {ours_lib} (not a stock file)"),
+            ]
+        );
     }
 }

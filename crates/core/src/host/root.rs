@@ -96,6 +96,25 @@ pub fn chain(hops: &[PathBuf]) -> String {
         .join(" -> ")
 }
 
+/// A root from where it is on this machine (`--root DIR`, a chroot directory).
+impl From<&Path> for Root {
+    fn from(path: &Path) -> Root {
+        Root::new(path)
+    }
+}
+
+impl From<&PathBuf> for Root {
+    fn from(path: &PathBuf) -> Root {
+        Root::new(path)
+    }
+}
+
+impl From<&Root> for Root {
+    fn from(root: &Root) -> Root {
+        root.clone()
+    }
+}
+
 impl Root {
     pub fn new(path: impl Into<PathBuf>) -> Root {
         Root { path: path.into() }
@@ -109,6 +128,11 @@ impl Root {
     /// Where the root is on this machine.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The root's host path, for messages.
+    pub fn display(&self) -> std::path::Display<'_> {
+        self.path.display()
     }
 
     pub fn is_system(&self) -> bool {

@@ -8,16 +8,17 @@
 //! more than it reads.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
 use crate::deb::Paragraph;
 use crate::host::dpkgdb::parse_conffiles_field;
+use crate::host::root::Root;
 
 /// The status database under `root`.
-pub fn status_path(root: &Path) -> PathBuf {
-    root.join("var/lib/dpkg/status")
+pub fn status_path(root: &Root) -> PathBuf {
+    root.host_path("/var/lib/dpkg/status")
 }
 
 /// One package paragraph of the status file, with the fields rocm-pin judges.
@@ -75,7 +76,7 @@ impl StatusEntry {
 
 /// Read every paragraph of the status file under `root`, keeping the standard fields above and
 /// any field named in `extra` (compared case-insensitively).
-pub fn read_status_with(root: &Path, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
+pub fn read_status_with(root: &Root, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
     let path = status_path(root);
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read the dpkg status database {}", path.display()))?;
@@ -83,7 +84,7 @@ pub fn read_status_with(root: &Path, extra: &[&str]) -> anyhow::Result<Vec<Statu
 }
 
 /// Read the status file keeping `X-Rocm-Pin-Commit`.
-pub fn read_status(root: &Path) -> anyhow::Result<Vec<StatusEntry>> {
+pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
     read_status_with(
         root,
         &[crate::rocm::COMMIT_FIELD, crate::rocm::PATCHES_FIELD],
@@ -136,8 +137,8 @@ fn status_entry(p: &Paragraph, extra: &[&str], number: usize) -> anyhow::Result<
     })
 }
 
-fn info_file(root: &Path, package: &str, arch: &str, suffix: &str) -> Option<PathBuf> {
-    let info = root.join("var/lib/dpkg/info");
+fn info_file(root: &Root, package: &str, arch: &str, suffix: &str) -> Option<PathBuf> {
+    let info = root.host_path("/var/lib/dpkg/info");
     let plain = info.join(format!("{package}.{suffix}"));
     if plain.exists() {
         return Some(plain);
@@ -148,11 +149,11 @@ fn info_file(root: &Path, package: &str, arch: &str, suffix: &str) -> Option<Pat
 }
 
 /// The paths dpkg lists for an installed package (`info/<pkg>.list`), directories included.
-pub fn package_list(root: &Path, package: &str, arch: &str) -> anyhow::Result<Vec<String>> {
+pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Vec<String>> {
     let path = info_file(root, package, arch, "list").with_context(|| {
         format!(
             "dpkg has no file list for {package} (var/lib/dpkg/info/{package}.list under {})",
-            root.display()
+            root.path().display()
         )
     })?;
     let text = std::fs::read_to_string(&path)
@@ -167,7 +168,7 @@ pub fn package_list(root: &Path, package: &str, arch: &str) -> anyhow::Result<Ve
 /// dpkg's md5sums for an installed package: absolute path → md5 hex. Absent file → empty
 /// (dpkg writes one for every package it installs, so an absent file is reported by callers).
 pub fn package_md5sums(
-    root: &Path,
+    root: &Root,
     package: &str,
     arch: &str,
 ) -> anyhow::Result<Option<Vec<(String, String)>>> {
@@ -179,11 +180,6 @@ pub fn package_md5sums(
     let sums = crate::host::dpkgdb::parse_md5sums(&text)
         .with_context(|| format!("{}: malformed", path.display()))?;
     Ok(Some(sums.into_iter().collect()))
-}
-
-/// Map an absolute in-root path (`/opt/x`) to the host path under `root`.
-pub fn in_root(root: &Path, path: &str) -> PathBuf {
-    root.join(path.trim_start_matches('/'))
 }
 
 #[cfg(test)]

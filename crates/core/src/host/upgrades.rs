@@ -3,9 +3,9 @@
 //! forward. Read-only (`apt-cache policy`).
 
 use std::cmp::Ordering;
-use std::path::Path;
 
 use super::apt;
+use super::root::Root;
 use super::status::StatusEntry;
 use crate::rocm::{self, Marker};
 
@@ -48,7 +48,7 @@ fn newest(p: &apt::Policy) -> Option<(String, i64)> {
         .reduce(|a, b| if newer(&b.0, &a.0) { b } else { a })
 }
 
-pub fn available(root: &Path, ours: &[StatusEntry], marker: &Marker) -> Upgrades {
+pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades {
     let mut names: Vec<String> = ours.iter().map(|e| e.package.clone()).collect();
     names.extend(marker.replaced.iter().map(|r| r.stock_name.clone()));
     let hold = super::hold::read(root);

@@ -89,7 +89,7 @@ pub fn from_dpkg_db_allowing(
     let mut notes = vec![];
     let mut files = Vec::with_capacity(listed.len());
     for path in &listed {
-        let host = db.host_path(path);
+        let host = db.root().host_path(path);
         let meta = match std::fs::symlink_metadata(&host) {
             Ok(m) => m,
             Err(_) if db.is_path_excluded(path) => {
