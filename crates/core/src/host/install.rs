@@ -352,7 +352,11 @@ fn gate_step(
             ));
             Ok(Some(Outcome::Skipped))
         }
-        (GateMode::Require, false) => Err(usage(g.reason)),
+        // The typed refusal (its text is the gate's reason, a gate unit test holds them equal).
+        (GateMode::Require, false) => Err(g
+            .refusal()
+            .map(anyhow::Error::from)
+            .unwrap_or_else(|| usage(g.reason))),
         _ => Ok(None),
     }
 }

@@ -47,6 +47,14 @@ fn the_gate_refuses_another_rocm_release_and_writes_nothing() {
     )
     .unwrap_err();
     assert_eq!(exit_code_for(&e), USAGE, "{e:#}");
+    assert!(
+        matches!(
+            crate::error::find(&e),
+            Some(crate::error::Error::GateRefused { found: Some(found), required, .. })
+                if found == "7.2.5-42" && required == "7.2.4"
+        ),
+        "{e:?}"
+    );
     let msg = format!("{e:#}");
     assert!(
         msg.contains("ROCm 7.2.5-42 at /opt/rocm-7.2.4") && msg.contains("does not match 7.2.4"),
