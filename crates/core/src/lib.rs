@@ -7,6 +7,8 @@
 //! - [`host`] is the only place that touches the dpkg database, apt configuration or runs apt/dpkg.
 //! - [`build`], [`plan`], [`verify`], [`repo`] are the pipeline stages; [`cli`] is thin.
 
+#![warn(clippy::too_many_lines)]
+
 // First, so its `out!`/`outln!`/`errln!` macros are in scope in every module below.
 #[macro_use]
 pub mod output;

@@ -3,6 +3,8 @@
 //! from C sources, the downstream scenarios (data, in `testdata/scenarios.json`), and the demo
 //! that runs them all in a sandbox.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod demo;
 pub mod sandbox;
 pub mod standin;
