@@ -3,7 +3,8 @@
 //! Resolution follows ld.so's order for a library requested by soname from an executable
 //! without RPATH/RUNPATH: the directories of `LD_LIBRARY_PATH`, then `/etc/ld.so.cache` (first
 //! entry of the native ABI, the order `ldconfig -p` prints), then the default directories.
-//! The cache is read through `ldconfig -p` (read-only; `-C` names the cache of another root).
+//! The cache file is read directly (`ldcache`), through `ldconfig -p` (read-only; `-C` names
+//! the cache of another root) when it holds what that reader leaves to ldconfig.
 
 use crate::host::root::Root;
 use std::path::{Path, PathBuf};
@@ -63,8 +64,19 @@ fn flags_are_native(flags: &str) -> bool {
     }
 }
 
-/// Read the ld.so cache of `root` (read-only). Err when ldconfig cannot read it.
+/// Read the ld.so cache of `root` (read-only): the file itself when `ldcache` understands
+/// all of it, else `ldconfig -p`. Err when ldconfig cannot read it either.
 pub fn read_cache(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
+    if let Some(entries) = std::fs::read(root.host_path("/etc/ld.so.cache"))
+        .ok()
+        .and_then(|bytes| super::ldcache::parse(&bytes))
+    {
+        return Ok(entries);
+    }
+    ldconfig_p(root)
+}
+
+fn ldconfig_p(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
     let mut cmd = Command::new(ldconfig_binary());
     if !root.is_system() {
         cmd.arg("-C").arg(root.host_path("etc/ld.so.cache"));

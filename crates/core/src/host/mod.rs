@@ -15,6 +15,7 @@ pub mod gate;
 pub mod hold;
 pub mod inplace;
 pub mod install;
+pub mod ldcache;
 pub mod loader;
 pub mod localrepo;
 pub mod ourdebs;
