@@ -6,6 +6,7 @@ use clap::Args;
 
 use rocm_pin::deb::Compression;
 use rocm_pin::error::usage;
+use rocm_pin::host::root::Root;
 use rocm_pin::package::{self, PackageRequest, StockInput};
 use rocm_pin::plan::{self, CommitOverride, PlanOptions};
 
@@ -100,11 +101,11 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
     let args = *args.inner;
     let sde = source_date_epoch()?;
     let stock = if args.stock_deb.is_empty() {
-        StockInput::Root(args.stock_root.unwrap_or_else(|| PathBuf::from("/")))
+        StockInput::Root(args.stock_root.map_or_else(Root::system, Root::new))
     } else {
         StockInput::Debs {
             debs: args.stock_deb,
-            target_root: args.target_root.unwrap_or_else(|| PathBuf::from("/")),
+            target_root: args.target_root.map_or_else(Root::system, Root::new),
         }
     };
     let req = PackageRequest {

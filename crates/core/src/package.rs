@@ -14,6 +14,7 @@ use anyhow::{anyhow, bail, Context};
 
 use crate::deb::{BuildOptions, BuildSummary, Compression};
 use crate::host::dpkgdb::DpkgDb;
+use crate::host::root::Root;
 use crate::plan::staging::{self, CommitOverride};
 use crate::plan::stock::{self, sha256_file, StockPackage};
 use crate::plan::{
@@ -27,15 +28,15 @@ use crate::rocm::{self, Half};
 #[derive(Debug, Clone)]
 pub enum StockInput {
     /// The dpkg database (and installed files) under this root.
-    Root(PathBuf),
+    Root(Root),
     /// [`StockInput::Root`] on a host patched in place (`rocm-pin adopt --no-rollback`): the
     /// stock runtime library files of the families the staging rebuilds may differ from dpkg's
     /// md5sums (they are replaced, never carried).
-    PatchedInPlace(PathBuf),
+    PatchedInPlace(Root),
     /// Stock .debs; NEEDED entries are resolved against the dpkg database under `target_root`.
     Debs {
         debs: Vec<PathBuf>,
-        target_root: PathBuf,
+        target_root: Root,
     },
 }
 
@@ -354,7 +355,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
 
 /// What to say when the stock packages are to be read from a root that has no ROCm where we
 /// looked: the two ways forward differ by whether `--prefix` was given.
-fn no_rocm_prefix_hint(root: &Path, prefix: Option<&str>) -> String {
+fn no_rocm_prefix_hint(root: &Root, prefix: Option<&str>) -> String {
     let stock_debs = format!(
         "--stock-deb {}_*.deb {}_*.deb (the stock packages the replacements are built against, e.g. \
          from `apt-get download {} {}` with AMD's ROCm repository)",

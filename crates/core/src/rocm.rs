@@ -112,11 +112,8 @@ pub fn family_of(file_name: &str) -> Option<&'static LibraryFamily> {
 /// /opt/rocm-7.2.4`), relative to `root` (a chroot or `/`): absolute link targets are
 /// interpreted inside `root`. Returns the resolved path *inside* root (e.g. `/opt/rocm-7.2.4`)
 /// and every hop for reporting.
-pub fn resolve_rocm_path(
-    root: impl Into<Root>,
-    path: &Path,
-) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
-    let resolved = root.into().resolve(path, Missing::Fail)?;
+pub fn resolve_rocm_path(root: &Root, path: &Path) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    let resolved = root.resolve(path, Missing::Fail)?;
     Ok((resolved.path, resolved.hops))
 }
 
@@ -189,11 +186,11 @@ mod tests {
         std::fs::create_dir_all(r.join("etc/alternatives")).unwrap();
         std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("etc/alternatives/rocm")).unwrap();
         std::os::unix::fs::symlink("/etc/alternatives/rocm", r.join("opt/rocm")).unwrap();
-        let (resolved, hops) = resolve_rocm_path(r, Path::new("/opt/rocm")).unwrap();
+        let (resolved, hops) = resolve_rocm_path(&Root::new(r), Path::new("/opt/rocm")).unwrap();
         assert_eq!(resolved, PathBuf::from("/opt/rocm-7.2.4"));
         assert_eq!(hops.len(), 3);
         std::os::unix::fs::symlink("/nowhere", r.join("opt/dangling")).unwrap();
-        assert!(resolve_rocm_path(r, Path::new("/opt/dangling")).is_err());
+        assert!(resolve_rocm_path(&Root::new(r), Path::new("/opt/dangling")).is_err());
     }
 }
 

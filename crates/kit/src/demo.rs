@@ -736,7 +736,7 @@ fn package_replacements(
                 stock.require(StockRole::HsaRocr)?.deb.clone(),
                 stock.require(StockRole::HipRuntime)?.deb.clone(),
             ],
-            target_root: PathBuf::from("/"),
+            target_root: rocm_pin::host::root::Root::system(),
         },
         prefix: None,
         out: work.join("debs"),

@@ -171,7 +171,7 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
 /// (the real tree then fails its prerequisite check on ROCm's LLVM; the stand-in does not need it).
 fn resolve_rocm(path: &Path) -> anyhow::Result<(PathBuf, bool)> {
     let path = absolute(path)?;
-    match crate::rocm::resolve_rocm_path(Path::new("/"), &path) {
+    match crate::rocm::resolve_rocm_path(&crate::host::root::Root::system(), &path) {
         Ok((resolved, _hops)) => Ok((resolved, true)),
         Err(_) => Ok((path, false)),
     }

@@ -206,11 +206,11 @@ fn adopt_locked(
         staging: staging.clone(),
         commit: CommitOverride::default(),
         stock: if stock_debs.is_empty() {
-            StockInput::PatchedInPlace(root.path().to_path_buf())
+            StockInput::PatchedInPlace(root.clone())
         } else {
             StockInput::Debs {
                 debs: stock_debs.clone(),
-                target_root: root.path().to_path_buf(),
+                target_root: root.clone(),
             }
         },
         prefix: Some(patch.prefix.clone()),

@@ -89,15 +89,14 @@ impl std::fmt::Debug for DpkgDb {
 
 impl DpkgDb {
     /// Open the database at `<root>/var/lib/dpkg`. Reads the status file once.
-    pub fn open(root: impl Into<Root>) -> anyhow::Result<Self> {
-        let root = root.into();
+    pub fn open(root: &Root) -> anyhow::Result<Self> {
         let admin = root.host_path(ADMIN_DIR);
         Self::open_admin_dir(root, &admin)
     }
 
     /// Open with an explicit admin directory (dpkg's `--admindir`).
-    pub fn open_admin_dir(root: impl Into<Root>, admin: &Path) -> anyhow::Result<Self> {
-        let root = root.into();
+    pub fn open_admin_dir(root: &Root, admin: &Path) -> anyhow::Result<Self> {
+        let root = root.clone();
         let status_path = admin.join("status");
         let text = std::fs::read_to_string(&status_path).with_context(|| {
             format!(
@@ -511,7 +510,7 @@ mod tests {
     #[test]
     fn reads_status_lists_md5sums_conffiles_scripts() {
         let d = fixture();
-        let db = DpkgDb::open(d.path()).unwrap();
+        let db = DpkgDb::open(&Root::new(d.path())).unwrap();
         assert_eq!(db.packages().len(), 3);
         let hsa = db.installed("hsa-rocr").unwrap();
         assert_eq!(hsa.version, "1.18.0.70204-93~24.04");
@@ -537,7 +536,7 @@ mod tests {
     #[test]
     fn owners_and_loader_search() {
         let d = fixture();
-        let db = DpkgDb::open(d.path()).unwrap();
+        let db = DpkgDb::open(&Root::new(d.path())).unwrap();
         assert_eq!(
             db.owner_of("/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1")
                 .unwrap(),
@@ -563,7 +562,7 @@ mod tests {
     #[test]
     fn path_excludes_follow_dpkg_order() {
         let d = fixture();
-        let db = DpkgDb::open(d.path()).unwrap();
+        let db = DpkgDb::open(&Root::new(d.path())).unwrap();
         assert!(db.is_path_excluded("/usr/share/doc/hsa-rocr/changelog.gz"));
         assert!(!db.is_path_excluded("/usr/share/doc/hsa-rocr/copyright"));
         assert!(!db.is_path_excluded("/opt/rocm-7.2.4/lib/libx.so"));
@@ -572,7 +571,7 @@ mod tests {
     #[test]
     fn missing_status_is_a_clear_error() {
         let d = tempfile::tempdir().unwrap();
-        let e = DpkgDb::open(d.path()).unwrap_err().to_string();
+        let e = DpkgDb::open(&Root::new(d.path())).unwrap_err().to_string();
         assert!(e.contains("dpkg status file"), "{e}");
     }
 
@@ -580,7 +579,7 @@ mod tests {
     fn resolves_merged_usr_links() {
         let d = fixture();
         assert_eq!(
-            DpkgDb::open(d.path())
+            DpkgDb::open(&Root::new(d.path()))
                 .unwrap()
                 .resolve("/lib/x86_64-linux-gnu/libc.so.6"),
             "/usr/lib/x86_64-linux-gnu/libc.so.6"

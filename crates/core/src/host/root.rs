@@ -96,25 +96,6 @@ pub fn chain(hops: &[PathBuf]) -> String {
         .join(" -> ")
 }
 
-/// A root from where it is on this machine (`--root DIR`, a chroot directory).
-impl From<&Path> for Root {
-    fn from(path: &Path) -> Root {
-        Root::new(path)
-    }
-}
-
-impl From<&PathBuf> for Root {
-    fn from(path: &PathBuf) -> Root {
-        Root::new(path)
-    }
-}
-
-impl From<&Root> for Root {
-    fn from(root: &Root) -> Root {
-        root.clone()
-    }
-}
-
 impl Root {
     pub fn new(path: impl Into<PathBuf>) -> Root {
         Root { path: path.into() }
