@@ -1,0 +1,473 @@
+//! Shared by the tests in tests/install/: the whole chain made ONCE per test binary — the stand-in stock
+//! set (standin), our packages from `rocm-pin build` of the fixture + `rocm-pin package`
+//! against that stock set, a chroot with the stock set installed through apt and `rocm-pin
+//! install` run INSIDE it — kept as two snapshot tarballs (stock only; stock + ours). Every
+//! scenario unpacks a snapshot into a fresh sandbox.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use rocm_pin_testkit::scratch::ScratchDir;
+
+use rocm_pin::host::apt::Solver;
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
+
+pub const COMMIT_DATE: &str = "2026-01-15T12:00:00+00:00";
+/// Where things go inside the chroot.
+pub const OURS_DIR: &str = "/root/ours";
+pub const STOCK_DEBS_DIR: &str = "/root/stock-debs";
+pub const PROBE: &str = "/usr/local/bin/rocm-pin-probe";
+/// The downstream packages that must survive every scenario.
+pub const DEPENDANTS: &[&str] = &["rocm-hip-runtime", "hip-dev", "rccl", "hipblas"];
+pub const SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
+
+#[allow(unused_imports)] // not every test binary that includes this module needs it
+pub use rocm_pin_testkit::cache_dir;
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
+}
+
+pub fn image(suite: &str) -> ChrootImage {
+    let tarball = cache_dir().join(format!("chroot/{suite}-apt.tar.zst"));
+    assert!(
+        tarball.is_file(),
+        "{} is missing: run scripts/test-setup",
+        tarball.display()
+    );
+    ChrootImage::cached(suite, &cache_dir()).expect("cached chroot image")
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    git_at(dir, args, COMMIT_DATE)
+}
+
+/// `git -C dir args…` as the tests' committer, dated `date`; its trimmed stdout.
+pub fn git_at(dir: &Path, args: &[&str], date: &str) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=rocm-pin tests",
+            "-c",
+            "user.email=tests@rocm-pin.invalid",
+        ])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+pub use rocm_pin_testkit::must;
+
+/// Everything suite-independent: the stand-in stock sets, our packages, the loader probe.
+pub struct Packages {
+    _work: ScratchDir,
+    pub stock: StockSet,
+    /// The custom rccl with exact `=` deps (dpkg -i only).
+    pub custom: StockSet,
+    /// r2: a newer stock release of the pair.
+    pub r2: StockSet,
+    /// The pair rebuilt as -94 (stock mismatch).
+    pub r94: StockSet,
+    pub ours: Vec<PathBuf>,
+    pub ours_dir: PathBuf,
+    pub probe: PathBuf,
+}
+
+pub struct Artifacts {
+    /// The apt configuration (one of [`CONFIGS`]).
+    pub config: &'static str,
+    pub suite: String,
+    pub pkgs: &'static Packages,
+    _work: ScratchDir,
+    /// Stock set installed (no rocm-pin yet).
+    pub stock_snapshot: PathBuf,
+    /// Stock set + `rocm-pin install` done inside.
+    pub installed_snapshot: PathBuf,
+    /// `rocm-pin install`'s output when the snapshot was made.
+    pub install_output: String,
+}
+
+impl std::ops::Deref for Artifacts {
+    type Target = Packages;
+    fn deref(&self) -> &Packages {
+        self.pkgs
+    }
+}
+
+static PACKAGES: OnceLock<Packages> = OnceLock::new();
+static BOOKWORM: OnceLock<Artifacts> = OnceLock::new();
+static TRIXIE: OnceLock<Artifacts> = OnceLock::new();
+static TRIXIE_SOLVER3: OnceLock<Artifacts> = OnceLock::new();
+
+/// The apt configurations the install tests run under: bookworm (apt 2.6), trixie (apt 3.0,
+/// classic solver), trixie with `APT::Solver "3.0"`.
+pub const CONFIGS: &[&str] = &["bookworm", "trixie", "trixie-solver3"];
+
+/// The Debian suite of an apt configuration.
+pub fn suite_of(config: &str) -> &str {
+    config.split('-').next().unwrap_or(config)
+}
+
+/// The solver apt uses in an apt configuration (what the tests expect, stated, not detected).
+pub fn solver_of(config: &str) -> Solver {
+    if config.ends_with("-solver3") {
+        Solver::Solver3
+    } else {
+        Solver::Classic
+    }
+}
+
+pub fn packages() -> &'static Packages {
+    PACKAGES.get_or_init(make_packages)
+}
+
+/// The chroot snapshots of one apt configuration (one of [`CONFIGS`]), made once per test binary.
+pub fn artifacts(config: &str) -> &'static Artifacts {
+    let (cell, config) = match config {
+        "bookworm" => (&BOOKWORM, "bookworm"),
+        "trixie" => (&TRIXIE, "trixie"),
+        "trixie-solver3" => (&TRIXIE_SOLVER3, "trixie-solver3"),
+        other => panic!("no artifacts for {other}"),
+    };
+    cell.get_or_init(|| make_artifacts(config))
+}
+
+/// Directories a snapshot carries (everything dpkg, apt, rocm-pin and the stand-in touch).
+const SNAPSHOT_DIRS: &[&str] = &[
+    "opt",
+    "etc",
+    "var/lib/dpkg",
+    "var/lib/apt",
+    "var/lib/rocm-pin",
+    "var/cache/apt",
+    "usr/local",
+    "usr/share/doc",
+    "usr/share/lintian",
+    "srv",
+    "root",
+];
+
+fn snapshot(sb: &Sandbox, out: &Path) {
+    let dirs: Vec<&str> = SNAPSHOT_DIRS
+        .iter()
+        .copied()
+        .filter(|d| sb.path(format!("/{d}")).exists())
+        .collect();
+    must(
+        Command::new("tar")
+            .arg("-C")
+            .arg(sb.root())
+            .arg("-cf")
+            .arg(out)
+            .args(&dirs),
+    );
+}
+
+pub fn opts(config: &str) -> SandboxOptions {
+    SandboxOptions {
+        dpkg_excludes: true,
+        apt_solver3: solver_of(config) == Solver::Solver3,
+        ..Default::default()
+    }
+}
+
+/// A fresh sandbox with `snap` unpacked into it.
+pub fn fresh(a: &Artifacts, snap: &Path) -> Sandbox {
+    fresh_with(a, snap, opts(a.config))
+}
+
+/// `fresh` with /proc mounted in the chroot (for tests that look at or signal processes).
+pub fn fresh_with_proc(a: &Artifacts, snap: &Path) -> Sandbox {
+    fresh_with(
+        a,
+        snap,
+        SandboxOptions {
+            mount_proc: true,
+            ..opts(a.config)
+        },
+    )
+}
+
+fn fresh_with(a: &Artifacts, snap: &Path, options: SandboxOptions) -> Sandbox {
+    let sb = Sandbox::with_options(&image(&a.suite), &options).expect("sandbox");
+    must(
+        Command::new("tar")
+            .arg("-C")
+            .arg(sb.root())
+            .arg("-xf")
+            .arg(snap),
+    );
+    sb
+}
+
+fn make_packages() -> Packages {
+    let t0 = std::time::Instant::now();
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "the install acceptance tests need root (chroot); CI runs as root"
+    );
+    let work = ScratchDir::new("install").expect("scratch directory");
+    let w = work.path();
+    let listener = rocm_pin::progress::Silent;
+
+    // 1. The stand-in stock set and its variants.
+    let spec = StockSetSpec::for_host().expect("host arch");
+    let stock = standin::build_stock_set(&spec, &w.join("stock"), &listener).expect("stock set");
+    let custom = standin::build_stock_set(
+        &spec.clone().only(&[StockRole::CustomRccl]),
+        &w.join("custom"),
+        &listener,
+    )
+    .expect("custom rccl");
+    let r2 =
+        standin::build_stock_set(&spec.newer_release(), &w.join("r2"), &listener).expect("r2 set");
+    let r94 =
+        standin::build_stock_set(&spec.rebuild(94), &w.join("r94"), &listener).expect("-94 set");
+    let probe = standin::build_loader_probe(&w.join("probe")).expect("loader probe");
+
+    // 2. `rocm-pin build` of the stand-in source, a real git checkout.
+    let src = w.join("src");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocm-systems"),
+        &src,
+    );
+    git(&src, &["init", "--quiet"]);
+    git(&src, &["add", "--all"]);
+    git(&src, &["commit", "--quiet", "-m", "stand-in rocm-systems"]);
+    let commit = git(&src, &["rev-parse", "HEAD"]);
+    let staging = rocm_pin_testkit::build_standin_staging(&bin(), &src, &commit, w);
+
+    // 3. `rocm-pin package` against the stock pair's .debs.
+    let ours_dir = w.join("ours");
+    let hsa = stock.require(StockRole::HsaRocr).unwrap().deb.clone();
+    let hip = stock.require(StockRole::HipRuntime).unwrap().deb.clone();
+    must(
+        Command::new(bin())
+            .args(["package", "--quiet", "--staging"])
+            .arg(&staging)
+            .arg("--stock-deb")
+            .arg(&hsa)
+            .arg(&hip)
+            .arg("--out")
+            .arg(&ours_dir)
+            .env("SOURCE_DATE_EPOCH", "1768478400"),
+    );
+    let mut ours: Vec<PathBuf> = std::fs::read_dir(&ours_dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    ours.sort();
+    assert_eq!(ours.len(), 2, "rocm-pin package made {ours:?}");
+    eprintln!(
+        "install_support: packages ready in {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+    Packages {
+        _work: work,
+        stock,
+        custom,
+        r2,
+        r94,
+        ours,
+        ours_dir,
+        probe,
+    }
+}
+
+fn make_artifacts(config: &'static str) -> Artifacts {
+    let suite = suite_of(config);
+    let t0 = std::time::Instant::now();
+    let p = packages();
+    let work = ScratchDir::new("install").expect("scratch directory");
+    let w = work.path();
+    let (stock, custom, probe, ours, ours_dir) =
+        (&p.stock, &p.custom, &p.probe, &p.ours, &p.ours_dir);
+
+    // 4. The stock set installed through apt from a local repository.
+    let sb = Sandbox::with_options(&image(suite), &opts(config)).expect("sandbox");
+    sb.add_local_repo("stock", &stock.out_dir)
+        .expect("stock repo");
+    sb.run_ok(&[
+        "apt-get",
+        "install",
+        "-y",
+        "rocm-hip-runtime",
+        "hip-dev",
+        "rccl",
+        "hipblas",
+        "rocm-smi-lib",
+    ])
+    .expect("install the stock set");
+    sb.install_rocm_pin(&bin()).unwrap();
+    sb.copy_in(probe, PROBE).unwrap();
+    sb.copy_in(ours_dir, OURS_DIR).unwrap();
+    sb.copy_in(&stock.out_dir, STOCK_DEBS_DIR).unwrap();
+    for p in &custom.packages {
+        sb.copy_in(
+            &p.deb,
+            &format!("/root/{}", p.deb.file_name().unwrap().to_string_lossy()),
+        )
+        .unwrap();
+    }
+    let stock_snapshot = w.join("stock.tar");
+    snapshot(&sb, &stock_snapshot);
+
+    // 5. `rocm-pin install` INSIDE the chroot.
+    let out = sb.run(&install_argv(ours)).unwrap();
+    let install_output = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "rocm-pin install failed in the chroot ({}):\n{install_output}",
+        out.status
+    );
+    let installed_snapshot = w.join("installed.tar");
+    snapshot(&sb, &installed_snapshot);
+    // scripts/bench-verify takes the installed set from here.
+    if let Some(dir) = std::env::var_os("ROCM_PIN_SNAPSHOT_OUT") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            &installed_snapshot,
+            dir.join(format!("{config}-installed.tar")),
+        )
+        .unwrap();
+    }
+    eprintln!(
+        "install_support: {config} artifacts ready in {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+    Artifacts {
+        config,
+        suite: suite.to_string(),
+        pkgs: p,
+        _work: work,
+        stock_snapshot,
+        installed_snapshot,
+        install_output,
+    }
+}
+
+/// `rocm-pin install /root/ours/a.deb /root/ours/b.deb`.
+pub fn install_argv(ours: &[PathBuf]) -> Vec<&'static str> {
+    let mut v = vec!["rocm-pin", "install"];
+    for p in ours {
+        let s = format!("{OURS_DIR}/{}", p.file_name().unwrap().to_string_lossy());
+        v.push(Box::leak(s.into_boxed_str()));
+    }
+    v
+}
+
+pub fn rc(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Which library the dynamic loader really uses, per soname: (soname, identity).
+pub fn probe(sb: &Sandbox) -> Vec<(String, String)> {
+    let mut argv = vec![PROBE];
+    argv.extend(SONAMES);
+    let out = sb.run(&argv).unwrap();
+    let lines = standin::parse_probe_output(&String::from_utf8_lossy(&out.stdout))
+        .unwrap_or_else(|e| panic!("probe output: {e}: {}", text(&out)));
+    lines
+        .into_iter()
+        .map(|l| {
+            (
+                l.soname,
+                l.identity.unwrap_or_else(|| "NOT-LOADED".to_string()),
+            )
+        })
+        .collect()
+}
+
+/// True when every probed soname reports a patched identity.
+pub fn all_patched(ids: &[(String, String)]) -> bool {
+    ids.len() == SONAMES.len() && ids.iter().all(|(_, id)| id.contains("-PATCHED-"))
+}
+
+/// `dpkg-query` states of the dependants (name → abbrev, "" when unknown).
+pub fn dependant_states(sb: &Sandbox) -> Vec<(String, String)> {
+    DEPENDANTS
+        .iter()
+        .map(|p| {
+            let out = sb
+                .run(&["dpkg-query", "-W", "-f=${db:Status-Abbrev}", p])
+                .unwrap();
+            (
+                p.to_string(),
+                String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            )
+        })
+        .collect()
+}
+
+pub fn dependants_installed(sb: &Sandbox) -> bool {
+    dependant_states(sb).iter().all(|(_, s)| s == "ii")
+}
+
+pub fn verify(sb: &Sandbox) -> Output {
+    sb.run(&["rocm-pin", "verify"]).unwrap()
+}
+
+pub fn verify_json(sb: &Sandbox) -> serde_json::Value {
+    let out = sb.run(&["rocm-pin", "verify", "--json"]).unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("verify --json: {e}: {}", text(&out)))
+}
+
+/// The names of the failed checks in `verify --json`.
+pub fn failed_checks(sb: &Sandbox) -> Vec<String> {
+    let v = verify_json(sb);
+    let mut names: Vec<String> = v["checks"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|c| c["ok"] == false)
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.dedup();
+    names
+}
