@@ -2,8 +2,6 @@
 //!
 //! One test binary per area (`cargo test --test build`); a module per former test file.
 
-#[path = "../package/util.rs"]
-mod package_util;
 mod util;
 
 mod dry_run;

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::package_util::{contents, debs_in, default_spec, field, stock_set};
+use crate::util::{bin, contents, debs_in, default_spec, field, stock_set};
 use rocm_pin_kit::standin::StockRole;
 
 #[test]
@@ -23,7 +23,7 @@ fn packages_the_staging_rocm_pin_build_made() {
     .ok();
     let set = stock_set(&tmp.path().join("stock"), default_spec());
     let out = tmp.path().join("out");
-    let res = Command::new(env!("CARGO_BIN_EXE_rocm-pin"))
+    let res = Command::new(bin())
         .arg("package")
         .arg("--staging")
         .arg(&staging)

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
+use crate::util::labeled;
 use rocm_pin::build::BuildManifest;
 use rocm_pin::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
@@ -49,14 +50,6 @@ fn compile_cache() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/cache/rocm-pin/compile-cache"))
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn sh(sb: &Sandbox, script: &str) -> Output {
     let t = Instant::now();
     let out = sb.sh(script).expect("run in the chroot");
@@ -72,7 +65,7 @@ fn sh(sb: &Sandbox, script: &str) -> Output {
 #[track_caller]
 fn sh_ok(sb: &Sandbox, script: &str) -> String {
     let out = sh(sb, script);
-    assert!(out.status.success(), "{script}\n{}", text(&out));
+    assert!(out.status.success(), "{script}\n{}", labeled(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -159,7 +152,7 @@ fn rocm_pin_build(
 /// patch that does not apply, an offload target the compiler lacks.
 fn refusals_before_compiling(sb: &Sandbox, cache: &CompileCache, commit: &str) {
     let out = rocm_pin_build(sb, cache, commit, "/build/refused", "");
-    let t = text(&out);
+    let t = labeled(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     for want in [
         "comgr 3.0.0",
@@ -182,7 +175,7 @@ fn refusals_before_compiling(sb: &Sandbox, cache: &CompileCache, commit: &str) {
         "/build/refused",
         &format!("--patches {PATCHES} --patch /src/bad/0009-does-not-apply.patch"),
     );
-    let t = text(&out);
+    let t = labeled(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     for want in [
         "0009-does-not-apply.patch",
@@ -212,7 +205,7 @@ fn refusals_before_compiling(sb: &Sandbox, cache: &CompileCache, commit: &str) {
         "/build/refused",
         &format!("--patches {PATCHES} --patch /src/bad/0010-unknown-target.patch"),
     );
-    let t = text(&out);
+    let t = labeled(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(
         t.contains("gfx9999") && t.contains(list) && t.contains("TARGET_DEVS"),
@@ -244,7 +237,7 @@ fn build_with_cached_rocr_stage(sb: &Sandbox, cache: &CompileCache, commit: &str
         OUT,
         &format!("--patches {PATCHES} --clr-cmake-arg=-DHIPCC_BIN_DIR=/nonexistent"),
     );
-    let t = text(&out);
+    let t = labeled(&out);
     assert!(!out.status.success(), "{t}");
     assert!(
         t.contains("build-rocr: done") && t.contains("configure-clr: FAILED"),
@@ -258,7 +251,7 @@ fn build_with_cached_rocr_stage(sb: &Sandbox, cache: &CompileCache, commit: &str
         OUT,
         &format!("--patches {PATCHES} --clr-cmake-arg=-DHIPCC_BIN_DIR=/usr/bin"),
     );
-    let t = text(&out);
+    let t = labeled(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("ROCr's stage is cached"), "{t}");
     assert!(!t.contains("build-rocr:"), "ROCr was rebuilt:\n{t}");
@@ -423,24 +416,24 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
         sb,
         "rocm-pin install --mode require $(ls /debs/stock63/*.deb) 2>&1",
     );
-    let t = text(&out);
+    let t = labeled(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("FAIL backport-symbol"), "{t}");
     let out = sh(
         sb,
         "rocm-pin install --mode require --accept-skipped-backport-check $(ls /debs/stock63/*.deb) 2>&1",
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", labeled(&out));
 
     let out = sh(sb, "rocm-pin verify 2>&1");
-    let t = text(&out);
+    let t = labeled(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
         t.contains("backport-symbol") && t.contains("--accept-skipped-backport-check"),
         "{t}"
     );
     let out = sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
-    let t = text(&out);
+    let t = labeled(&out);
     assert!(out.status.success(), "{t}");
     assert!(
         t.contains("0001-rocclr-accept-comgr-3.patch"),
@@ -449,8 +442,12 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     eprintln!("{t}");
     // status: the series and the skip shown; unhealthy unless the skip is accepted.
     let out = sh(sb, "rocm-pin status 2>&1");
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("backport-symbol"), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", labeled(&out));
+    assert!(
+        labeled(&out).contains("backport-symbol"),
+        "{}",
+        labeled(&out)
+    );
     let status = sh_ok(sb, "rocm-pin status --accept-skipped-backport-check");
     assert!(
         status.contains("0002-hip-define-wavefront-size-for-llvm-22.patch")
@@ -477,10 +474,10 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
         sb,
         "apt-get install --reinstall -y hip-runtime-amd hsa-rocr 2>&1",
     );
-    eprintln!("{}", text(&out));
+    eprintln!("{}", labeled(&out));
     assert_ours_loaded(sb);
     let out = sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", labeled(&out));
 }
 
 #[test]
@@ -507,7 +504,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
     assert!(
         out.status.success(),
         "assemble the sources:\n{}",
-        text(&out)
+        labeled(&out)
     );
     let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
     eprintln!("build_real: sources assembled at commit {commit}");
@@ -531,8 +528,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
         },
     )
     .unwrap();
-    sb.install_rocm_pin(&PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin")))
-        .unwrap();
+    sb.install_rocm_pin(&crate::util::bin()).unwrap();
     sb.copy_in(&src, SRC).unwrap();
     sb.copy_in(&repo().join("tests/fixtures/real-patches"), PATCHES)
         .unwrap();
@@ -545,7 +541,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
     eprintln!("build_real: built in {:.0}s", t0.elapsed().as_secs_f64());
 
     let out = package(&sb, &stock72, "stock72");
-    let t = text(&out);
+    let t = labeled(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(
         t.contains("SONAME change")
@@ -554,7 +550,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
         "{t}"
     );
     let out = package(&sb, &stock63, "stock63");
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", labeled(&out));
     install_and_load(&sb, &stock63);
     eprintln!(
         "build_real: whole chain in {:.0}s",

@@ -5,66 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Fixed dates so commit ids and commit_time are the same on every run.
-pub const COMMIT_DATE: &str = "2026-01-15T12:00:00+00:00";
-pub const COMMIT_EPOCH: i64 = 1_768_478_400;
+pub use rocm_pin_testkit::debs::{contents, debs_in, field};
+pub use rocm_pin_testkit::fixture::{git, standin_repo, COMMIT_EPOCH};
+pub use rocm_pin_testkit::staging::{default_spec, stock_set};
+pub use rocm_pin_testkit::{labeled, must_stdout};
 
-pub fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocm-systems")
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let rel = entry.path().strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
-}
-
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=rocm-pin tests",
-            "-c",
-            "user.email=tests@rocm-pin.invalid",
-        ])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .env("GIT_AUTHOR_DATE", COMMIT_DATE)
-        .env("GIT_COMMITTER_DATE", COMMIT_DATE)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// Copy the stand-in to `<root>/src`, let `edit` change it, commit it. Returns (dir, commit).
-pub fn standin_repo(root: &Path, edit: impl FnOnce(&Path)) -> (PathBuf, String) {
-    let src = root.join("src");
-    copy_tree(&fixture_dir(), &src);
-    edit(&src);
-    git(&src, &["init", "--quiet"]);
-    git(&src, &["add", "--all"]);
-    git(&src, &["commit", "--quiet", "-m", "stand-in rocm-systems"]);
-    let commit = git(&src, &["rev-parse", "HEAD"]);
-    (src, commit)
+/// The rocm-pin binary under test.
+pub fn bin() -> PathBuf {
+    rocm_pin_testkit::rocm_pin_bin!()
 }
 
 /// `<root>/opt/rocm -> <root>/etc/alternatives/rocm -> <root>/opt/rocm-7.2.4`, with a
@@ -86,7 +34,7 @@ pub fn fake_rocm(root: &Path) -> PathBuf {
 }
 
 pub fn rocm_pin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocm-pin"));
+    let mut cmd = Command::new(bin());
     cmd.env_remove("MAX_JOBS");
     cmd
 }
@@ -147,13 +95,7 @@ pub fn manifest(out: &Path) -> rocm_pin::build::BuildManifest {
 
 /// A readelf/sha256sum/nm judge, independent of our ELF reader.
 pub fn tool(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    must_stdout(Command::new(program).args(args))
 }
 
 pub fn readelf_soname(path: &Path) -> Option<String> {

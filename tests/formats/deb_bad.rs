@@ -106,9 +106,9 @@ fn the_good_baseline_is_accepted() {
     ] {
         let file = tmp.path().join(format!("good-{c}.deb"));
         fs::write(&file, good_deb(c)).unwrap();
-        run(Command::new(bin()).args(["deb", "inspect"]).arg(&file));
+        must(Command::new(bin()).args(["deb", "inspect"]).arg(&file));
         // dpkg-deb agrees that the baseline is a valid package.
-        run(Command::new("dpkg-deb").arg("-c").arg(&file));
+        must(Command::new("dpkg-deb").arg("-c").arg(&file));
     }
 }
 

@@ -52,12 +52,12 @@ fn dpkg_deb_sees_the_same_entries_for_every_compression() {
             ]
         );
         // dpkg-deb --info accepts it and reports our control.
-        let fields = run(Command::new("dpkg-deb").arg("-f").arg(&out));
+        let fields = must(Command::new("dpkg-deb").arg("-f").arg(&out));
         let text = String::from_utf8(fields.stdout).unwrap();
         assert!(text.contains("Package: rocm-pin-testpkg"), "{text}");
         assert!(text.contains("Version: 1:2.3~rc1-4"), "{text}");
         assert!(text.contains("Installed-Size: "), "{text}");
-        run(Command::new("dpkg-deb").arg("--info").arg(&out));
+        must(Command::new("dpkg-deb").arg("--info").arg(&out));
 
         // dpkg-deb -c lists exactly our entries (order included).
         let theirs = dpkg_contents(&out);
@@ -85,10 +85,12 @@ fn dpkg_deb_extract_matches_the_tree_and_our_extraction() {
     let theirs = tmp.path().join("theirs");
     let ours = tmp.path().join("ours");
     fs::create_dir(&ours).unwrap();
-    run(Command::new("dpkg-deb")
-        .arg("--extract")
-        .arg(&out)
-        .arg(&theirs));
+    must(
+        Command::new("dpkg-deb")
+            .arg("--extract")
+            .arg(&out)
+            .arg(&theirs),
+    );
     deb::reader::extract_data(&out, &ours, &ReadLimits::default()).unwrap();
 
     for root in [&theirs, &ours] {
@@ -170,15 +172,17 @@ fn dpkg_installs_it_into_a_throwaway_root_with_hard_links_sharing_an_inode() {
     }
     fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
     fs::write(root.join("var/lib/dpkg/available"), "").unwrap();
-    run(Command::new("dpkg")
-        .arg(format!("--root={}", root.display()))
-        .args([
-            "--force-not-root",
-            "--force-script-chrootless",
-            "--log=/dev/null",
-            "-i",
-        ])
-        .arg(&out));
+    must(
+        Command::new("dpkg")
+            .arg(format!("--root={}", root.display()))
+            .args([
+                "--force-not-root",
+                "--force-script-chrootless",
+                "--log=/dev/null",
+                "-i",
+            ])
+            .arg(&out),
+    );
     let a = fs::metadata(root.join("opt/pkg/lib/libbar.so.7.2.70204")).unwrap();
     let b = fs::metadata(root.join("opt/pkg/lib/libbar.so.7.2.0")).unwrap();
     let c = fs::metadata(root.join("opt/pkg/compat/libbar-copy.so")).unwrap();
@@ -186,16 +190,20 @@ fn dpkg_installs_it_into_a_throwaway_root_with_hard_links_sharing_an_inode() {
     assert_eq!(a.ino(), c.ino());
     // dpkg's own database agrees with the files: status installed, --verify (its output, not
     // its exit code, which is 0 even on mismatch) reports nothing.
-    let status = run(Command::new("dpkg-query")
-        .arg(format!("--admindir={}/var/lib/dpkg", root.display()))
-        .args(["-W", "-f=${Status} ${Version}", "rocm-pin-testpkg"]));
+    let status = must(
+        Command::new("dpkg-query")
+            .arg(format!("--admindir={}/var/lib/dpkg", root.display()))
+            .args(["-W", "-f=${Status} ${Version}", "rocm-pin-testpkg"]),
+    );
     assert_eq!(
         String::from_utf8_lossy(&status.stdout),
         "install ok installed 1:2.3~rc1-4"
     );
-    let verify = run(Command::new("dpkg")
-        .arg(format!("--root={}", root.display()))
-        .args(["--verify", "rocm-pin-testpkg"]));
+    let verify = must(
+        Command::new("dpkg")
+            .arg(format!("--root={}", root.display()))
+            .args(["--verify", "rocm-pin-testpkg"]),
+    );
     assert!(
         verify.stdout.is_empty(),
         "{}",
@@ -237,7 +245,7 @@ fn rebuild_is_byte_identical_across_mtimes_creation_order_and_threads() {
             "{c}: 1 thread vs 2 threads"
         );
         // Every mtime is SOURCE_DATE_EPOCH, not only clamped to it.
-        let out = run(Command::new("dpkg-deb").arg("-c").arg(&out_a));
+        let out = must(Command::new("dpkg-deb").arg("-c").arg(&out_a));
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(
             text.lines().all(|l| l.contains("2023-11-14 22:13")),
@@ -279,13 +287,15 @@ fn lintian_accepts_the_sample_package() {
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-pkg");
     // git does not keep modes beyond the executable bit: copy and normalise like a checkout.
     let tree = tmp.path().join("sample");
-    run(Command::new("cp").arg("-a").arg(&sample).arg(&tree));
+    must(Command::new("cp").arg("-a").arg(&sample).arg(&tree));
     let out = tmp.path().join("sample.deb");
-    run(Command::new(bin())
-        .args(["deb", "build", "-q"])
-        .arg(&tree)
-        .arg(&out)
-        .env("SOURCE_DATE_EPOCH", SDE.to_string()));
+    must(
+        Command::new(bin())
+            .args(["deb", "build", "-q"])
+            .arg(&tree)
+            .arg(&out)
+            .env("SOURCE_DATE_EPOCH", SDE.to_string()),
+    );
     // lintian leaves its mldbm-elf-* files in TMPDIR: give it this test's directory.
     let lint = Command::new("lintian")
         .args(["--pedantic", "-I", "-E", "--no-tag-display-limit"])
@@ -306,7 +316,7 @@ fn lintian_accepts_the_sample_package() {
         String::from_utf8_lossy(&lint.stderr)
     );
     // inspect's md5sums check passes on it.
-    let inspect = run(Command::new(bin()).args(["deb", "inspect"]).arg(&out));
+    let inspect = must(Command::new(bin()).args(["deb", "inspect"]).arg(&out));
     let report = String::from_utf8_lossy(&inspect.stdout);
     assert!(report.contains("0 mismatched"), "{report}");
 }
@@ -329,7 +339,7 @@ fn md5sums_and_installed_size_are_generated_like_the_debian_tools() {
     assert_eq!(md5sums.lines().count(), regular.len());
     for line in md5sums.lines() {
         let (sum, path) = line.split_once("  ").unwrap();
-        let real = run(Command::new("md5sum").arg(tree.join(path)));
+        let real = must(Command::new("md5sum").arg(tree.join(path)));
         assert!(
             String::from_utf8_lossy(&real.stdout).starts_with(sum),
             "{path}"
@@ -337,17 +347,19 @@ fn md5sums_and_installed_size_are_generated_like_the_debian_tools() {
     }
     // Installed-Size: dpkg-gencontrol's rule (files and symlinks by size in KiB rounded up,
     // each inode once; 1 per other entry), computed independently with find(1).
-    let listing = run(Command::new("find")
-        .arg(".")
-        .args([
-            "-path",
-            "./DEBIAN",
-            "-prune",
-            "-o",
-            "-printf",
-            "%y %s %i\\n",
-        ])
-        .current_dir(&tree));
+    let listing = must(
+        Command::new("find")
+            .arg(".")
+            .args([
+                "-path",
+                "./DEBIAN",
+                "-prune",
+                "-o",
+                "-printf",
+                "%y %s %i\\n",
+            ])
+            .current_dir(&tree),
+    );
     let mut seen = std::collections::HashSet::new();
     let mut kib = 0u64;
     for l in String::from_utf8(listing.stdout).unwrap().lines() {
@@ -493,9 +505,11 @@ fn inspect_lists_entries_like_dpkg_deb() {
     make_tree(&tree, false, 1_600_000_000);
     let out = tmp.path().join("pkg.deb");
     build(&tree, &out, &opts(Compression::Zstd, 2));
-    let res = run(Command::new(bin())
-        .args(["deb", "inspect", "--json"])
-        .arg(&out));
+    let res = must(
+        Command::new(bin())
+            .args(["deb", "inspect", "--json"])
+            .arg(&out),
+    );
     let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
     let entries: Vec<deb::Entry> = v["entries"]
         .as_array()

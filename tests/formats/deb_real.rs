@@ -32,9 +32,11 @@ fn real_debs() -> Vec<PathBuf> {
 }
 
 fn inspect_json(deb: &std::path::Path) -> serde_json::Value {
-    let out = run(Command::new(bin())
-        .args(["deb", "inspect", "--json"])
-        .arg(deb));
+    let out = must(
+        Command::new(bin())
+            .args(["deb", "inspect", "--json"])
+            .arg(deb),
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -48,7 +50,7 @@ fn control_fields_equal_dpkg_deb_field_by_field() {
             .iter()
             .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
             .collect();
-        let all = run(Command::new("dpkg-deb").arg("-f").arg(&deb));
+        let all = must(Command::new("dpkg-deb").arg("-f").arg(&deb));
         let names: Vec<String> = String::from_utf8(all.stdout)
             .unwrap()
             .lines()
@@ -66,7 +68,7 @@ fn control_fields_equal_dpkg_deb_field_by_field() {
             deb.display()
         );
         for name in &names {
-            let one = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(name));
+            let one = must(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(name));
             let theirs = String::from_utf8(one.stdout).unwrap();
             let theirs = theirs.strip_suffix('\n').unwrap_or(&theirs);
             assert_eq!(ours[name], theirs, "{}: field {name}", deb.display());
@@ -112,7 +114,7 @@ fn entries_equal_dpkg_deb_contents_and_md5sums_check_out() {
 
 /// SONAME and NEEDED of an ELF file as `readelf -d` prints them.
 fn readelf_dynamic(path: &std::path::Path) -> (Option<String>, Vec<String>) {
-    let out = run(Command::new("readelf").args(["-d", "-W"]).arg(path));
+    let out = must(Command::new("readelf").args(["-d", "-W"]).arg(path));
     let text = String::from_utf8(out.stdout).unwrap();
     let bracket = |l: &str| {
         l.split_once('[')
@@ -136,7 +138,7 @@ fn sonames_and_needed_equal_readelf() {
     for deb in real_debs() {
         let v = inspect_json(&deb);
         let tmp = tempfile::tempdir().unwrap();
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(tmp.path()));
+        must(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(tmp.path()));
         let ours: BTreeMap<String, (Option<String>, Vec<String>)> = v["elf"]
             .as_array()
             .unwrap()

@@ -84,13 +84,13 @@ fn build(cross: &Cross, dir: &Path, as_flags: &[&str], emulation: &str) -> PathB
     write(&dir.join("dep.s"), DEP_S);
     write(&dir.join("lib.map"), LIB_MAP);
     for src in ["lib", "dep"] {
-        run(cross.tool("as").current_dir(dir).args(as_flags).args([
+        must_stdout(cross.tool("as").current_dir(dir).args(as_flags).args([
             "-o",
             &format!("{src}.o"),
             &format!("{src}.s"),
         ]));
     }
-    run(cross.tool("ld").current_dir(dir).args([
+    must_stdout(cross.tool("ld").current_dir(dir).args([
         "-m",
         emulation,
         "-shared",
@@ -100,7 +100,7 @@ fn build(cross: &Cross, dir: &Path, as_flags: &[&str], emulation: &str) -> PathB
         "libdep.so.1",
         "dep.o",
     ]));
-    run(cross.tool("ld").current_dir(dir).args([
+    must_stdout(cross.tool("ld").current_dir(dir).args([
         "-m",
         emulation,
         "-shared",
@@ -121,7 +121,7 @@ fn big_and_little_endian_elf32_and_elf64() {
     for (as_flags, emulation, class, data) in TARGETS {
         let dir = tempfile::tempdir().unwrap();
         let lib = build(&cross, dir.path(), as_flags, emulation);
-        let header = run(Command::new("readelf").arg("-h").arg(&lib));
+        let header = must_stdout(Command::new("readelf").arg("-h").arg(&lib));
         assert!(
             header.contains(class) && header.contains(data),
             "{emulation}: {header}"
@@ -144,12 +144,14 @@ fn big_and_little_endian_elf32_and_elf64() {
 
         // Stripped with the cross strip: same facts.
         let stripped = dir.path().join("stripped.so");
-        run(cross
-            .tool("strip")
-            .arg("--strip-all")
-            .arg("-o")
-            .arg(&stripped)
-            .arg(&lib));
+        must_stdout(
+            cross
+                .tool("strip")
+                .arg("--strip-all")
+                .arg("-o")
+                .arg(&stripped)
+                .arg(&lib),
+        );
         assert_eq!(assert_matches_readelf(&stripped), info, "{emulation}");
     }
 }

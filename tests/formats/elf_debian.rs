@@ -37,10 +37,12 @@ fn every_shared_object_in_debian_rocm_debs_matches_readelf() {
     let mut hsa_seen = false;
     for deb in debian_debs() {
         let root = tempfile::tempdir().unwrap();
-        run(Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(&deb)
-            .arg(root.path()));
+        must_stdout(
+            Command::new("dpkg-deb")
+                .arg("-x")
+                .arg(&deb)
+                .arg(root.path()),
+        );
         for entry in walkdir::WalkDir::new(root.path()) {
             let entry = entry.unwrap();
             if !entry.file_type().is_file() || !entry.file_name().to_string_lossy().contains(".so")
@@ -66,11 +68,13 @@ fn every_shared_object_in_debian_rocm_debs_matches_readelf() {
             }
             // A stripped copy (debug info and unneeded symbols) keeps every dynamic fact.
             let stripped = root.path().join("stripped.so");
-            run(Command::new("strip")
-                .arg("--strip-unneeded")
-                .arg("-o")
-                .arg(&stripped)
-                .arg(path));
+            must_stdout(
+                Command::new("strip")
+                    .arg("--strip-unneeded")
+                    .arg("-o")
+                    .arg(&stripped)
+                    .arg(path),
+            );
             let again = rocm_pin::elf::read_elf(&stripped).unwrap();
             assert_eq!(again, info, "strip changed {}", path.display());
             checked += 1;

@@ -76,7 +76,7 @@ fn gcc_built_versioned_library_32bit_and_x32() {
     for flags in [&["-m32", "-nostdlib"][..], &["-mx32", "-nostdlib"][..]] {
         let dir = tempfile::tempdir().unwrap();
         let (lib, _dep) = build_foo_bar(dir.path(), flags);
-        let class = run(Command::new("readelf").args(["-h"]).arg(&lib));
+        let class = must_stdout(Command::new("readelf").args(["-h"]).arg(&lib));
         assert!(class.contains("ELF32"), "{flags:?} built {class}");
         let info = assert_matches_readelf(&lib);
         assert_foo_facts(&info);
@@ -88,15 +88,18 @@ fn stripped_copies_keep_exports() {
     let dir = tempfile::tempdir().unwrap();
     let (lib, _dep) = build_foo_bar(dir.path(), &[]);
     let original = read_elf(&lib).unwrap();
-    let has_symtab = |p: &Path| run(Command::new("readelf").arg("-S").arg(p)).contains(".symtab");
+    let has_symtab =
+        |p: &Path| must_stdout(Command::new("readelf").arg("-S").arg(p)).contains(".symtab");
     assert!(has_symtab(&lib), "the unstripped library has a .symtab");
     for mode in ["--strip-debug", "--strip-unneeded", "--strip-all"] {
         let copy = dir.path().join(format!("libfoo{mode}.so"));
-        run(Command::new("strip")
-            .arg(mode)
-            .arg("-o")
-            .arg(&copy)
-            .arg(&lib));
+        must_stdout(
+            Command::new("strip")
+                .arg(mode)
+                .arg("-o")
+                .arg(&copy)
+                .arg(&lib),
+        );
         let info = assert_matches_readelf(&copy);
         assert_eq!(info, original, "{mode} changed the dynamic facts");
         if mode != "--strip-debug" {
@@ -118,7 +121,7 @@ fn without_section_headers_versions_come_from_the_dynamic_section() {
     bytes[0x3c..0x40].fill(0);
     let sstripped = dir.path().join("libfoo-noshdr.so");
     std::fs::write(&sstripped, &bytes).unwrap();
-    let sections = run(Command::new("readelf").arg("-S").arg(&sstripped));
+    let sections = must_stdout(Command::new("readelf").arg("-S").arg(&sstripped));
     assert!(sections.contains("There are no sections"), "{sections}");
     let info = read_elf(&sstripped).unwrap();
     assert_eq!(info, original);
@@ -129,11 +132,13 @@ fn executable_is_not_a_shared_object() {
     let dir = tempfile::tempdir().unwrap();
     write(&dir.path().join("main.c"), "int main(void) { return 0; }\n");
     let exe = dir.path().join("main");
-    run(Command::new("gcc")
-        .current_dir(dir.path())
-        .args(["-no-pie", "-o"])
-        .arg(&exe)
-        .arg("main.c"));
+    must_stdout(
+        Command::new("gcc")
+            .current_dir(dir.path())
+            .args(["-no-pie", "-o"])
+            .arg(&exe)
+            .arg("main.c"),
+    );
     let info = assert_matches_readelf(&exe);
     assert!(!info.shared_object);
     assert_eq!(info.soname, None);

@@ -87,8 +87,10 @@ fn loaded(tools: &Tools, image: &str) -> Vec<(String, String)> {
 }
 
 fn all_patched(ids: &[(String, String)], commit: &str) -> bool {
-    ids.iter()
-        .all(|(_, id)| id.contains("-PATCHED-") && id.ends_with(commit))
+    rocm_pin_testkit::runtime::runtime_is_patched(
+        ids.iter().map(|(_, id)| id.as_str()),
+        Some(commit),
+    )
 }
 
 /// `verify --json --image containers-storage:IMAGE`: exit code and the report.

@@ -277,7 +277,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         let lines: Vec<&str> = probe.lines().collect();
         assert_eq!(lines.len(), 2, "{image}: {probe}");
         assert!(
-            lines.iter().all(|l| l.contains("-PATCHED-")),
+            runtime_is_patched(lines.iter().copied(), None),
             "{image}: the loader does not map the patched pair:\n{probe}"
         );
     }

@@ -306,7 +306,7 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         );
         let lines: Vec<&str> = probe.lines().collect();
         assert!(
-            lines.len() == 2 && lines.iter().all(|l| l.contains("-PATCHED-")),
+            runtime_is_patched(lines.iter().copied(), None),
             "{image}: the loader does not map the patched pair:\n{probe}"
         );
         let inodes = docker.run_in(

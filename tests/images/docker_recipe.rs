@@ -31,18 +31,10 @@ use rocm_pin_kit::standin::{
 const SCRIPTS: &str = "/usr/local/share/rocm-pin/docker";
 /// `COPY --from=builder /out/ /tmp/rocm-pin/` — install-runtime.sh's default artifact path.
 const ARTIFACT_IN: &str = "/tmp/rocm-pin";
-const SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
 const OURS: &[&str] = &["hsa-rocr-pinned", "hip-runtime-amd-pinned"];
 
-use rocm_pin_testkit::cache_dir;
-
-fn repo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
-}
+use crate::util::{bin, cache_dir, rc, repo_dir, text};
+use rocm_pin_testkit::runtime::{runtime_is_patched, RUNTIME_SONAMES as SONAMES};
 
 fn assert_root() {
     // SAFETY: geteuid has no preconditions.
@@ -50,18 +42,6 @@ fn assert_root() {
         unsafe { libc::geteuid() } == 0,
         "the Dockerfile recipe tests need root (chroot); CI runs as root"
     );
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn rc(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
 }
 
 /// Run docs/docker/<name> inside the chroot exactly as a Dockerfile `RUN` would: bash, the
@@ -235,11 +215,10 @@ fn verify_json(sb: &Sandbox) -> serde_json::Value {
 
 fn all_patched(sb: &Sandbox) -> bool {
     let (lines, ok) = run_probe(sb, SONAMES).expect("probe");
-    ok && lines.iter().all(|l| {
-        l.identity
-            .as_deref()
-            .is_some_and(|i| i.contains("-PATCHED-"))
-    })
+    ok && runtime_is_patched(
+        lines.iter().map(|l| l.identity.as_deref().unwrap_or("")),
+        None,
+    )
 }
 
 fn installed(sb: &Sandbox, pkg: &str) -> bool {

@@ -13,31 +13,13 @@ pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The rocm-pin binary under test.
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
+    rocm_pin_testkit::rocm_pin_bin!()
 }
 
-#[allow(unused_imports)] // not every test binary that includes this module needs it
-pub use rocm_pin_testkit::cache_dir;
-
-pub fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The last 60 lines of a build's output, for assertion messages.
-pub fn tail(out: &Output) -> String {
-    let all = text(out);
-    let lines: Vec<&str> = all.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
-}
-
-pub fn rc(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
+pub use rocm_pin_testkit::runtime::runtime_is_patched;
+pub use rocm_pin_testkit::{cache_dir, labeled as text, rc, tail};
 
 pub fn stdout_last_line(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout)

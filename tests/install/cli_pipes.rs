@@ -10,9 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
-}
+use crate::util::bin;
 
 /// A pipe as (read end, write end), with the smallest buffer the kernel allows (one page), so
 /// any output longer than 4 KiB is still being written when the reader goes away.

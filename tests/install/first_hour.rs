@@ -8,7 +8,7 @@ use crate::util::{image, packages, text, OURS_DIR};
 use rocm_pin_kit::sandbox::Sandbox;
 
 fn rocm_pin(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocm-pin"))
+    Command::new(crate::util::bin())
         .args(args)
         .env_remove("ROCM_PIN_MODE")
         .output()
@@ -67,7 +67,7 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
         "{gate}"
     );
 
-    let out = Command::new(env!("CARGO_BIN_EXE_rocm-pin"))
+    let out = Command::new(crate::util::bin())
         .args(["status", "--json", "--root", &root])
         .env("ROCM_PIN_MODE", "auto")
         .output()
@@ -85,9 +85,9 @@ fn package_against_a_root_without_rocm_points_to_stock_debs_with_or_without_pref
     let tmp = tempfile::tempdir().unwrap();
     let w = tmp.path();
     let staging = w.join("staging");
-    crate::package_util::build_staging(
+    rocm_pin_testkit::staging::build_staging(
         &staging,
-        &crate::package_util::StagingSpec {
+        &rocm_pin_testkit::staging::StagingSpec {
             manifest: true,
             ..Default::default()
         },

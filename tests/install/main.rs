@@ -2,8 +2,6 @@
 //!
 //! One test binary per area (`cargo test --test install`); a module per former test file.
 
-#[path = "../package/util.rs"]
-mod package_util;
 mod util;
 
 mod cli_pipes;

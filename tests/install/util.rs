@@ -12,80 +12,25 @@ use std::sync::OnceLock;
 use rocm_pin_testkit::scratch::ScratchDir;
 
 use rocm_pin::host::apt::Solver;
-use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
 
-pub const COMMIT_DATE: &str = "2026-01-15T12:00:00+00:00";
 /// Where things go inside the chroot.
 pub const OURS_DIR: &str = "/root/ours";
 pub const STOCK_DEBS_DIR: &str = "/root/stock-debs";
 pub const PROBE: &str = "/usr/local/bin/rocm-pin-probe";
 /// The downstream packages that must survive every scenario.
 pub const DEPENDANTS: &[&str] = &["rocm-hip-runtime", "hip-dev", "rccl", "hipblas"];
-pub const SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
+pub const SONAMES: &[&str] = RUNTIME_SONAMES;
 
-#[allow(unused_imports)] // not every test binary that includes this module needs it
-pub use rocm_pin_testkit::cache_dir;
+pub use rocm_pin_testkit::fixture::{git_at, COMMIT_DATE};
+pub use rocm_pin_testkit::runtime::RUNTIME_SONAMES;
+pub use rocm_pin_testkit::{cache_dir, chroot_image as image, must, rc, text};
 
+/// The rocm-pin binary under test.
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
+    rocm_pin_testkit::rocm_pin_bin!()
 }
-
-pub fn image(suite: &str) -> ChrootImage {
-    let tarball = cache_dir().join(format!("chroot/{suite}-apt.tar.zst"));
-    assert!(
-        tarball.is_file(),
-        "{} is missing: run scripts/test-setup",
-        tarball.display()
-    );
-    ChrootImage::cached(suite, &cache_dir()).expect("cached chroot image")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    git_at(dir, args, COMMIT_DATE)
-}
-
-/// `git -C dir args…` as the tests' committer, dated `date`; its trimmed stdout.
-pub fn git_at(dir: &Path, args: &[&str], date: &str) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=rocm-pin tests",
-            "-c",
-            "user.email=tests@rocm-pin.invalid",
-        ])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
-pub use rocm_pin_testkit::must;
 
 /// Everything suite-independent: the stand-in stock sets, our packages, the loader probe.
 pub struct Packages {
@@ -255,15 +200,7 @@ fn make_packages() -> Packages {
     let probe = standin::build_loader_probe(&w.join("probe")).expect("loader probe");
 
     // 2. `rocm-pin build` of the stand-in source, a real git checkout.
-    let src = w.join("src");
-    copy_tree(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocm-systems"),
-        &src,
-    );
-    git(&src, &["init", "--quiet"]);
-    git(&src, &["add", "--all"]);
-    git(&src, &["commit", "--quiet", "-m", "stand-in rocm-systems"]);
-    let commit = git(&src, &["rev-parse", "HEAD"]);
+    let (src, commit) = rocm_pin_testkit::fixture::standin_repo(w, |_| {});
     let staging = rocm_pin_testkit::build_standin_staging(&bin(), &src, &commit, w);
 
     // 3. `rocm-pin package` against the stock pair's .debs.
@@ -391,18 +328,6 @@ pub fn install_argv(ours: &[PathBuf]) -> Vec<&'static str> {
     v
 }
 
-pub fn rc(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-pub fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Which library the dynamic loader really uses, per soname: (soname, identity).
 pub fn probe(sb: &Sandbox) -> Vec<(String, String)> {
     let mut argv = vec![PROBE];
@@ -423,7 +348,7 @@ pub fn probe(sb: &Sandbox) -> Vec<(String, String)> {
 
 /// True when every probed soname reports a patched identity.
 pub fn all_patched(ids: &[(String, String)]) -> bool {
-    ids.len() == SONAMES.len() && ids.iter().all(|(_, id)| id.contains("-PATCHED-"))
+    rocm_pin_testkit::runtime::runtime_is_patched(ids.iter().map(|(_, id)| id.as_str()), None)
 }
 
 /// `dpkg-query` states of the dependants (name → abbrev, "" when unknown).

@@ -274,7 +274,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
         );
     }
     // rocm-pin verify (the install side's judge) accepts what package made, inside the chroot.
-    sb.install_rocm_pin(std::path::Path::new(bin())).unwrap();
+    sb.install_rocm_pin(&bin()).unwrap();
     let v = sb.run(&["rocm-pin", "verify"]).unwrap();
     assert!(
         v.status.success(),

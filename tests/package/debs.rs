@@ -170,10 +170,12 @@ fn from_stock_debs_multi_version_names() {
     }
     // Conffiles and scripts.
     let info = tempfile::tempdir().unwrap();
-    run(std::process::Command::new("dpkg-deb")
-        .arg("-e")
-        .arg(&hsa_deb)
-        .arg(info.path()));
+    must(
+        std::process::Command::new("dpkg-deb")
+            .arg("-e")
+            .arg(&hsa_deb)
+            .arg(info.path()),
+    );
     let conffiles = std::fs::read_to_string(info.path().join("conffiles")).unwrap();
     assert!(conffiles.contains("/etc/apt/preferences.d/hsa-rocr7.2.4-pinned"));
     let pin = std::fs::read_to_string(
@@ -189,11 +191,13 @@ fn from_stock_debs_multi_version_names() {
     let triggers = std::fs::read_to_string(info.path().join("triggers")).unwrap();
     assert!(triggers.contains("activate-noawait ldconfig"));
     // The rendered maintainer scripts pass shellcheck as POSIX sh.
-    run(std::process::Command::new("shellcheck")
-        .args(["-s", "sh"])
-        .arg(info.path().join("preinst"))
-        .arg(info.path().join("postinst"))
-        .arg(info.path().join("postrm")));
+    must(
+        std::process::Command::new("shellcheck")
+            .args(["-s", "sh"])
+            .arg(info.path().join("preinst"))
+            .arg(info.path().join("postinst"))
+            .arg(info.path().join("postrm")),
+    );
     let preinst = std::fs::read_to_string(info.path().join("preinst")).unwrap();
     assert!(
         preinst.contains("/etc/ld.so.conf.d/hsa-rocr7.2.4-pinned.conf")
@@ -203,9 +207,9 @@ fn from_stock_debs_multi_version_names() {
     // Rebuilt libraries are stripped of debug info but keep the backport symbol.
     let x = tempdir_extract(&hsa_deb);
     let real = x.path().join(lib(&names.hsa).trim_start_matches('/'));
-    let sections = stdout(std::process::Command::new("readelf").arg("-S").arg(&real));
+    let sections = must_stdout(std::process::Command::new("readelf").arg("-S").arg(&real));
     assert!(!sections.contains(".debug_info"), "not stripped");
-    let staged_sections = stdout(
+    let staged_sections = must_stdout(
         std::process::Command::new("readelf")
             .arg("-S")
             .arg(staging.join("lib").join(&names.hsa)),
@@ -214,7 +218,7 @@ fn from_stock_debs_multi_version_names() {
         staged_sections.contains(".debug_info"),
         "the test staging should have debug info"
     );
-    let syms = stdout(
+    let syms = must_stdout(
         std::process::Command::new("readelf")
             .args(["--dyn-syms", "-W"])
             .arg(&real),
@@ -323,9 +327,11 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
 
 fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    run(std::process::Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(deb)
-        .arg(d.path()));
+    must(
+        std::process::Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(deb)
+            .arg(d.path()),
+    );
     d
 }

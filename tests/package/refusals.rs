@@ -33,7 +33,7 @@ fn nothing(_: &Path) {}
 fn hip_without_builtins(set: &StockSet, w: &Path) -> Vec<PathBuf> {
     let hip = set.require(StockRole::HipRuntime).unwrap();
     let tree = w.join("repack");
-    run(Command::new("dpkg-deb").arg("-R").arg(&hip.deb).arg(&tree));
+    must(Command::new("dpkg-deb").arg("-R").arg(&hip.deb).arg(&tree));
     let lib = tree.join("opt/rocm-7.2.4/lib");
     for e in std::fs::read_dir(&lib).unwrap() {
         let p = e.unwrap().path();
@@ -54,10 +54,12 @@ fn hip_without_builtins(set: &StockSet, w: &Path) -> Vec<PathBuf> {
         .collect();
     std::fs::write(&sums, kept).unwrap();
     let deb = w.join("hip-repacked.deb");
-    run(Command::new("dpkg-deb")
-        .args(["--root-owner-group", "-b"])
-        .arg(&tree)
-        .arg(&deb));
+    must(
+        Command::new("dpkg-deb")
+            .args(["--root-owner-group", "-b"])
+            .arg(&tree)
+            .arg(&deb),
+    );
     vec![set.require(StockRole::HsaRocr).unwrap().deb.clone(), deb]
 }
 
@@ -283,7 +285,7 @@ fn every_refusal_writes_nothing() {
         .into_iter()
         .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
         .unwrap();
-    let members = stdout(Command::new("ar").arg("t").arg(&hip));
+    let members = must_stdout(Command::new("ar").arg("t").arg(&hip));
     assert!(members.contains("data.tar.zst"), "-Z zstd: {members}");
     let c = contents(&hip);
     assert!(c.iter().any(|(k, p, l)| *k == 'l'
@@ -311,10 +313,12 @@ fn a_strip_that_changes_the_dynamic_interface_is_refused() {
     let src = w.join("other.c");
     std::fs::write(&src, "int other_symbol(void) { return 1; }\n").unwrap();
     let other = w.join("libother.so.1");
-    run(Command::new("gcc")
-        .args(["-shared", "-fPIC", "-Wl,-soname,libother.so.1", "-o"])
-        .arg(&other)
-        .arg(&src));
+    must(
+        Command::new("gcc")
+            .args(["-shared", "-fPIC", "-Wl,-soname,libother.so.1", "-o"])
+            .arg(&other)
+            .arg(&src),
+    );
     let bin_dir = w.join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
     let fake = bin_dir.join("objcopy");

@@ -7,18 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
-use rocm_pin_testkit::cache_dir as test_cache_dir;
+use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
+use rocm_pin_testkit::{chroot_image, text};
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-test.gpg";
 
-fn image(suite: &str) -> ChrootImage {
-    ChrootImage::existing(suite, &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
-}
-
 fn rocm_pin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocm-pin"));
+    let mut cmd = Command::new(crate::util::bin());
     cmd.env_remove("SOURCE_DATE_EPOCH");
     cmd
 }
@@ -99,7 +95,7 @@ fn fixture() -> Fixture {
 }
 
 fn sandbox_with_key(suite: &str, keyring: &Path) -> Sandbox {
-    let sb = Sandbox::new(&image(suite)).expect("sandbox");
+    let sb = Sandbox::new(&chroot_image(suite)).expect("sandbox");
     sb.copy_in(keyring, KEYRING).expect("copy the key in");
     sb
 }
@@ -109,14 +105,6 @@ fn apt_update(sb: &Sandbox) -> Output {
     sb.sh_ok("find /var/lib/apt/lists -type f -delete")
         .expect("clean lists");
     sb.run(&["apt-get", "update"]).expect("apt-get runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn assert_update_ok(sb: &Sandbox) {

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::path::Path;
 use std::process::Command;
 
 use crate::util::*;
@@ -160,7 +159,7 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
     ])
     .expect("reinstall from the repository");
 
-    sb.install_rocm_pin(Path::new(bin())).unwrap();
+    sb.install_rocm_pin(&bin()).unwrap();
     let verify = sb.run(&["rocm-pin", "verify"]).unwrap();
     assert!(
         verify.status.success(),

@@ -4,34 +4,22 @@
 //! Needs root for the chroot and the cached chroot image (scripts/test-setup).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Instant;
 
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
+use rocm_pin_testkit::debs::field;
+use rocm_pin_testkit::labeled;
 
 fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn must(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed:\n{}", text(&out));
+    assert!(out.status.success(), "{cmd:?} failed:\n{}", labeled(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn field(deb: &Path, name: &str) -> String {
-    must(Command::new("dpkg-deb").arg("-f").arg(deb).arg(name))
-        .trim()
-        .to_string()
 }
 
 /// The Debian package that ships the file the host's loader uses for `soname`.
@@ -79,7 +67,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
     let out = Command::new(repo_dir().join("scripts/package-self"))
         .arg(out_dir.path())
         .env("LINTIAN", "1")
-        .env("ROCM_PIN_BIN", env!("CARGO_BIN_EXE_rocm-pin"))
+        .env("ROCM_PIN_BIN", crate::util::bin())
         .output()
         .unwrap();
     eprintln!(
@@ -89,7 +77,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
     assert!(
         out.status.success(),
         "scripts/package-self failed (lintian errors/warnings fail it):\n{}",
-        text(&out)
+        labeled(&out)
     );
     let deb = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
     let version = env!("CARGO_PKG_VERSION");
@@ -106,7 +94,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         .lines()
         .filter(|l| l.starts_with("E:") || l.starts_with("W:"))
         .collect();
-    assert!(bad.is_empty(), "lintian: {bad:?}\n{}", text(&out));
+    assert!(bad.is_empty(), "lintian: {bad:?}\n{}", labeled(&out));
 
     // Contents.
     let listing = must(Command::new("dpkg-deb").arg("-c").arg(&deb));
@@ -139,11 +127,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
     // Depends names the package of every library the binary links (NEEDED), independently of
     // how the script computed it.
     let depends = field(&deb, "Depends");
-    let dyn_section = must(
-        Command::new("objdump")
-            .arg("-p")
-            .arg(env!("CARGO_BIN_EXE_rocm-pin")),
-    );
+    let dyn_section = must(Command::new("objdump").arg("-p").arg(crate::util::bin()));
     let needed: Vec<&str> = dyn_section
         .lines()
         .filter_map(|l| l.trim().strip_prefix("NEEDED"))

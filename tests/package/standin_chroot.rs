@@ -20,8 +20,7 @@ fn image() -> ChrootImage {
         rustix_is_root(),
         "the chroot tests need root (CI runs as root); run scripts/test as root"
     );
-    ChrootImage::cached("bookworm", &cache_dir())
-        .expect("bookworm chroot image (run scripts/test-setup)")
+    rocm_pin_testkit::chroot_image("bookworm")
 }
 
 fn rustix_is_root() -> bool {

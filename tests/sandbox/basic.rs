@@ -5,11 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rocm_pin_kit::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin_testkit::cache_dir as test_cache_dir;
-
-fn image(suite: &str) -> ChrootImage {
-    ChrootImage::existing(suite, &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
-}
+use rocm_pin_testkit::chroot_image as image;
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().expect("spawn");
@@ -269,7 +265,7 @@ fn helpers_copy_resolve_and_run_rocm_pin_inside() {
     )
     .unwrap();
     // The rocm-pin binary runs inside.
-    sb.install_rocm_pin(Path::new(env!("CARGO_BIN_EXE_rocm-pin")))
+    sb.install_rocm_pin(&rocm_pin_testkit::rocm_pin_bin!())
         .unwrap();
     let version = sb.run_ok(&["rocm-pin", "--version"]).unwrap();
     assert!(version.contains("rocm-pin"), "{version}");

@@ -2,14 +2,12 @@
 
 use std::process::Command;
 
-use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
-use rocm_pin_testkit::cache_dir as test_cache_dir;
+use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
 
 #[test]
 fn trixie_with_apt3_solver_installs_from_a_local_repo() {
     rocm_pin_testkit::needs_root!("a chroot");
-    let img =
-        ChrootImage::existing("trixie", &test_cache_dir()).unwrap_or_else(|e| panic!("{e:#}"));
+    let img = rocm_pin_testkit::chroot_image("trixie");
     let sb = Sandbox::with_options(
         &img,
         &SandboxOptions {

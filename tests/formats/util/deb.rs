@@ -4,10 +4,13 @@
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use rocm_pin::deb::{Entry, EntryKind};
+
+pub use super::{bin, cache_dir};
+pub use rocm_pin_testkit::must;
 
 pub const SDE: u64 = 1_700_000_000;
 
@@ -230,22 +233,4 @@ pub fn ours_as_listed(entries: &[Entry]) -> Vec<Listed> {
             }
         })
         .collect()
-}
-
-pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
-}
-
-#[allow(unused_imports)] // not every test binary that includes this module needs it
-pub use rocm_pin_testkit::cache_dir;
-
-pub fn run(cmd: &mut Command) -> std::process::Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
 }

@@ -6,22 +6,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[allow(unused_imports)] // not every test binary that includes this module needs it
-pub use rocm_pin_testkit::cache_dir;
-
-/// Run a command, panicking with its output when it fails (test helper).
-pub fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+pub use super::cache_dir;
+pub use rocm_pin_testkit::must_stdout;
 
 pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
@@ -29,7 +15,7 @@ pub fn write(path: &Path, text: &str) {
 
 /// What `readelf -d -W` says: (SONAME, NEEDED in order).
 pub fn readelf_dynamic(path: &Path) -> (Option<String>, Vec<String>) {
-    let text = run(Command::new("readelf").args(["-d", "-W"]).arg(path));
+    let text = must_stdout(Command::new("readelf").args(["-d", "-W"]).arg(path));
     let mut soname = None;
     let mut needed = Vec::new();
     for line in text.lines() {
@@ -49,7 +35,7 @@ pub fn readelf_dynamic(path: &Path) -> (Option<String>, Vec<String>) {
 
 /// Version names `readelf -V` shows (defined and needed).
 pub fn readelf_version_names(path: &Path) -> BTreeSet<String> {
-    let text = run(Command::new("readelf").args(["-V", "-W"]).arg(path));
+    let text = must_stdout(Command::new("readelf").args(["-V", "-W"]).arg(path));
     text.split("Name: ")
         .skip(1)
         .filter_map(|rest| rest.split_whitespace().next())
@@ -62,7 +48,7 @@ pub fn readelf_version_names(path: &Path) -> BTreeSet<String> {
 /// symbols ld emits per version name (readelf prints those as the bare version name).
 pub fn readelf_exports(path: &Path) -> BTreeSet<String> {
     let versions = readelf_version_names(path);
-    let text = run(Command::new("readelf").args(["--dyn-syms", "-W"]).arg(path));
+    let text = must_stdout(Command::new("readelf").args(["--dyn-syms", "-W"]).arg(path));
     let mut out = BTreeSet::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -139,28 +125,32 @@ pub fn build_foo_bar(dir: &Path, flags: &[&str]) -> (PathBuf, PathBuf) {
     write(&dir.join("foo.c"), FOO_C);
     write(&dir.join("foo.map"), FOO_MAP);
     let dep = dir.join("libbar.so.1");
-    run(Command::new("gcc")
-        .current_dir(dir)
-        .args(["-shared", "-fPIC", "-O1", "-Wl,-soname,libbar.so.1", "-o"])
-        .arg(&dep)
-        .arg("bar.c")
-        .args(flags));
+    must_stdout(
+        Command::new("gcc")
+            .current_dir(dir)
+            .args(["-shared", "-fPIC", "-O1", "-Wl,-soname,libbar.so.1", "-o"])
+            .arg(&dep)
+            .arg("bar.c")
+            .args(flags),
+    );
     let lib = dir.join("libfoo.so.7.2.0");
-    run(Command::new("gcc")
-        .current_dir(dir)
-        .args([
-            "-shared",
-            "-fPIC",
-            "-O1",
-            "-g",
-            "-Wl,-soname,libfoo.so.7",
-            "-Wl,--version-script=foo.map",
-            "-o",
-        ])
-        .arg(&lib)
-        .arg("foo.c")
-        .args(flags)
-        .arg("-L.")
-        .arg("-l:libbar.so.1"));
+    must_stdout(
+        Command::new("gcc")
+            .current_dir(dir)
+            .args([
+                "-shared",
+                "-fPIC",
+                "-O1",
+                "-g",
+                "-Wl,-soname,libfoo.so.7",
+                "-Wl,--version-script=foo.map",
+                "-o",
+            ])
+            .arg(&lib)
+            .arg("foo.c")
+            .args(flags)
+            .arg("-L.")
+            .arg("-l:libbar.so.1"),
+    );
     (lib, dep)
 }

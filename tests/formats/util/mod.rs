@@ -2,3 +2,12 @@
 
 pub mod deb;
 pub mod elf;
+
+use std::path::PathBuf;
+
+pub use rocm_pin_testkit::cache_dir;
+
+/// The rocm-pin binary under test.
+pub fn bin() -> PathBuf {
+    rocm_pin_testkit::rocm_pin_bin!()
+}
