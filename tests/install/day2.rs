@@ -586,22 +586,7 @@ fn day2_image(suite: &str) -> rocm_pin_kit::sandbox::ChrootImage {
 /// Stock set + `rocm-pin install` on the day-2 image (its dpkg database differs from the
 /// shared snapshots', so they cannot be unpacked onto it).
 fn installed_on_day2_image(a: &Artifacts) -> Sandbox {
-    let sb = Sandbox::with_options(&day2_image(&a.suite), &opts(a.config)).expect("sandbox");
-    sb.add_local_repo("stock", &a.stock.out_dir).unwrap();
-    sb.run_ok(&[
-        "apt-get",
-        "install",
-        "-y",
-        "rocm-hip-runtime",
-        "hip-dev",
-        "rccl",
-        "hipblas",
-        "rocm-smi-lib",
-    ])
-    .expect("install the stock set");
-    sb.install_rocm_pin(&bin()).unwrap();
-    sb.copy_in(&a.probe, PROBE).unwrap();
-    sb.copy_in(&a.ours_dir, OURS_DIR).unwrap();
+    let sb = stock_sandbox(&day2_image(&a.suite), a.config, a.pkgs);
     let out = sb.run(&install_argv(&a.ours)).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
     sb

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use rocm_pin_testkit::scratch::ScratchDir;
 
 use rocm_pin::host::apt::Solver;
-use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
 
 /// Where things go inside the chroot.
@@ -247,27 +247,10 @@ fn make_artifacts(config: &'static str) -> Artifacts {
     let p = packages();
     let work = ScratchDir::new("install").expect("scratch directory");
     let w = work.path();
-    let (stock, custom, probe, ours, ours_dir) =
-        (&p.stock, &p.custom, &p.probe, &p.ours, &p.ours_dir);
+    let (stock, custom, ours) = (&p.stock, &p.custom, &p.ours);
 
     // 4. The stock set installed through apt from a local repository.
-    let sb = Sandbox::with_options(&image(suite), &opts(config)).expect("sandbox");
-    sb.add_local_repo("stock", &stock.out_dir)
-        .expect("stock repo");
-    sb.run_ok(&[
-        "apt-get",
-        "install",
-        "-y",
-        "rocm-hip-runtime",
-        "hip-dev",
-        "rccl",
-        "hipblas",
-        "rocm-smi-lib",
-    ])
-    .expect("install the stock set");
-    sb.install_rocm_pin(&bin()).unwrap();
-    sb.copy_in(probe, PROBE).unwrap();
-    sb.copy_in(ours_dir, OURS_DIR).unwrap();
+    let sb = stock_sandbox(&image(suite), config, p);
     sb.copy_in(&stock.out_dir, STOCK_DEBS_DIR).unwrap();
     for p in &custom.packages {
         sb.copy_in(
@@ -316,6 +299,30 @@ fn make_artifacts(config: &'static str) -> Artifacts {
         installed_snapshot,
         install_output,
     }
+}
+
+/// A sandbox on `image` under apt configuration `config` with the stock set installed through
+/// apt from a local repository, and rocm-pin, the loader probe and our packages copied in (our
+/// packages not installed yet).
+pub fn stock_sandbox(image: &ChrootImage, config: &str, p: &Packages) -> Sandbox {
+    let sb = Sandbox::with_options(image, &opts(config)).expect("sandbox");
+    sb.add_local_repo("stock", &p.stock.out_dir)
+        .expect("stock repo");
+    sb.run_ok(&[
+        "apt-get",
+        "install",
+        "-y",
+        "rocm-hip-runtime",
+        "hip-dev",
+        "rccl",
+        "hipblas",
+        "rocm-smi-lib",
+    ])
+    .expect("install the stock set");
+    sb.install_rocm_pin(&bin()).unwrap();
+    sb.copy_in(&p.probe, PROBE).unwrap();
+    sb.copy_in(&p.ours_dir, OURS_DIR).unwrap();
+    sb
 }
 
 /// `rocm-pin install /root/ours/a.deb /root/ours/b.deb`.

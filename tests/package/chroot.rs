@@ -2,28 +2,11 @@
 //! exact-`=` metas) installed in a bookworm chroot, packaged with `--stock-root`, then the
 //! replacements installed there with `apt-get install ./*.deb`. Needs root (chroot).
 
-use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 
 use crate::util::*;
-use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::SandboxOptions;
 use rocm_pin_kit::standin::StockRole;
-
-fn os(s: &str) -> &OsStr {
-    OsStr::new(s)
-}
-
-fn query(sb: &Sandbox) -> BTreeMap<String, String> {
-    sb.run_ok(&["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n"])
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let (p, s) = l.split_once(' ')?;
-            Some((p.to_string(), s.trim().to_string()))
-        })
-        .collect()
-}
 
 #[test]
 fn from_dpkg_database_then_apt_install_in_chroot() {
@@ -140,7 +123,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
         )
         .unwrap();
     }
-    let before = query(&sb);
+    let before = dpkg_states(&sb);
     let mut argv = vec![
         "apt-get".to_string(),
         "install".into(),
@@ -165,7 +148,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
         String::from_utf8_lossy(&inst.stdout),
         String::from_utf8_lossy(&inst.stderr)
     );
-    let after = query(&sb);
+    let after = dpkg_states(&sb);
     let removed: Vec<&String> = before
         .iter()
         .filter(|(p, s)| s.starts_with("ii") && !after.get(*p).is_some_and(|a| a.starts_with("ii")))

@@ -7,10 +7,6 @@ use std::path::Path;
 use crate::util::*;
 use rocm_pin_kit::standin::{Naming, StockRole};
 
-fn os(s: &str) -> &OsStr {
-    OsStr::new(s)
-}
-
 #[test]
 fn from_stock_debs_multi_version_names() {
     let work = tempfile::tempdir().unwrap();

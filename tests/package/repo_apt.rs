@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
-use rocm_pin_testkit::{chroot_image, text};
+use rocm_pin_testkit::{chroot_image, must_stdout, text};
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-test.gpg";
 
@@ -17,17 +17,6 @@ fn rocm_pin() -> Command {
     let mut cmd = Command::new(crate::util::bin());
     cmd.env_remove("SOURCE_DATE_EPOCH");
     cmd
-}
-
-fn ok(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A tiny package built with `rocm-pin deb build`.
@@ -49,10 +38,12 @@ fn build_package(dir: &Path, name: &str, version: &str) -> PathBuf {
     )
     .unwrap();
     let deb = dir.join(format!("{name}_{version}_all.deb"));
-    ok(rocm_pin()
-        .args(["deb", "build", "--quiet"])
-        .arg(&tree)
-        .arg(&deb));
+    must_stdout(
+        rocm_pin()
+            .args(["deb", "build", "--quiet"])
+            .arg(&tree)
+            .arg(&deb),
+    );
     deb
 }
 
@@ -67,7 +58,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("key.asc");
-    ok(rocm_pin().args(["repo", "keygen", "--out"]).arg(&key));
+    must_stdout(rocm_pin().args(["repo", "keygen", "--out"]).arg(&key));
     let debs = [
         build_package(tmp.path(), "served-hello", "1.0-1"),
         build_package(tmp.path(), "served-other", "2.0"),
@@ -75,17 +66,19 @@ fn fixture() -> Fixture {
     let repo = tmp.path().join("repo");
     let flat = tmp.path().join("flat");
     for (dir, extra) in [(&repo, None), (&flat, Some("--flat"))] {
-        ok(rocm_pin()
-            .args(["repo", "--quiet", "--sign-key"])
-            .arg(&key)
-            .arg("--out")
-            .arg(dir)
-            .args(extra)
-            .args(&debs));
+        must_stdout(
+            rocm_pin()
+                .args(["repo", "--quiet", "--sign-key"])
+                .arg(&key)
+                .arg("--out")
+                .arg(dir)
+                .args(extra)
+                .args(&debs),
+        );
     }
     // http.server runs as root, apt's download method as _apt: only the served files matter,
     // but keep the tree world-readable like a real web root.
-    ok(Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()));
+    must_stdout(Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()));
     Fixture {
         keyring: tmp.path().join("key.pub.gpg"),
         repo,
@@ -246,7 +239,7 @@ fn signed_repository_scenarios(suite: &str) {
          Description: not in the signed index\n",
     );
     std::fs::write(&index, &packages).unwrap();
-    ok(Command::new("sh").arg("-c").arg(format!(
+    must_stdout(Command::new("sh").arg("-c").arg(format!(
         "gzip -9nc '{0}' > '{0}.gz' && xz -c '{0}' > '{0}.xz'",
         index.display()
     )));
@@ -264,7 +257,7 @@ fn signed_repository_scenarios(suite: &str) {
     // 4. A key that did not sign the repository.
     let other = tempfile::tempdir().unwrap();
     let other_key = other.path().join("other.asc");
-    ok(rocm_pin().args(["repo", "keygen", "--out"]).arg(&other_key));
+    must_stdout(rocm_pin().args(["repo", "keygen", "--out"]).arg(&other_key));
     sb.copy_in(&other.path().join("other.pub.gpg"), KEYRING)
         .unwrap();
     assert_update_fails(

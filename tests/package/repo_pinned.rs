@@ -4,37 +4,14 @@
 //! loopback (trusting only the exported key), and `rocm-pin verify` passes inside the chroot.
 //! Needs root (CI runs as root).
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::process::Command;
 
 use crate::util::*;
-use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::SandboxOptions;
 use rocm_pin_testkit::http::HttpServer;
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-repo.gpg";
-
-fn status_of(sb: &Sandbox) -> BTreeMap<String, String> {
-    sb.run_ok(&["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n"])
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let (p, s) = l.split_once(' ')?;
-            Some((p.to_string(), s.trim().to_string()))
-        })
-        .collect()
-}
-
-fn ok(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 #[test]
 fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
@@ -79,18 +56,22 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
 
     // Publish signed, serve on loopback, trust only the exported key.
     let key = w.join("repo-key.asc");
-    ok(Command::new(bin())
-        .args(["repo", "keygen", "--out"])
-        .arg(&key));
+    must_stdout(
+        Command::new(bin())
+            .args(["repo", "keygen", "--out"])
+            .arg(&key),
+    );
     let web = w.join("web");
     let repo = web.join("rocm-pin");
-    ok(Command::new(bin())
-        .args(["repo", "--quiet", "--suite", "rocm-7.2.4", "--sign-key"])
-        .arg(&key)
-        .arg("--out")
-        .arg(&repo)
-        .args(&debs));
-    ok(Command::new("chmod").args(["-R", "a+rX"]).arg(&web));
+    must_stdout(
+        Command::new(bin())
+            .args(["repo", "--quiet", "--suite", "rocm-7.2.4", "--sign-key"])
+            .arg(&key)
+            .arg("--out")
+            .arg(&repo)
+            .args(&debs),
+    );
+    must_stdout(Command::new("chmod").args(["-R", "a+rX"]).arg(&web));
     let server = HttpServer::serve(&web);
     sb.copy_in(&w.join("repo-key.pub.gpg"), KEYRING).unwrap();
     sb.write(
@@ -129,7 +110,7 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
         String::from_utf8_lossy(&install.stdout),
         String::from_utf8_lossy(&install.stderr)
     );
-    let status = status_of(&sb);
+    let status = dpkg_states(&sb);
     for name in [
         "hsa-rocr-pinned",
         "hip-runtime-amd-pinned",

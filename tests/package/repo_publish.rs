@@ -7,23 +7,13 @@ use std::process::Command;
 
 use assert_cmd::Command as BinCommand;
 use rocm_pin::deb::control::Paragraph;
+use rocm_pin_testkit::must_stdout;
 use sha2::{Digest, Sha256};
 
 fn rocm_pin() -> BinCommand {
     let mut cmd = BinCommand::cargo_bin("rocm-pin").expect("rocm-pin binary");
     cmd.env_remove("SOURCE_DATE_EPOCH");
     cmd
-}
-
-fn run_ok(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `<name>_<version>_<arch>.deb` built by dpkg-deb, with `payload` in /usr/share/<name>/data.
@@ -50,7 +40,7 @@ fn build_deb(
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("data"), payload).unwrap();
     let out = dir.join(format!("{name}_{version}_{arch}.deb"));
-    run_ok(
+    must_stdout(
         Command::new("dpkg-deb")
             .args(["--root-owner-group", "-Zxz", "--build"])
             .arg(tree.path())
@@ -206,7 +196,7 @@ fn signed_repository_verifies_and_matches_checksums() {
         assert_eq!(&hex::encode(Sha256::digest(&bytes)), hash, "{rel}");
     }
     for (hash, _, rel) in &md5 {
-        let out = run_ok(Command::new("md5sum").arg(dists.join(rel)));
+        let out = must_stdout(Command::new("md5sum").arg(dists.join(rel)));
         assert!(out.starts_with(hash.as_str()), "{rel}");
     }
 
@@ -243,7 +233,7 @@ fn signed_repository_verifies_and_matches_checksums() {
     )
     .unwrap();
     assert_eq!(ours_arm64.len(), 2);
-    let theirs = run_ok(
+    let theirs = must_stdout(
         Command::new("apt-ftparchive")
             .current_dir(&repo)
             .args(["packages", "pool"]),
@@ -538,7 +528,7 @@ fn keygen_writes_private_key_and_refuses_overwrite() {
     let public = std::fs::read_to_string(tmp.path().join("repo-key.pub.asc")).unwrap();
     assert!(public.starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
     // The binary key is what gpg itself would export: gpg lists it as an ed25519 key.
-    let out = run_ok(
+    let out = must_stdout(
         Command::new("gpg")
             .args(["--batch", "--with-colons", "--show-keys"])
             .arg(&keyring),

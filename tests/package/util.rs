@@ -3,6 +3,8 @@
 //! apt, lintian); nothing here fakes a result.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -22,6 +24,23 @@ pub fn image() -> ChrootImage {
 /// The rocm-pin binary under test.
 pub fn bin() -> PathBuf {
     rocm_pin_testkit::rocm_pin_bin!()
+}
+
+/// A command-line argument (for [`package_cmd`]).
+pub fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}
+
+/// Every package dpkg knows in the chroot: name -> `db:Status-Abbrev` (e.g. `ii`).
+pub fn dpkg_states(sb: &Sandbox) -> BTreeMap<String, String> {
+    sb.run_ok(&["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n"])
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (p, s) = l.split_once(' ')?;
+            Some((p.to_string(), s.trim().to_string()))
+        })
+        .collect()
 }
 
 /// A chroot with the stand-in repository and `packages` installed from it.
