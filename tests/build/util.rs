@@ -1,6 +1,5 @@
 //! Shared by the tests in tests/build/: the stand-in monorepo turned into a real git repository,
 //! a fake ROCm install with the /opt/rocm symlink chain, and the rocm-pin binary.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,6 @@
 //! tests/images/tool.rs): `scripts/images` with this test's cache and binary, the OCI tools in its
 //! environment (buildah, podman, skopeo), the images a test tagged removed when it ends, and
 //! `rocm-pin verify --image`.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,6 @@
 //! against that stock set, a chroot with the stock set installed through apt and `rocm-pin
 //! install` run INSIDE it — kept as two snapshot tarballs (stock only; stock + ours). Every
 //! scenario unpacks a snapshot into a fresh sandbox.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

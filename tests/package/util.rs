@@ -1,7 +1,6 @@
 //! Shared by the tests in tests/package/ (and a few in tests/build/, tests/install/): a gcc-built patched staging, the stand-in
 //! stock set, a chroot with it installed, and small runners. Real tools only (gcc, dpkg-deb,
 //! apt, lintian); nothing here fakes a result.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

@@ -1,6 +1,5 @@
 //! Shared helpers for the tests/deb_*.rs integration tests: package trees with every entry kind,
 //! and parsers for what dpkg-deb prints.
-#![allow(dead_code)]
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};

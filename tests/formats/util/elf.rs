@@ -1,6 +1,5 @@
 //! Shared helpers for the ELF tests: build real shared objects with gcc, and read what
 //! `readelf` (binutils, the judge) says about a file.
-#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
