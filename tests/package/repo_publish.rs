@@ -11,7 +11,7 @@ use rocm_pin_testkit::must_stdout;
 use sha2::{Digest, Sha256};
 
 fn rocm_pin() -> BinCommand {
-    let mut cmd = BinCommand::cargo_bin("rocm-pin").expect("rocm-pin binary");
+    let mut cmd = BinCommand::new(crate::util::bin());
     cmd.env_remove("SOURCE_DATE_EPOCH");
     cmd
 }
