@@ -5,7 +5,7 @@
 # repository with one commit, and that commit printed on stdout. The tarballs are checked
 # against SHA256SUMS first. Author, committer and dates are fixed, so the same tarballs give the
 # same commit id everywhere (and the same paths and SOURCE_DATE_EPOCH for the compile cache).
-# Used by tests/build_real.rs and scripts/bench-build-cache.
+# Used by tests/build/real.rs and scripts/bench-build-cache.
 set -euo pipefail
 src=$1 dest=$2
 rocr="rocm-systems-1b1610fc-rocr-runtime+rocprofiler-register.tar.xz"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The builder chroot image tests/docker_recipe.rs runs docs/docker/build-runtime.sh in: the
+# The builder chroot image tests/images/docker_recipe.rs runs docs/docker/build-runtime.sh in: the
 # bookworm apt image plus a compiler toolchain, standing in for the ROCm 7.2.4 image the recipe's
 # builder stage starts FROM (which has cmake and a compiler once the recipe's apt line ran).
 # "$ROCM_PIN_CACHE/chroot/bookworm-builder.tar.zst", made with

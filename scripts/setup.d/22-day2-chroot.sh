@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The day-2 images (tests/day2.rs, stock-release scenarios): the apt variant plus aptitude and
+# The day-2 images (tests/install/day2.rs, stock-release scenarios): the apt variant plus aptitude and
 # unattended-upgrades, so `aptitude safe-upgrade` and `unattended-upgrade` run as Debian ships
 # them without the tests touching the network: "$ROCM_PIN_CACHE/chroot/<suite>-day2.tar.zst".
 # Idempotent (an existing tarball is kept); needs root and the network the first time.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real-toolchain builder image: Debian sid with experimental enabled, holding Debian's ROCm
 # 7.2.4 toolchain (comgr 3.0.0, hipcc, rocm-device-libs-22 from experimental; clang/lld/llvm 22
-# from sid). tests/build_real.rs runs `rocm-pin build` of the real ROCr and CLR/HIP trees in it,
+# from sid). tests/build/real.rs runs `rocm-pin build` of the real ROCr and CLR/HIP trees in it,
 # then packages, installs and loads the result there.
 # "$ROCM_PIN_CACHE/chroot/sid-rocm-toolchain.tar.zst". Idempotent: an existing tarball is kept.
 # Needs root and the network the first time (measured: about 1-2 minutes, ~1.5 GB unpacked).

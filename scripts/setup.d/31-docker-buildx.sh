@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The docker buildx CLI plugin for `scripts/images buildkit buildx` (tests/images_buildkit.rs):
+# The docker buildx CLI plugin for `scripts/images buildkit buildx` (tests/images/buildkit.rs):
 # bookworm packages no docker-buildx, so Debian trixie's is fetched with `apt-get download` from a
 # private apt configuration under the cache (the host's apt sources and lists are not touched),
 # unpacked, and its plugin binary put in "$ROCM_PIN_CACHE/docker-buildx/config/cli-plugins", the

@@ -1,9 +1,32 @@
 //! Test machinery shared by rocm-pin's integration tests. Nothing here ships in the product.
 
+pub mod debs;
+pub mod fixture;
 pub mod http;
+pub mod runtime;
 pub mod scratch;
+pub mod staging;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use rocm_pin_kit::sandbox::ChrootImage;
+
+/// The rocm-pin binary under test. Cargo sets `CARGO_BIN_EXE_rocm-pin` only while it compiles an
+/// integration-test crate, so this expands there (each test binary's `util::bin()` is this).
+#[macro_export]
+macro_rules! rocm_pin_bin {
+    () => {
+        ::std::path::PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin"))
+    };
+}
+
+/// The workspace root (the rocm-pin checkout).
+pub fn workspace_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testkit lives in the workspace root")
+}
 
 /// Where `scripts/test-setup` puts the test inputs (chroot tarballs, Debian's .debs, image
 /// bases): `$ROCM_PIN_CACHE` when set and not empty, else `.cache` in the workspace root.
@@ -11,12 +34,43 @@ pub fn cache_dir() -> PathBuf {
     std::env::var_os("ROCM_PIN_CACHE")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .expect("testkit lives in the workspace root")
-                .join(".cache")
-        })
+        .unwrap_or_else(|| workspace_dir().join(".cache"))
+}
+
+/// The cached chroot image of `suite` with apt (`<cache>/chroot/<suite>-apt.tar.zst`, made by
+/// `scripts/test-setup`); a missing tarball fails the test saying so.
+pub fn chroot_image(suite: &str) -> ChrootImage {
+    ChrootImage::existing(suite, &cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// A command's exit code (-1 when a signal ended it).
+pub fn rc(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+/// A command's stdout followed by its stderr, for matching and messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A command's stdout and stderr under headings, for assertion messages.
+pub fn labeled(out: &Output) -> String {
+    format!(
+        "--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The last 60 lines of [`labeled`] (a long build's output), for assertion messages.
+pub fn tail(out: &Output) -> String {
+    let all = labeled(out);
+    let lines: Vec<&str> = all.lines().collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
 /// Is this process root?
@@ -64,6 +118,11 @@ pub fn must(cmd: &mut std::process::Command) -> std::process::Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Run `cmd`; panic with its output unless it succeeds; its stdout.
+pub fn must_stdout(cmd: &mut std::process::Command) -> String {
+    String::from_utf8_lossy(&must(cmd).stdout).into_owned()
 }
 
 /// `rocm-pin build` (the binary `bin`) of the stand-in source checkout `src` at `commit`,

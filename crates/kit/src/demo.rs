@@ -194,7 +194,7 @@ pub fn standin_notice(commit: Option<&str>) -> String {
 }
 
 /// The same chain on a real ROCm 7.2.4 host (or in a Dockerfile on the ROCm 7.2.4 image): the
-/// README's block, command for command (tests/first_hour.rs holds the two together), with
+/// README's block, command for command (tests/install/first_hour.rs holds the two together), with
 /// `--guard` so a later apt command that reverts the runtime fails loudly.
 pub fn real_host_commands() -> Vec<String> {
     vec![

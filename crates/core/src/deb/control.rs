@@ -412,7 +412,7 @@ fn relation_err(text: &str, reason: impl Into<String>) -> ControlError {
 /// - package and architecture names must follow Debian policy (lower case, names at least two
 ///   characters): stricter than dpkg-deb, which lets `AA`, `a` and `aa:Amd64` through.
 ///
-/// tests/control_relations.rs checks these verdicts against `dpkg-deb --build`.
+/// tests/formats/control_relations.rs checks these verdicts against `dpkg-deb --build`.
 pub fn parse_relations(value: &str) -> Result<Relations, ControlError> {
     if value.trim().is_empty() {
         return Ok(Vec::new());

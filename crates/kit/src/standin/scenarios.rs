@@ -1,7 +1,7 @@
 //! The downstream scenarios: the apt and dpkg commands users run after `rocm-pin install` that
 //! used to put the stock runtime back. ONE list, written as data in `testdata/scenarios.json`
 //! (nfpm's scenarios-as-data), read by `rocm-pin demo` (the entries marked `demo`, in order, in
-//! one chroot) and by tests/install_downstream.rs (every entry, each in a fresh copy of an
+//! one chroot) and by tests/install/downstream.rs (every entry, each in a fresh copy of an
 //! installed chroot, under every apt configuration CI runs: bookworm's apt 2.6, trixie's apt 3.0
 //! with the classic solver, and with `APT::Solver "3.0"`).
 //!

@@ -1,0 +1,22 @@
+//! Is the runtime the loader maps the patched one? One answer for every test that asks.
+
+/// The sonames of the runtime pair, in the order the loader probe is asked for them.
+pub const RUNTIME_SONAMES: &[&str] = &["libhsa-runtime64.so.1", "libamdhip64.so.7"];
+
+/// What a patched library's embedded identity carries (`<lib>-PATCHED-<commit>`); a stock one
+/// has none.
+pub const PATCHED_MARKER: &str = "-PATCHED-";
+
+/// True when there is one identity per soname of the pair and each is patched (and, given
+/// `commit`, built from it). `identities` are the probe's, one per soname, "" for a soname that
+/// did not load.
+pub fn runtime_is_patched<'a>(
+    identities: impl IntoIterator<Item = &'a str>,
+    commit: Option<&str>,
+) -> bool {
+    let ids: Vec<&str> = identities.into_iter().collect();
+    ids.len() == RUNTIME_SONAMES.len()
+        && ids
+            .iter()
+            .all(|id| id.contains(PATCHED_MARKER) && commit.is_none_or(|c| id.ends_with(c)))
+}

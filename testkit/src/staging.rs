@@ -1,0 +1,248 @@
+//! Inputs of `rocm-pin package` made with real tools: a gcc-built patched staging laid out as
+//! `cmake --install` leaves it (with its optional manifest), and the stand-in stock set. Shared
+//! by the package, build and install tests.
+
+use std::path::Path;
+use std::process::Command;
+
+use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
+
+use crate::must;
+
+/// The rocm-systems commit the staging claims to be built from.
+pub const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
+pub const COMMIT_TIME: i64 = 1_764_720_000;
+
+/// What the patched staging looks like.
+#[derive(Debug, Clone)]
+pub struct StagingSpec {
+    pub backport_symbol: bool,
+    pub hip_major: u32,
+    /// Build libhiprtc / libhiprtc-builtins too.
+    pub hiprtc: bool,
+    /// libamdhip64 also NEEDs this soname (a stub built and then removed from the staging).
+    pub extra_needed: Option<String>,
+    /// A vendored library in lib/ that libamdhip64 NEEDs (shipped with the HIP package).
+    pub vendored: bool,
+    /// Write a rocm-pin-build.json manifest.
+    pub manifest: bool,
+    /// Identity tag embedded in every library.
+    pub tag: String,
+}
+
+impl Default for StagingSpec {
+    fn default() -> Self {
+        StagingSpec {
+            backport_symbol: true,
+            hip_major: 7,
+            hiprtc: true,
+            extra_needed: None,
+            vendored: false,
+            manifest: false,
+            tag: "PATCHED".into(),
+        }
+    }
+}
+
+pub struct StagedNames {
+    pub hsa: String,
+    pub hip: String,
+}
+
+fn gcc_lib(
+    lib_dir: &Path,
+    file: &str,
+    soname: &str,
+    node: &str,
+    identity: &str,
+    exports: &[&str],
+    link: &[&str],
+) {
+    let stem = soname.split(".so").next().unwrap();
+    let src = lib_dir.join(format!("{stem}.c"));
+    let map = lib_dir.join(format!("{stem}.map"));
+    let mut c = format!(
+        "__attribute__((used)) static const char identity_string[] = \"{}{identity}\";\n\
+         const char *{}(void) {{ return identity_string + {}; }}\n",
+        standin::IDENTITY_PREFIX,
+        standin::IDENTITY_FUNCTION,
+        standin::IDENTITY_PREFIX.len()
+    );
+    for (i, e) in exports.iter().enumerate() {
+        c.push_str(&format!("int {e}(void) {{ return {i}; }}\n"));
+    }
+    std::fs::write(&src, c).unwrap();
+    let mut m = format!("{node} {{\n global:\n  {};\n", standin::IDENTITY_FUNCTION);
+    for e in exports {
+        m.push_str(&format!("  {e};\n"));
+    }
+    m.push_str(" local: *;\n};\n");
+    std::fs::write(&map, m).unwrap();
+    let mut cmd = Command::new("gcc");
+    cmd.current_dir(lib_dir)
+        .args(["-shared", "-fPIC", "-g", "-O1", "-o", file])
+        .arg(&src)
+        .arg(format!("-Wl,-soname,{soname}"))
+        .arg(format!("-Wl,--version-script={}", map.display()))
+        .arg("-Wl,--no-as-needed")
+        .arg(format!("-L{}", lib_dir.display()));
+    for l in link {
+        cmd.arg(format!("-l:{l}"));
+    }
+    must(&mut cmd);
+    std::fs::remove_file(&src).unwrap();
+    std::fs::remove_file(&map).unwrap();
+}
+
+fn links(lib_dir: &Path, file: &str, soname: &str, dev: &str) {
+    std::os::unix::fs::symlink(file, lib_dir.join(soname)).unwrap();
+    std::os::unix::fs::symlink(soname, lib_dir.join(dev)).unwrap();
+}
+
+/// Build a patched staging under `dir` (lib/ as `cmake --install` lays it out).
+pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let hsa = "libhsa-runtime64.so.1.18.0".to_string();
+    let mut hsa_exports = vec!["hsa_init", "hsa_shut_down"];
+    if spec.backport_symbol {
+        hsa_exports.push("hsa_amd_signal_create_v2");
+    }
+    gcc_lib(
+        &lib,
+        &hsa,
+        "libhsa-runtime64.so.1",
+        "ROCR_1",
+        &format!("hsa-{}-b539bf7", spec.tag),
+        &hsa_exports,
+        &[],
+    );
+    links(&lib, &hsa, "libhsa-runtime64.so.1", "libhsa-runtime64.so");
+    let mut hip_link = vec!["libhsa-runtime64.so".to_string()];
+    if let Some(extra) = &spec.extra_needed {
+        gcc_lib(&lib, extra, extra, "EXTRA", "extra", &["extra_fn"], &[]);
+        hip_link.push(extra.clone());
+    }
+    if spec.vendored {
+        gcc_lib(
+            &lib,
+            "libvendored.so.3.1.0",
+            "libvendored.so.3",
+            "VEND_3",
+            "vendored",
+            &["vendored_fn"],
+            &[],
+        );
+        std::os::unix::fs::symlink("libvendored.so.3.1.0", lib.join("libvendored.so.3")).unwrap();
+        hip_link.push("libvendored.so.3".into());
+    }
+    let major = spec.hip_major;
+    let hip = format!("libamdhip64.so.{major}.2.53211-b539bf7");
+    let hip_link_refs: Vec<&str> = hip_link.iter().map(String::as_str).collect();
+    gcc_lib(
+        &lib,
+        &hip,
+        &format!("libamdhip64.so.{major}"),
+        "hip_4.2",
+        &format!("hip-{}-b539bf7", spec.tag),
+        &["hipInit", "hipMalloc"],
+        &hip_link_refs,
+    );
+    links(
+        &lib,
+        &hip,
+        &format!("libamdhip64.so.{major}"),
+        "libamdhip64.so",
+    );
+    if spec.hiprtc {
+        for (stem, id) in [
+            ("libhiprtc", "hiprtc"),
+            ("libhiprtc-builtins", "hiprtc-builtins"),
+        ] {
+            let file = format!("{stem}.so.{major}.2.53211-b539bf7");
+            let so = format!("{stem}.so.{major}");
+            gcc_lib(
+                &lib,
+                &file,
+                &so,
+                "hiprtc_4.2",
+                &format!("{id}-{}-b539bf7", spec.tag),
+                &[&format!("{}_fn", stem.replace('-', "_"))],
+                &[],
+            );
+            links(&lib, &file, &so, &format!("{stem}.so"));
+        }
+    }
+    if let Some(extra) = &spec.extra_needed {
+        std::fs::remove_file(lib.join(extra)).unwrap();
+    }
+    if spec.manifest {
+        write_manifest(dir);
+    }
+    StagedNames { hsa, hip }
+}
+
+/// A rocm-pin-build.json for the staging, with the ELF facts read back from the files.
+pub fn write_manifest(dir: &Path) {
+    use rocm_pin::build::manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
+    use sha2::Digest;
+    let mut libraries = vec![];
+    let lib = dir.join("lib");
+    let mut names: Vec<_> = std::fs::read_dir(&lib)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    for n in names {
+        let p = lib.join(&n);
+        if std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+        {
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        let info = rocm_pin::elf::read_elf(&p).unwrap();
+        libraries.push(ManifestLibrary {
+            path: format!("lib/{n}"),
+            soname: info.soname.clone(),
+            sha256: hex::encode(sha2::Sha256::digest(&bytes)),
+            size: bytes.len() as u64,
+            needed: info.needed.clone(),
+            links: vec![],
+            backport_symbol: n
+                .starts_with("libhsa-runtime64")
+                .then(|| info.export("hsa_amd_signal_create_v2").is_some()),
+        });
+    }
+    let m = BuildManifest {
+        commit: COMMIT.into(),
+        commit_time: COMMIT_TIME,
+        source: "tests".into(),
+        rocm_version: Some("7.2.4".into()),
+        jobs: 1,
+        tools: Default::default(),
+        libraries,
+        llvm_dir: None,
+        patches: vec![],
+        backport_check_skipped: false,
+        compiler_launcher: None,
+    };
+    std::fs::write(
+        dir.join(MANIFEST_FILE),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
+}
+
+/// The stand-in stock set (default roles + both decoys) built into `dir`.
+pub fn stock_set(dir: &Path, spec: StockSetSpec) -> StockSet {
+    standin::build_stock_set(&spec, dir, &rocm_pin::progress::Silent).expect("stand-in stock set")
+}
+
+pub fn default_spec() -> StockSetSpec {
+    StockSetSpec::for_host()
+        .expect("host architecture")
+        .with_roles(&[StockRole::DebianHsaDecoy, StockRole::AsanHsaDecoy])
+}

@@ -1,0 +1,462 @@
+//! `rocm-pin build` on the stand-in monorepo with real git, cmake and a C compiler: the staging
+//! and manifest are judged by readelf, nm and sha256sum; the validation refusals are produced by
+//! real (tampered) installs, never by calling the checks on hand-made files.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::util::*;
+
+fn file_name(p: &str) -> &str {
+    Path::new(p).file_name().unwrap().to_str().unwrap()
+}
+
+#[test]
+fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+
+    let first = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
+    assert!(
+        first.stdout.contains(&format!("built {commit}")),
+        "{}",
+        first.stdout
+    );
+
+    let m = manifest(&out);
+    assert_eq!(m.commit, commit);
+    assert_eq!(m.commit_time, COMMIT_EPOCH);
+    assert_eq!(m.source, src.display().to_string());
+    assert_eq!(m.rocm_version.as_deref(), Some("7.2.4-93"));
+    assert_eq!(m.jobs, 2);
+    assert!(
+        m.tools
+            .get("cmake")
+            .is_some_and(|v| v.starts_with("cmake version")),
+        "{:?}",
+        m.tools
+    );
+    assert!(m.tools.contains_key("cc"), "{:?}", m.tools);
+
+    let short = &commit[..7];
+    let mut names: Vec<&str> = m.libraries.iter().map(|l| file_name(&l.path)).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            format!("libamdhip64.so.7.2.53211-{short}"),
+            format!("libhiprtc-builtins.so.7.2.53211-{short}"),
+            format!("libhiprtc.so.7.2.53211-{short}"),
+            "libhsa-runtime64.so.1.18.0".to_string(),
+        ]
+    );
+    for lib in &m.libraries {
+        let abs = out.join(&lib.path);
+        assert!(lib.path.starts_with("lib/"), "{}", lib.path);
+        // Judged by readelf and sha256sum, not by our own readers.
+        assert_eq!(lib.soname, readelf_soname(&abs), "{}", lib.path);
+        let sum = tool("sha256sum", &[abs.to_str().unwrap()]);
+        assert_eq!(
+            lib.sha256,
+            sum.split_whitespace().next().unwrap(),
+            "{}",
+            lib.path
+        );
+        assert_eq!(lib.size, std::fs::metadata(&abs).unwrap().len());
+        let soname = lib.soname.as_deref().unwrap();
+        assert!(lib.links.contains(&format!("lib/{soname}")), "{lib:?}");
+        assert_eq!(
+            std::fs::canonicalize(out.join("lib").join(soname)).unwrap(),
+            std::fs::canonicalize(&abs).unwrap()
+        );
+    }
+    let hsa = m
+        .libraries
+        .iter()
+        .find(|l| l.path.contains("libhsa-runtime64"))
+        .unwrap();
+    assert_eq!(hsa.soname.as_deref(), Some("libhsa-runtime64.so.1"));
+    assert_eq!(hsa.backport_symbol, Some(true));
+    let nm = tool(
+        "nm",
+        &[
+            "-D",
+            "--defined-only",
+            out.join(&hsa.path).to_str().unwrap(),
+        ],
+    );
+    assert!(nm.contains("hsa_amd_signal_create_v2@@ROCR_1"), "{nm}");
+    let hip = m
+        .libraries
+        .iter()
+        .find(|l| l.path.contains("libamdhip64"))
+        .unwrap();
+    assert_eq!(hip.soname.as_deref(), Some("libamdhip64.so.7"));
+    assert_eq!(hip.needed, ["libhsa-runtime64.so.1"]);
+    assert_eq!(hip.backport_symbol, None);
+    // CLR was compiled against the fresh ROCr headers although a stock hsa.h sits under the
+    // ROCm path's include/ (the stand-in #errors otherwise), and carries its identity.
+    let hip_bytes = std::fs::read(out.join(&hip.path)).unwrap();
+    let identity = format!("hip-PATCHED-{commit}");
+    assert!(hip_bytes
+        .windows(identity.len())
+        .any(|w| w == identity.as_bytes()));
+    assert!(out.join("include/hsa/hsa.h").is_file());
+    for step in [
+        "configure-rocr",
+        "build-rocr",
+        "install-rocr",
+        "configure-clr",
+        "build-clr",
+        "install-clr",
+        "stage-rocr",
+    ] {
+        assert!(
+            out.join("logs").join(format!("{step}.log")).is_file(),
+            "{step}"
+        );
+    }
+    let log = std::fs::read_to_string(out.join("logs/build-clr.log")).unwrap();
+    assert!(log.contains("--parallel 2"), "{log}");
+
+    // Same commit, options and toolchain: reused, said so, fast.
+    let manifest_text = std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap();
+    let started = Instant::now();
+    let second = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
+    let elapsed = started.elapsed();
+    assert!(elapsed.as_secs_f64() < 2.0, "cache hit took {elapsed:?}");
+    assert!(second.stderr.contains("cache hit"), "{}", second.stderr);
+    assert!(
+        second.stdout.contains("reused cached staging"),
+        "{}",
+        second.stdout
+    );
+    assert!(
+        !second.stderr.contains("configure-rocr"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap(),
+        manifest_text
+    );
+
+    // A staging changed behind our back is not reused.
+    std::fs::write(out.join(&hip.path), b"").unwrap();
+    let third = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
+    assert!(third.stderr.contains("cache miss"), "{}", third.stderr);
+    assert!(third.stderr.contains("empty library"), "{}", third.stderr);
+    assert_eq!(manifest(&out), m);
+
+    // --rebuild builds from clean.
+    let marker = out.join("logs/configure-rocr.log");
+    std::fs::write(&marker, "stale log\n").unwrap();
+    let fourth = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--jobs", "2", "--rebuild"],
+    ))
+    .ok();
+    assert!(fourth.stderr.contains("--rebuild"), "{}", fourth.stderr);
+    assert!(
+        fourth.stdout.contains(&format!("built {commit}")),
+        "{}",
+        fourth.stdout
+    );
+    assert!(!std::fs::read_to_string(&marker)
+        .unwrap()
+        .contains("stale log"));
+    assert_eq!(manifest(&out).libraries.len(), 4);
+}
+
+#[test]
+fn a_clr_with_hip_major_8_yields_so_8_and_vendored_libraries_are_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |src| {
+        std::fs::write(
+            src.join("projects/hip/VERSION"),
+            "#HIP_VERSION_MAJOR\n8\n#HIP_VERSION_MINOR\n0\n#HIP_VERSION_PATCH\n60000\n",
+        )
+        .unwrap();
+    });
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &[
+            "--rocm-patch-version",
+            "80000",
+            "--rocr-cmake-arg=-DSTANDIN_VENDORED_LIBRARY=ON",
+        ],
+    ))
+    .ok();
+    let m = manifest(&out);
+    let soname = |stem: &str| {
+        m.libraries
+            .iter()
+            .find(|l| file_name(&l.path).starts_with(&format!("{stem}.so")))
+            .and_then(|l| l.soname.clone())
+            .unwrap()
+    };
+    assert_eq!(soname("libamdhip64"), "libamdhip64.so.8");
+    assert_eq!(soname("libhiprtc"), "libhiprtc.so.8");
+    assert_eq!(soname("libhiprtc-builtins"), "libhiprtc-builtins.so.8");
+    assert_eq!(soname("libhsa-runtime64"), "libhsa-runtime64.so.1");
+    let hip = m
+        .libraries
+        .iter()
+        .find(|l| l.path.contains("libamdhip64"))
+        .unwrap();
+    // ROCM_PATCH_VERSION replaces `<patch>-<hash>`, like the real CLR.
+    assert_eq!(hip.path, "lib/libamdhip64.so.8.0.80000");
+    let rtc = m
+        .libraries
+        .iter()
+        .find(|l| file_name(&l.path).starts_with("libhiprtc.so"))
+        .unwrap();
+    assert_eq!(rtc.needed, ["libamdhip64.so.8"]);
+    assert_eq!(
+        readelf_soname(&out.join(&hip.path)).as_deref(),
+        Some("libamdhip64.so.8")
+    );
+    // A library outside the runtime families is listed too, so packaging can plan it.
+    let vendored = m
+        .libraries
+        .iter()
+        .find(|l| l.path == "lib/liburcu-standin.so.8.1.0")
+        .unwrap();
+    assert_eq!(vendored.soname.as_deref(), Some("liburcu-standin.so.8"));
+    assert!(
+        vendored.needed.contains(&"libc.so.6".to_string()),
+        "{vendored:?}"
+    );
+    assert_eq!(vendored.backport_symbol, None);
+    assert_eq!(m.libraries.len(), 5);
+}
+
+#[test]
+fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    let refused = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--rocr-cmake-arg=-DSTANDIN_BACKPORT_SYMBOL=OFF"],
+    ))
+    .failed_with(1);
+    let hsa_path = out.join("lib/libhsa-runtime64.so.1.18.0");
+    assert!(
+        refused.stderr.contains(&format!(
+            "{} does not export hsa_amd_signal_create_v2",
+            hsa_path.display()
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !out.join("rocm-pin-build.json").exists(),
+        "a refused build has no manifest"
+    );
+
+    let accepted = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &[
+            "--rocr-cmake-arg=-DSTANDIN_BACKPORT_SYMBOL=OFF",
+            "--no-backport-check",
+        ],
+    ))
+    .ok();
+    assert!(
+        accepted.stderr.contains("--no-backport-check"),
+        "{}",
+        accepted.stderr
+    );
+    let m = manifest(&out);
+    let hsa = m
+        .libraries
+        .iter()
+        .find(|l| l.path.contains("libhsa-runtime64"))
+        .unwrap();
+    assert_eq!(hsa.backport_symbol, Some(false));
+}
+
+#[test]
+fn a_dangling_soname_link_is_refused_with_its_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    let r = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--clr-cmake-arg=-DSTANDIN_TAMPER_DANGLING_SONAME=ON"],
+    ))
+    .failed_with(1);
+    let link = out.join("lib/libamdhip64.so.7");
+    assert!(
+        r.stderr
+            .contains(&format!("{}: library symlink dangles", link.display())),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("no libamdhip64 library"), "{}", r.stderr);
+    assert!(!out.join("rocm-pin-build.json").exists());
+}
+
+#[test]
+fn an_empty_library_is_refused_with_its_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    let r = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--clr-cmake-arg=-DSTANDIN_TAMPER_EMPTY_LIBRARY=ON"],
+    ))
+    .failed_with(1);
+    let lib = out.join(format!("lib/libamdhip64.so.7.2.53211-{}", &commit[..7]));
+    assert!(
+        r.stderr
+            .contains(&format!("{}: empty library (0 bytes)", lib.display())),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.join("rocm-pin-build.json").exists());
+}
+
+#[test]
+fn a_git_url_is_fetched_sparse_blobless_at_the_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, commit) = standin_repo(tmp.path(), |src| {
+        std::fs::create_dir_all(src.join("projects/unrelated")).unwrap();
+        std::fs::write(
+            src.join("projects/unrelated/big.txt"),
+            "not needed by the build\n",
+        )
+        .unwrap();
+    });
+    // A second commit on top: the build must fetch the pinned one, not the branch tip.
+    std::fs::write(origin.join("projects/hip/VERSION"), "garbage\n").unwrap();
+    git(&origin, &["commit", "--quiet", "-am", "later commit"]);
+    git(&origin, &["config", "uploadpack.allowFilter", "true"]);
+    git(
+        &origin,
+        &["config", "uploadpack.allowAnySHA1InWant", "true"],
+    );
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    let url = format!("file://{}", origin.display());
+    let mut cmd = rocm_pin();
+    cmd.args(["build", "--source", &url, "--commit", &commit])
+        .arg("--rocm-path")
+        .arg(&rocm)
+        .arg("--out")
+        .arg(&out);
+    run(cmd).ok();
+    let m = manifest(&out);
+    assert_eq!(m.source, url);
+    assert_eq!(m.commit, commit);
+    assert_eq!(m.commit_time, COMMIT_EPOCH);
+    assert_eq!(m.libraries.len(), 4);
+    let checkout = out.join(".work/src");
+    assert_eq!(git(&checkout, &["rev-parse", "HEAD"]), commit);
+    assert_eq!(
+        git(&checkout, &["rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    assert!(
+        !checkout.join("projects/unrelated").exists(),
+        "sparse checkout fetched everything"
+    );
+    let fetch_log = std::fs::read_to_string(out.join("logs/fetch.log")).unwrap();
+    assert!(
+        fetch_log.contains("--filter=blob:none --depth=1"),
+        "{fetch_log}"
+    );
+}
+
+#[test]
+fn a_failing_step_names_its_log_and_quotes_its_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    // The stand-in CLR, like the real one, stops when asked for OpenCL.
+    let r = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--clr-cmake-arg=-DCLR_BUILD_OCL=ON"],
+    ))
+    .failed_with(2);
+    let log = out.join("logs/configure-clr.log");
+    assert!(
+        r.stderr.contains("step configure-clr failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!("log: {}", log.display())),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--- last 40 lines of"), "{}", r.stderr);
+    assert!(r.stderr.contains("has no OpenCL runtime"), "{}", r.stderr);
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("has no OpenCL runtime"));
+    assert!(!out.join("rocm-pin-build.json").exists());
+}
+
+#[test]
+fn the_same_commit_built_in_two_places_gives_identical_libraries() {
+    // The embedded stand-in (what `rocm-pin demo` builds) has a fixed commit id; two checkouts
+    // of it in different directories, built into different staging directories, must produce
+    // byte-identical libraries (no checkout, build or staging path in the files).
+    let tmp = tempfile::tempdir().unwrap();
+    let rocm = fake_rocm(tmp.path());
+    let a_src = tmp.path().join("a/rocm-systems");
+    let b_src = tmp.path().join("somewhere/else/rocm-systems");
+    let commit = rocm_pin::build::standin_tree::write_standin_checkout(&a_src).unwrap();
+    assert_eq!(
+        rocm_pin::build::standin_tree::write_standin_checkout(&b_src).unwrap(),
+        commit
+    );
+    let (a_out, b_out) = (tmp.path().join("out-a"), tmp.path().join("staging/b"));
+    run(build_cmd(&a_src, &commit, &rocm, &a_out, &[])).ok();
+    run(build_cmd(&b_src, &commit, &rocm, &b_out, &["--jobs", "1"])).ok();
+    let facts = |out: &Path| {
+        manifest(out)
+            .libraries
+            .into_iter()
+            .map(|l| (l.path, l.sha256))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(facts(&a_out), facts(&b_out));
+    let hip = std::fs::read(a_out.join("lib/libamdhip64.so.7")).unwrap();
+    let needle = a_src.display().to_string();
+    assert!(
+        !hip.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "the checkout path leaked into libamdhip64"
+    );
+}

@@ -1,0 +1,19 @@
+//! The format layer against the real tools: .deb reading and writing (dpkg-deb, dpkg), control files and relations (apt, dpkg), version ordering (dpkg --compare-versions), ELF reading (readelf, gcc, cross binutils), and the fuzzers.
+//!
+//! One test binary per area (`cargo test --test formats`); a module per former test file.
+
+mod util;
+
+mod control_real;
+mod control_relations;
+mod control_set;
+mod deb_bad;
+mod deb_control_dir;
+mod deb_dpkg;
+mod deb_fuzz;
+mod deb_real;
+mod elf_cross;
+mod elf_debian;
+mod elf_fuzz;
+mod elf_gcc;
+mod version_vs_dpkg;

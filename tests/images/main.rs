@@ -1,0 +1,11 @@
+//! Container images built by real OCI tools: the Dockerfile recipe with buildah and BuildKit, adopting in-place patched images, the rocm-pin tool image, and the recipe's build script in chroots.
+//!
+//! One test binary per area (`cargo test --test images`); a module per former test file.
+
+mod util;
+
+mod adopt;
+mod buildah;
+mod buildkit;
+mod docker_recipe;
+mod tool;

@@ -1,0 +1,358 @@
+//! What a new user meets on a machine without ROCm (issue 16): every hint leads somewhere, is
+//! said once, and nothing expensive starts before what can be checked has been checked.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::util::{image, packages, text, OURS_DIR};
+use rocm_pin_kit::sandbox::Sandbox;
+
+fn rocm_pin(args: &[&str]) -> Output {
+    Command::new(crate::util::bin())
+        .args(args)
+        .env_remove("ROCM_PIN_MODE")
+        .output()
+        .expect("rocm-pin runs")
+}
+
+/// A root like a fresh Debian machine's, as far as rocm-pin looks: a dpkg database that knows
+/// no ROCm package, and no /opt/rocm.
+fn root_without_rocm(dir: &Path) -> String {
+    std::fs::create_dir_all(dir.join("var/lib/dpkg/info")).unwrap();
+    std::fs::write(
+        dir.join("var/lib/dpkg/status"),
+        "Package: libc6\nStatus: install ok installed\nVersion: 2.36-9\nArchitecture: amd64\n\
+         Maintainer: x <x@example.org>\nDescription: libc\n\n",
+    )
+    .unwrap();
+    dir.to_str().unwrap().to_string()
+}
+
+#[test]
+fn verify_without_rocm_says_there_is_no_rocm_instead_of_sending_to_install() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = root_without_rocm(tmp.path());
+    let out = rocm_pin(&["verify", "--json", "--root", &root]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 1, "{report:#}");
+    assert_eq!(checks[0]["name"], "rocm", "{report:#}");
+    let detail = checks[0]["detail"].as_str().unwrap();
+    assert!(detail.contains("no ROCm installation found"), "{detail}");
+    assert!(
+        detail.contains("/opt/rocm") && detail.contains(&root),
+        "says where it looked: {detail}"
+    );
+    assert!(
+        !detail.contains("rocm-pin install"),
+        "install would only refuse on this host: {detail}"
+    );
+}
+
+#[test]
+fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = root_without_rocm(tmp.path());
+    let out = rocm_pin(&["status", "--root", &root]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let gate = stdout.lines().find(|l| l.starts_with("gate:")).unwrap();
+    assert!(
+        gate.contains("would refuse") && gate.contains("mode require"),
+        "{gate}"
+    );
+    assert!(
+        gate.contains("/opt/rocm-7.2.4/.info/version is missing"),
+        "{gate}"
+    );
+
+    let out = Command::new(crate::util::bin())
+        .args(["status", "--json", "--root", &root])
+        .env("ROCM_PIN_MODE", "auto")
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gate = s["gate"].as_str().unwrap();
+    assert!(
+        gate.contains("would skip this host") && gate.contains("mode auto"),
+        "{gate}"
+    );
+}
+
+#[test]
+fn package_against_a_root_without_rocm_points_to_stock_debs_with_or_without_prefix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path();
+    let staging = w.join("staging");
+    rocm_pin_testkit::staging::build_staging(
+        &staging,
+        &rocm_pin_testkit::staging::StagingSpec {
+            manifest: true,
+            ..Default::default()
+        },
+    );
+    let root = root_without_rocm(&w.join("root"));
+    for prefix in [None, Some("/opt/rocm-7.2.4")] {
+        let out_dir = w.join("out");
+        let mut args = vec![
+            "package",
+            "--staging",
+            staging.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--stock-root",
+            &root,
+        ];
+        if let Some(p) = prefix {
+            args.extend(["--prefix", p]);
+        }
+        let out = rocm_pin(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{prefix:?}: {stderr}");
+        assert!(
+            stderr.contains("--stock-deb hsa-rocr_*.deb hip-runtime-amd_*.deb"),
+            "{prefix:?}: the way forward without a ROCm host is the stock .debs: {stderr}"
+        );
+        match prefix {
+            None => assert!(stderr.contains("no ROCm installation under"), "{stderr}"),
+            Some(p) => {
+                assert!(
+                    stderr.contains(&format!("--prefix {p} does not exist")),
+                    "{stderr}"
+                );
+                assert!(
+                    !stderr.contains("give --prefix"),
+                    "with --prefix given, asking for --prefix again loops: {stderr}"
+                );
+            }
+        }
+        assert!(
+            !out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none(),
+            "nothing written"
+        );
+    }
+}
+
+#[test]
+fn build_from_a_url_without_rocm_refuses_before_fetching() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("staging");
+    let missing_rocm = tmp.path().join("no-rocm-here");
+    // A URL nobody answers: reaching the fetch would fail with git's error, not ours.
+    let out = rocm_pin(&[
+        "build",
+        "--source",
+        "https://rocm-pin.invalid/rocm-systems",
+        "--rocm-path",
+        missing_rocm.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "ROCm path {} does not exist; nothing was fetched",
+            missing_rocm.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("==> fetch"), "{stderr}");
+    assert!(!out_dir.exists(), "nothing written to --out");
+}
+
+/// The demo prints the real-host chain; it must be the README's, `--guard` included.
+#[test]
+fn the_demo_prints_the_readme_real_host_commands() {
+    let readme = include_str!("../../README.md");
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let readme_lines: Vec<String> = readme.lines().map(squash).collect();
+    for cmd in rocm_pin_kit::demo::real_host_commands() {
+        if cmd.starts_with('#') {
+            continue;
+        }
+        let command = squash(cmd.split('#').next().unwrap());
+        assert!(
+            readme_lines.iter().any(|l| l.starts_with(&command)),
+            "the demo prints `{command}`, which README.md does not show"
+        );
+    }
+    assert!(rocm_pin_kit::demo::real_host_commands()
+        .iter()
+        .any(|c| c.contains("rocm-pin install") && c.contains("--guard")));
+}
+
+#[test]
+fn install_on_a_host_without_rocm_refuses_once() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let p = packages();
+    let sb = Sandbox::new(&image("bookworm")).expect("sandbox");
+    sb.install_rocm_pin(&crate::util::bin()).unwrap();
+    sb.copy_in(&p.ours_dir, OURS_DIR).unwrap();
+    let out = sb.run(&crate::util::install_argv(&p.ours)).unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    let reason = ".info/version is missing";
+    assert_eq!(
+        all.matches(reason).count(),
+        1,
+        "the refusal is said exactly once:\n{all}"
+    );
+}
+
+/// A fresh cloud machine often has apt's lock held at boot (unattended-upgrades). install-deps
+/// waits for it, saying so, and gives up after its timeout with a message — run in a chroot
+/// whose only apt source is a local repository, with the real dpkg lock held from outside.
+#[test]
+fn install_deps_waits_for_apts_lock_and_gives_up_after_its_timeout() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let tmp = tempfile::tempdir().unwrap();
+    let debs = tmp.path().join("debs");
+    std::fs::create_dir(&debs).unwrap();
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-pkg");
+    let out = rocm_pin(&[
+        "deb",
+        "build",
+        "-q",
+        tree.to_str().unwrap(),
+        debs.join("sample.deb").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let package = rocm_pin(&[
+        "deb",
+        "inspect",
+        "--json",
+        debs.join("sample.deb").to_str().unwrap(),
+    ]);
+    let info: serde_json::Value = serde_json::from_slice(&package.stdout).unwrap();
+    let package = info["control"]["Package"].as_str().unwrap().to_string();
+
+    let sb = Sandbox::new(&image("bookworm")).expect("sandbox");
+    // Only the local repository: the test must not depend on the archive.
+    for f in [
+        "etc/apt/sources.list",
+        "etc/apt/sources.list.d/debian.sources",
+    ] {
+        let _ = std::fs::remove_file(sb.path(format!("/{f}")));
+    }
+    sb.add_local_repo("sample", &debs)
+        .expect("local repository");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-deps");
+    sb.copy_in(&script, "/root/install-deps").unwrap();
+
+    // The real lock: an fcntl write lock on dpkg's frontend lock file, as apt takes it.
+    let lock_file = sb.path("/var/lib/dpkg/lock-frontend");
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, sys, time\n\
+             f = open(sys.argv[1], 'a')\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('locked', flush=True)\n\
+             time.sleep(float(sys.argv[2]))\n",
+        ])
+        .arg(&lock_file)
+        .arg("14")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 holds the lock");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+
+    let install_deps = |timeout: &str| {
+        sb.run(&[
+            "env",
+            &format!("ROCM_PIN_APT_LOCK_TIMEOUT={timeout}"),
+            "bash",
+            "/root/install-deps",
+            &package,
+        ])
+        .unwrap()
+    };
+    // Held longer than the timeout: a clear failure, nothing installed.
+    let out = install_deps("5");
+    let all = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("waiting for apt's lock"), "{all}");
+    assert!(all.contains("still held after"), "{all}");
+    // Released while it waits: it goes on and installs.
+    let out = install_deps("120");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("waiting for apt's lock"), "{all}");
+    holder.wait().unwrap();
+    let state = sb
+        .run_ok(&["dpkg-query", "-W", "-f=${db:Status-Abbrev}", &package])
+        .unwrap();
+    assert_eq!(state.trim(), "ii", "{all}");
+}
+
+/// `scripts/demo` on a fresh machine: the Rust version is checked first (with how to get a
+/// newer one), and the long first build says what it is instead of looking hung. A `cargo`
+/// first on PATH reports the version asked for and records its arguments, then fails, so the
+/// script stops right after the build step.
+#[test]
+fn the_demo_script_checks_rust_and_announces_the_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin_dir = tmp.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let log = tmp.path().join("cargo-args");
+    let fake_cargo = bin_dir.join("cargo");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run_demo = |version: &str| {
+        std::fs::write(
+            &fake_cargo,
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'cargo {version} (test)'; exit 0; fi\n\
+                 echo \"$*\" >> '{}'\nexit 1\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &fake_cargo,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+        Command::new("bash")
+            .arg(repo.join("scripts/demo"))
+            .env("PATH", path)
+            .output()
+            .unwrap()
+    };
+    let out = run_demo("1.63.0");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let manifest = include_str!("../../Cargo.toml");
+    let need = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap();
+    assert!(
+        stderr.contains(&format!("needs Rust {need} or newer; cargo here is 1.63.0")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("rustup"), "{stderr}");
+    assert!(!log.exists(), "no build with a too-old Rust");
+
+    let out = run_demo("1.95.0");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("demo: building rocm-pin (release"),
+        "{stderr}"
+    );
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        args.trim(),
+        "build --release --locked",
+        "cargo's own progress is shown"
+    );
+}

@@ -1,0 +1,13 @@
+//! Installing what we build and running what users run: `rocm-pin install` under every apt configuration, the downstream scenarios, day-two operations, the README's first hour, `verify` on a fake root, pipes, and `rocm-pin demo`. The whole chain (util) is made once for this binary.
+//!
+//! One test binary per area (`cargo test --test install`); a module per former test file.
+
+mod util;
+
+mod cli_pipes;
+mod day2;
+mod demo;
+mod downstream;
+mod first_hour;
+mod matrix;
+mod verify_fake_root;

@@ -1,0 +1,502 @@
+//! `verify` on a hand-made installed root: gcc-built libraries, a dpkg status database with
+//! our two packages, md5sums, the marker, pins, the loader entry and a real ld.so cache made
+//! by `ldconfig -r`. Then each tamper must fail and name its check. The chroot acceptance
+//! tests (tests/install/) cover the same with real apt/dpkg; this one is fast and
+//! isolates verify's own logic.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use md5::Digest;
+use rocm_pin::rocm::{Marker, MarkerLibrary, ReplacedPackage};
+use rocm_pin::verify::{verify, VerifyOptions, VerifyReport};
+
+const PREFIX: &str = "/opt/rocm-7.2.4";
+const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
+const HSA: &str = "hsa-rocr-pinned";
+const HIP: &str = "hip-runtime-amd-pinned";
+const HSA_VER: &str = "1.18.0.70204-93~24.04+pin1764720000.gb539bf7";
+const HIP_VER: &str = "7.2.53211.70204-93~24.04+pin1764720000.gb539bf7";
+
+fn gcc_lib(dir: &Path, name: &str, soname: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .arg(format!("-Wl,-soname,{soname}"))
+        .status()
+        .expect("gcc must be installed (see .ci/run)");
+    assert!(st.success(), "gcc failed for {name}");
+    out
+}
+
+struct Built {
+    hsa: PathBuf,
+    hsa_stock: PathBuf,
+    hip: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn build_libs() -> Built {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let hsa = gcc_lib(
+        d,
+        "hsa.so",
+        "libhsa-runtime64.so.1",
+        "const char *rocm_pin_identity(void){return \"hsa-PATCHED\";}\nint hsa_amd_signal_create_v2(void){return 0;}\n",
+    );
+    let hsa_stock = gcc_lib(
+        d,
+        "hsa-stock.so",
+        "libhsa-runtime64.so.1",
+        "const char *rocm_pin_identity(void){return \"hsa-STOCK\";}\n",
+    );
+    let hip = gcc_lib(
+        d,
+        "hip.so",
+        "libamdhip64.so.7",
+        "const char *rocm_pin_identity(void){return \"hip-PATCHED\";}\n",
+    );
+    Built {
+        hsa,
+        hsa_stock,
+        hip,
+        _dir: dir,
+    }
+}
+
+fn md5_hex(p: &Path) -> String {
+    hex::encode(md5::Md5::digest(std::fs::read(p).unwrap()))
+}
+fn sha_hex(p: &Path) -> String {
+    hex::encode(sha2::Sha256::digest(std::fs::read(p).unwrap()))
+}
+fn host(root: &Path, p: &str) -> PathBuf {
+    root.join(p.trim_start_matches('/'))
+}
+fn write(root: &Path, p: &str, content: &[u8]) {
+    let h = host(root, p);
+    std::fs::create_dir_all(h.parent().unwrap()).unwrap();
+    std::fs::write(h, content).unwrap();
+}
+
+fn ldconfig(root: &Path) {
+    let st = Command::new("ldconfig")
+        .arg("-r")
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(st.success(), "ldconfig -r {} failed", root.display());
+}
+
+/// A root as `rocm-pin install` leaves it.
+fn make_root(b: &Built) -> tempfile::TempDir {
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "verify_fake_root needs root (ldconfig -r chroots); CI runs as root"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    let lib = format!("{PREFIX}/lib");
+    let hsa_real = format!("{lib}/libhsa-runtime64.so.1.18.0");
+    let hsa_alias = format!("{lib}/libhsa-runtime64.so.1.18.70204");
+    let hip_real = format!("{lib}/libamdhip64.so.7.2.53211-b539bf7");
+    let hip_alias = format!("{lib}/libamdhip64.so.7.2.70204");
+    std::fs::create_dir_all(host(r, &lib)).unwrap();
+    std::fs::copy(&b.hsa, host(r, &hsa_real)).unwrap();
+    std::fs::copy(&b.hip, host(r, &hip_real)).unwrap();
+    std::fs::hard_link(host(r, &hsa_real), host(r, &hsa_alias)).unwrap();
+    std::fs::hard_link(host(r, &hip_real), host(r, &hip_alias)).unwrap();
+    symlink(
+        "libhsa-runtime64.so.1.18.0",
+        host(r, &format!("{lib}/libhsa-runtime64.so.1")),
+    )
+    .unwrap();
+    symlink(
+        "libhsa-runtime64.so.1",
+        host(r, &format!("{lib}/libhsa-runtime64.so")),
+    )
+    .unwrap();
+    symlink(
+        "libamdhip64.so.7.2.53211-b539bf7",
+        host(r, &format!("{lib}/libamdhip64.so.7")),
+    )
+    .unwrap();
+    symlink(
+        "libamdhip64.so.7",
+        host(r, &format!("{lib}/libamdhip64.so")),
+    )
+    .unwrap();
+    let pin = |stock: &str| {
+        format!("Explanation: rocm-pin\nPackage: {stock}\nPin: version *\nPin-Priority: -1\n")
+    };
+    write(
+        r,
+        &format!("/etc/apt/preferences.d/{HSA}"),
+        pin("hsa-rocr").as_bytes(),
+    );
+    write(
+        r,
+        &format!("/etc/apt/preferences.d/{HIP}"),
+        pin("hip-runtime-amd").as_bytes(),
+    );
+    write(r, "/etc/ld.so.conf", b"include /etc/ld.so.conf.d/*.conf\n");
+    write(r, "/etc/ld.so.conf.d/libc.conf", b"/usr/local/lib\n");
+    write(
+        r,
+        &format!("/etc/ld.so.conf.d/{HSA}.conf"),
+        format!("{lib}\n").as_bytes(),
+    );
+    write(
+        r,
+        "/etc/dpkg/dpkg.cfg.d/excludes",
+        b"path-exclude=/usr/share/doc/*\npath-include=/usr/share/doc/*/copyright\n",
+    );
+    write(
+        r,
+        &format!("/usr/share/doc/{HSA}/copyright"),
+        b"copyright\n",
+    );
+    write(
+        r,
+        &format!("/usr/share/doc/{HIP}/copyright"),
+        b"copyright\n",
+    );
+    std::fs::create_dir_all(host(r, "/usr/local/lib")).unwrap();
+
+    let hsa_files = vec![
+        hsa_real.clone(),
+        hsa_alias.clone(),
+        format!("/usr/share/doc/{HSA}/copyright"),
+        format!("/usr/share/doc/{HSA}/changelog.Debian.gz"),
+    ];
+    let hip_files = vec![
+        hip_real.clone(),
+        hip_alias.clone(),
+        format!("/usr/share/doc/{HIP}/copyright"),
+    ];
+    let mut files = BTreeMap::new();
+    for f in hsa_files.iter().chain(&hip_files) {
+        let h = host(r, f);
+        if h.exists() {
+            files.insert(f.clone(), sha_hex(&h));
+        } else {
+            // Excluded by path-exclude: the hash of what the .deb held.
+            files.insert(f.clone(), "0".repeat(64));
+        }
+    }
+    let marker = Marker {
+        commit: COMMIT.into(),
+        commit_time: 1764720000,
+        flavor: "pinned".into(),
+        prefix: PREFIX.into(),
+        replaced: vec![
+            ReplacedPackage {
+                stock_name: "hsa-rocr".into(),
+                stock_version: "1.18.0.70204-93~24.04".into(),
+                architecture: "amd64".into(),
+                package: HSA.into(),
+                version: HSA_VER.into(),
+            },
+            ReplacedPackage {
+                stock_name: "hip-runtime-amd".into(),
+                stock_version: "7.2.53211.70204-93~24.04".into(),
+                architecture: "amd64".into(),
+                package: HIP.into(),
+                version: HIP_VER.into(),
+            },
+        ],
+        libraries: vec![
+            MarkerLibrary {
+                path: hsa_real.clone(),
+                soname: "libhsa-runtime64.so.1".into(),
+                sha256: sha_hex(&host(r, &hsa_real)),
+                aliases: vec![hsa_alias.clone()],
+                package: HSA.into(),
+            },
+            MarkerLibrary {
+                path: hip_real.clone(),
+                soname: "libamdhip64.so.7".into(),
+                sha256: sha_hex(&host(r, &hip_real)),
+                aliases: vec![hip_alias.clone()],
+                package: HIP.into(),
+            },
+        ],
+        files,
+        tool_version: "test".into(),
+        patches: vec![],
+        backport_check_skipped: false,
+        source: None,
+    };
+    let marker_path = format!("{PREFIX}/.info/rocm-pin.json");
+    write(
+        r,
+        &marker_path,
+        serde_json::to_string_pretty(&marker).unwrap().as_bytes(),
+    );
+    write(r, &format!("{PREFIX}/.info/version"), b"7.2.4-93\n");
+
+    let info = "/var/lib/dpkg/info";
+    let md5s = |list: &[String]| {
+        list.iter()
+            .map(|f| {
+                let h = host(r, f);
+                let m = if h.exists() {
+                    md5_hex(&h)
+                } else {
+                    "d41d8cd98f00b204e9800998ecf8427e".into()
+                };
+                format!("{m}  {}\n", f.trim_start_matches('/'))
+            })
+            .collect::<String>()
+    };
+    let mut hsa_list = hsa_files.clone();
+    hsa_list.extend([
+        format!("{lib}/libhsa-runtime64.so.1"),
+        format!("{lib}/libhsa-runtime64.so"),
+        marker_path.clone(),
+        format!("/etc/apt/preferences.d/{HSA}"),
+    ]);
+    let mut hip_list = hip_files.clone();
+    hip_list.extend([
+        format!("{lib}/libamdhip64.so.7"),
+        format!("{lib}/libamdhip64.so"),
+        format!("/etc/apt/preferences.d/{HIP}"),
+    ]);
+    write(
+        r,
+        &format!("{info}/{HSA}.md5sums"),
+        md5s(&hsa_files).as_bytes(),
+    );
+    write(
+        r,
+        &format!("{info}/{HIP}.md5sums"),
+        md5s(&hip_files).as_bytes(),
+    );
+    write(
+        r,
+        &format!("{info}/{HSA}.list"),
+        hsa_list.join("\n").as_bytes(),
+    );
+    write(
+        r,
+        &format!("{info}/{HIP}.list"),
+        hip_list.join("\n").as_bytes(),
+    );
+    let para = |name: &str, ver: &str, stock: &str, stock_ver: &str| {
+        format!(
+            "Package: {name}\nStatus: install ok installed\nProtected: yes\nPriority: optional\nArchitecture: amd64\nVersion: {ver}\nProvides: {stock} (= {stock_ver})\nConflicts: {stock}\nReplaces: {stock}\nConffiles:\n /etc/apt/preferences.d/{name} 00000000000000000000000000000000\nDescription: patched\n multi-line\nX-Rocm-Pin-Commit: {COMMIT}\n"
+        )
+    };
+    let status = format!(
+        "{}\n{}\nPackage: hsa-rocr\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: 1.18.0.70204-93~24.04\n",
+        para(HSA, HSA_VER, "hsa-rocr", "1.18.0.70204-93~24.04"),
+        para(HIP, HIP_VER, "hip-runtime-amd", "7.2.53211.70204-93~24.04")
+    );
+    write(r, "/var/lib/dpkg/status", status.as_bytes());
+    ldconfig(r);
+    dir
+}
+
+fn run(root: &Path) -> VerifyReport {
+    verify(&VerifyOptions {
+        root: rocm_pin::host::root::Root::new(root),
+        ld_library_path: None,
+        ask_apt: false,
+        accept_skipped_backport_check: false,
+    })
+    .unwrap()
+}
+
+fn failed_names(rep: &VerifyReport) -> Vec<String> {
+    let mut v: Vec<String> = rep.failed().map(|c| c.name.clone()).collect();
+    v.dedup();
+    v
+}
+
+#[track_caller]
+fn assert_fails(rep: &VerifyReport, name: &str) {
+    assert!(
+        !rep.ok,
+        "verify passed but should fail {name}:\n{}",
+        rep.to_human()
+    );
+    assert_eq!(rep.exit_code(), 1);
+    assert!(
+        rep.failed().any(|c| c.name == name),
+        "expected a failed {name} check, got {:?}:\n{}",
+        failed_names(rep),
+        rep.to_human()
+    );
+}
+
+#[test]
+fn verify_fake_root_pass_and_tamper_matrix() {
+    rocm_pin_testkit::needs_root!("root-owned files and a chroot");
+    let b = build_libs();
+    let lib = format!("{PREFIX}/lib");
+
+    // Clean install passes, with the excluded doc file absent by design.
+    let d = make_root(&b);
+    let rep = run(d.path());
+    assert!(rep.ok, "clean root must pass:\n{}", rep.to_human());
+    assert_eq!(rep.exit_code(), 0);
+    let human = rep.to_human();
+    assert!(human.contains("absent by dpkg path-exclude"), "{human}");
+    assert!(human.contains("= ours"), "{human}");
+    let json: serde_json::Value = serde_json::to_value(&rep).unwrap();
+    assert_eq!(json["schema"], 1);
+    assert!(json["checks"].as_array().unwrap().len() >= 15);
+
+    // Library overwritten in place with stock content (the seed's method).
+    let d = make_root(&b);
+    let real = host(d.path(), &format!("{lib}/libhsa-runtime64.so.1.18.0"));
+    std::fs::write(&real, std::fs::read(&b.hsa_stock).unwrap()).unwrap();
+    let rep = run(d.path());
+    assert_fails(&rep, "files");
+    assert_fails(&rep, "backport-symbol");
+
+    // Truncated to 0 bytes.
+    let d = make_root(&b);
+    let real = host(d.path(), &format!("{lib}/libamdhip64.so.7.2.53211-b539bf7"));
+    std::fs::File::create(&real).unwrap();
+    assert_eq!(std::fs::metadata(&real).unwrap().len(), 0);
+    let rep = run(d.path());
+    assert_fails(&rep, "files");
+    assert_fails(&rep, "sonames");
+
+    // Soname symlink dangling.
+    let d = make_root(&b);
+    let link = host(d.path(), &format!("{lib}/libamdhip64.so.7"));
+    std::fs::remove_file(&link).unwrap();
+    symlink("libamdhip64.so.7.9.9", &link).unwrap();
+    assert!(
+        std::fs::metadata(&link).is_err(),
+        "tamper: link must dangle"
+    );
+    let rep = run(d.path());
+    assert_fails(&rep, "sonames");
+    assert_fails(&rep, "symlinks");
+
+    // Alias hard link replaced by a copy.
+    let d = make_root(&b);
+    let alias = host(d.path(), &format!("{lib}/libamdhip64.so.7.2.70204"));
+    let bytes = std::fs::read(&alias).unwrap();
+    std::fs::remove_file(&alias).unwrap();
+    std::fs::write(&alias, bytes).unwrap();
+    let rep = run(d.path());
+    assert_fails(&rep, "aliases");
+    assert!(
+        !rep.failed().any(|c| c.name == "files"),
+        "a same-content copy must fail only the alias check:\n{}",
+        rep.to_human()
+    );
+
+    // Pin file removed.
+    let d = make_root(&b);
+    std::fs::remove_file(host(d.path(), &format!("/etc/apt/preferences.d/{HIP}"))).unwrap();
+    assert_fails(&run(d.path()), "pin-file");
+
+    // Marker removed; marker commit edited.
+    let d = make_root(&b);
+    std::fs::remove_file(host(d.path(), &format!("{PREFIX}/.info/rocm-pin.json"))).unwrap();
+    assert_fails(&run(d.path()), "marker");
+    let d = make_root(&b);
+    let mp = host(d.path(), &format!("{PREFIX}/.info/rocm-pin.json"));
+    let text = std::fs::read_to_string(&mp).unwrap();
+    std::fs::write(&mp, text.replace(COMMIT, &"0".repeat(40))).unwrap();
+    assert_fails(&run(d.path()), "marker-commit");
+
+    // Loader entry removed and ldconfig run: the entry check and the loader check fail.
+    let d = make_root(&b);
+    std::fs::remove_file(host(d.path(), &format!("/etc/ld.so.conf.d/{HSA}.conf"))).unwrap();
+    ldconfig(d.path());
+    let rep = run(d.path());
+    assert_fails(&rep, "loader-entry");
+    assert_fails(&rep, "loader");
+
+    // A stock package installed next to ours.
+    let d = make_root(&b);
+    let sp = host(d.path(), "/var/lib/dpkg/status");
+    let text = std::fs::read_to_string(&sp).unwrap();
+    std::fs::write(
+        &sp,
+        text.replace("deinstall ok config-files", "install ok installed"),
+    )
+    .unwrap();
+    assert_fails(&run(d.path()), "stock-absent");
+
+    // A package that lost Protected: yes.
+    let d = make_root(&b);
+    let text = std::fs::read_to_string(host(d.path(), "/var/lib/dpkg/status")).unwrap();
+    std::fs::write(
+        host(d.path(), "/var/lib/dpkg/status"),
+        text.replacen("Protected: yes\n", "", 1),
+    )
+    .unwrap();
+    assert_fails(&run(d.path()), "packages");
+
+    // A same-named library in another prefix that the loader finds first.
+    // (`/usr/local/lib` from libc.conf sorts after our entry: ours still wins there.)
+    let d = make_root(&b);
+    std::fs::copy(
+        &b.hsa_stock,
+        host(d.path(), "/usr/local/lib/libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    ldconfig(d.path());
+    let rep = run(d.path());
+    assert!(rep.ok, "{}", rep.to_human());
+    assert!(rep
+        .to_human()
+        .contains("also found: /usr/local/lib/libhsa-runtime64.so.1"));
+    write(
+        d.path(),
+        "/etc/ld.so.conf.d/000-other-rocm.conf",
+        b"/opt/other/lib\n",
+    );
+    std::fs::create_dir_all(host(d.path(), "/opt/other/lib")).unwrap();
+    std::fs::copy(
+        &b.hsa_stock,
+        host(d.path(), "/opt/other/lib/libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    ldconfig(d.path());
+    let rep = run(d.path());
+    assert_fails(&rep, "loader");
+    let c = rep.failed().find(|c| c.name == "loader").unwrap();
+    assert!(
+        c.detail
+            .contains("ld.so opens /opt/other/lib/libhsa-runtime64.so.1"),
+        "the winner must be named: {}",
+        c.detail
+    );
+    // … and LD_LIBRARY_PATH pointing at another copy beats the cache.
+    let d = make_root(&b);
+    std::fs::create_dir_all(host(d.path(), "/srv/other")).unwrap();
+    std::fs::copy(&b.hip, host(d.path(), "/srv/other/libamdhip64.so.7")).unwrap();
+    let rep = verify(&VerifyOptions {
+        root: rocm_pin::host::root::Root::new(d.path()),
+        ld_library_path: Some("/srv/other".into()),
+        ask_apt: false,
+        accept_skipped_backport_check: false,
+    })
+    .unwrap();
+    assert_fails(&rep, "loader");
+
+    // Skip record → exit 3.
+    let d = make_root(&b);
+    write(
+        d.path(),
+        "/var/lib/rocm-pin/skipped",
+        b"ROCm 7.2.5 at /opt/rocm-7.2.5 does not match 7.2.4\n",
+    );
+    let rep = run(d.path());
+    assert_eq!(rep.exit_code(), 3);
+}

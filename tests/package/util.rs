@@ -1,0 +1,81 @@
+//! Shared by the tests in tests/package/ (and a few in tests/build/, tests/install/): a gcc-built patched staging, the stand-in
+//! stock set, a chroot with it installed, and small runners. Real tools only (gcc, dpkg-deb,
+//! apt, lintian); nothing here fakes a result.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::StockSet;
+
+pub const PREFIX: &str = "/opt/rocm-7.2.4";
+
+pub use rocm_pin_testkit::debs::*;
+pub use rocm_pin_testkit::staging::*;
+pub use rocm_pin_testkit::{must, must_stdout};
+
+pub fn image() -> ChrootImage {
+    rocm_pin_testkit::chroot_image("bookworm")
+}
+
+/// The rocm-pin binary under test.
+pub fn bin() -> PathBuf {
+    rocm_pin_testkit::rocm_pin_bin!()
+}
+
+/// A command-line argument (for [`package_cmd`]).
+pub fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}
+
+/// Every package dpkg knows in the chroot: name -> `db:Status-Abbrev` (e.g. `ii`).
+pub fn dpkg_states(sb: &Sandbox) -> BTreeMap<String, String> {
+    sb.run_ok(&["dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n"])
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (p, s) = l.split_once(' ')?;
+            Some((p.to_string(), s.trim().to_string()))
+        })
+        .collect()
+}
+
+/// A chroot with the stand-in repository and `packages` installed from it.
+pub fn sandbox_with_stock(set: &StockSet, packages: &[&str], options: &SandboxOptions) -> Sandbox {
+    let sb = Sandbox::with_options(&image(), options).expect("sandbox");
+    sb.add_local_repo("stock", &set.out_dir)
+        .expect("stock repo");
+    let mut argv = vec!["apt-get", "install", "-y", "-q"];
+    argv.extend_from_slice(packages);
+    sb.run_ok(&argv).expect("install the stock set");
+    sb
+}
+
+/// `rocm-pin package …` with `args`; returns the output.
+pub fn package_cmd(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(bin())
+        .arg("package")
+        .args(args)
+        .env_remove("SOURCE_DATE_EPOCH")
+        .output()
+        .expect("run rocm-pin package")
+}
+
+/// Lintian's E:/W: lines for `deb` (overridden tags are not shown).
+pub fn lintian_problems(deb: &Path) -> Vec<String> {
+    // lintian leaves its mldbm-elf-* files in TMPDIR: give it a directory removed afterwards.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new("lintian")
+        .arg("--no-cfg")
+        .arg(deb)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect("run lintian (apt-get install lintian)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter(|l| l.starts_with("E:") || l.starts_with("W:"))
+        .map(str::to_string)
+        .collect()
+}
