@@ -3,7 +3,9 @@
 //! (nfpm's scenarios-as-data), read by `rocm-pin demo` (the entries marked `demo`, in order, in
 //! one chroot) and by tests/install/downstream.rs (every entry, each in a fresh copy of an
 //! installed chroot, under every apt configuration CI runs: bookworm's apt 2.6, trixie's apt 3.0
-//! with the classic solver, and with `APT::Solver "3.0"`).
+//! with the classic solver, and with `APT::Solver "3.0"`), and by the image recipe test
+//! tests/images/docker_recipe.rs (every entry, in order, in the chroot the recipe's own scripts
+//! installed into, with the guard on and `verify-runtime.sh` after each).
 //!
 //! Where the two apt solvers decide differently, an entry states the outcome per solver. The
 //! result users see is the same either way: the patched pair live and dependants kept, and
