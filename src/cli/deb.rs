@@ -123,31 +123,10 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
 }
 
 fn mode_string(e: &deb::Entry) -> String {
-    let t = match e.kind {
-        EntryKind::File => '-',
-        EntryKind::Dir => 'd',
-        EntryKind::Symlink(_) => 'l',
-        EntryKind::Hardlink(_) => 'h',
-    };
-    let m = e.mode;
-    let bit = |mask: u32, c: char| if m & mask != 0 { c } else { '-' };
-    let exec = |x: u32, special: u32, s: char, big: char| match (m & x != 0, m & special != 0) {
-        (true, true) => s,
-        (false, true) => big,
-        (true, false) => 'x',
-        (false, false) => '-',
-    };
     format!(
-        "{t}{}{}{}{}{}{}{}{}{}",
-        bit(0o400, 'r'),
-        bit(0o200, 'w'),
-        exec(0o100, 0o4000, 's', 'S'),
-        bit(0o040, 'r'),
-        bit(0o020, 'w'),
-        exec(0o010, 0o2000, 's', 'S'),
-        bit(0o004, 'r'),
-        bit(0o002, 'w'),
-        exec(0o001, 0o1000, 't', 'T'),
+        "{}{}",
+        e.kind.type_char(),
+        deb::tar::permission_letters(e.mode)
     )
 }
 

@@ -6,6 +6,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
+use rocm_pin::deb::tar::permission_letters;
 use rocm_pin::deb::{Entry, EntryKind};
 
 pub use super::{bin, cache_dir};
@@ -189,44 +190,20 @@ pub fn parse_contents_line(line: &str) -> Listed {
     }
 }
 
-pub fn perms_string(mode: u32) -> String {
-    let bit = |mask: u32, c: char| if mode & mask != 0 { c } else { '-' };
-    let exec = |x: u32, special: u32, s: char, big: char| match (mode & x != 0, mode & special != 0)
-    {
-        (true, true) => s,
-        (false, true) => big,
-        (true, false) => 'x',
-        (false, false) => '-',
-    };
-    format!(
-        "{}{}{}{}{}{}{}{}{}",
-        bit(0o400, 'r'),
-        bit(0o200, 'w'),
-        exec(0o100, 0o4000, 's', 'S'),
-        bit(0o040, 'r'),
-        bit(0o020, 'w'),
-        exec(0o010, 0o2000, 's', 'S'),
-        bit(0o004, 'r'),
-        bit(0o002, 'w'),
-        exec(0o001, 0o1000, 't', 'T'),
-    )
-}
-
 /// Our reader's entries in the same shape as `dpkg-deb -c`.
 pub fn ours_as_listed(entries: &[Entry]) -> Vec<Listed> {
     entries
         .iter()
         .map(|e| {
-            let (kind, target) = match &e.kind {
-                EntryKind::File => ('-', None),
-                EntryKind::Dir => ('d', None),
-                EntryKind::Symlink(t) => ('l', Some(t.clone())),
-                EntryKind::Hardlink(t) => ('h', Some(t.clone())),
+            let kind = e.kind.type_char();
+            let target = match &e.kind {
+                EntryKind::Symlink(t) | EntryKind::Hardlink(t) => Some(t.clone()),
+                EntryKind::File | EntryKind::Dir => None,
             };
             Listed {
                 path: e.path.clone(),
                 kind,
-                perms: perms_string(if kind == 'l' { 0o777 } else { e.mode }),
+                perms: permission_letters(if kind == 'l' { 0o777 } else { e.mode }),
                 size: e.size,
                 target,
             }

@@ -34,6 +34,44 @@ pub struct Entry {
     pub size: u64,
 }
 
+impl EntryKind {
+    /// The type letter of `ls -l`, `tar -tv` and `dpkg-deb -c` (`h` for a hard link).
+    pub fn type_char(&self) -> char {
+        match self {
+            EntryKind::File => '-',
+            EntryKind::Dir => 'd',
+            EntryKind::Symlink(_) => 'l',
+            EntryKind::Hardlink(_) => 'h',
+        }
+    }
+}
+
+/// The nine permission letters of `ls -l` for a mode, set-id and sticky bits included
+/// (`rwsr-xr-t`).
+pub fn permission_letters(mode: u32) -> String {
+    let bit = |mask: u32, c: char| if mode & mask != 0 { c } else { '-' };
+    let exec = |x: u32, special: u32, s: char, big: char| match (mode & x != 0, mode & special != 0)
+    {
+        (true, true) => s,
+        (false, true) => big,
+        (true, false) => 'x',
+        (false, false) => '-',
+    };
+    [
+        bit(0o400, 'r'),
+        bit(0o200, 'w'),
+        exec(0o100, 0o4000, 's', 'S'),
+        bit(0o040, 'r'),
+        bit(0o020, 'w'),
+        exec(0o010, 0o2000, 's', 'S'),
+        bit(0o004, 'r'),
+        bit(0o002, 'w'),
+        exec(0o001, 0o1000, 't', 'T'),
+    ]
+    .iter()
+    .collect()
+}
+
 pub const BLOCK: usize = 512;
 /// GNU tar pads the archive to a multiple of its record size (20 blocks).
 const RECORD: u64 = 20 * BLOCK as u64;
