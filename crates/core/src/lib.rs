@@ -14,6 +14,7 @@
 pub mod output;
 pub mod build;
 pub mod deb;
+pub mod digest;
 pub mod elf;
 pub mod error;
 pub mod host;

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context;
-use sha2::{Digest, Sha256};
 
 use super::manifest::ManifestLibrary;
+use crate::digest::sha256_file;
 use crate::error::Error;
 use crate::rocm::{self, Half};
 
@@ -91,14 +91,6 @@ fn resolve_link(staging: &Path, link_rel: &Path) -> Result<PathBuf, String> {
             .ok_or_else(|| format!("target {} leaves the install directory", target.display()))?;
     }
     Err("too many levels of symbolic links".into())
-}
-
-fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).with_context(|| format!("reading {}", path.display()))?;
-    Ok(hex::encode(hasher.finalize()))
 }
 
 /// Problems (each refusing the install) and warnings, in the order they were found.

@@ -9,7 +9,6 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use anyhow::Context;
-use md5::Digest as _;
 
 use super::excludes::PathFilters;
 use super::root::Root;
@@ -30,13 +29,6 @@ const INFO_FILES: &[&str] = &[
     "symbols",
 ];
 
-fn md5_of(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    let mut h = md5::Md5::new();
-    std::io::copy(&mut f, &mut h)?;
-    Ok(hex::encode(h.finalize()))
-}
-
 /// Check every file of `pkg` against dpkg's md5sums. Err names the first file that differs.
 pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
     let filters = PathFilters::load(root)?;
@@ -50,7 +42,7 @@ pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
             }
             anyhow::bail!("{path} of {} is missing", pkg.package);
         }
-        let got = md5_of(&host).with_context(|| format!("cannot read {}", host.display()))?;
+        let got = crate::digest::md5_file(&host)?;
         if got != want {
             anyhow::bail!(
                 "{path} no longer matches dpkg's md5sum for {} ({got} ≠ {want}): the stock files were changed in place, so a rebuilt package would not be stock",

@@ -3,13 +3,13 @@
 //! that is not what the stock package shipped.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 
 use crate::deb::version::Version;
 use crate::deb::Paragraph;
+pub use crate::digest::{md5_file, sha256_file};
 use crate::host::dpkgdb::{parse_md5sums, DpkgDb};
 
 /// What one path of a stock package is.
@@ -245,41 +245,6 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
     })
 }
 
-pub fn md5_file(path: &Path) -> anyhow::Result<String> {
-    use md5::Digest;
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut h = md5::Md5::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
-}
-
-pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    use sha2::Digest;
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
-}
 /// The stock version, parsed once: everything after compares and extends the parsed form.
 fn parse_version(text: &str, whose: &str) -> anyhow::Result<Version> {
     text.parse()
