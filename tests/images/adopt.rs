@@ -139,6 +139,7 @@ fn layer_after(build_output: &str, step: &str) -> String {
 #[test]
 fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts() {
     rocm_pin_testkit::needs_root!("image storage and runc");
+    let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-adopt-")

@@ -119,6 +119,7 @@ fn recipe_doc_shows_every_dockerfile_verbatim() {
 #[test]
 fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     rocm_pin_testkit::needs_root!("image storage and runc");
+    let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-test-")

@@ -144,6 +144,7 @@ fn recipe_dockerfiles_need_no_frontend_image() {
 #[test]
 fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() {
     rocm_pin_testkit::needs_root!("a private dockerd and runc");
+    let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-buildkit-")

@@ -39,6 +39,7 @@ fn script_ok(path: &str, args: &[&str]) -> String {
 #[test]
 fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
     rocm_pin_testkit::needs_root!("image storage and runc");
+    let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
     let tools = Tools { env: tool_env() };
     let rust = script_ok("scripts/lib/standin-rust-image.sh", &["image"]);

@@ -8,6 +8,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
+/// The image tests share this machine's container storage (`podman image prune` when one
+/// ends), the one loopback registry of `scripts/images registry` (stopped by the test that
+/// started it) and the one BuildKit daemon. As separate test binaries they never overlapped;
+/// in one binary each holds this for its whole run, so they still do not.
+pub fn one_image_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A failed test poisons the lock; the next one must still run.
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
