@@ -13,13 +13,14 @@
 //! the tests then run, taken from verify's own words, and check again).
 
 use rocm_pin::host::apt::Solver;
+use rocm_pin::plan::templates::render;
 use serde::Deserialize;
 
 /// The list, compiled in: the demo runs from an installed binary, far from any checkout.
 const SCENARIOS_JSON: &str = include_str!("../../../../testdata/scenarios.json");
 
 /// Where a scenario's inputs are inside the chroot (the demo and the tests copy them to
-/// different places). Each fills the `{field}` of the same name in a script.
+/// different places). Each fills the `{{field}}` of the same name in a script.
 #[derive(Debug, Clone)]
 pub struct Inputs {
     /// The custom rccl with exact `=` dependencies on the stock pair (dpkg -i only).
@@ -55,7 +56,7 @@ pub struct Show {
     pub command: String,
 }
 
-/// One entry of testdata/scenarios.json, as written (the script still has its `{fields}`).
+/// One entry of testdata/scenarios.json, as written (the script still has its `{{fields}}`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScenarioData {
@@ -106,29 +107,20 @@ impl Scenario {
     }
 }
 
-/// Fill `{name}` in a script from the inputs; a name the inputs do not have is the file's
-/// mistake, caught by the unit tests rather than run as a literal `{name}` in a chroot.
+/// Fill `{{name}}` in a script from the inputs with the package templates' renderer; a name
+/// the inputs do not have is the file's mistake, caught by the unit tests rather than run as a
+/// literal `{{name}}` in a chroot.
 fn fill(script: &str, i: &Inputs) -> Result<String, String> {
-    let mut out = String::with_capacity(script.len());
-    let mut rest = script;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| format!("unclosed {{ in {script:?}"))?;
-        let value = match &after[..close] {
-            "custom_rccl_deb" => &i.custom_rccl_deb,
-            "stock_hsa_deb" => &i.stock_hsa_deb,
-            "stock_hip_deb" => &i.stock_hip_deb,
-            "stock_hip_request" => &i.stock_hip_request,
-            other => return Err(format!("unknown input {{{other}}} in {script:?}")),
-        };
-        out.push_str(value);
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    render(
+        script,
+        &[
+            ("custom_rccl_deb", &i.custom_rccl_deb),
+            ("stock_hsa_deb", &i.stock_hsa_deb),
+            ("stock_hip_deb", &i.stock_hip_deb),
+            ("stock_hip_request", &i.stock_hip_request),
+        ],
+    )
+    .map_err(|e| format!("{e} in {script:?}"))
 }
 
 fn parse(json: &str, i: &Inputs) -> Result<Vec<Scenario>, String> {
@@ -234,9 +226,12 @@ mod tests {
         assert!(v.iter().all(|s| !s.script.contains('{')));
         assert!(v.iter().any(|s| s.script.contains("/s/hsa.deb")));
         assert!(v.iter().any(|s| s.script.contains("hip-runtime-amd=1")));
-        let bad = SCENARIOS_JSON.replace("{stock_hip_deb}", "{stock_hip_debb}");
+        let bad = SCENARIOS_JSON.replace("{{stock_hip_deb}}", "{{stock_hip_debb}}");
         let err = parse(&bad, &inputs()).unwrap_err();
-        assert!(err.contains("unknown input {stock_hip_debb}"), "{err}");
+        assert!(
+            err.contains("placeholder left unfilled") && err.contains("{{stock_hip_debb}}"),
+            "{err}"
+        );
         let typo = SCENARIOS_JSON.replace("\"newer_stock\"", "\"newer_stok\"");
         assert!(parse(&typo, &inputs()).unwrap_err().contains("newer_stok"));
     }
