@@ -740,28 +740,25 @@ struct Dependant {
     uses_hip: bool,
 }
 
+const RCCL: Dependant = Dependant {
+    role: StockRole::Rccl,
+    sub: "rccl",
+    stem: "librccl",
+    soname_major: 1,
+    file_version: "1.0",
+    family: "rccl",
+    version_node: "RCCL_2",
+    exports: &["ncclGetVersion", "ncclCommInitRank"],
+    uses_hip: true,
+};
+
 const DEPENDANTS: &[Dependant] = &[
-    Dependant {
-        role: StockRole::Rccl,
-        sub: "rccl",
-        stem: "librccl",
-        soname_major: 1,
-        file_version: "1.0",
-        family: "rccl",
-        version_node: "RCCL_2",
-        exports: &["ncclGetVersion", "ncclCommInitRank"],
-        uses_hip: true,
-    },
+    RCCL,
+    // A downstream rebuild of the same library (its identity says CUSTOM).
     Dependant {
         role: StockRole::CustomRccl,
         sub: "rccl-custom",
-        stem: "librccl",
-        soname_major: 1,
-        file_version: "1.0",
-        family: "rccl",
-        version_node: "RCCL_2",
-        exports: &["ncclGetVersion", "ncclCommInitRank"],
-        uses_hip: true,
+        ..RCCL
     },
     Dependant {
         role: StockRole::Hipblas,
