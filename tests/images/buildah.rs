@@ -135,20 +135,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     };
 
     // --- the signing key as a build secret; its secret half must never reach a layer -------
-    let key = w.join("rocm-pin-key.asc");
-    let out = Command::new(bin())
-        .args(["repo", "keygen", "--out"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let key_text = std::fs::read_to_string(&key).unwrap();
-    let body: Vec<&str> = key_text
-        .lines()
-        .filter(|l| l.len() >= 40 && !l.contains(' ') && !l.starts_with('-'))
-        .collect();
-    assert!(!body.is_empty(), "no base64 body in the key:\n{key_text}");
-    let key_marker = body[body.len() / 2].to_string();
+    let (key, key_marker) = signing_key(w);
 
     // --- base images (cached), registry, artifact image pushed -------------------------------
     let base = images_ok(&["base"]);

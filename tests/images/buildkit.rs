@@ -186,20 +186,7 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         String::from_utf8_lossy(&out.stdout).trim()
     );
 
-    let key = w.join("rocm-pin-key.asc");
-    let out = Command::new(bin())
-        .args(["repo", "keygen", "--out"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let key_text = std::fs::read_to_string(&key).unwrap();
-    let body: Vec<&str> = key_text
-        .lines()
-        .filter(|l| l.len() >= 40 && !l.contains(' ') && !l.starts_with('-'))
-        .collect();
-    assert!(!body.is_empty(), "no base64 body in the key:\n{key_text}");
-    let key_marker = body[body.len() / 2].to_string();
+    let (key, key_marker) = signing_key(w);
     let (ctx, commit) = make_context(w);
     let run_id = format!("t{}", std::process::id());
 

@@ -18,6 +18,27 @@ pub fn one_image_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A repository signing key made by `rocm-pin repo keygen` in `dir`, and one line from the
+/// middle of its secret body: the marker the tests grep image layers and caches for, so the
+/// secret half is proved never to land in them.
+pub fn signing_key(dir: &Path) -> (PathBuf, String) {
+    let key = dir.join("rocm-pin-key.asc");
+    let out = Command::new(bin())
+        .args(["repo", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let key_text = std::fs::read_to_string(&key).unwrap();
+    let body: Vec<&str> = key_text
+        .lines()
+        .filter(|l| l.len() >= 40 && !l.contains(' ') && !l.starts_with('-'))
+        .collect();
+    assert!(!body.is_empty(), "no base64 body in the key:\n{key_text}");
+    let marker = body[body.len() / 2].to_string();
+    (key, marker)
+}
+
 pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
