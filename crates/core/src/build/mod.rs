@@ -380,24 +380,11 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
     let mut lines = vec![];
     let (kind, epoch) = match &p.spec {
         SourceSpec::Local(dir) => {
-            if !dir.is_dir() {
-                return Err(usage(format!(
-                    "source {} is not a directory",
-                    dir.display()
-                )));
-            }
-            let missing = recipe::missing_projects(dir);
-            if !missing.is_empty() {
-                return Err(usage(format!(
-                    "source {} lacks {} (not a rocm-systems checkout?)",
-                    dir.display(),
-                    missing.join(", ")
-                )));
-            }
+            let kind = local_tree_kind(dir, "")?;
             let epoch = source::commit_time(dir, &p.commit)
                 .map(|t| t.to_string())
                 .unwrap_or_else(|_| commit_time_substitution(dir, &p.commit));
-            (recipe::tree_kind(dir), epoch)
+            (kind, epoch)
         }
         SourceSpec::Url(_) => (
             TreeKind::RocmSystems,
@@ -812,6 +799,26 @@ fn building_line(p: &Prepared, kind: TreeKind, rocr_cached: bool) -> String {
     )
 }
 
+/// What a local source tree is; refused when it is not a directory (the message ending with
+/// `not_a_dir_hint`) or lacks a project of rocm-systems.
+fn local_tree_kind(dir: &Path, not_a_dir_hint: &str) -> anyhow::Result<TreeKind> {
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "source {} is not a directory{not_a_dir_hint}",
+            dir.display()
+        )));
+    }
+    let missing = recipe::missing_projects(dir);
+    if !missing.is_empty() {
+        return Err(usage(format!(
+            "source {} lacks {} (not a rocm-systems checkout?)",
+            dir.display(),
+            missing.join(", ")
+        )));
+    }
+    Ok(recipe::tree_kind(dir))
+}
+
 /// A local tree: its projects, the prerequisites and its cleanliness (Some(kind)). A URL: the
 /// base prerequisites only (None: the kind is known after the fetch).
 fn check_source(
@@ -821,21 +828,7 @@ fn check_source(
 ) -> anyhow::Result<Option<TreeKind>> {
     match &p.spec {
         SourceSpec::Local(dir) => {
-            if !dir.is_dir() {
-                return Err(usage(format!(
-                    "source {} is not a directory (give a local rocm-systems checkout or a git URL)",
-                    dir.display()
-                )));
-            }
-            let missing = recipe::missing_projects(dir);
-            if !missing.is_empty() {
-                return Err(usage(format!(
-                    "source {} lacks {} (not a rocm-systems checkout?)",
-                    dir.display(),
-                    missing.join(", ")
-                )));
-            }
-            let kind = recipe::tree_kind(dir);
+            let kind = local_tree_kind(dir, " (give a local rocm-systems checkout or a git URL)")?;
             progress::step(listener, "check prerequisites", || {
                 prereq::check(
                     &p.env,
