@@ -107,6 +107,55 @@ macro_rules! needs_root {
     };
 }
 
+/// Set by `scripts/test`: there, a test input `scripts/test-setup` did not prepare fails the
+/// test instead of skipping it, as [`ROOT_REQUIRED_ENV`] does for root.
+pub const SETUP_REQUIRED_ENV: &str = "ROCM_PIN_TESTS_NEED_SETUP";
+
+/// The test input `input` (a path under [`cache_dir`], e.g. `debian-debs`) when
+/// `scripts/test-setup` prepared it: a file, or a directory with something in it.
+pub fn setup_input(input: &str) -> Option<PathBuf> {
+    let path = cache_dir().join(input);
+    let meta = std::fs::metadata(&path).ok()?;
+    if meta.is_dir() {
+        std::fs::read_dir(&path).ok()?.next()?.ok()?;
+    }
+    Some(path)
+}
+
+/// Called by [`needs_setup!`] when `input` is missing: one line saying why the test is skipped
+/// and how to get the input, or a failure under `scripts/test`.
+pub fn skip_without_setup(test: &str, input: &str) {
+    let path = cache_dir().join(input);
+    if std::env::var_os(SETUP_REQUIRED_ENV).is_some_and(|v| !v.is_empty()) {
+        panic!(
+            "{test} needs {} and {SETUP_REQUIRED_ENV} is set: run scripts/test-setup",
+            path.display()
+        );
+    }
+    eprintln!(
+        "skipped {test}: needs {} (downloaded by scripts/test-setup; set ROCM_PIN_CACHE to \
+         where it is); scripts/test runs it",
+        path.display()
+    );
+}
+
+/// A test's first line when it needs an input `scripts/test-setup` downloads or builds (Debian
+/// .debs, cross binutils, chroot tarballs): evaluates to the input's path under [`cache_dir`],
+/// or returns from the test with a one-line reason when it is missing, so a contributor's plain
+/// `cargo test` is green; under `scripts/test` ([`SETUP_REQUIRED_ENV`]) it fails instead.
+#[macro_export]
+macro_rules! needs_setup {
+    ($input:expr) => {
+        match $crate::setup_input($input) {
+            Some(path) => path,
+            None => {
+                $crate::skip_without_setup(module_path!(), $input);
+                return;
+            }
+        }
+    };
+}
+
 /// Run `cmd`; panic with its output unless it succeeds.
 pub fn must(cmd: &mut std::process::Command) -> std::process::Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

@@ -3,16 +3,16 @@
 //! (control fields, entry list) and readelf (SONAME, NEEDED).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::deb::*;
 
-fn real_debs() -> Vec<PathBuf> {
-    let dir = cache_dir().join("debian-debs");
+/// The two packages in `dir` (the `debian-debs` test input).
+fn real_debs(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for prefix in ["libhsa-runtime64-1", "libamdhip64-5"] {
-        let hit = std::fs::read_dir(&dir)
+        let hit = std::fs::read_dir(dir)
             .unwrap_or_else(|e| panic!("{}: {e}; run scripts/test-setup", dir.display()))
             .flatten()
             .map(|e| e.path())
@@ -42,7 +42,8 @@ fn inspect_json(deb: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn control_fields_equal_dpkg_deb_field_by_field() {
-    for deb in real_debs() {
+    let dir = rocm_pin_testkit::needs_setup!("debian-debs");
+    for deb in real_debs(&dir) {
         let v = inspect_json(&deb);
         let ours: BTreeMap<String, String> = v["control"]
             .as_object()
@@ -78,7 +79,8 @@ fn control_fields_equal_dpkg_deb_field_by_field() {
 
 #[test]
 fn entries_equal_dpkg_deb_contents_and_md5sums_check_out() {
-    for deb in real_debs() {
+    let dir = rocm_pin_testkit::needs_setup!("debian-debs");
+    for deb in real_debs(&dir) {
         let v = inspect_json(&deb);
         let entries: Vec<rocm_pin::deb::Entry> =
             rocm_pin::deb::reader::read_deb(&deb, &Default::default())
@@ -135,7 +137,8 @@ fn readelf_dynamic(path: &std::path::Path) -> (Option<String>, Vec<String>) {
 
 #[test]
 fn sonames_and_needed_equal_readelf() {
-    for deb in real_debs() {
+    let dir = rocm_pin_testkit::needs_setup!("debian-debs");
+    for deb in real_debs(&dir) {
         let v = inspect_json(&deb);
         let tmp = tempfile::tempdir().unwrap();
         must(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(tmp.path()));

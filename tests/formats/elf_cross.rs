@@ -49,8 +49,8 @@ struct Cross {
     lib: PathBuf,
 }
 
-fn cross() -> Cross {
-    let root = cache_dir().join("cross-binutils/root");
+/// The cross binutils under `root` (the `cross-binutils/root` test input).
+fn cross(root: &Path) -> Cross {
     let bin = root.join("usr/bin");
     assert!(
         bin.join("powerpc-linux-gnu-ld").is_file(),
@@ -117,7 +117,8 @@ fn build(cross: &Cross, dir: &Path, as_flags: &[&str], emulation: &str) -> PathB
 
 #[test]
 fn big_and_little_endian_elf32_and_elf64() {
-    let cross = cross();
+    let root = rocm_pin_testkit::needs_setup!("cross-binutils/root");
+    let cross = cross(&root);
     for (as_flags, emulation, class, data) in TARGETS {
         let dir = tempfile::tempdir().unwrap();
         let lib = build(&cross, dir.path(), as_flags, emulation);

@@ -1,14 +1,14 @@
 //! rocm_pin::elf on Debian's real ROCm runtime packages (downloaded by
 //! scripts/setup.d/10-debian-debs.sh), judged by readelf for every shared object in them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::elf::*;
 
-fn debian_debs() -> Vec<PathBuf> {
-    let dir = cache_dir().join("debian-debs");
-    let mut debs: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// Every .deb in `dir` (the `debian-debs` test input), both runtime families among them.
+fn debian_debs(dir: &Path) -> Vec<PathBuf> {
+    let mut debs: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| {
             panic!(
                 "{}: {e}: run scripts/test-setup (it downloads Debian's ROCm runtime .debs)",
@@ -35,7 +35,8 @@ fn debian_debs() -> Vec<PathBuf> {
 fn every_shared_object_in_debian_rocm_debs_matches_readelf() {
     let mut checked = 0;
     let mut hsa_seen = false;
-    for deb in debian_debs() {
+    let dir = rocm_pin_testkit::needs_setup!("debian-debs");
+    for deb in debian_debs(&dir) {
         let root = tempfile::tempdir().unwrap();
         must_stdout(
             Command::new("dpkg-deb")

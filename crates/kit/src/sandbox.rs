@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # fn main() -> anyhow::Result<()> {
-//! use rocm_pin::sandbox::{ChrootImage, Sandbox};
+//! use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 //! let image = ChrootImage::cached("bookworm", std::path::Path::new(".cache"))?;
 //! let sb = Sandbox::new(&image)?;
 //! sb.add_local_repo("stock", std::path::Path::new("out/stock-debs"))?;

@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use super::cache_dir;
 pub use rocm_pin_testkit::must_stdout;
 
 pub fn write(path: &Path, text: &str) {
