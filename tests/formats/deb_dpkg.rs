@@ -543,3 +543,125 @@ fn inspect_lists_entries_like_dpkg_deb() {
     assert_eq!(members["data.tar.zst"], "zstd");
     assert_eq!(members["control.tar.zst"], "zstd");
 }
+
+/// The content model of `tree` as a caller that knows its files would give it (no tree walk in
+/// the writer): entries in reverse order, bytes in memory, parent directories left out unless
+/// empty or not 0755, and every hard link pointing at the LAST path of its inode.
+fn content_of(tree: &Path) -> deb::PackageContent {
+    use std::os::unix::fs::PermissionsExt;
+    let mut payload = vec![];
+    let mut by_inode: HashMap<u64, Vec<String>> = HashMap::new();
+    let walk = walkdir::WalkDir::new(tree).min_depth(1).sort_by_file_name();
+    for e in walk.into_iter().map(Result::unwrap) {
+        let rel = e
+            .path()
+            .strip_prefix(tree)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        if rel.starts_with("DEBIAN") {
+            continue;
+        }
+        let meta = e.path().symlink_metadata().unwrap();
+        let mode = meta.permissions().mode() & 0o7777;
+        if meta.is_dir() {
+            let empty = fs::read_dir(e.path()).unwrap().next().is_none();
+            if empty || mode != 0o755 {
+                payload.push(deb::PayloadEntry::dir(format!("/{rel}"), mode));
+            }
+        } else if meta.is_symlink() {
+            let target = fs::read_link(e.path()).unwrap();
+            payload.push(deb::PayloadEntry::symlink(rel, target.to_str().unwrap()));
+        } else {
+            by_inode.entry(meta.ino()).or_default().push(rel.clone());
+            let bytes = fs::read(e.path()).unwrap();
+            payload.push(deb::PayloadEntry::file(
+                rel,
+                deb::FileData::Bytes(bytes),
+                mode,
+            ));
+        }
+    }
+    for paths in by_inode.values().filter(|p| p.len() > 1) {
+        let last = paths.last().unwrap();
+        for p in &paths[..paths.len() - 1] {
+            let at = payload.iter().position(|e| &e.path == p).unwrap();
+            payload[at] = deb::PayloadEntry::hard_link(p.clone(), format!("/{last}"));
+        }
+    }
+    payload.reverse();
+    let control =
+        deb::Paragraph::parse(&fs::read_to_string(tree.join("DEBIAN/control")).unwrap()).unwrap();
+    deb::PackageContent {
+        control,
+        control_dir_mode: 0o755,
+        control_files: vec![],
+        conffiles: vec![],
+        payload,
+    }
+}
+
+#[test]
+fn a_content_model_streams_to_the_same_bytes_as_its_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    make_tree(&tree, false, SDE as i64);
+    fs::set_permissions(
+        tree.join("DEBIAN"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for c in [Compression::Xz, Compression::Zstd] {
+        let from_tree = tmp.path().join("tree.deb");
+        let from_content = tmp.path().join("content.deb");
+        build(&tree, &from_tree, &opts(c, 2));
+        deb::build_package(&content_of(&tree), &from_content, &opts(c, 2), &Silent).unwrap();
+        // dpkg-deb's view first (a readable difference), then the bytes.
+        assert_eq!(dpkg_contents(&from_content), dpkg_contents(&from_tree));
+        assert!(
+            fs::read(&from_tree).unwrap() == fs::read(&from_content).unwrap(),
+            "{c:?}: the content model and the tree give different bytes"
+        );
+    }
+}
+
+#[test]
+fn a_content_model_with_a_bad_hard_link_or_path_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x.deb");
+    let control = deb::Paragraph::parse(CONTROL).unwrap();
+    let refused = |payload: Vec<deb::PayloadEntry>| {
+        let content = deb::PackageContent {
+            control: control.clone(),
+            control_dir_mode: 0o755,
+            control_files: vec![],
+            conffiles: vec![],
+            payload,
+        };
+        let e =
+            deb::build_package(&content, &out, &opts(Compression::Gzip, 1), &Silent).unwrap_err();
+        assert!(!out.exists(), "nothing is left at the output");
+        format!("{e:#}")
+    };
+    let file = |p: &str| deb::PayloadEntry::file(p, deb::FileData::Bytes(b"x".to_vec()), 0o644);
+    let e = refused(vec![deb::PayloadEntry::hard_link("a", "missing")]);
+    assert!(
+        e.contains("hard link a points at missing, which is not in the payload"),
+        "{e}"
+    );
+    let e = refused(vec![
+        deb::PayloadEntry::hard_link("a", "b"),
+        deb::PayloadEntry::hard_link("b", "a"),
+    ]);
+    assert!(e.contains("cycle"), "{e}");
+    let e = refused(vec![
+        deb::PayloadEntry::dir("d", 0o755),
+        deb::PayloadEntry::hard_link("a", "d"),
+    ]);
+    assert!(e.contains("which is not a regular file"), "{e}");
+    let e = refused(vec![file("usr/../etc/passwd")]);
+    assert!(e.contains("not a plain relative path"), "{e}");
+    let e = refused(vec![file("a"), file("/a")]);
+    assert!(e.contains("appears twice"), "{e}");
+}

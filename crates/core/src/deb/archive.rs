@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -21,6 +21,9 @@ use md5::{Digest, Md5};
 
 use super::ar::ArWriter;
 use super::compress::Encoder;
+use super::content::{
+    self, ControlFile, FileData, Ordered, OrderedKind, PackageContent, PayloadEntry,
+};
 use super::tar::{TarWriter, WriteKind};
 use super::{Compression, Paragraph};
 use crate::progress::{self, Listener};
@@ -86,26 +89,6 @@ pub struct BuildSummary {
 /// Maintainer scripts: dpkg-deb requires them to be executable.
 const MAINTAINER_SCRIPTS: &[&str] = &["preinst", "postinst", "prerm", "postrm", "config"];
 
-/// One payload entry in archive order.
-struct PayloadEntry {
-    /// Relative path bytes without `./` (empty for the root).
-    rel: Vec<u8>,
-    source: PathBuf,
-    kind: PayloadKind,
-    mode: u32,
-    mtime: u64,
-}
-
-enum PayloadKind {
-    Dir,
-    File {
-        size: u64,
-    },
-    Symlink(Vec<u8>),
-    /// Index of the first entry with the same (dev, ino).
-    Hardlink(usize),
-}
-
 fn tar_name(rel: &[u8], dir: bool) -> Vec<u8> {
     let mut name = b"./".to_vec();
     name.extend_from_slice(rel);
@@ -115,119 +98,104 @@ fn tar_name(rel: &[u8], dir: bool) -> Vec<u8> {
     name
 }
 
-fn mtime_of(meta: &fs::Metadata, sde: Option<u64>) -> u64 {
-    sde.unwrap_or_else(|| u64::try_from(meta.mtime()).unwrap_or(0))
-}
-
 /// Depth-first walk with each directory's children sorted bytewise (a directory comes before
 /// its contents, as dpkg-deb's tree walk emits them). Hard links: the first path of an inode in
 /// this order is the file; later ones link to it.
-fn scan_payload(dir: &Path, sde: Option<u64>) -> anyhow::Result<Vec<PayloadEntry>> {
+fn scan_payload(dir: &Path) -> anyhow::Result<Vec<PayloadEntry>> {
     let mut out = Vec::new();
-    let mut inodes: HashMap<(u64, u64), usize> = HashMap::new();
+    let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
     let root_meta =
         fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     out.push(PayloadEntry {
-        rel: Vec::new(),
-        source: dir.to_path_buf(),
-        kind: PayloadKind::Dir,
-        mode: root_meta.mode() & 0o7777,
-        mtime: mtime_of(&root_meta, sde),
+        mtime: Some(mtime_of(&root_meta)),
+        ..PayloadEntry::dir("", root_meta.mode() & 0o7777)
     });
-    // Stack of directories still to list, processed so that output stays depth-first sorted.
-    fn walk_dir(
-        out: &mut Vec<PayloadEntry>,
-        inodes: &mut HashMap<(u64, u64), usize>,
-        abs: &Path,
-        rel: &[u8],
-        sde: Option<u64>,
-        top: bool,
-    ) -> anyhow::Result<()> {
-        let mut names: Vec<OsString> = fs::read_dir(abs)
-            .with_context(|| format!("cannot list {}", abs.display()))?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("cannot list {}", abs.display()))?;
-        names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        for name in names {
-            if top && name == "DEBIAN" {
-                continue;
-            }
-            let path = abs.join(&name);
-            let mut child_rel = rel.to_vec();
-            if !child_rel.is_empty() {
-                child_rel.push(b'/');
-            }
-            child_rel.extend_from_slice(name.as_bytes());
-            if std::str::from_utf8(&child_rel).is_err() {
-                bail!("{}: file name is not UTF-8", path.display());
-            }
-            let meta = fs::symlink_metadata(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let ft = meta.file_type();
-            let mode = meta.mode() & 0o7777;
-            let mtime = mtime_of(&meta, sde);
-            if ft.is_dir() {
-                out.push(PayloadEntry {
-                    rel: child_rel.clone(),
-                    source: path.clone(),
-                    kind: PayloadKind::Dir,
-                    mode,
-                    mtime,
-                });
-                walk_dir(out, inodes, &path, &child_rel, sde, false)?;
-            } else if ft.is_symlink() {
-                let target = fs::read_link(&path)
-                    .with_context(|| format!("cannot read symlink {}", path.display()))?;
-                out.push(PayloadEntry {
-                    rel: child_rel,
-                    source: path,
-                    kind: PayloadKind::Symlink(target.as_os_str().as_bytes().to_vec()),
-                    mode: 0o777,
-                    mtime,
-                });
-            } else if ft.is_file() {
-                let kind = if meta.nlink() > 1 {
-                    match inodes.get(&(meta.dev(), meta.ino())) {
-                        Some(&first) => PayloadKind::Hardlink(first),
-                        None => {
-                            inodes.insert((meta.dev(), meta.ino()), out.len());
-                            PayloadKind::File { size: meta.len() }
-                        }
-                    }
-                } else {
-                    PayloadKind::File { size: meta.len() }
-                };
-                out.push(PayloadEntry {
-                    rel: child_rel,
-                    source: path,
-                    kind,
-                    mode,
-                    mtime,
-                });
-            } else {
-                bail!(
-                    "{}: unsupported file type (only files, directories, symlinks and hard links go into a package)",
-                    path.display()
-                );
-            }
-        }
-        Ok(())
-    }
-    walk_dir(&mut out, &mut inodes, dir, b"", sde, true)?;
+    walk_dir(&mut out, &mut inodes, dir, "", true)?;
     Ok(out)
+}
+
+fn mtime_of(meta: &fs::Metadata) -> u64 {
+    u64::try_from(meta.mtime()).unwrap_or(0)
+}
+
+/// [`scan_payload`]'s step: the entries under `abs` (whose path in the package is `rel`).
+fn walk_dir(
+    out: &mut Vec<PayloadEntry>,
+    inodes: &mut HashMap<(u64, u64), String>,
+    abs: &Path,
+    rel: &str,
+    top: bool,
+) -> anyhow::Result<()> {
+    let mut names: Vec<OsString> = fs::read_dir(abs)
+        .with_context(|| format!("cannot list {}", abs.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("cannot list {}", abs.display()))?;
+    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    for name in names {
+        if top && name == "DEBIAN" {
+            continue;
+        }
+        let path = abs.join(&name);
+        let Some(name) = name.to_str() else {
+            bail!("{}: file name is not UTF-8", path.display());
+        };
+        let child_rel = if rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let meta = fs::symlink_metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let ft = meta.file_type();
+        let mode = meta.mode() & 0o7777;
+        let entry = if ft.is_dir() {
+            PayloadEntry::dir(child_rel.clone(), mode)
+        } else if ft.is_symlink() {
+            let target = fs::read_link(&path)
+                .with_context(|| format!("cannot read symlink {}", path.display()))?;
+            PayloadEntry::symlink(child_rel.clone(), target.as_os_str().as_bytes())
+        } else if ft.is_file() {
+            let first = if meta.nlink() > 1 {
+                inodes
+                    .entry((meta.dev(), meta.ino()))
+                    .or_insert_with(|| child_rel.clone())
+                    .clone()
+            } else {
+                child_rel.clone()
+            };
+            if first == child_rel {
+                PayloadEntry::file(child_rel.clone(), FileData::Path(path.clone()), mode)
+            } else {
+                PayloadEntry::hard_link(child_rel.clone(), first)
+            }
+        } else {
+            bail!(
+                "{}: unsupported file type (only files, directories, symlinks and hard links go into a package)",
+                path.display()
+            );
+        };
+        out.push(PayloadEntry {
+            mtime: Some(mtime_of(&meta)),
+            ..entry
+        });
+        if ft.is_dir() {
+            walk_dir(out, inodes, &path, &child_rel, false)?;
+        }
+    }
+    Ok(())
 }
 
 /// Installed-Size as dpkg-gencontrol computes it: regular files and symlinks count their size
 /// in KiB rounded up (each inode once), every other entry counts 1.
-fn installed_size_kib(entries: &[PayloadEntry]) -> u64 {
+fn installed_size_kib(entries: &[Ordered<'_>]) -> u64 {
     entries
         .iter()
         .map(|e| match &e.kind {
-            PayloadKind::File { size } => size.div_ceil(1024),
-            PayloadKind::Symlink(t) => (t.len() as u64).div_ceil(1024),
-            PayloadKind::Hardlink(_) => 0,
-            PayloadKind::Dir => 1,
+            OrderedKind::File { size, .. } => size.div_ceil(1024),
+            OrderedKind::Symlink(t) => (t.len() as u64).div_ceil(1024),
+            OrderedKind::Hardlink(_) => 0,
+            OrderedKind::Dir => 1,
         })
         .sum()
 }
@@ -237,7 +205,6 @@ struct ControlDir {
     /// Other DEBIAN files: (name, path, mode), sorted by name; `control` excluded.
     files: Vec<(String, PathBuf, u32)>,
     conffiles: Vec<String>,
-    has_md5sums: bool,
 }
 
 fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
@@ -284,7 +251,6 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
         .with_context(|| format!("cannot list {}", debian.display()))?;
     names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     let mut conffiles = Vec::new();
-    let mut has_md5sums = false;
     for name in names {
         let name_str = name
             .to_str()
@@ -344,16 +310,12 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
                 conffiles.push(line.path);
             }
         }
-        if name_str == "md5sums" {
-            has_md5sums = true;
-        }
         files.push((name_str, path, mode));
     }
     Ok(ControlDir {
         paragraph,
         files,
         conffiles,
-        has_md5sums,
     })
 }
 
@@ -434,7 +396,7 @@ fn now_secs() -> u64 {
 /// Write data.tar (compressed) into `out`, hashing regular files on the way when `md5` is set.
 /// Returns the md5sums lines (path without `./`, in archive order).
 fn write_data_tar<W: Write>(
-    entries: &[PayloadEntry],
+    entries: &[Ordered<'_>],
     out: W,
     opts: &BuildOptions,
     threads: u32,
@@ -448,73 +410,67 @@ fn write_data_tar<W: Write>(
     let linked: std::collections::HashSet<usize> = entries
         .iter()
         .filter_map(|e| match e.kind {
-            PayloadKind::Hardlink(first) => Some(first),
+            OrderedKind::Hardlink(first) => Some(first),
             _ => None,
         })
         .collect();
     let mut sum_of_entry: HashMap<usize, String> = HashMap::new();
+    let now = now_secs();
     for (index, entry) in entries.iter().enumerate() {
-        let display = || entry.source.display().to_string();
+        let context = || format!("writing data.tar: {}", entry.rel);
+        let mtime = opts.source_date_epoch.or(entry.mtime).unwrap_or(now);
+        let rel = entry.rel.as_bytes();
         match &entry.kind {
-            PayloadKind::Dir => tar
+            OrderedKind::Dir => tar
+                .append_header(&tar_name(rel, true), WriteKind::Dir, entry.mode, mtime)
+                .with_context(context)?,
+            OrderedKind::Symlink(target) => tar
                 .append_header(
-                    &tar_name(&entry.rel, true),
-                    WriteKind::Dir,
-                    entry.mode,
-                    entry.mtime,
-                )
-                .with_context(|| format!("writing data.tar: {}", display()))?,
-            PayloadKind::Symlink(target) => tar
-                .append_header(
-                    &tar_name(&entry.rel, false),
+                    &tar_name(rel, false),
                     WriteKind::Symlink(target),
                     entry.mode,
-                    entry.mtime,
+                    mtime,
                 )
-                .with_context(|| format!("writing data.tar: {}", display()))?,
-            PayloadKind::Hardlink(first) => {
-                let target = tar_name(&entries[*first].rel, false);
+                .with_context(context)?,
+            OrderedKind::Hardlink(first) => {
+                let target = tar_name(entries[*first].rel.as_bytes(), false);
                 tar.append_header(
-                    &tar_name(&entry.rel, false),
+                    &tar_name(rel, false),
                     WriteKind::Hardlink(&target),
                     entry.mode,
-                    entry.mtime,
+                    mtime,
                 )
-                .with_context(|| format!("writing data.tar: {}", display()))?;
+                .with_context(context)?;
                 if md5 {
                     // Same inode, same contents: reuse the first path's sum.
                     if let Some(sum) = sum_of_entry.get(first) {
-                        sums.push((
-                            String::from_utf8_lossy(&entry.rel).into_owned(),
-                            sum.clone(),
-                        ));
+                        sums.push((entry.rel.clone(), sum.clone()));
                     }
                 }
             }
-            PayloadKind::File { size } => {
-                let mut file = File::open(&entry.source)
-                    .with_context(|| format!("cannot open {}", display()))?;
+            OrderedKind::File { data, size } => {
+                let mut reader = data.open()?;
                 tar.append_header(
-                    &tar_name(&entry.rel, false),
+                    &tar_name(rel, false),
                     WriteKind::File(*size),
                     entry.mode,
-                    entry.mtime,
+                    mtime,
                 )
-                .with_context(|| format!("writing data.tar: {}", display()))?;
+                .with_context(context)?;
                 let mut hasher = Md5::new();
                 let mut observe = |chunk: &[u8]| {
                     if md5 {
                         hasher.update(chunk);
                     }
                 };
-                tar.write_contents(&mut file, *size, &mut observe)
-                    .with_context(|| format!("writing data.tar: {}", display()))?;
+                tar.write_contents(&mut reader, *size, &mut observe)
+                    .with_context(context)?;
                 if md5 {
                     let sum = hex::encode(hasher.finalize());
                     if linked.contains(&index) {
                         sum_of_entry.insert(index, sum.clone());
                     }
-                    sums.push((String::from_utf8_lossy(&entry.rel).into_owned(), sum));
+                    sums.push((entry.rel.clone(), sum));
                 }
             }
         }
@@ -524,68 +480,46 @@ fn write_data_tar<W: Write>(
     Ok((out, sums))
 }
 
-/// Build control.tar in memory (it is small): `./`, `./control`, then the other DEBIAN files
+/// Build control.tar in memory (it is small): `./`, `./control`, then the other control files
 /// and the generated md5sums, sorted by name.
 fn control_tar(
-    control: &ControlDir,
+    content: &PackageContent,
     control_text: &str,
     md5sums: Option<&str>,
-    mtime_default: u64,
+    stamp: u64,
     sde: Option<u64>,
-    dir_mode: u32,
 ) -> anyhow::Result<Vec<u8>> {
-    enum Source<'a> {
-        Bytes(&'a [u8]),
-        Path(&'a Path),
-    }
-    let mut items: Vec<(String, Source<'_>, u32, u64)> = Vec::new();
+    let mut items: Vec<(&str, FileData, u32, u64)> = Vec::new();
     items.push((
-        "control".into(),
-        Source::Bytes(control_text.as_bytes()),
+        "control",
+        FileData::Bytes(control_text.as_bytes().to_vec()),
         0o644,
-        mtime_default,
+        stamp,
     ));
     if let Some(sums) = md5sums {
         items.push((
-            "md5sums".into(),
-            Source::Bytes(sums.as_bytes()),
+            "md5sums",
+            FileData::Bytes(sums.as_bytes().to_vec()),
             0o644,
-            mtime_default,
+            stamp,
         ));
     }
-    for (name, path, mode) in &control.files {
-        let meta = fs::symlink_metadata(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        items.push((
-            name.clone(),
-            Source::Path(path),
-            *mode,
-            mtime_of(&meta, sde),
-        ));
+    for f in &content.control_files {
+        let mtime = sde.or(f.mtime).unwrap_or(stamp);
+        items.push((&f.name, f.data.clone(), f.mode, mtime));
     }
-    items.sort_by(|a, b| a.0.cmp(&b.0));
+    items.sort_by(|a, b| a.0.cmp(b.0));
     let mut tar = TarWriter::new(Vec::new());
-    tar.append_header(b"./", WriteKind::Dir, dir_mode, mtime_default)?;
-    for (name, source, mode, mtime) in items {
+    tar.append_header(b"./", WriteKind::Dir, content.control_dir_mode, stamp)?;
+    for (name, data, mode, mtime) in items {
         let tname = format!("./{name}");
-        let bytes: Vec<u8> = match source {
-            Source::Bytes(b) => b.to_vec(),
-            Source::Path(p) => {
-                let meta =
-                    fs::metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
-                if meta.len() > 64 << 20 {
-                    bail!("{}: control file larger than 64 MiB", p.display());
-                }
-                fs::read(p).with_context(|| format!("cannot read {}", p.display()))?
-            }
-        };
-        tar.append_header(
-            tname.as_bytes(),
-            WriteKind::File(bytes.len() as u64),
-            mode,
-            mtime,
-        )?;
-        tar.write_contents(&mut &bytes[..], bytes.len() as u64, &mut |_| {})?;
+        let size = data.size()?;
+        if size > 64 << 20 {
+            bail!("control file {name} is larger than 64 MiB");
+        }
+        tar.append_header(tname.as_bytes(), WriteKind::File(size), mode, mtime)?;
+        tar.write_contents(&mut data.open()?, size, &mut |_| {})
+            .with_context(|| format!("writing control.tar: {name}"))?;
     }
     Ok(tar.finish()?)
 }
@@ -600,45 +534,73 @@ pub fn build_from_dir(
     opts: &BuildOptions,
     listener: &dyn Listener,
 ) -> anyhow::Result<BuildSummary> {
-    let sde = opts.source_date_epoch;
     let control = read_control_dir(dir)?;
-    let mut paragraph = control.paragraph.clone();
+    checked_output_dir(dir, out)?;
+    let payload = progress::step(listener, "scan package tree", || scan_payload(dir))?;
+    let debian_meta = fs::symlink_metadata(dir.join("DEBIAN"))?;
+    let mut control_files = Vec::new();
+    for (name, path, mode) in control.files {
+        let meta = fs::symlink_metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        control_files.push(ControlFile {
+            name,
+            data: FileData::Path(path),
+            mode,
+            mtime: Some(mtime_of(&meta)),
+        });
+    }
+    let content = PackageContent {
+        control: control.paragraph,
+        control_dir_mode: debian_meta.mode() & 0o7777,
+        control_files,
+        conffiles: control.conffiles,
+        payload,
+    };
+    build_package(&content, out, opts, listener)
+}
+
+/// Stream `content` into the .deb `out` (see [`super::content`]): data.tar first, with the
+/// md5sums computed in the same pass, then control.tar, then the ar. On error nothing is left
+/// at `out` (written to a temporary file, renamed at the end).
+pub fn build_package(
+    content: &PackageContent,
+    out: &Path,
+    opts: &BuildOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<BuildSummary> {
+    let sde = opts.source_date_epoch;
+    let mut paragraph = content.control.clone();
+    paragraph
+        .validate_binary()
+        .map_err(|e| anyhow!("{}: control: {e}", out.display()))?;
     let package = paragraph.get("Package").unwrap_or_default().to_string();
     let version = paragraph.get("Version").unwrap_or_default().to_string();
     let architecture = paragraph
         .get("Architecture")
         .unwrap_or_default()
         .to_string();
-    let out_dir = checked_output_dir(dir, out)?;
-
-    let entries = progress::step(listener, "scan package tree", || scan_payload(dir, sde))?;
+    let out_dir = output_dir(out)?;
+    let entries = content::ordered(&content.payload)?;
+    check_conffiles_in_payload(&content.conffiles, &entries)?;
     let installed_size_kib = fill_installed_size(&mut paragraph, &entries)?;
 
     let c = opts.compression;
-    let want_md5 = !control.has_md5sums;
+    let want_md5 = !content.control_files.iter().any(|f| f.name == "md5sums");
     let (data, sums) = write_data_member(&out_dir, &entries, opts, want_md5, listener)?;
     let md5sums = if want_md5 {
-        md5sums_text(&sums, &control.conffiles)
+        md5sums_text(&sums, &content.conffiles)
     } else {
         None
     };
 
     let stamp = sde.unwrap_or_else(now_secs);
-    let debian_meta = fs::symlink_metadata(dir.join("DEBIAN"))?;
     let mut control_text = paragraph.to_string();
     if !control_text.ends_with('\n') {
         control_text.push('\n');
     }
     let control_name = format!("control.tar{}", c.suffix());
     let control_bytes = progress::step(listener, &format!("write {control_name}"), || {
-        let tar = control_tar(
-            &control,
-            &control_text,
-            md5sums.as_deref(),
-            stamp,
-            sde,
-            debian_meta.mode() & 0o7777,
-        )?;
+        let tar = control_tar(content, &control_text, md5sums.as_deref(), stamp, sde)?;
         super::compress::compress_bytes(&tar, c, opts.level, 1).context("compressing control.tar")
     })?;
     let control_member = ControlMember {
@@ -664,19 +626,24 @@ pub fn build_from_dir(
     })
 }
 
+/// Every conffile must be a regular file of the payload (dpkg-deb's rule).
+fn check_conffiles_in_payload(conffiles: &[String], entries: &[Ordered<'_>]) -> anyhow::Result<()> {
+    for c in conffiles {
+        let rel = c.trim_start_matches('/');
+        let found = entries.iter().find(|e| e.rel == rel);
+        if !found
+            .is_some_and(|e| matches!(e.kind, OrderedKind::File { .. } | OrderedKind::Hardlink(_)))
+        {
+            bail!("conffile {c} is not a regular file in the package");
+        }
+    }
+    Ok(())
+}
+
 /// The directory `out` goes into; refused when `out` is a directory, the directory does not
 /// exist, or it lies inside the package tree (the .deb would package itself).
 fn checked_output_dir(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
-    let out_dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if out.is_dir() {
-        bail!(
-            "{}: is a directory; give the output .deb file name",
-            out.display()
-        );
-    }
+    let out_dir = output_dir(out)?;
     let out_dir_canon = out_dir
         .canonicalize()
         .with_context(|| format!("output directory {} does not exist", out_dir.display()))?;
@@ -692,9 +659,28 @@ fn checked_output_dir(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     Ok(out_dir)
 }
 
+/// The directory `out` goes into; refused when `out` is a directory or the directory does not
+/// exist.
+fn output_dir(out: &Path) -> anyhow::Result<PathBuf> {
+    let out_dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if out.is_dir() {
+        bail!(
+            "{}: is a directory; give the output .deb file name",
+            out.display()
+        );
+    }
+    if !out_dir.is_dir() {
+        bail!("output directory {} does not exist", out_dir.display());
+    }
+    Ok(out_dir)
+}
+
 /// Set Installed-Size from the payload when the control file lacks it; returns the value the
 /// package declares (the given one when it parses, else the computed one).
-fn fill_installed_size(paragraph: &mut Paragraph, entries: &[PayloadEntry]) -> anyhow::Result<u64> {
+fn fill_installed_size(paragraph: &mut Paragraph, entries: &[Ordered<'_>]) -> anyhow::Result<u64> {
     let installed = installed_size_kib(entries);
     if paragraph.get("Installed-Size").is_none() {
         paragraph
@@ -724,7 +710,7 @@ struct ControlMember {
 /// in `out_dir` so the final copy stays on one filesystem.
 fn write_data_member(
     out_dir: &Path,
-    entries: &[PayloadEntry],
+    entries: &[Ordered<'_>],
     opts: &BuildOptions,
     want_md5: bool,
     listener: &dyn Listener,

@@ -3,13 +3,16 @@
 //! - [`version`]: Debian version parsing and ordering (dpkg's algorithm).
 //! - [`control`]: deb822 paragraphs and relationship fields.
 //! - [`ar`], [`tar`], [`compress`]: the container layers.
-//! - [`archive`]: `DebWriter` — a directory tree (with DEBIAN/) → reproducible .deb, streaming.
+//! - [`content`]: what a package holds (control, control files, payload entries) — the writer's input.
+//! - [`archive`]: the writer — a [`content::PackageContent`] streamed into a reproducible .deb;
+//!   `build_from_dir` is the adapter for a `dpkg-deb --build` style tree (with DEBIAN/).
 //! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
 //! - [`inspect`]: a .deb checked against its own md5sums, its ELF shared objects described.
 
 pub mod ar;
 pub mod archive;
 pub mod compress;
+pub mod content;
 pub mod control;
 pub mod date;
 pub mod inspect;
@@ -17,8 +20,9 @@ pub mod reader;
 pub mod tar;
 pub mod version;
 
-pub use archive::{build_from_dir, BuildOptions, BuildSummary};
+pub use archive::{build_from_dir, build_package, BuildOptions, BuildSummary};
 pub use compress::Compression;
+pub use content::{ControlFile, EntryData, FileData, PackageContent, PayloadEntry};
 pub use control::{Paragraph, Relation, RelationOp};
 pub use reader::{DebInfo, ReadLimits};
 pub use tar::{Entry, EntryKind};
