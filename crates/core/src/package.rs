@@ -1,18 +1,21 @@
 //! The package step, `rocm-pin package` end to end: load the staging and the stock facts, ask
-//! the planner (`plan::plan`, which decides and writes nothing) for the plan, render each
-//! package's plan into a `dpkg-deb --build` style tree, write the provenance marker, build the
-//! .debs. All work
-//! happens in a temporary directory; `--out` receives the finished .debs only at the very end,
-//! so a refusal leaves nothing behind.
+//! the planner (`plan::plan`, which decides and writes nothing) for the plan, turn each
+//! package's plan into the .deb writer's content model (files streamed from the staging, the
+//! rebuilt libraries stripped into a work directory first), add the provenance marker hashed
+//! from that content, build the .debs. All work happens in a temporary directory; `--out`
+//! receives the finished .debs only at the very end, so a refusal leaves nothing behind.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context};
+use sha2::{Digest, Sha256};
 
-use crate::deb::{BuildOptions, BuildSummary, Compression};
+use crate::deb::{
+    BuildOptions, BuildSummary, Compression, ControlFile, EntryData, FileData, PackageContent,
+    PayloadEntry,
+};
 use crate::host::dpkgdb::DpkgDb;
 use crate::host::root::Root;
 use crate::plan::staging::{self, CommitOverride};
@@ -81,17 +84,19 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     let work = work_dir_beside(&req.out)?;
     let plan = plan_packages(req, &staging, work.path(), listener)?;
 
-    let trees = work.path().join("trees");
     let built = work.path().join("debs");
     std::fs::create_dir_all(&built)?;
+    let stripped = work.path().join("stripped");
+    let mut contents = vec![];
     for p in &plan.packages {
-        crate::progress::step(listener, &format!("render {}", p.package), || {
-            render_tree(p, &trees.join(&p.package))
+        let content = crate::progress::step(listener, &format!("prepare {}", p.package), || {
+            package_content(p, &stripped.join(&p.package))
         })?;
+        contents.push(content);
     }
-    write_marker(
+    add_marker(
         &plan,
-        &trees,
+        &mut contents,
         staging.manifest.as_ref().map(|m| m.source.as_str()),
     )?;
 
@@ -106,17 +111,12 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     };
     let mut debs = vec![];
     let mut reports = vec![];
-    for p in &plan.packages {
+    for (p, content) in plan.packages.iter().zip(&contents) {
         let file = deb_file_name(p);
         let out = built.join(&file);
         let summary = crate::progress::step(listener, &format!("build {file}"), || {
             // The writer's own sub-steps would name the temporary path; this step reports it.
-            crate::deb::build_from_dir(
-                &trees.join(&p.package),
-                &out,
-                &opts,
-                &crate::progress::Silent,
-            )
+            crate::deb::build_package(content, &out, &opts, &crate::progress::Silent)
         })?;
         let files = files_by_role(p);
         announce_package(p, &files, listener);
@@ -381,93 +381,72 @@ fn no_rocm_prefix_hint(root: &Root, prefix: Option<&str>) -> String {
     }
 }
 
-fn in_tree(tree: &Path, path: &str) -> PathBuf {
-    tree.join(path.trim_start_matches('/'))
-}
-
-fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("cannot chmod {}", path.display()))
-}
-
-fn render_tree(p: &ReplacementPlan, tree: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(tree)?;
-    set_mode(tree, 0o755)?;
-    // Directories and plain entries first; hard links need their target; the marker comes last.
+/// The package's content for the .deb writer, straight from its plan: staged files are read
+/// from where the staging has them (a stripped copy under `stripped` when the plan strips
+/// them); the marker is added by [`add_marker`] once every file's bytes are known.
+fn package_content(p: &ReplacementPlan, stripped: &Path) -> anyhow::Result<PackageContent> {
+    let mut payload = vec![];
     for f in &p.files {
-        let dst = in_tree(tree, &f.path);
-        match &f.content {
-            Content::Dir => {
-                std::fs::create_dir_all(&dst)
-                    .with_context(|| format!("cannot create {}", dst.display()))?;
-                set_mode(&dst, 0o755)?;
-            }
+        let entry = match &f.content {
+            Content::Dir => PayloadEntry::dir(f.path.as_str(), 0o755),
             Content::Copy {
                 source,
                 mode,
                 strip,
             } => {
-                ensure_parent(&dst)?;
-                if *strip {
+                let data = if *strip {
+                    let dst = stripped.join(f.path.trim_start_matches('/'));
+                    if let Some(parent) = dst.parent() {
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("cannot create {}", parent.display()))?;
+                    }
                     strip_debug(source, &dst)?;
+                    FileData::Path(dst)
                 } else {
-                    std::fs::copy(source, &dst).with_context(|| {
-                        format!("cannot copy {} to {}", source.display(), dst.display())
-                    })?;
-                }
-                set_mode(&dst, *mode)?;
+                    FileData::Path(source.clone())
+                };
+                PayloadEntry::file(f.path.as_str(), data, *mode)
             }
-            Content::Symlink(target) => {
-                ensure_parent(&dst)?;
-                std::os::unix::fs::symlink(target, &dst)
-                    .with_context(|| format!("cannot create link {}", dst.display()))?;
-            }
+            Content::Symlink(target) => PayloadEntry::symlink(f.path.as_str(), target.as_str()),
             Content::Bytes { data, mode } => {
-                ensure_parent(&dst)?;
-                std::fs::write(&dst, data)
-                    .with_context(|| format!("cannot write {}", dst.display()))?;
-                set_mode(&dst, *mode)?;
+                PayloadEntry::file(f.path.as_str(), FileData::Bytes(data.clone()), *mode)
             }
-            Content::HardLink(_) | Content::Marker => {}
-        }
+            Content::HardLink(to) => PayloadEntry::hard_link(f.path.as_str(), to.as_str()),
+            Content::Marker => continue,
+        };
+        payload.push(entry);
     }
-    for f in &p.files {
-        if let Content::HardLink(to) = &f.content {
-            let dst = in_tree(tree, &f.path);
-            ensure_parent(&dst)?;
-            std::fs::hard_link(in_tree(tree, to), &dst)
-                .with_context(|| format!("cannot hard-link {} to {to}", dst.display()))?;
-        }
-    }
-    let debian = tree.join("DEBIAN");
-    std::fs::create_dir_all(&debian)?;
-    set_mode(&debian, 0o755)?;
-    std::fs::write(debian.join("control"), format!("{}\n", p.control))?;
-    set_mode(&debian.join("control"), 0o644)?;
+    let mut control_files = vec![];
     let mut conffiles = p.conffiles.clone();
     conffiles.sort();
     conffiles.dedup();
     if !conffiles.is_empty() {
-        std::fs::write(debian.join("conffiles"), conffiles.join("\n") + "\n")?;
-        set_mode(&debian.join("conffiles"), 0o644)?;
+        control_files.push(control_file(
+            "conffiles",
+            conffiles.join("\n") + "\n",
+            0o644,
+        ));
     }
     for (name, text) in &p.scripts {
-        let path = debian.join(name);
-        std::fs::write(&path, text)?;
-        set_mode(&path, if name == "triggers" { 0o644 } else { 0o755 })?;
+        let mode = if name == "triggers" { 0o644 } else { 0o755 };
+        control_files.push(control_file(name, text.clone(), mode));
     }
-    Ok(())
+    Ok(PackageContent {
+        control: p.control.clone(),
+        control_dir_mode: 0o755,
+        control_files,
+        conffiles,
+        payload,
+    })
 }
 
-fn ensure_parent(p: &Path) -> anyhow::Result<()> {
-    if let Some(parent) = p.parent() {
-        if !parent.exists() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-            set_mode(parent, 0o755)?;
-        }
+fn control_file(name: &str, text: String, mode: u32) -> ControlFile {
+    ControlFile {
+        name: name.to_string(),
+        data: FileData::Bytes(text.into_bytes()),
+        mode,
+        mtime: None,
     }
-    Ok(())
 }
 
 /// Strip debug information and the static symbol table as dh_strip does for shared libraries
@@ -511,19 +490,42 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The provenance marker `<prefix>/.info/rocm-pin.json` in the HSA tree, from the rendered files.
-fn write_marker(plan: &PackagePlan, trees: &Path, source: Option<&str>) -> anyhow::Result<()> {
+/// The sha256 of the file at `path` in `content` (a hard link: of the file it links to).
+fn sha256_in(content: &PackageContent, path: &str) -> anyhow::Result<String> {
+    let mut at = path;
+    for _ in 0..=content.payload.len() {
+        let entry = content
+            .payload
+            .iter()
+            .find(|e| e.path == at)
+            .ok_or_else(|| anyhow!("internal: {path} is not in the package"))?;
+        match &entry.data {
+            EntryData::File(FileData::Path(p)) => return sha256_file(p),
+            EntryData::File(FileData::Bytes(b)) => return Ok(hex::encode(Sha256::digest(b))),
+            EntryData::HardLink(to) => at = to,
+            _ => bail!("internal: {path} is not a regular file of the package"),
+        }
+    }
+    bail!("internal: {path} is a cycle of hard links")
+}
+
+/// The provenance marker `<prefix>/.info/rocm-pin.json`, hashed from the packages' contents,
+/// added to the HSA package (where the plan put it).
+fn add_marker(
+    plan: &PackagePlan,
+    contents: &mut [PackageContent],
+    source: Option<&str>,
+) -> anyhow::Result<()> {
     let mut files = BTreeMap::new();
     let mut libraries = vec![];
     let mut marker_at = None;
-    for p in &plan.packages {
-        let tree = trees.join(&p.package);
+    for (i, (p, content)) in plan.packages.iter().zip(contents.iter()).enumerate() {
         for f in &p.files {
             match f.content {
                 Content::Copy { .. } | Content::HardLink(_) | Content::Bytes { .. } => {
-                    files.insert(f.path.clone(), sha256_file(&in_tree(&tree, &f.path))?);
+                    files.insert(f.path.clone(), sha256_in(content, &f.path)?);
                 }
-                Content::Marker => marker_at = Some(in_tree(&tree, &f.path)),
+                Content::Marker => marker_at = Some((i, f.path.clone())),
                 _ => {}
             }
         }
@@ -531,7 +533,7 @@ fn write_marker(plan: &PackagePlan, trees: &Path, source: Option<&str>) -> anyho
             libraries.push(rocm::MarkerLibrary {
                 path: l.path.clone(),
                 soname: l.soname.clone(),
-                sha256: sha256_file(&in_tree(&tree, &l.path))?,
+                sha256: sha256_in(content, &l.path)?,
                 aliases: l.aliases.clone(),
                 package: p.package.clone(),
             });
@@ -553,10 +555,12 @@ fn write_marker(plan: &PackagePlan, trees: &Path, source: Option<&str>) -> anyho
             .filter(|s| s.starts_with(rocm::ADOPTED_SOURCE))
             .map(str::to_string),
     };
-    let at = marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;
-    ensure_parent(&at)?;
+    let (i, at) =
+        marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;
     let mut json = serde_json::to_vec_pretty(&marker)?;
     json.push(b'\n');
-    std::fs::write(&at, json).with_context(|| format!("cannot write {}", at.display()))?;
-    set_mode(&at, 0o644)
+    contents[i]
+        .payload
+        .push(PayloadEntry::file(at, FileData::Bytes(json), 0o644));
+    Ok(())
 }
