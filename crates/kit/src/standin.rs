@@ -31,7 +31,6 @@ pub mod scenarios;
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -40,6 +39,7 @@ use md5::Digest as _;
 use serde::Serialize;
 
 use csrc::LibraryBuild;
+use rocm_pin::deb::{ControlFile, FileData, PackageContent, Paragraph, PayloadEntry};
 use rocm_pin::progress::{self, Listener};
 
 /// Maintainer of ROCm's CPack packages.
@@ -622,7 +622,7 @@ pub fn build_stock_set(
     for plan in plans {
         let name = format!("package {} {}", plan.name, plan.version);
         let pkg = progress::step(listener, &name, || {
-            write_package(spec, &plan, work.path(), out_dir, listener)
+            write_package(spec, &plan, out_dir, listener)
         })?;
         listener.info(&format!("{}", pkg.deb.display()));
         packages.push(pkg);
@@ -1309,36 +1309,29 @@ fn strip_revision(v: &str) -> String {
 fn write_package(
     spec: &StockSetSpec,
     plan: &PackagePlan,
-    work: &Path,
     out_dir: &Path,
     listener: &dyn Listener,
 ) -> anyhow::Result<StockPackage> {
-    let tree = work.join("trees").join(&plan.name);
-    if tree.exists() {
-        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
-    }
-    let debian = tree.join("DEBIAN");
-    make_dir(&debian)?;
-
     let mut installed_kib: u64 = 0;
     let mut dirs = BTreeSet::new();
     let mut md5sums = String::new();
+    let mut entries = vec![];
     let mut payload: Vec<&Payload> = plan.payload.iter().collect();
     payload.sort_by(|a, b| a.path().cmp(b.path()));
     for entry in &payload {
         let rel = entry.path().trim_start_matches('/');
-        let on_disk = tree.join(rel);
         let mut parent = Path::new(rel).parent();
         while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
             dirs.insert(p.to_path_buf());
             parent = p.parent();
         }
-        if let Some(p) = on_disk.parent() {
-            make_dir(p)?;
-        }
         match entry {
             Payload::File { contents, mode, .. } => {
-                write_file(&on_disk, contents, *mode)?;
+                entries.push(PayloadEntry::file(
+                    rel,
+                    FileData::Bytes(contents.clone()),
+                    *mode,
+                ));
                 installed_kib += (contents.len() as u64).div_ceil(1024);
                 md5sums.push_str(&format!(
                     "{}  {rel}\n",
@@ -1346,8 +1339,7 @@ fn write_package(
                 ));
             }
             Payload::Symlink { target, .. } => {
-                std::os::unix::fs::symlink(target, &on_disk)
-                    .with_context(|| format!("creating symlink {}", on_disk.display()))?;
+                entries.push(PayloadEntry::symlink(rel, target.as_str()));
                 installed_kib += 1;
             }
         }
@@ -1366,22 +1358,30 @@ fn write_package(
     for (k, v) in &control {
         text.push_str(&format!("{k}: {v}\n"));
     }
-    write_file(&debian.join("control"), text.as_bytes(), 0o644)?;
+    let mut control_files = vec![];
     if !md5sums.is_empty() {
-        write_file(&debian.join("md5sums"), md5sums.as_bytes(), 0o644)?;
+        control_files.push(control_file("md5sums", md5sums, 0o644));
     }
     for (name, body) in &plan.scripts {
-        write_file(&debian.join(name), body.as_bytes(), 0o755)?;
+        control_files.push(control_file(name, body.clone(), 0o755));
     }
     if let Some(t) = &plan.triggers {
-        write_file(&debian.join("triggers"), t.as_bytes(), 0o644)?;
+        control_files.push(control_file("triggers", t.clone(), 0o644));
     }
+    let content = PackageContent {
+        control: Paragraph::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: control: {e}", plan.name))?,
+        control_dir_mode: 0o755,
+        control_files,
+        conffiles: vec![],
+        payload: entries,
+    };
 
     let deb = out_dir.join(format!(
         "{}_{}_{}.deb",
         plan.name, plan.version, spec.architecture
     ));
-    pack_tree(&tree, &deb, spec.source_date_epoch, listener)?;
+    pack(&content, &deb, spec.source_date_epoch, listener)?;
 
     let mut files: Vec<String> = plan.payload.iter().map(|p| p.path().to_string()).collect();
     files.sort();
@@ -1399,46 +1399,31 @@ fn write_package(
     })
 }
 
-fn make_dir(p: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
-}
-
-/// Every directory of the tree (its root included) gets mode 0755, so the archive does not
-/// depend on the umask of whoever runs the build.
-fn normalize_dir_modes(tree: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    for entry in walkdir::WalkDir::new(tree) {
-        let entry = entry.with_context(|| format!("walking {}", tree.display()))?;
-        if entry.file_type().is_dir() {
-            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755))
-                .with_context(|| format!("setting the mode of {}", entry.path().display()))?;
-        }
+fn control_file(name: &str, text: String, mode: u32) -> ControlFile {
+    ControlFile {
+        name: name.to_string(),
+        data: FileData::Bytes(text.into_bytes()),
+        mode,
+        mtime: None,
     }
-    Ok(())
 }
 
-fn write_file(p: &Path, contents: &[u8], mode: u32) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut f = std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
-    f.write_all(contents)
-        .with_context(|| format!("writing {}", p.display()))?;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("setting the mode of {}", p.display()))?;
-    Ok(())
-}
-
-/// Turn a package tree into a .deb with the crate's own reproducible writer (every mtime set
-/// to `epoch`, members sorted, owner root).
-fn pack_tree(tree: &Path, deb: &Path, epoch: u64, listener: &dyn Listener) -> anyhow::Result<()> {
-    normalize_dir_modes(tree)?;
+/// Stream a package's content into a .deb with the crate's own reproducible writer (every
+/// mtime set to `epoch`, members sorted, owner root, directories 0755).
+fn pack(
+    content: &PackageContent,
+    deb: &Path,
+    epoch: u64,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
     let opts = rocm_pin::deb::BuildOptions {
         compression: rocm_pin::deb::Compression::Xz,
         level: None,
         threads: Some(1),
         source_date_epoch: Some(epoch),
     };
-    rocm_pin::deb::build_from_dir(tree, deb, &opts, listener)
-        .with_context(|| format!("building {} from {}", deb.display(), tree.display()))?;
+    rocm_pin::deb::build_package(content, deb, &opts, listener)
+        .with_context(|| format!("building {}", deb.display()))?;
     Ok(())
 }
 
