@@ -7,7 +7,7 @@ use clap::Args;
 use rocm_pin::deb::Compression;
 use rocm_pin::error::usage;
 use rocm_pin::host::root::Root;
-use rocm_pin::package::{self, PackageRequest, StockInput};
+use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
 use rocm_pin::plan::{self, CommitOverride, PlanOptions};
 
 #[derive(Args, Debug)]
@@ -109,10 +109,12 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
         }
     };
     let req = PackageRequest {
-        staging: args.staging,
-        commit: CommitOverride {
-            commit: args.commit,
-            commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
+        staging: StagingInput::Dir {
+            dir: args.staging,
+            commit: CommitOverride {
+                commit: args.commit,
+                commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
+            },
         },
         stock,
         prefix: args.prefix,

@@ -43,10 +43,22 @@ pub enum StockInput {
     },
 }
 
+/// The libraries to package.
+#[derive(Debug, Clone)]
+pub enum StagingInput {
+    /// A staging directory: `rocm-pin build`'s output, or a `cmake --install` tree with the
+    /// commit facts given (see [`staging::load`]).
+    Dir {
+        dir: PathBuf,
+        commit: CommitOverride,
+    },
+    /// A staging already read (`rocm-pin adopt`'s, from the host: [`staging::adopted`]).
+    Read(staging::Staging),
+}
+
 #[derive(Debug, Clone)]
 pub struct PackageRequest {
-    pub staging: PathBuf,
-    pub commit: CommitOverride,
+    pub staging: StagingInput,
     pub stock: StockInput,
     /// The real versioned prefix; None = resolve `/opt/rocm` in the stock root, else the prefix
     /// the stock .debs install into.
@@ -78,9 +90,12 @@ pub struct PackageOutcome {
 }
 
 pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<PackageOutcome> {
-    let staging = crate::progress::step(listener, "read staging", || {
-        staging::load(&req.staging, &req.commit)
-    })?;
+    let staging = match &req.staging {
+        StagingInput::Dir { dir, commit } => {
+            crate::progress::step(listener, "read staging", || staging::load(dir, commit))?
+        }
+        StagingInput::Read(staging) => staging.clone(),
+    };
     let work = work_dir_beside(&req.out)?;
     let plan = plan_packages(req, &staging, work.path(), listener)?;
 
@@ -94,11 +109,7 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         })?;
         contents.push(content);
     }
-    add_marker(
-        &plan,
-        &mut contents,
-        staging.manifest.as_ref().map(|m| m.source.as_str()),
-    )?;
+    add_marker(&plan, &mut contents, staging.adopted_source())?;
 
     let epoch = req
         .source_date_epoch
@@ -510,11 +521,12 @@ fn sha256_in(content: &PackageContent, path: &str) -> anyhow::Result<String> {
 }
 
 /// The provenance marker `<prefix>/.info/rocm-pin.json`, hashed from the packages' contents,
-/// added to the HSA package (where the plan put it).
+/// added to the HSA package (where the plan put it). `adopted_source`: what an adoption took
+/// its libraries from (recorded; a built pair's marker has no source).
 fn add_marker(
     plan: &PackagePlan,
     contents: &mut [PackageContent],
-    source: Option<&str>,
+    adopted_source: Option<&str>,
 ) -> anyhow::Result<()> {
     let mut files = BTreeMap::new();
     let mut libraries = vec![];
@@ -551,9 +563,7 @@ fn add_marker(
         patches: plan.patches.clone(),
         backport_check_skipped: plan.backport_check_skipped,
         // Only an adoption is recorded: a built pair's marker stays byte-identical to before.
-        source: source
-            .filter(|s| s.starts_with(rocm::ADOPTED_SOURCE))
-            .map(str::to_string),
+        source: adopted_source.map(str::to_string),
     };
     let (i, at) =
         marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;

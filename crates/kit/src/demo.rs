@@ -32,7 +32,7 @@ use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
 use rocm_pin::build::{self, standin_tree, BuildOptions};
 use rocm_pin::error::usage;
-use rocm_pin::package::{self, PackageRequest, StockInput};
+use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
 use rocm_pin::plan::{CommitOverride, PlanOptions};
 use rocm_pin::progress::Listener;
 use rocm_pin::repo::{self, RepoOptions};
@@ -729,8 +729,10 @@ fn package_replacements(
     nested: &Nested,
 ) -> anyhow::Result<Vec<rocm_pin::deb::BuildSummary>> {
     let req = PackageRequest {
-        staging: staging.to_path_buf(),
-        commit: CommitOverride::default(),
+        staging: StagingInput::Dir {
+            dir: staging.to_path_buf(),
+            commit: CommitOverride::default(),
+        },
         stock: StockInput::Debs {
             debs: vec![
                 stock.require(StockRole::HsaRocr)?.deb.clone(),

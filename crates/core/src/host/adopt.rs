@@ -15,10 +15,10 @@ use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
 use super::root::Root;
 use super::status;
-use crate::build::manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 use crate::error::{usage, ExitError, ExitKind};
-use crate::package::{self, PackageRequest, StockInput};
-use crate::plan::{CommitOverride, PlanOptions};
+use crate::package::{self, PackageRequest, StagingInput, StockInput};
+use crate::plan::staging::{self, Staging};
+use crate::plan::PlanOptions;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode};
 
@@ -198,13 +198,11 @@ fn adopt_locked(
                 work_parent.display()
             )
         })?;
-    let staging = work.path().join("staging");
-    progress::step(listener, "stage the live patched libraries", || {
-        make_staging(root, &patch, &commit, &staging)
+    let staging = progress::step(listener, "stage the live patched libraries", || {
+        make_staging(root, &patch, &commit, &work.path().join("staging"))
     })?;
     let req = PackageRequest {
-        staging: staging.clone(),
-        commit: CommitOverride::default(),
+        staging: StagingInput::Read(staging),
         stock: if stock_debs.is_empty() {
             StockInput::PatchedInPlace(root.clone())
         } else {
@@ -425,17 +423,16 @@ fn find_stock_debs(
     Ok(Vec::new())
 }
 
-/// The staging tree: the live real files and their soname/dev links, and a manifest whose
-/// commit is the marker's and whose source says where the libraries came from.
+/// The staging of an adoption: the live real files and their soname/dev links copied into
+/// `staging/lib`, of the marker's commit, with a source saying where the libraries came from.
 fn make_staging(
     root: &Root,
     patch: &InPlacePatch,
     commit: &str,
     staging: &Path,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Staging> {
     let lib = staging.join("lib");
     std::fs::create_dir_all(&lib).with_context(|| format!("cannot create {}", lib.display()))?;
-    let mut libraries = Vec::new();
     for l in &patch.libraries {
         let host = root.host_path(&l.path);
         let name = Path::new(&l.path)
@@ -446,29 +443,16 @@ fn make_staging(
         let dest = lib.join(&name);
         std::fs::copy(&host, &dest)
             .with_context(|| format!("cannot copy {} to {}", host.display(), dest.display()))?;
-        let elf = crate::elf::read_elf(&dest)?;
-        let soname = elf
+        let soname = crate::elf::read_elf(&dest)?
             .soname
-            .clone()
             .with_context(|| format!("{} has no SONAME", l.path))?;
-        let mut links = Vec::new();
         for link in &l.links {
             std::os::unix::fs::symlink(&name, lib.join(link))
                 .with_context(|| format!("cannot link {link} in {}", lib.display()))?;
-            links.push(format!("lib/{link}"));
         }
         if !l.links.contains(&soname) {
             anyhow::bail!("the soname link {soname} of {} is missing", l.path);
         }
-        libraries.push(ManifestLibrary {
-            path: format!("lib/{name}"),
-            soname: Some(soname),
-            sha256: crate::plan::stock::sha256_file(&dest)?,
-            size: std::fs::metadata(&dest)?.len(),
-            needed: elf.needed.clone(),
-            links,
-            backport_symbol: l.backport_symbol,
-        });
     }
     let marker = root.host_path(format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH));
     // The commit's own time is not on the host; the marker's mtime (when the patch was
@@ -480,35 +464,12 @@ fn make_staging(
         .map(|d| d.as_secs() as i64)
         .filter(|t| *t > 0)
         .unwrap_or(1);
-    let rocm_version = std::fs::read_to_string(root.host_path(format!(
-        "{}/{}",
+    let source = format!(
+        "{} of {}/lib (marker {}/{})",
+        rocm::ADOPTED_SOURCE,
         patch.prefix,
-        rocm::VERSION_RELPATH
-    )))
-    .ok()
-    .map(|t| t.lines().next().unwrap_or("").trim().to_string());
-    let manifest = BuildManifest {
-        commit: commit.to_string(),
-        commit_time,
-        source: format!(
-            "{} of {}/lib (marker {}/{})",
-            rocm::ADOPTED_SOURCE,
-            patch.prefix,
-            patch.prefix,
-            rocm::INPLACE_COMMIT_RELPATH
-        ),
-        rocm_version,
-        jobs: 0,
-        tools: Default::default(),
-        libraries,
-        llvm_dir: None,
-        patches: vec![],
-        backport_check_skipped: false,
-        compiler_launcher: None,
-    };
-    std::fs::write(
-        staging.join(MANIFEST_FILE),
-        serde_json::to_vec_pretty(&manifest)?,
-    )
-    .with_context(|| format!("cannot write the manifest in {}", staging.display()))
+        patch.prefix,
+        rocm::INPLACE_COMMIT_RELPATH
+    );
+    staging::adopted(staging, commit, commit_time, source)
 }

@@ -47,10 +47,7 @@ pub fn check_inputs(
             staging.dir.display()
         )
     })?;
-    let backport_check_skipped = staging
-        .manifest
-        .as_ref()
-        .is_some_and(|m| m.backport_check_skipped);
+    let backport_check_skipped = staging.backport_check_skipped();
     if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
         if !backport_check_skipped {
             bail!(

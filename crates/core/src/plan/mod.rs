@@ -363,15 +363,8 @@ pub fn plan(
         commit: staging.commit.clone(),
         commit_time: staging.commit_time,
         flavor: opts.flavor.clone(),
-        patches: staging
-            .manifest
-            .as_ref()
-            .map(|m| m.patches.clone())
-            .unwrap_or_default(),
-        backport_check_skipped: staging
-            .manifest
-            .as_ref()
-            .is_some_and(|m| m.backport_check_skipped),
+        patches: staging.patches().to_vec(),
+        backport_check_skipped: staging.backport_check_skipped(),
         packages: plans,
         warnings,
     })
@@ -792,13 +785,11 @@ fn control_for(
         set(&mut c, "Priority", "optional")?;
     }
     set(&mut c, rocm::COMMIT_FIELD, &staging.commit)?;
-    if let Some(m) = &staging.manifest {
-        if let Some(v) = rocm::patches_field(&m.patches) {
-            set(&mut c, rocm::PATCHES_FIELD, &v)?;
-        }
-        if m.backport_check_skipped {
-            set(&mut c, rocm::BACKPORT_CHECK_FIELD, "skipped")?;
-        }
+    if let Some(v) = rocm::patches_field(staging.patches()) {
+        set(&mut c, rocm::PATCHES_FIELD, &v)?;
+    }
+    if staging.backport_check_skipped() {
+        set(&mut c, rocm::BACKPORT_CHECK_FIELD, "skipped")?;
     }
     set(
         &mut c,

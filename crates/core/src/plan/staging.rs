@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context};
 
 use crate::build::manifest::{BuildManifest, MANIFEST_FILE};
+use crate::build::patches::PatchRecord;
 use crate::elf::ElfInfo;
 use crate::rocm::LibraryFamily;
 
@@ -32,13 +33,28 @@ impl StagedLibrary {
     }
 }
 
+/// The libraries to package and where they came from. Two producers: [`load`] (a staging
+/// directory: `rocm-pin build`'s output, or a `cmake --install` tree with the commit given)
+/// and [`adopted`] (the live libraries of a host patched in place, copied by `rocm-pin adopt`).
 #[derive(Debug, Clone)]
 pub struct Staging {
     pub dir: PathBuf,
     pub commit: String,
     pub commit_time: i64,
     pub libraries: Vec<StagedLibrary>,
-    pub manifest: Option<BuildManifest>,
+    pub origin: Origin,
+}
+
+/// Where a staging's libraries came from.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    /// `rocm-pin build`'s output, described by its manifest.
+    Built(Box<BuildManifest>),
+    /// A `cmake --install` tree; the commit facts were given on the command line.
+    Given,
+    /// The live patched libraries of a host patched in place; `source` says which (recorded in
+    /// the marker).
+    Adopted { source: String },
 }
 
 impl Staging {
@@ -46,6 +62,27 @@ impl Staging {
         self.libraries
             .iter()
             .find(|l| l.family.is_some_and(|f| f.stem == stem))
+    }
+
+    /// The build's patch series on top of the commit (none unless built by `rocm-pin build`).
+    pub fn patches(&self) -> &[PatchRecord] {
+        match &self.origin {
+            Origin::Built(m) => &m.patches,
+            _ => &[],
+        }
+    }
+
+    /// The build ran with `--no-backport-check`.
+    pub fn backport_check_skipped(&self) -> bool {
+        matches!(&self.origin, Origin::Built(m) if m.backport_check_skipped)
+    }
+
+    /// What an adoption took its libraries from (None for a build).
+    pub fn adopted_source(&self) -> Option<&str> {
+        match &self.origin {
+            Origin::Adopted { source } => Some(source),
+            _ => None,
+        }
     }
 }
 
@@ -70,11 +107,50 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
     let manifest = read_manifest(&manifest_path)?;
     let commit = commit_of(dir, over, manifest.as_ref(), &manifest_path)?;
     let commit_time = commit_time_of(dir, over, manifest.as_ref())?;
+    let libraries = read_libraries(&lib)?;
+    if let Some(m) = &manifest {
+        check_manifest_hashes(dir, &manifest_path, m)?;
+    }
+    Ok(Staging {
+        dir: dir.to_path_buf(),
+        commit,
+        commit_time,
+        libraries,
+        origin: match manifest {
+            Some(m) => Origin::Built(Box::new(m)),
+            None => Origin::Given,
+        },
+    })
+}
 
+/// The staging of an adoption: the live patched libraries (and their links) copied into
+/// `dir/lib` by `rocm-pin adopt`, of `commit` (the in-place marker's), ordered by
+/// `commit_time`; `source` says where they were taken from.
+pub fn adopted(
+    dir: &Path,
+    commit: &str,
+    commit_time: i64,
+    source: String,
+) -> anyhow::Result<Staging> {
+    let commit = checked_commit(commit)?;
+    if commit_time <= 0 {
+        bail!("commit time {commit_time} is not a positive Unix timestamp");
+    }
+    Ok(Staging {
+        dir: dir.to_path_buf(),
+        commit,
+        commit_time,
+        libraries: read_libraries(&dir.join("lib"))?,
+        origin: Origin::Adopted { source },
+    })
+}
+
+/// The shared libraries in `lib` with their links; at most one file per runtime family.
+fn read_libraries(lib: &Path) -> anyhow::Result<Vec<StagedLibrary>> {
     let mut libraries = vec![];
     let mut links: Vec<StagedLink> = vec![];
-    for (name, path) in &list_dir_sorted(&lib)? {
-        match read_lib_entry(&lib, name, path)? {
+    for (name, path) in &list_dir_sorted(lib)? {
+        match read_lib_entry(lib, name, path)? {
             Some(LibEntry::Link(link)) => links.push(link),
             Some(LibEntry::Library(library)) => libraries.push(*library),
             None => {}
@@ -85,17 +161,8 @@ pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
             l.links.push(name);
         }
     }
-    check_one_file_per_family(&lib, &libraries)?;
-    if let Some(m) = &manifest {
-        check_manifest_hashes(dir, &manifest_path, m)?;
-    }
-    Ok(Staging {
-        dir: dir.to_path_buf(),
-        commit,
-        commit_time,
-        libraries,
-        manifest,
-    })
+    check_one_file_per_family(lib, &libraries)?;
+    Ok(libraries)
 }
 
 /// The build manifest when the staging has one; a file that is there but unreadable or not a
@@ -135,6 +202,11 @@ fn commit_of(
             dir.display()
         ),
     };
+    checked_commit(&commit)
+}
+
+/// `commit` in lower case, when it is a hexadecimal git commit id of at least 7 digits.
+fn checked_commit(commit: &str) -> anyhow::Result<String> {
     if commit.len() < 7 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
         bail!("commit {commit:?} is not a hexadecimal git commit id (at least 7 digits)");
     }
