@@ -1,5 +1,6 @@
 //! Inputs of `rocm-pin package` made with real tools: a gcc-built patched staging laid out as
-//! `cmake --install` leaves it (with its optional manifest), and the stand-in stock set. Shared
+//! `cmake --install` leaves it (no build manifest: only `rocm-pin build` writes one, so the tests
+//! give `--commit`/`--commit-time`), and the stand-in stock set. Shared
 //! by the package, build and install tests.
 
 use std::path::Path;
@@ -24,8 +25,6 @@ pub struct StagingSpec {
     pub extra_needed: Option<String>,
     /// A vendored library in lib/ that libamdhip64 NEEDs (shipped with the HIP package).
     pub vendored: bool,
-    /// Write a rocm-pin-build.json manifest.
-    pub manifest: bool,
     /// Identity tag embedded in every library.
     pub tag: String,
 }
@@ -38,7 +37,6 @@ impl Default for StagingSpec {
             hiprtc: true,
             extra_needed: None,
             vendored: false,
-            manifest: false,
             tag: "PATCHED".into(),
         }
     }
@@ -176,64 +174,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     if let Some(extra) = &spec.extra_needed {
         std::fs::remove_file(lib.join(extra)).unwrap();
     }
-    if spec.manifest {
-        write_manifest(dir);
-    }
     StagedNames { hsa, hip }
-}
-
-/// A rocm-pin-build.json for the staging, with the ELF facts read back from the files.
-pub fn write_manifest(dir: &Path) {
-    use rocm_pin::build::manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
-    use sha2::Digest;
-    let mut libraries = vec![];
-    let lib = dir.join("lib");
-    let mut names: Vec<_> = std::fs::read_dir(&lib)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    for n in names {
-        let p = lib.join(&n);
-        if std::fs::symlink_metadata(&p)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-        {
-            continue;
-        }
-        let bytes = std::fs::read(&p).unwrap();
-        let info = rocm_pin::elf::read_elf(&p).unwrap();
-        libraries.push(ManifestLibrary {
-            path: format!("lib/{n}"),
-            soname: info.soname.clone(),
-            sha256: hex::encode(sha2::Sha256::digest(&bytes)),
-            size: bytes.len() as u64,
-            needed: info.needed.clone(),
-            links: vec![],
-            backport_symbol: n
-                .starts_with("libhsa-runtime64")
-                .then(|| info.export("hsa_amd_signal_create_v2").is_some()),
-        });
-    }
-    let m = BuildManifest {
-        commit: COMMIT.into(),
-        commit_time: COMMIT_TIME,
-        source: "tests".into(),
-        rocm_version: Some("7.2.4".into()),
-        jobs: 1,
-        tools: Default::default(),
-        libraries,
-        llvm_dir: None,
-        patches: vec![],
-        backport_check_skipped: false,
-        compiler_launcher: None,
-    };
-    std::fs::write(
-        dir.join(MANIFEST_FILE),
-        serde_json::to_vec_pretty(&m).unwrap(),
-    )
-    .unwrap();
 }
 
 /// The stand-in stock set (default roles + both decoys) built into `dir`.

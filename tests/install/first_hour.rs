@@ -87,11 +87,9 @@ fn package_against_a_root_without_rocm_points_to_stock_debs_with_or_without_pref
     let staging = w.join("staging");
     rocm_pin_testkit::staging::build_staging(
         &staging,
-        &rocm_pin_testkit::staging::StagingSpec {
-            manifest: true,
-            ..Default::default()
-        },
+        &rocm_pin_testkit::staging::StagingSpec::default(),
     );
+    let commit_time = rocm_pin_testkit::staging::COMMIT_TIME.to_string();
     let root = root_without_rocm(&w.join("root"));
     for prefix in [None, Some("/opt/rocm-7.2.4")] {
         let out_dir = w.join("out");
@@ -99,6 +97,10 @@ fn package_against_a_root_without_rocm_points_to_stock_debs_with_or_without_pref
             "package",
             "--staging",
             staging.to_str().unwrap(),
+            "--commit",
+            rocm_pin_testkit::staging::COMMIT,
+            "--commit-time",
+            &commit_time,
             "--out",
             out_dir.to_str().unwrap(),
             "--stock-root",

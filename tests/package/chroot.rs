@@ -292,17 +292,16 @@ fn modified_stock_file_is_refused_but_path_excluded_docs_are_fine() {
         },
     );
     let staging = w.join("staging");
-    build_staging(
-        &staging,
-        &StagingSpec {
-            manifest: true,
-            ..Default::default()
-        },
-    );
+    build_staging(&staging, &StagingSpec::default());
+    let time = COMMIT_TIME.to_string();
     let pkg = |out: &std::path::Path| {
         package_cmd(&[
             os("--staging"),
             staging.as_os_str(),
+            os("--commit"),
+            os(COMMIT),
+            os("--commit-time"),
+            os(&time),
             os("--stock-root"),
             sb.root().as_os_str(),
             os("--prefix"),

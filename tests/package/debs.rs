@@ -18,16 +18,19 @@ fn from_stock_debs_multi_version_names() {
     let hip = set.require(StockRole::HipRuntime).unwrap().clone();
     assert_eq!(hsa.name, "hsa-rocr7.2.4");
     let staging = w.join("staging");
-    let names = build_staging(
-        &staging,
-        &StagingSpec {
-            manifest: true,
-            ..Default::default()
-        },
-    );
+    let names = build_staging(&staging, &StagingSpec::default());
 
     // Every stand-in .deb is given: discovery must pick only the pair (decoys, metas ignored).
-    let mut args: Vec<&OsStr> = vec![os("--staging"), staging.as_os_str(), os("--out")];
+    let time = COMMIT_TIME.to_string();
+    let mut args: Vec<&OsStr> = vec![
+        os("--staging"),
+        staging.as_os_str(),
+        os("--commit"),
+        os(COMMIT),
+        os("--commit-time"),
+        os(&time),
+        os("--out"),
+    ];
     let out = w.join("out");
     args.push(out.as_os_str());
     args.push(os("--stock-deb"));
@@ -278,14 +281,18 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
         &staging,
         &StagingSpec {
             vendored: true,
-            manifest: true,
             ..Default::default()
         },
     );
     let out = w.join("out");
+    let time = COMMIT_TIME.to_string();
     let res = package_cmd(&[
         os("--staging"),
         staging.as_os_str(),
+        os("--commit"),
+        os(COMMIT),
+        os("--commit-time"),
+        os(&time),
         os("--out"),
         out.as_os_str(),
         os("--stock-deb"),

@@ -25,13 +25,7 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
         .unwrap();
 
     let staging = w.join("staging");
-    build_staging(
-        &staging,
-        &StagingSpec {
-            manifest: true,
-            ..Default::default()
-        },
-    );
+    build_staging(&staging, &StagingSpec::default());
     let out = w.join("out");
     let time = COMMIT_TIME.to_string();
     let res = package_cmd(&[
