@@ -338,3 +338,60 @@ fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
     );
     d
 }
+
+/// Adopt's producer of a staging: the libraries in `lib/` with the marker's commit and where
+/// they were taken from, no build manifest written or needed; package records that source in
+/// the marker (a build's marker has none).
+#[test]
+fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from() {
+    use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let dir = w.join("staging");
+    build_staging(&dir, &StagingSpec::default());
+    let source = format!("{} of {PREFIX}/lib (test)", rocm_pin::rocm::ADOPTED_SOURCE);
+    let staging =
+        rocm_pin::plan::staging::adopted(&dir, COMMIT, COMMIT_TIME, source.clone()).unwrap();
+    assert_eq!(staging.adopted_source(), Some(source.as_str()));
+    assert!(staging.patches().is_empty() && !staging.backport_check_skipped());
+    let out = w.join("out");
+    let req = PackageRequest {
+        staging: StagingInput::Read(staging),
+        stock: StockInput::Debs {
+            debs: vec![
+                set.require(StockRole::HsaRocr).unwrap().deb.clone(),
+                set.require(StockRole::HipRuntime).unwrap().deb.clone(),
+            ],
+            target_root: rocm_pin::host::root::Root::system(),
+        },
+        prefix: None,
+        out: out.clone(),
+        compression: rocm_pin::deb::Compression::Gzip,
+        source_date_epoch: None,
+        options: Default::default(),
+    };
+    package::package(&req, &rocm_pin::progress::Silent).unwrap();
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, ["lib"], "nothing but the libraries in the staging");
+    let hsa = debs_in(&out)
+        .into_iter()
+        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
+        .unwrap();
+    let x = tempfile::tempdir().unwrap();
+    must(
+        std::process::Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&hsa)
+            .arg(x.path()),
+    );
+    let marker: rocm_pin::rocm::Marker = serde_json::from_slice(
+        &std::fs::read(x.path().join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marker.source.as_deref(), Some(source.as_str()));
+    assert_eq!(marker.commit, COMMIT);
+}

@@ -292,13 +292,13 @@ pub struct Marker {
     /// The build ran with `--no-backport-check`: `verify` fails unless told it is accepted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backport_check_skipped: bool,
-    /// Where the libraries came from: the staging manifest's `source` (a git URL or checkout
-    /// for `rocm-pin build`; "adopted from an in-place patch …" for `rocm-pin adopt`).
+    /// Where an adoption took the libraries from ("adopted from an in-place patch …", the
+    /// staging's `Origin::Adopted`); None for a pair built by `rocm-pin build`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
 
-/// The manifest `source` of a staging tree made by `rocm-pin adopt` starts with this.
+/// The source of a staging made by `rocm-pin adopt` (recorded in the marker) starts with this.
 pub const ADOPTED_SOURCE: &str = "adopted from an in-place patch";
 
 /// The runtime library family of `path` when it is a replaceable runtime library of the target
