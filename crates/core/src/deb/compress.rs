@@ -226,8 +226,10 @@ impl<'a> Decoder<'a> {
     pub fn new<R: Read + 'a>(input: R, compression: Compression, limit: u64) -> io::Result<Self> {
         let inner: Box<dyn Read + 'a> = match compression {
             Compression::None => Box::new(input),
-            Compression::Gzip => Box::new(flate2::read::GzDecoder::new(input)),
-            Compression::Xz => Box::new(liblzma::read::XzDecoder::new(input)),
+            // Concatenated gzip members and xz streams are one member's data, as dpkg-deb (which
+            // pipes through gzip/xz) reads them.
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+            Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(input)?),
         };
         Ok(Decoder {

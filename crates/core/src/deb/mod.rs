@@ -5,6 +5,7 @@
 //! - [`ar`], [`tar`], [`compress`]: the container layers.
 //! - [`archive`]: `DebWriter` — a directory tree (with DEBIAN/) → reproducible .deb, streaming.
 //! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
+//! - [`output`]: where a built package may be written (a regular file or a new path).
 //! - [`inspect`]: a .deb checked against its own md5sums, its ELF shared objects described.
 
 pub mod ar;
@@ -13,6 +14,7 @@ pub mod compress;
 pub mod control;
 pub mod date;
 pub mod inspect;
+pub mod output;
 pub mod reader;
 pub mod tar;
 pub mod version;
