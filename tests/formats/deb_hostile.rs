@@ -143,7 +143,19 @@ fn a_control_bomb_is_refused_quickly_with_bounded_memory() {
     assert!(rss_kib < 256 << 10, "peak RSS {rss_kib} KiB");
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
 
-    // Every other reader path (repo, install's and package's .deb reading) goes through these.
+    // `repo` reads the control member of every package it is given.
+    let repo = tmp.path().join("repo");
+    let out = Command::new(bin())
+        .args(["repo", "--quiet", "--out"])
+        .arg(&repo)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "repo: {err}");
+    assert!(err.contains("add up to more than the limit"), "repo: {err}");
+    assert!(!repo.exists(), "repo wrote something");
+    // Every other reader path (install's and package's .deb reading) goes through these.
     let limits = ReadLimits::default();
     let err = deb::reader::read_control(&file, &limits).unwrap_err();
     assert!(format!("{err:#}").contains("add up to more than the limit"));

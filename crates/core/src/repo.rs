@@ -1051,6 +1051,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_index_filename_must_stay_inside_the_repository() {
+        assert_eq!(check_index_filename("pool/main/a/a/a_1_all.deb"), Ok(()));
+        assert_eq!(
+            check_index_filename("./a.deb").unwrap_err(),
+            "has an empty, '.' or '..' component"
+        );
+        for escape in [
+            "/etc/hostname",
+            "../x.deb",
+            "pool/../../x.deb",
+            "pool//x.deb",
+            "",
+        ] {
+            assert!(check_index_filename(escape).is_err(), "{escape}");
+        }
+    }
+
+    #[test]
     fn names_are_checked() {
         for bad in ["", "a/b", "..", "a b", "ü"] {
             let err = check_name("suite", bad).unwrap_err();
