@@ -116,6 +116,16 @@ impl Gpg {
     }
 }
 
+impl Drop for Gpg {
+    /// gpg started an agent for this home: stop it before the home goes away.
+    fn drop(&mut self) {
+        let _ = Command::new("gpgconf")
+            .env("GNUPGHOME", self.home.path())
+            .args(["--kill", "gpg-agent"])
+            .status();
+    }
+}
+
 /// The probe: `repo --sign-key` with an expired key signed, and apt then failed with
 /// EXPKEYSIG. Keys made by gpg — expired, revoked, created in the future — are refused with one
 /// line saying which and when, and nothing is written; a valid gpg key of the same kind signs.
