@@ -36,7 +36,7 @@ Example:
 pub struct BuildArgs {
     /// Package tree (with DEBIAN/control)
     pub dir: PathBuf,
-    /// Output .deb file
+    /// Output .deb file: a regular file (replaced) or a new path; devices and FIFOs are refused
     pub out: PathBuf,
     /// Compression of the members: xz, gzip, zstd or none
     #[arg(short = 'Z', long = "compression", default_value = "xz", value_parser = parse_compression)]
@@ -57,7 +57,7 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// The .deb file
+    /// The .deb file (a pipe, FIFO or /dev/stdin is read as a stream)
     pub file: PathBuf,
     /// Print one JSON document instead of text
     #[arg(long)]

@@ -23,6 +23,7 @@ fn harness(data: &[u8]) {
     let limits = ReadLimits {
         max_member_uncompressed: 32 << 20,
         max_control_file: 1 << 20,
+        ..ReadLimits::default()
     };
     let _ = read_deb_from(data, data.len() as u64, "fuzz.deb", &limits);
     let _ = for_each_data_entry_from(data, data.len() as u64, "fuzz.deb", &limits, &mut |_, r| {

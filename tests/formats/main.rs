@@ -11,6 +11,7 @@ mod deb_bad;
 mod deb_control_dir;
 mod deb_dpkg;
 mod deb_fuzz;
+mod deb_hostile;
 mod deb_real;
 mod elf_cross;
 mod elf_debian;

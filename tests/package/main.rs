@@ -8,6 +8,7 @@ mod chroot;
 mod debs;
 mod refusals;
 mod repo_apt;
+mod repo_hostile;
 mod repo_pinned;
 mod repo_publish;
 mod self_package;

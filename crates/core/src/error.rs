@@ -335,6 +335,78 @@ pub enum Error {
         /// The distinct names of the failed checks, sorted.
         names: Vec<String>,
     },
+    /// `deb build` was given an output that is not a regular file or a new path.
+    #[error(
+        "{}: is {kind}, not a regular file: a package is written only to a regular file or a \
+         new path; give an output file name. Nothing written.",
+        path.display()
+    )]
+    DebOutputNotRegular {
+        path: PathBuf,
+        /// What is there, e.g. "a character device", "a FIFO", "a symlink to a block device".
+        kind: String,
+    },
+    /// `repo --sign-key` names a key whose signatures apt would refuse.
+    #[error(
+        "{}: the signing key {fingerprint} {problem}: apt would refuse every signature made with it. {}",
+        path.display(),
+        problem.remedy()
+    )]
+    SigningKeyUnusable {
+        path: PathBuf,
+        fingerprint: String,
+        problem: KeyValidityProblem,
+    },
+}
+
+/// Why an OpenPGP signing key cannot make signatures that verify now (times in seconds since
+/// the epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyValidityProblem {
+    Expired {
+        at: i64,
+    },
+    /// When the revocation signature was made, if it says.
+    Revoked {
+        at: Option<i64>,
+    },
+    /// The key's creation time is in the future.
+    NotYetValid {
+        from: i64,
+    },
+}
+
+impl KeyValidityProblem {
+    /// What to do about it.
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            KeyValidityProblem::Expired { .. } => {
+                "Extend it (gpg --quick-set-expire FINGERPRINT 1y) and export it again, or give another --sign-key."
+            }
+            KeyValidityProblem::Revoked { .. } => "Give another --sign-key.",
+            KeyValidityProblem::NotYetValid { .. } => {
+                "Check this machine's clock, or give another --sign-key."
+            }
+        }
+    }
+}
+
+impl fmt::Display for KeyValidityProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let when = |secs: i64| {
+            crate::deb::date::release_date(secs).unwrap_or_else(|_| format!("{secs} (epoch)"))
+        };
+        match self {
+            KeyValidityProblem::Expired { at } => write!(f, "expired on {}", when(*at)),
+            KeyValidityProblem::Revoked { at: Some(at) } => {
+                write!(f, "was revoked on {}", when(*at))
+            }
+            KeyValidityProblem::Revoked { at: None } => f.write_str("is revoked"),
+            KeyValidityProblem::NotYetValid { from } => {
+                write!(f, "is not valid until {}", when(*from))
+            }
+        }
+    }
 }
 
 impl Error {
@@ -361,7 +433,9 @@ impl Error {
             | Error::BadName { .. }
             | Error::RepoConflicts(_)
             | Error::KeyExists { .. }
-            | Error::StagingLocked { .. } => ExitKind::Usage,
+            | Error::StagingLocked { .. }
+            | Error::DebOutputNotRegular { .. }
+            | Error::SigningKeyUnusable { .. } => ExitKind::Usage,
         }
     }
 

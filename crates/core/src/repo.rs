@@ -159,9 +159,16 @@ fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
         for stanza in stanzas {
             let listed = listed_from_stanza(stanza)
                 .with_context(|| format!("in the existing index {}", file.display()))?;
-            let deb = opts
-                .out
-                .join(listed.stanza.get("Filename").unwrap_or_default());
+            let filename = listed.stanza.get("Filename").unwrap_or_default();
+            check_index_filename(filename).map_err(|why| {
+                usage(format!(
+                    "{} lists {} with Filename {filename:?}, which {why}: refusing to read or \
+                     publish outside the repository; fix the index or start a new repository",
+                    file.display(),
+                    listed.id()
+                ))
+            })?;
+            let deb = opts.out.join(filename);
             let size: u64 = listed
                 .stanza
                 .get("Size")
@@ -190,6 +197,22 @@ fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
         }
     }
     Ok(by_id.into_values().collect())
+}
+
+/// Why an index's `Filename:` does not name a file inside the repository, or Ok: it must be
+/// relative and made of plain names (no `..`, `.` or empty component), as apt resolves it
+/// against the repository's base URL.
+fn check_index_filename(filename: &str) -> Result<(), &'static str> {
+    if filename.starts_with('/') {
+        return Err("is absolute");
+    }
+    if filename
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err("has an empty, '.' or '..' component");
+    }
+    Ok(())
 }
 
 fn listed_from_stanza(stanza: Paragraph) -> anyhow::Result<Listed> {
@@ -272,6 +295,19 @@ fn pool_path(
     format!("pool/{component}/{letter}/{source}/{name}_{file_version}_{arch}.deb")
 }
 
+/// Packages fields that say where the file is and what it hashes to, which the repository
+/// writes; `Description-md5` is derived from the description (apt looks translations up by it),
+/// so a copied one could only be wrong.
+const INDEX_OWNED_FIELDS: &[&str] = &[
+    "Filename",
+    "Size",
+    "MD5sum",
+    "SHA1",
+    "SHA256",
+    "SHA512",
+    "Description-md5",
+];
+
 /// A new package: checked and hashed, not yet copied.
 struct Incoming {
     source: PathBuf,
@@ -295,10 +331,15 @@ fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
     let hashed = hash_file(deb)?;
     let pool_rel = pool_path(component, &control, &name, &version, &arch);
     // The Packages stanza: the control fields, then where and what the file is. Description
-    // stays last, as dpkg-scanpackages writes it.
+    // stays last, as dpkg-scanpackages writes it. The fields that describe the file in the
+    // repository are ours alone: a control carrying its own SHA512 (say) would otherwise reach
+    // the index and make apt refuse the download with "Hash Sum mismatch".
     let mut stanza = Paragraph::new();
     for (field, value) in control.fields() {
-        if !field.eq_ignore_ascii_case("Description") {
+        let index_owned = INDEX_OWNED_FIELDS
+            .iter()
+            .any(|owned| field.eq_ignore_ascii_case(owned));
+        if !index_owned && !field.eq_ignore_ascii_case("Description") {
             stanza.set(field, value)?;
         }
     }
@@ -797,6 +838,8 @@ pub mod signing {
     use pgp::ser::Serialize;
     use pgp::types::{KeyDetails, Password, Timestamp};
 
+    use crate::error::KeyValidityProblem;
+
     /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
     pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
         let mut params = SecretKeyParamsBuilder::default();
@@ -832,6 +875,17 @@ pub mod signing {
                 path.display()
             )
         })?;
+        // apt (gpgv) judges the key at the time it verifies, so the clock decides, not
+        // SOURCE_DATE_EPOCH: a key that is expired, revoked or not yet valid now would make every
+        // `apt-get update` fail with EXPKEYSIG/REVKEYSIG.
+        if let Some(problem) = validity_problem(&key, Timestamp::now().as_secs()) {
+            return Err(crate::error::Error::SigningKeyUnusable {
+                path: path.to_path_buf(),
+                fingerprint: fingerprint(&key),
+                problem,
+            }
+            .into());
+        }
         // Fail now, not half-way through writing, if the key cannot sign without a passphrase.
         DetachedSignature::sign_binary_data(
             rand::thread_rng(),
@@ -847,6 +901,37 @@ pub mod signing {
             )
         })?;
         Ok(key)
+    }
+
+    /// Why the primary key (the one that signs) cannot make signatures apt accepts at `now`
+    /// (seconds since the epoch), or None. Its expiry is the one its newest self-signature gives,
+    /// as GnuPG reads it; any verified revocation signature revokes it.
+    pub fn validity_problem(key: &SignedSecretKey, now: u32) -> Option<KeyValidityProblem> {
+        let created = key.primary_key.created_at().as_secs();
+        if let Some(revocation) = key.details.revocation_signatures.first() {
+            return Some(KeyValidityProblem::Revoked {
+                at: revocation.created().map(|t| i64::from(t.as_secs())),
+            });
+        }
+        if created > now {
+            return Some(KeyValidityProblem::NotYetValid {
+                from: i64::from(created),
+            });
+        }
+        let newest_self_signature = key
+            .details
+            .users
+            .iter()
+            .flat_map(|u| &u.signatures)
+            .chain(&key.details.direct_signatures)
+            .max_by_key(|sig| sig.created().map(|t| t.as_secs()).unwrap_or(0))?;
+        let lifetime = newest_self_signature.key_expiration_time()?.as_secs();
+        // A zero lifetime means the key does not expire (RFC 9580 §5.2.3.13).
+        if lifetime == 0 {
+            return None;
+        }
+        let expires = u64::from(created) + u64::from(lifetime);
+        (expires <= u64::from(now)).then_some(KeyValidityProblem::Expired { at: expires as i64 })
     }
 
     pub fn fingerprint(key: &SignedSecretKey) -> String {
@@ -963,6 +1048,24 @@ pub(crate) mod tests {
         )
         .unwrap();
         out
+    }
+
+    #[test]
+    fn an_index_filename_must_stay_inside_the_repository() {
+        assert_eq!(check_index_filename("pool/main/a/a/a_1_all.deb"), Ok(()));
+        assert_eq!(
+            check_index_filename("./a.deb").unwrap_err(),
+            "has an empty, '.' or '..' component"
+        );
+        for escape in [
+            "/etc/hostname",
+            "../x.deb",
+            "pool/../../x.deb",
+            "pool//x.deb",
+            "",
+        ] {
+            assert!(check_index_filename(escape).is_err(), "{escape}");
+        }
     }
 
     #[test]

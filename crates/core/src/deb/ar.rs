@@ -110,10 +110,12 @@ fn decimal_field(field: &[u8], what: &str, member: &str, allow_empty: bool) -> i
     })
 }
 
-/// Reads members in order from an ar archive of known total length.
+/// Reads members in order from an ar archive, of known total length (a file) or not (a pipe).
 pub struct ArReader<R: Read> {
     inner: R,
-    total_len: u64,
+    /// The archive's length when known; None for a stream, where a short member is found when
+    /// its data runs out instead of from its header.
+    total_len: Option<u64>,
     pos: u64,
     /// Data bytes of the current member not yet consumed.
     data_left: u64,
@@ -125,7 +127,17 @@ pub struct ArReader<R: Read> {
 impl<R: Read> ArReader<R> {
     /// Checks the global header. `total_len` is the archive's size (the file length), used to
     /// refuse member sizes that reach past the end.
-    pub fn new(mut inner: R, total_len: u64) -> io::Result<Self> {
+    pub fn new(inner: R, total_len: u64) -> io::Result<Self> {
+        Self::open(inner, Some(total_len))
+    }
+
+    /// Reads an archive of unknown length (a pipe, a FIFO, stdin) strictly in order: ar is
+    /// sequential, so nothing needs the length up front.
+    pub fn new_stream(inner: R) -> io::Result<Self> {
+        Self::open(inner, None)
+    }
+
+    fn open(mut inner: R, total_len: Option<u64>) -> io::Result<Self> {
         let mut magic = [0u8; 8];
         let mut got = 0;
         while got < magic.len() {
@@ -151,18 +163,25 @@ impl<R: Read> ArReader<R> {
     }
 
     fn skip_pending(&mut self) -> io::Result<()> {
-        let n = self.data_left + self.pad_left;
+        let n = self.data_left;
         if n > 0 {
             let copied = io::copy(&mut (&mut self.inner).take(n), &mut io::sink())?;
             self.pos += copied;
             self.data_left = 0;
-            self.pad_left = 0;
             if copied != n {
+                self.pad_left = 0;
                 return Err(invalid(format!(
                     "ar member {:?} is truncated",
                     self.current
                 )));
             }
+        }
+        // The padding byte after an odd-sized last member may be missing (dpkg accepts that);
+        // a missing one simply makes the next header read find the end of the archive.
+        if self.pad_left > 0 {
+            let pad = self.pad_left;
+            self.pad_left = 0;
+            self.pos += io::copy(&mut (&mut self.inner).take(pad), &mut io::sink())?;
         }
         Ok(())
     }
@@ -224,15 +243,16 @@ impl<R: Read> ArReader<R> {
             )));
         }
         let size = decimal_field(&h[48..58], "size", &name, false)?;
-        let remaining = self.total_len.saturating_sub(self.pos);
-        if size > remaining {
-            return Err(invalid(format!(
-                "ar member {name:?} declares {size} bytes but only {remaining} remain in the file (truncated or corrupt)"
-            )));
+        if let Some(total_len) = self.total_len {
+            let remaining = total_len.saturating_sub(self.pos);
+            if size > remaining {
+                return Err(invalid(format!(
+                    "ar member {name:?} declares {size} bytes but only {remaining} remain in the file (truncated or corrupt)"
+                )));
+            }
         }
-        // The padding byte after an odd-sized last member may be missing; dpkg accepts that.
         self.data_left = size;
-        self.pad_left = (size % 2).min(remaining - size);
+        self.pad_left = size % 2;
         self.current = name.clone();
         Ok(Some(MemberHeader {
             name,

@@ -568,6 +568,9 @@ pub fn build_package(
     opts: &BuildOptions,
     listener: &dyn Listener,
 ) -> anyhow::Result<BuildSummary> {
+    // Refuse a device, FIFO or dangling symlink before anything is written; a symlink to a
+    // regular file is written through, as dpkg-deb does.
+    let out = &super::output::package_output_path(out)?;
     let sde = opts.source_date_epoch;
     let mut paragraph = content.control.clone();
     paragraph

@@ -226,9 +226,19 @@ impl<'a> Decoder<'a> {
     pub fn new<R: Read + 'a>(input: R, compression: Compression, limit: u64) -> io::Result<Self> {
         let inner: Box<dyn Read + 'a> = match compression {
             Compression::None => Box::new(input),
-            Compression::Gzip => Box::new(flate2::read::GzDecoder::new(input)),
-            Compression::Xz => Box::new(liblzma::read::XzDecoder::new(input)),
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(input)?),
+            // Concatenated gzip members are one member's data, as dpkg-deb (zlib's gzread) reads
+            // them. dpkg-deb reads only the first xz stream and the first zstd frame, so more is
+            // refused (see OneStream).
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+            Compression::Xz => Box::new(OneStream {
+                decoder: liblzma::bufread::XzDecoder::new(io::BufReader::new(input)),
+                what: "xz stream",
+            }),
+            Compression::Zstd => Box::new(OneStream {
+                decoder: zstd::stream::read::Decoder::with_buffer(io::BufReader::new(input))?
+                    .single_frame(),
+                what: "zstd frame",
+            }),
         };
         Ok(Decoder {
             inner,
@@ -241,6 +251,49 @@ impl<'a> Decoder<'a> {
     /// Decompressed bytes produced so far.
     pub fn produced(&self) -> u64 {
         self.produced
+    }
+}
+
+/// A decoder that can give back its buffered input (to see whether anything follows the
+/// stream it decoded).
+trait BufferedDecoder: Read {
+    fn input(&mut self) -> &mut dyn io::BufRead;
+}
+
+impl<R: Read> BufferedDecoder for liblzma::bufread::XzDecoder<io::BufReader<R>> {
+    fn input(&mut self) -> &mut dyn io::BufRead {
+        self.get_mut()
+    }
+}
+
+impl<R: Read> BufferedDecoder for zstd::stream::read::Decoder<'_, io::BufReader<R>> {
+    fn input(&mut self) -> &mut dyn io::BufRead {
+        self.get_mut()
+    }
+}
+
+/// One xz stream or zstd frame, and nothing after it: dpkg-deb (checked against 1.21) decodes
+/// only a member's first one, so the tar in a second is cut short. Bytes after the first are
+/// refused by name rather than silently dropped or read where dpkg would not.
+struct OneStream<D: BufferedDecoder> {
+    decoder: D,
+    what: &'static str,
+}
+
+impl<D: BufferedDecoder> Read for OneStream<D> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.decoder.read(buf)?;
+        if n == 0 && !buf.is_empty() && !self.decoder.input().fill_buf()?.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "data after the end of the first {} (dpkg-deb reads only the first one: \
+                     recompress the member as a single {})",
+                    self.what, self.what
+                ),
+            ));
+        }
+        Ok(n)
     }
 }
 

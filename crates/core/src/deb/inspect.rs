@@ -96,26 +96,39 @@ pub struct Inspection {
 /// Read `path` and inspect it; md5sums mismatches are reported, not errors (see
 /// [`InspectReport::md5sums_failure`]). A malformed md5sums file is an error.
 pub fn inspect(path: &Path, opts: &InspectOptions<'_>) -> anyhow::Result<Inspection> {
-    let info = reader::read_deb(path, &opts.limits)?;
     let origin = path.display().to_string();
+    // One pass, so a package given as a pipe can be inspected: the data files are hashed as
+    // they stream by and checked against md5sums (read earlier in the same pass) at the end.
+    let mut hashed: Vec<HashedEntry> = Vec::new();
+    let mut elf = ElfFindings::default();
+    let info = reader::read_deb_visiting(path, &opts.limits, &mut |entry, content| {
+        match &entry.kind {
+            EntryKind::Hardlink(target) => hashed.push(HashedEntry::Hardlink {
+                path: entry.path.clone(),
+                target: target.clone(),
+            }),
+            EntryKind::File => {
+                let sum = hash_and_describe(entry, content, opts, &mut elf)?;
+                hashed.push(HashedEntry::File {
+                    path: entry.path.clone(),
+                    sum,
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
     let mut md5 = Md5Check::default();
     if let Some(text) = info.control_file("md5sums") {
         md5.report.present = true;
         md5.expected = parse_md5sums(text, &origin)?;
     }
-    let mut elf = ElfFindings::default();
-    reader::for_each_data_entry(path, &opts.limits, &mut |entry, content| {
-        if let EntryKind::Hardlink(target) = &entry.kind {
-            md5.hardlink(&entry.path, target);
-            return Ok(());
+    for hashed_entry in hashed {
+        match hashed_entry {
+            HashedEntry::File { path, sum } => md5.file(&path, sum),
+            HashedEntry::Hardlink { path, target } => md5.hardlink(&path, &target),
         }
-        if entry.kind != EntryKind::File {
-            return Ok(());
-        }
-        let sum = hash_and_describe(entry, content, opts, &mut elf)?;
-        md5.file(&entry.path, sum);
-        Ok(())
-    })?;
+    }
 
     let report = InspectReport {
         file: origin,
@@ -157,7 +170,13 @@ fn parse_md5sums(text: &[u8], origin: &str) -> anyhow::Result<BTreeMap<String, S
     Ok(expected)
 }
 
-/// The md5sums check as data.tar streams by.
+/// A data.tar regular file with its md5, or a hard link, in archive order.
+enum HashedEntry {
+    File { path: String, sum: String },
+    Hardlink { path: String, target: String },
+}
+
+/// The md5sums check, fed the data.tar files in archive order.
 #[derive(Default)]
 struct Md5Check {
     expected: BTreeMap<String, String>,

@@ -7,6 +7,7 @@
 //! - [`archive`]: the writer — a [`content::PackageContent`] streamed into a reproducible .deb;
 //!   `build_from_dir` is the adapter for a `dpkg-deb --build` style tree (with DEBIAN/).
 //! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
+//! - [`output`]: where a built package may be written (a regular file or a new path).
 //! - [`inspect`]: a .deb checked against its own md5sums, its ELF shared objects described.
 
 pub mod ar;
@@ -16,6 +17,7 @@ pub mod content;
 pub mod control;
 pub mod date;
 pub mod inspect;
+pub mod output;
 pub mod reader;
 pub mod tar;
 pub mod version;

@@ -19,8 +19,12 @@ use super::{Compression, Paragraph};
 pub struct ReadLimits {
     /// Total decompressed bytes per member (decompression-bomb guard).
     pub max_member_uncompressed: u64,
-    /// Maximum size of the control member's files held in memory.
+    /// Maximum size of one control member file held in memory.
     pub max_control_file: u64,
+    /// Maximum number of entries in the control member (real packages have a handful).
+    pub max_control_entries: u64,
+    /// Maximum total size of the control member's files, all held in memory at once.
+    pub max_control_total: u64,
 }
 
 impl Default for ReadLimits {
@@ -28,7 +32,21 @@ impl Default for ReadLimits {
         ReadLimits {
             max_member_uncompressed: 64 << 30,
             max_control_file: 16 << 20,
+            max_control_entries: 256,
+            max_control_total: 64 << 20,
         }
+    }
+}
+
+impl ReadLimits {
+    /// The decompressed size control.tar may reach: its files plus, per entry, a tar header and
+    /// padding, plus the end-of-archive blocks and record padding. Past it the member is a
+    /// bomb whatever its entries claim.
+    fn control_tar_limit(&self) -> u64 {
+        self.max_control_total
+            .saturating_add(self.max_control_entries.saturating_mul(1024))
+            .saturating_add(20 << 10)
+            .min(self.max_member_uncompressed)
     }
 }
 
@@ -79,8 +97,17 @@ fn read_control_tar(
     limits: &ReadLimits,
 ) -> anyhow::Result<ControlMember> {
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut entry_count: u64 = 0;
+    let mut total: u64 = 0;
     let mut r = reader;
     tar::read_safe(&mut r, &mut |entry, content| {
+        entry_count += 1;
+        if entry_count > limits.max_control_entries {
+            bail!(
+                "{member}: the control member has more than the limit of {} entries",
+                limits.max_control_entries
+            );
+        }
         match entry.kind {
             super::EntryKind::File => {}
             super::EntryKind::Dir if entry.path == "./" => return Ok(()),
@@ -101,6 +128,14 @@ fn read_control_tar(
                 "{member}: control file {name} is {} bytes, more than the limit of {}",
                 entry.size,
                 limits.max_control_file
+            );
+        }
+        // Checked from the header, before the file is read: the whole member stays bounded.
+        total = total.saturating_add(entry.size);
+        if total > limits.max_control_total {
+            bail!(
+                "{member}: the control files add up to more than the limit of {} bytes (at {name})",
+                limits.max_control_total
             );
         }
         let mut bytes = Vec::with_capacity(entry.size as usize);
@@ -130,11 +165,14 @@ fn strip_prefix<'a>(msg: &'a str, member: &str) -> &'a str {
 /// name starts with `_` are skipped, as dpkg does).
 fn walk<R: Read>(
     input: R,
-    total_len: u64,
+    total_len: Option<u64>,
     limits: &ReadLimits,
     mut data: DataPass<'_>,
 ) -> anyhow::Result<Walked> {
-    let mut ar = ArReader::new(input, total_len)?;
+    let mut ar = match total_len {
+        Some(len) => ArReader::new(input, len)?,
+        None => ArReader::new_stream(input)?,
+    };
     let mut walked = Walked {
         control: None,
         members: Vec::new(),
@@ -190,7 +228,7 @@ fn walk<R: Read>(
             let mut dec = super::compress::Decoder::new(
                 ar.member_reader(),
                 compression,
-                limits.max_member_uncompressed,
+                limits.control_tar_limit(),
             )
             .map_err(|e| anyhow!("{name}: {e}"))?;
             let control = read_control_tar(&mut dec, &name, limits)?;
@@ -246,12 +284,18 @@ fn walk<R: Read>(
     Ok(walked)
 }
 
-fn open(path: &Path) -> anyhow::Result<(io::BufReader<File>, u64)> {
+/// Open a package for one sequential pass. A regular file's length bounds its members up front;
+/// anything else (a pipe, a FIFO, `/dev/stdin`) is read as a stream of unknown length, as
+/// `dpkg-deb -I` reads it. A directory is refused by name.
+fn open(path: &Path) -> anyhow::Result<(io::BufReader<File>, Option<u64>)> {
     let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let len = file
+    let meta = file
         .metadata()
-        .with_context(|| format!("{}: cannot stat", path.display()))?
-        .len();
+        .with_context(|| format!("{}: cannot stat", path.display()))?;
+    if meta.is_dir() {
+        bail!("{}: is a directory, not a .deb file", path.display());
+    }
+    let len = meta.is_file().then_some(meta.len());
     Ok((io::BufReader::with_capacity(256 << 10, file), len))
 }
 
@@ -278,7 +322,7 @@ pub fn read_deb_from<R: Read>(
         entries.push(e.clone());
         Ok(())
     };
-    let walked = walk(input, total_len, limits, DataPass::Visit(&mut visit))
+    let walked = walk(input, Some(total_len), limits, DataPass::Visit(&mut visit))
         .map_err(|e| one_line(origin, e))?;
     let (control, control_files) = walked
         .control
@@ -299,15 +343,41 @@ pub fn for_each_data_entry_from<R: Read>(
     limits: &ReadLimits,
     visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    walk(input, total_len, limits, DataPass::Visit(visit))
+    walk(input, Some(total_len), limits, DataPass::Visit(visit))
         .map(|_| ())
         .map_err(|e| one_line(origin, e))
 }
 
 /// Read control and the entry list (data.tar is streamed, contents not kept).
 pub fn read_deb(path: &Path, limits: &ReadLimits) -> anyhow::Result<DebInfo> {
+    read_deb_visiting(path, limits, &mut |_, _| Ok(()))
+}
+
+/// Read control and the entry list in one pass, handing every data.tar entry and its contents
+/// to `visit` too: the only way to both read and check a package given as a pipe.
+pub fn read_deb_visiting(
+    path: &Path,
+    limits: &ReadLimits,
+    visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
+) -> anyhow::Result<DebInfo> {
     let (input, len) = open(path)?;
-    read_deb_from(input, len, &path.display().to_string(), limits)
+    let origin = path.display().to_string();
+    let mut entries = Vec::new();
+    let mut keep = |e: &Entry, content: &mut dyn Read| -> anyhow::Result<()> {
+        entries.push(e.clone());
+        visit(e, content)
+    };
+    let walked =
+        walk(input, len, limits, DataPass::Visit(&mut keep)).map_err(|e| one_line(&origin, e))?;
+    let (control, control_files) = walked
+        .control
+        .ok_or_else(|| anyhow!("{origin}: no control member"))?;
+    Ok(DebInfo {
+        control,
+        control_files,
+        members: walked.members,
+        entries,
+    })
 }
 
 /// Read only the control member (fast: data.tar is not decompressed).
@@ -327,7 +397,9 @@ pub fn for_each_data_entry(
     visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let (input, len) = open(path)?;
-    for_each_data_entry_from(input, len, &path.display().to_string(), limits, visit)
+    walk(input, len, limits, DataPass::Visit(visit))
+        .map(|_| ())
+        .map_err(|e| one_line(&path.display().to_string(), e))
 }
 
 /// Make sure every component of `rel` under `dest` (except the last) is a real directory,

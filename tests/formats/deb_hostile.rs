@@ -1,0 +1,570 @@
+//! Issue 21 probes against the .deb reader and writer, through the real `rocm-pin` binary and
+//! cross-checked with dpkg-deb: a control member that is small compressed but huge unpacked,
+//! packages given as pipes, multi-member gzip and multi-stream xz members, and `deb build`
+//! outputs that are not regular files.
+//!
+//! Archives are made with the real tools (tar, gzip, xz, zstd); only the ar container is ours.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{symlink, FileTypeExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::deb::*;
+use rocm_pin::deb::ar::ArWriter;
+use rocm_pin::deb::{self, ReadLimits};
+use rocm_pin_testkit::{is_root, needs_root};
+
+/// `tar` of everything under `dir` as dpkg-deb writes it (GNU format, root-owned, `./` names).
+fn tar_bytes(dir: &Path) -> Vec<u8> {
+    must(
+        Command::new("tar")
+            .args([
+                "--format=gnu",
+                "--owner=0",
+                "--group=0",
+                "--numeric-owner",
+                "--sort=name",
+                "-cf",
+                "-",
+                "-C",
+            ])
+            .arg(dir)
+            .arg("."),
+    )
+    .stdout
+}
+
+/// `input` through a filter program (`gzip -c`, `xz -c`, `zstd -c`).
+fn filter(program: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{program} failed");
+    out.stdout
+}
+
+/// An ar .deb with the given (already compressed) members.
+fn ar_deb(control_name: &str, control: &[u8], data_name: &str, data: &[u8]) -> Vec<u8> {
+    let mut ar = ArWriter::new(Vec::new(), SDE).unwrap();
+    ar.append_bytes("debian-binary", b"2.0\n").unwrap();
+    ar.append_bytes(control_name, control).unwrap();
+    ar.append_bytes(data_name, data).unwrap();
+    ar.finish().unwrap()
+}
+
+/// A small payload: a directory with two files.
+fn payload(dir: &Path) {
+    write_file(dir, "usr/share/hostile/a.txt", b"first file\n", 0o644);
+    let big: Vec<u8> = (0..40_000u32)
+        .flat_map(|i| format!("line {i}\n").into_bytes())
+        .collect();
+    write_file(dir, "usr/share/hostile/b.txt", &big, 0o644);
+}
+
+/// `rocm-pin deb inspect ARGS` under `/usr/bin/time`: (output, peak RSS in KiB, wall time).
+fn timed_inspect(file: &Path) -> (Output, u64, Duration) {
+    let started = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "maxrss=%M"])
+        .arg(bin())
+        .args(["deb", "inspect"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let rss = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("maxrss="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no maxrss from /usr/bin/time: {stderr}"));
+    (out, rss, elapsed)
+}
+
+fn stderr_without_time(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("maxrss=") && !l.starts_with("Command exited"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The issue's probe: a control member of 60 files of 16 MiB each (every one at the per-file
+/// limit) that compresses to a few tens of KB. Before the whole member was bounded, inspect held
+/// all of it in memory (about 1 GB per pass) and accepted the package.
+#[test]
+fn a_control_bomb_is_refused_quickly_with_bounded_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let control_dir = tmp.path().join("control");
+    fs::create_dir_all(&control_dir).unwrap();
+    fs::write(control_dir.join("control"), CONTROL).unwrap();
+    for i in 0..60 {
+        // Sparse: nothing is written to disk, tar reads zeros.
+        let f = fs::File::create(control_dir.join(format!("pad{i:02}"))).unwrap();
+        f.set_len(16 << 20).unwrap();
+    }
+    let control = filter("zstd", &["-q", "-c", "-19"], &tar_bytes(&control_dir));
+    let data_dir = tmp.path().join("data");
+    payload(&data_dir);
+    let data = filter("zstd", &["-q", "-c"], &tar_bytes(&data_dir));
+    let bomb = ar_deb("control.tar.zst", &control, "data.tar.zst", &data);
+    assert!(bomb.len() < 200 << 10, "the bomb is {} bytes", bomb.len());
+    let file = tmp.path().join("control-bomb.deb");
+    fs::write(&file, &bomb).unwrap();
+
+    let (out, rss_kib, elapsed) = timed_inspect(&file);
+    let err = stderr_without_time(&out);
+    eprintln!(
+        "control bomb ({} bytes): exit {:?}, peak RSS {} MiB, {:.2}s: {err}",
+        bomb.len(),
+        out.status.code(),
+        rss_kib / 1024,
+        elapsed.as_secs_f64()
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(err.contains("control.tar.zst"), "{err}");
+    assert!(
+        err.contains("control files add up to more than the limit of 67108864 bytes"),
+        "{err}"
+    );
+    assert!(rss_kib < 256 << 10, "peak RSS {rss_kib} KiB");
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+
+    // `repo` reads the control member of every package it is given.
+    let repo = tmp.path().join("repo");
+    let out = Command::new(bin())
+        .args(["repo", "--quiet", "--out"])
+        .arg(&repo)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "repo: {err}");
+    assert!(err.contains("add up to more than the limit"), "repo: {err}");
+    assert!(!repo.exists(), "repo wrote something");
+    // Every other reader path (install's and package's .deb reading) goes through these.
+    let limits = ReadLimits::default();
+    let err = deb::reader::read_control(&file, &limits).unwrap_err();
+    assert!(format!("{err:#}").contains("add up to more than the limit"));
+    let err = deb::reader::read_deb(&file, &limits).unwrap_err();
+    assert!(format!("{err:#}").contains("add up to more than the limit"));
+}
+
+/// Many tiny control files are refused by count, before their headers pile up.
+#[test]
+fn a_control_member_with_too_many_entries_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let control_dir = tmp.path().join("control");
+    fs::create_dir_all(&control_dir).unwrap();
+    fs::write(control_dir.join("control"), CONTROL).unwrap();
+    for i in 0..300 {
+        fs::write(control_dir.join(format!("f{i:03}")), b"").unwrap();
+    }
+    let control = filter("gzip", &["-c"], &tar_bytes(&control_dir));
+    let data_dir = tmp.path().join("data");
+    payload(&data_dir);
+    let data = filter("gzip", &["-c"], &tar_bytes(&data_dir));
+    let bytes = ar_deb("control.tar.gz", &control, "data.tar.gz", &data);
+    let file = tmp.path().join("many.deb");
+    fs::write(&file, &bytes).unwrap();
+    let out = Command::new(bin())
+        .args(["deb", "inspect"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("control.tar.gz: the control member has more than the limit of 256 entries"),
+        "{err}"
+    );
+}
+
+/// A package built by `rocm-pin deb build` from a small tree with md5sums generated.
+fn built_package(tmp: &Path) -> PathBuf {
+    let tree = tmp.join("tree");
+    fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    fs::write(tree.join("DEBIAN/control"), CONTROL).unwrap();
+    payload(&tree);
+    let out = tmp.join("good.deb");
+    must(
+        Command::new(bin())
+            .args(["deb", "build", "-q"])
+            .arg(&tree)
+            .arg(&out)
+            .env("SOURCE_DATE_EPOCH", SDE.to_string()),
+    );
+    out
+}
+
+/// `rocm-pin deb inspect --json` of `path`, with the input's name taken out.
+fn inspect_json(path: &Path, stdin: Option<Vec<u8>>) -> (Output, Option<serde_json::Value>) {
+    let mut cmd = Command::new(bin());
+    cmd.args(["deb", "inspect", "--json"]).arg(path);
+    let out = match stdin {
+        None => cmd.output().unwrap(),
+        Some(bytes) => {
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut pipe = child.stdin.take().unwrap();
+            // The reader may stop early on an error: a broken pipe is fine.
+            let writer = std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            });
+            let out = child.wait_with_output().unwrap();
+            writer.join().unwrap();
+            out
+        }
+    };
+    let json = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .map(|mut v| {
+            v.as_object_mut().unwrap().remove("file");
+            v
+        });
+    (out, json)
+}
+
+/// The issue's probe `deb inspect <(cat x.deb)`: a pipe, a FIFO and stdin are read as streams
+/// and give the same report as the file; a truncated stream is still refused.
+#[test]
+fn pipes_fifos_and_stdin_are_read_as_streams() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = built_package(tmp.path());
+    let bytes = fs::read(&good).unwrap();
+    let (out, from_file) = inspect_json(&good, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_file = from_file.unwrap();
+    assert_eq!(from_file["md5sums"]["checked"], 2);
+
+    let (out, from_stdin) = inspect_json(Path::new("/dev/stdin"), Some(bytes.clone()));
+    assert!(
+        out.status.success(),
+        "stdin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(from_stdin.unwrap(), from_file, "stdin vs file");
+
+    let fifo = tmp.path().join("pkg.fifo");
+    must(Command::new("mkfifo").arg(&fifo));
+    let feeder = {
+        let (fifo, bytes) = (fifo.clone(), bytes.clone());
+        std::thread::spawn(move || {
+            let mut f = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            let _ = f.write_all(&bytes);
+        })
+    };
+    let (out, from_fifo) = inspect_json(&fifo, None);
+    feeder.join().unwrap();
+    assert!(
+        out.status.success(),
+        "FIFO: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(from_fifo.unwrap(), from_file, "FIFO vs file");
+
+    // dpkg-deb reads the same stream.
+    let mut child = Command::new("dpkg-deb")
+        .args(["-f", "/dev/stdin", "Package"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let dpkg = child.wait_with_output().unwrap();
+    assert!(dpkg.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&dpkg.stdout).trim(),
+        from_file["control"]["Package"].as_str().unwrap()
+    );
+
+    // Cut inside the data member: the stream runs out and that is named.
+    let cut = bytes[..bytes.len() - 100].to_vec();
+    let (out, _) = inspect_json(Path::new("/dev/stdin"), Some(cut));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/dev/stdin: data.tar.xz:"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// A tree with DEBIAN-less control files and md5sums, its control and data tars.
+fn control_and_data_tars(tmp: &Path) -> (Vec<u8>, Vec<u8>) {
+    let data_dir = tmp.join("data");
+    payload(&data_dir);
+    let control_dir = tmp.join("control");
+    fs::create_dir_all(&control_dir).unwrap();
+    fs::write(control_dir.join("control"), CONTROL).unwrap();
+    let sums = must(
+        Command::new("md5sum")
+            .args(["usr/share/hostile/a.txt", "usr/share/hostile/b.txt"])
+            .current_dir(&data_dir),
+    )
+    .stdout;
+    fs::write(control_dir.join("md5sums"), sums).unwrap();
+    (tar_bytes(&control_dir), tar_bytes(&data_dir))
+}
+
+/// Each half of `tar` through `program`, concatenated: two gzip members or two xz streams.
+fn two_part(program: &str, tar: &[u8]) -> Vec<u8> {
+    let half = tar.len() / 2 + 7;
+    let mut out = filter(program, &["-c"], &tar[..half]);
+    out.extend(filter(program, &["-c"], &tar[half..]));
+    out
+}
+
+/// The members of a package whose control and data tars were each cut in two and compressed
+/// part by part with `program`, concatenated (`cat a.gz b.gz`).
+fn two_part_deb(tmp: &Path, program: &str, suffix: &str) -> PathBuf {
+    let (control_tar, data_tar) = control_and_data_tars(&tmp.join(program));
+    let bytes = ar_deb(
+        &format!("control.tar{suffix}"),
+        &two_part(program, &control_tar),
+        &format!("data.tar{suffix}"),
+        &two_part(program, &data_tar),
+    );
+    let file = tmp.join(format!("multi-{program}.deb"));
+    fs::write(&file, &bytes).unwrap();
+    file
+}
+
+/// `cat a.gz b.gz` members are one stream to dpkg-deb; they must be to us too, every byte of
+/// them: the same entries, the md5sums check passes, the extracted files are dpkg-deb's.
+#[test]
+fn multi_member_gzip_is_read_as_dpkg_deb_reads_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = two_part_deb(tmp.path(), "gzip", ".gz");
+    let dpkg_listing = dpkg_contents(&file);
+    let ours =
+        deb::reader::read_deb(&file, &ReadLimits::default()).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(ours_as_listed(&ours.entries), dpkg_listing, "entries");
+    let (out, json) = inspect_json(&file, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = json.unwrap();
+    assert_eq!(json["md5sums"]["checked"], 2, "{json}");
+    assert_eq!(json["md5sums"]["mismatches"].as_array().unwrap().len(), 0);
+    let ours_dir = tmp.path().join("ours");
+    let dpkg_dir = tmp.path().join("dpkg");
+    fs::create_dir_all(&ours_dir).unwrap();
+    deb::reader::extract_data(&file, &ours_dir, &ReadLimits::default()).unwrap();
+    must(Command::new("dpkg-deb").arg("-x").arg(&file).arg(&dpkg_dir));
+    for f in ["usr/share/hostile/a.txt", "usr/share/hostile/b.txt"] {
+        assert_eq!(
+            fs::read(ours_dir.join(f)).unwrap(),
+            fs::read(dpkg_dir.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+/// dpkg-deb decodes only the first xz stream and the first zstd frame of a member (the tar is
+/// then cut short), so concatenated ones are refused by both — by us with a message that says
+/// why instead of a truncated tar.
+#[test]
+fn multi_stream_xz_and_multi_frame_zstd_are_refused_as_dpkg_deb_refuses_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (program, suffix, what) in [("xz", ".xz", "xz stream"), ("zstd", ".zst", "zstd frame")] {
+        let file = two_part_deb(tmp.path(), program, suffix);
+        let dpkg = Command::new("dpkg-deb")
+            .arg("-c")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            !dpkg.status.success(),
+            "dpkg-deb accepted a multi-part {program}"
+        );
+        let out = Command::new(bin())
+            .args(["deb", "inspect"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{program}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{program}: {err}");
+        assert!(
+            err.contains(&format!(
+                "data.tar{suffix}: corrupt {program} stream: data after the end of the first {what}"
+            )),
+            "{program}: {err}"
+        );
+    }
+}
+
+/// A tree `deb build` accepts.
+fn build_tree(tmp: &Path) -> PathBuf {
+    let tree = tmp.join("tree");
+    fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    fs::write(tree.join("DEBIAN/control"), CONTROL).unwrap();
+    payload(&tree);
+    tree
+}
+
+fn deb_build(tree: &Path, out: &Path) -> Output {
+    Command::new(bin())
+        .args(["deb", "build", "-q"])
+        .arg(tree)
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// What is at `path`, without following a symlink: file type bits and, for a symlink, where it
+/// points.
+fn what_is_at(path: &Path) -> (String, Option<PathBuf>) {
+    let meta = fs::symlink_metadata(path).unwrap();
+    let t = meta.file_type();
+    let kind = format!(
+        "dir={} file={} symlink={} char={} block={} fifo={}",
+        t.is_dir(),
+        t.is_file(),
+        t.is_symlink(),
+        t.is_char_device(),
+        t.is_block_device(),
+        t.is_fifo()
+    );
+    (kind, fs::read_link(path).ok())
+}
+
+/// The issue's probe `deb build TREE OUT` with OUT a character device replaced the device with
+/// a regular file (as root, `/dev/null`). Now a device, a FIFO, a symlink to either, a dangling
+/// symlink and a symlink to a directory are refused before anything is written, and nothing is
+/// left beside them.
+#[test]
+fn deb_build_refuses_an_output_that_is_not_a_regular_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = build_tree(tmp.path());
+    let outs = tmp.path().join("outs");
+    fs::create_dir_all(outs.join("a-dir")).unwrap();
+    must(Command::new("mkfifo").arg(outs.join("fifo")));
+    symlink("fifo", outs.join("to-fifo")).unwrap();
+    symlink("nowhere", outs.join("dangling")).unwrap();
+    symlink("a-dir", outs.join("to-dir")).unwrap();
+    let mut refused = vec![
+        ("fifo", "a FIFO"),
+        ("to-fifo", "a symlink to a FIFO"),
+        ("dangling", "a dangling symlink"),
+        ("to-dir", "a symlink to a directory"),
+    ];
+    if is_root() {
+        // The same device as /dev/null, made here so that a failure cannot harm the host.
+        must(
+            Command::new("mknod")
+                .arg(outs.join("null"))
+                .args(["c", "1", "3"]),
+        );
+        symlink("null", outs.join("to-null")).unwrap();
+        refused.push(("null", "a character device"));
+        refused.push(("to-null", "a symlink to a character device"));
+        // dpkg-deb fails on it too (it cannot fsync a device).
+        let dpkg = Command::new("dpkg-deb")
+            .args(["--root-owner-group", "-b"])
+            .arg(&tree)
+            .arg(outs.join("to-null"))
+            .output()
+            .unwrap();
+        assert_eq!(dpkg.status.code(), Some(2), "dpkg-deb to a device");
+    } else {
+        eprintln!("(not root: the character-device cases need mknod and are not run)");
+    }
+    let before: Vec<_> = fs::read_dir(&outs)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (p.clone(), what_is_at(&p))
+        })
+        .collect();
+    for (name, kind) in &refused {
+        let out_path = outs.join(name);
+        let out = deb_build(&tree, &out_path);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: is {kind}, not a regular file",
+                out_path.display()
+            )),
+            "{name}: {err}"
+        );
+    }
+    let after: Vec<_> = fs::read_dir(&outs)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (p.clone(), what_is_at(&p))
+        })
+        .collect();
+    assert_eq!(before, after, "the outputs changed or something was left");
+    assert_eq!(fs::read_dir(outs.join("a-dir")).unwrap().count(), 0);
+}
+
+/// What dpkg-deb accepts we accept: a new path, an existing regular file, and a symlink to a
+/// regular file, which both write through (the symlink stays).
+#[test]
+fn deb_build_writes_a_new_path_a_regular_file_and_through_a_symlink_like_dpkg_deb() {
+    needs_root!("compares with dpkg-deb's --root-owner-group build");
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = build_tree(tmp.path());
+    for builder in ["rocm-pin", "dpkg-deb"] {
+        let dir = tmp.path().join(builder);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("existing.deb"), b"old contents").unwrap();
+        fs::write(dir.join("target.deb"), b"old contents").unwrap();
+        symlink("target.deb", dir.join("link.deb")).unwrap();
+        for name in ["new.deb", "existing.deb", "link.deb"] {
+            let out = match builder {
+                "rocm-pin" => deb_build(&tree, &dir.join(name)),
+                _ => Command::new("dpkg-deb")
+                    .args(["--root-owner-group", "-b"])
+                    .arg(&tree)
+                    .arg(dir.join(name))
+                    .output()
+                    .unwrap(),
+            };
+            assert!(
+                out.status.success(),
+                "{builder} {name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert_eq!(
+            fs::read_link(dir.join("link.deb")).unwrap(),
+            Path::new("target.deb"),
+            "{builder}: the symlink stays"
+        );
+        for name in ["new.deb", "existing.deb", "target.deb"] {
+            let listing = dpkg_contents(&dir.join(name));
+            assert!(
+                listing
+                    .iter()
+                    .any(|l| l.path == "./usr/share/hostile/a.txt"),
+                "{builder} {name}: {listing:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! Issue 21 probes against `rocm-pin repo`: a signing key that is expired, revoked or not yet
+//! valid (made by real gpg) is refused before anything is written; a control file's own
+//! SHA512/SHA1/MD5sum/Size/Filename never reach the index, judged by real apt downloading the
+//! package; an existing index whose `Filename:` leaves the repository is refused.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rocm_pin_kit::sandbox::Sandbox;
+use rocm_pin_testkit::http::HttpServer;
+use rocm_pin_testkit::{chroot_image, must, must_stdout, text};
+
+fn rocm_pin() -> Command {
+    let mut cmd = Command::new(crate::util::bin());
+    cmd.env_remove("SOURCE_DATE_EPOCH");
+    cmd
+}
+
+/// A tiny package built with `rocm-pin deb build`; `extra` is appended to its control file.
+fn build_package(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let tree = dir.join(format!("{name}-tree"));
+    std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(tree.join("usr/share").join(name)).unwrap();
+    std::fs::write(
+        tree.join("DEBIAN/control"),
+        format!(
+            "Package: {name}\nVersion: 1.0\nArchitecture: all\nMaintainer: Test <test@example.invalid>\n\
+             {extra}Description: served by a rocm-pin repository\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(tree.join("usr/share").join(name).join("marker"), name).unwrap();
+    let deb = dir.join(format!("{name}_1.0_all.deb"));
+    must_stdout(
+        rocm_pin()
+            .args(["deb", "build", "--quiet"])
+            .arg(&tree)
+            .arg(&deb),
+    );
+    deb
+}
+
+/// Every file under `dir` with its bytes (nothing when `dir` does not exist).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+/// gpg with its own home, no agent prompts, no passphrase.
+struct Gpg {
+    home: tempfile::TempDir,
+}
+
+impl Gpg {
+    fn new() -> Self {
+        let home = tempfile::tempdir().unwrap();
+        Gpg { home }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new("gpg");
+        cmd.env("GNUPGHOME", self.home.path()).args([
+            "--batch",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase=",
+        ]);
+        cmd
+    }
+
+    /// A signing-only Ed25519 key made as if at `faked_time` (gpg's `--faked-system-time`),
+    /// valid for `expire`.
+    fn generate(&self, uid: &str, faked_time: Option<&str>, expire: &str) -> String {
+        let mut cmd = self.cmd();
+        if let Some(t) = faked_time {
+            cmd.args(["--faked-system-time", t]);
+        }
+        must(cmd.args(["--quick-gen-key", uid, "ed25519", "sign", expire]));
+        let listing = must_stdout(self.cmd().args(["--with-colons", "--list-keys", uid]));
+        listing
+            .lines()
+            .find_map(|l| l.strip_prefix("fpr:"))
+            .and_then(|l| l.split(':').find(|f| !f.is_empty()))
+            .unwrap()
+            .to_string()
+    }
+
+    /// Import the revocation certificate gpg stored when it made the key.
+    fn revoke(&self, fingerprint: &str) {
+        let stored = self
+            .home
+            .path()
+            .join(format!("openpgp-revocs.d/{fingerprint}.rev"));
+        // gpg prefixes the armor line with ':' so the certificate is not imported by accident.
+        let cert = std::fs::read_to_string(stored)
+            .unwrap()
+            .replace(":-----BEGIN PGP", "-----BEGIN PGP");
+        let file = self.home.path().join("revoke.asc");
+        std::fs::write(&file, cert).unwrap();
+        must(self.cmd().arg("--import").arg(&file));
+    }
+
+    fn export_secret(&self, fingerprint: &str, out: &Path) {
+        let key = must(
+            self.cmd()
+                .args(["--armor", "--export-secret-keys"])
+                .arg(fingerprint),
+        )
+        .stdout;
+        std::fs::write(out, key).unwrap();
+    }
+}
+
+impl Drop for Gpg {
+    /// gpg started an agent for this home: stop it before the home goes away.
+    fn drop(&mut self) {
+        let _ = Command::new("gpgconf")
+            .env("GNUPGHOME", self.home.path())
+            .args(["--kill", "gpg-agent"])
+            .status();
+    }
+}
+
+/// The issue's probe: `repo --sign-key` with an expired key signed, and apt then failed with
+/// EXPKEYSIG. Keys made by gpg — expired, revoked, created in the future — are refused with one
+/// line saying which and when, and nothing is written; a valid gpg key of the same kind signs.
+#[test]
+fn an_expired_revoked_or_not_yet_valid_signing_key_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deb = build_package(tmp.path(), "keyed", "");
+    let gpg = Gpg::new();
+    let expired = gpg.generate(
+        "Expired <e@example.invalid>",
+        Some("20200101T000000!"),
+        "1d",
+    );
+    let future = gpg.generate(
+        "Future <f@example.invalid>",
+        Some("20350101T000000!"),
+        "never",
+    );
+    let revoked = gpg.generate("Revoked <r@example.invalid>", None, "never");
+    gpg.revoke(&revoked);
+    let good = gpg.generate("Good <g@example.invalid>", None, "1y");
+    let cases = [
+        (&expired, "expired on Thu, 02 Jan 2020 00:00:00 UTC"),
+        (&future, "is not valid until Mon, 01 Jan 2035 00:00:00 UTC"),
+        (&revoked, "was revoked on "),
+    ];
+    for (fingerprint, problem) in cases {
+        let key = tmp.path().join(format!("{fingerprint}.asc"));
+        gpg.export_secret(fingerprint, &key);
+        let out_dir = tmp.path().join(format!("repo-{fingerprint}"));
+        let out = rocm_pin()
+            .args(["repo", "--quiet", "--sign-key"])
+            .arg(&key)
+            .arg("--out")
+            .arg(&out_dir)
+            .arg(&deb)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{problem}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{problem}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: the signing key {fingerprint} {problem}",
+                key.display()
+            )),
+            "{problem}: {err}"
+        );
+        assert!(!out_dir.exists(), "{problem}: something was written");
+    }
+    let key = tmp.path().join("good.asc");
+    gpg.export_secret(&good, &key);
+    let out_dir = tmp.path().join("repo-good");
+    must_stdout(
+        rocm_pin()
+            .args(["repo", "--quiet", "--sign-key"])
+            .arg(&key)
+            .arg("--out")
+            .arg(&out_dir)
+            .arg(&deb),
+    );
+    assert!(out_dir.join("dists/stable/InRelease").is_file());
+}
+
+/// The Packages stanza of `name` in a suite repository's binary-all index.
+fn stanza(repo: &Path, name: &str) -> String {
+    let index =
+        std::fs::read_to_string(repo.join("dists/stable/main/binary-all/Packages")).unwrap();
+    index
+        .split("\n\n")
+        .find(|s| s.starts_with(&format!("Package: {name}\n")))
+        .unwrap_or_else(|| panic!("{name} not in {index}"))
+        .to_string()
+}
+
+const BOGUS_FIELDS: &str = "SHA512: 00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\n\
+SHA1: 0000000000000000000000000000000000000000\n\
+MD5sum: 00000000000000000000000000000000\n\
+Size: 1\n\
+Filename: ../../etc/passwd\n\
+Description-md5: 00000000000000000000000000000000\n";
+
+/// The issue's probe: a control's own `SHA512:` was copied into Packages and `apt-get download`
+/// failed with "Hash Sum mismatch". The index now carries only the repository's own file fields,
+/// and real apt (bookworm, signed repository) downloads the package.
+#[test]
+fn control_hash_fields_never_reach_the_index_and_apt_downloads_the_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deb = build_package(tmp.path(), "bogus-hashes", BOGUS_FIELDS);
+    let key = tmp.path().join("key.asc");
+    must_stdout(rocm_pin().args(["repo", "keygen", "--out"]).arg(&key));
+    let repo = tmp.path().join("repo");
+    must_stdout(
+        rocm_pin()
+            .args(["repo", "--quiet", "--sign-key"])
+            .arg(&key)
+            .arg("--out")
+            .arg(&repo)
+            .arg(&deb),
+    );
+    let stanza = stanza(&repo, "bogus-hashes");
+    let size = std::fs::metadata(&deb).unwrap().len();
+    let fields: Vec<&str> = stanza
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(f, _)| f))
+        .collect();
+    for field in ["SHA512", "SHA1", "Description-md5"] {
+        assert!(!fields.contains(&field), "{field} copied: {stanza}");
+    }
+    for field in ["MD5sum", "Size", "Filename", "SHA256"] {
+        assert_eq!(
+            fields.iter().filter(|f| **f == field).count(),
+            1,
+            "{field}: {stanza}"
+        );
+    }
+    assert!(stanza.contains(&format!("\nSize: {size}\n")), "{stanza}");
+    assert!(
+        stanza.contains("\nFilename: pool/main/b/bogus-hashes/bogus-hashes_1.0_all.deb\n"),
+        "{stanza}"
+    );
+
+    rocm_pin_testkit::needs_root!("apt in a chroot");
+    must_stdout(Command::new("chmod").args(["-R", "a+rX"]).arg(tmp.path()));
+    let server = HttpServer::serve(tmp.path());
+    let sb = Sandbox::new(&chroot_image("bookworm")).expect("sandbox");
+    let keyring = "/usr/share/keyrings/rocm-pin-test.gpg";
+    sb.copy_in(&tmp.path().join("key.pub.gpg"), keyring)
+        .expect("copy the key in");
+    sb.write(
+        "/etc/apt/sources.list.d/served.list",
+        format!(
+            "deb [signed-by={keyring}] {}repo stable main\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let update = sb.run(&["apt-get", "update"]).expect("apt-get runs");
+    assert!(update.status.success(), "{}", text(&update));
+    let download: Output = sb
+        .run(&["sh", "-c", "cd /tmp && apt-get download bogus-hashes"])
+        .expect("apt-get runs");
+    assert!(
+        download.status.success(),
+        "apt-get download failed:\n{}",
+        text(&download)
+    );
+    let fetched = sb
+        .run_ok(&["sh", "-c", "sha256sum /tmp/bogus-hashes_1.0_all.deb"])
+        .unwrap();
+    let expected = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        std::fs::read(&deb).unwrap(),
+    ));
+    eprintln!("apt-get download fetched: {}", fetched.trim());
+    assert!(fetched.starts_with(&expected), "{fetched} vs {expected}");
+}
+
+/// An existing index whose `Filename:` is absolute or climbs out with `..` is refused by name
+/// before anything is read through it or written: the package it names may be any file of the
+/// right size outside the repository (here a copy of the real one, which the old code accepted).
+#[test]
+fn an_index_whose_filename_leaves_the_repository_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = build_package(tmp.path(), "first", "");
+    let second = build_package(tmp.path(), "second", "");
+    let repo = tmp.path().join("repo");
+    must_stdout(
+        rocm_pin()
+            .args(["repo", "--quiet", "--out"])
+            .arg(&repo)
+            .arg(&first),
+    );
+    let outside = tmp.path().join("outside.deb");
+    std::fs::copy(&first, &outside).unwrap();
+    let index = repo.join("dists/stable/main/binary-all/Packages");
+    let pristine = std::fs::read_to_string(&index).unwrap();
+    let pool = "pool/main/f/first/first_1.0_all.deb";
+    assert!(pristine.contains(pool), "{pristine}");
+    for escape in ["../outside.deb", &outside.display().to_string()] {
+        std::fs::write(&index, pristine.replace(pool, escape)).unwrap();
+        let before = snapshot(&repo);
+        let out = rocm_pin()
+            .args(["repo", "--quiet", "--out"])
+            .arg(&repo)
+            .arg(&second)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{escape}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{escape}: {err}");
+        assert!(
+            err.contains(&format!("with Filename {escape:?}"))
+                && err.contains("refusing to read or publish outside the repository"),
+            "{escape}: {err}"
+        );
+        assert_eq!(snapshot(&repo), before, "{escape}: the repository changed");
+    }
+}
