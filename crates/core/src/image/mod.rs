@@ -372,7 +372,10 @@ fn extract_archive(path: &Path, dest: &Path, budget: &mut Budget<'_>) -> anyhow:
         }
         Ok(())
     })
-    .with_context(|| format!("reading the image archive {}", path.display()))
+    .map_err(|e| match crate::error::find(&e) {
+        Some(_) => e, // ours names the archive already
+        None => e.context(format!("reading the image archive {}", path.display())),
+    })
 }
 
 /// A JSON document of the layout, at most [`MAX_JSON_BYTES`]; hashed against `digest` when it
