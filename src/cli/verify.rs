@@ -37,7 +37,7 @@ pub struct VerifyArgs {
     pub image_archive: Option<PathBuf>,
     /// Raise (or lower) a limit on unpacking the image, repeatable: bytes=64G (written in
     /// all), entries=4000000, file-bytes=16G (one file), depth=128 (path components),
-    /// ratio=1000 (uncompressed per compressed byte of a layer). See docs/security.md
+    /// ratio=1000 (uncompressed per compressed byte of a layer). See docs/docker.md
     #[arg(long, value_name = "KEY=VALUE")]
     pub image_limit: Vec<String>,
     /// Accept packages built with --no-backport-check (recorded in them): their HSA library may

@@ -191,7 +191,12 @@ fn a_docker_archive_whose_layers_do_not_match_its_diff_ids_is_refused() {
     let t = tempfile::tempdir().unwrap();
     let layer = hello_layer();
     let other = tar_of(&[("etc/evil", file(b"x"), b"x")]);
-    let good = docker_archive(t.path(), "good.tar", &[layer.clone()], &[sha256(&layer)]);
+    let good = docker_archive(
+        t.path(),
+        "good.tar",
+        std::slice::from_ref(&layer),
+        &[sha256(&layer)],
+    );
     let img = unpack(&ImageSource::Archive(good)).unwrap();
     assert_eq!(
         std::fs::read(img.root().join("etc/hello")).unwrap(),

@@ -48,7 +48,7 @@ pub fn decompress<'a, R: Read + 'a>(mut blob: R) -> anyhow::Result<Box<dyn Read 
     let head = io::Cursor::new(magic[..n].to_vec());
     let stream = head.chain(blob);
     Ok(match magic {
-        [0x1f, 0x8b, _, _] => Box::new(flate2::read::GzDecoder::new(stream)),
+        [0x1f, 0x8b, _, _] => Box::new(flate2::read::MultiGzDecoder::new(stream)),
         [0x28, 0xb5, 0x2f, 0xfd] => Box::new(zstd::stream::read::Decoder::new(stream)?),
         _ => Box::new(stream),
     })

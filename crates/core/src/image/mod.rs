@@ -70,10 +70,10 @@ impl UnpackedImage {
 
     /// [`Error::Interrupted`] when a signal arrived since the image was unpacked (the caller
     /// returns it, and the root is removed as it unwinds).
-    pub fn check_interrupt(&self) -> Result<(), Error> {
+    pub fn check_interrupt(&self) -> anyhow::Result<()> {
         match self.interrupt.signal() {
             None => Ok(()),
-            Some(signal) => Err(Error::Interrupted { signal }),
+            Some(signal) => Err(Error::Interrupted { signal }.into()),
         }
     }
 }
@@ -245,7 +245,7 @@ impl<R: std::io::Read> Hashing<R> {
     }
 
     /// Compare what was read with `want`; `blob` names it in the error.
-    fn check(&mut self, want: &str, blob: &str) -> Result<(), Error> {
+    fn check(&mut self, want: &str, blob: &str) -> anyhow::Result<()> {
         let got = match self.hasher.take() {
             Some(Hasher::Sha256(h)) => format!("sha256:{}", hex::encode(h.finalize())),
             Some(Hasher::Sha512(h)) => format!("sha512:{}", hex::encode(h.finalize())),
@@ -256,7 +256,8 @@ impl<R: std::io::Read> Hashing<R> {
                 blob: blob.to_string(),
                 expected: want.to_string(),
                 actual: got,
-            });
+            }
+            .into());
         }
         Ok(())
     }
@@ -328,7 +329,7 @@ fn skopeo_fetch(reference: &str, layout: &Path, budget: &Budget<'_>) -> anyhow::
         if let Err(e) = budget.check_interrupt() {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(e.into());
+            return Err(e);
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
