@@ -54,13 +54,23 @@ fn blob_name(digest: &str) -> String {
 
 /// An oci-archive of one image: each layer is (blob bytes, the digest the manifest names it by).
 fn oci_archive(dir: &Path, name: &str, layers: &[(Vec<u8>, String)]) -> PathBuf {
+    oci_archive_sized(dir, name, layers, |blob| blob.len())
+}
+
+/// [`oci_archive`] with each layer descriptor's `size` from `size_of`.
+fn oci_archive_sized(
+    dir: &Path,
+    name: &str,
+    layers: &[(Vec<u8>, String)],
+    size_of: impl Fn(&[u8]) -> usize,
+) -> PathBuf {
     let config = br#"{"config":{"Labels":{"io.example":"hostile"}},"rootfs":{"type":"layers"}}"#;
     let layer_descs: Vec<String> = layers
         .iter()
         .map(|(blob, d)| {
             format!(
                 r#"{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"{d}","size":{}}}"#,
-                blob.len()
+                size_of(blob)
             )
         })
         .collect();
@@ -182,6 +192,23 @@ fn a_sha512_layer_is_checked_and_other_algorithms_are_refused() {
     let err = unpack(&ImageSource::Archive(odd)).unwrap_err();
     assert!(
         format!("{err:#}").contains("unsupported digest algorithm"),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn a_layer_longer_than_its_descriptor_says_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let layer = hello_layer();
+    let archive = oci_archive_sized(
+        t.path(),
+        "size.tar",
+        &[(layer.clone(), sha256(&layer))],
+        |blob| blob.len() - 512,
+    );
+    let err = unpack(&ImageSource::Archive(archive)).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("but its descriptor says"),
         "{err:#}"
     );
 }

@@ -333,6 +333,8 @@ fn skopeo_fetch(reference: &str, layout: &Path, budget: &Budget<'_>) -> anyhow::
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
+    // A Ctrl-C reaches skopeo too (same process group): it failed because we are ending.
+    budget.check_interrupt()?;
     if !status.success() {
         let mut text = String::new();
         fs::File::open(&log_path)
@@ -401,6 +403,25 @@ fn read_json(path: &Path, digest: Option<&str>, what: &str) -> anyhow::Result<se
     serde_json::from_slice(&bytes).with_context(|| format!("parsing {what} ({})", path.display()))
 }
 
+/// A blob must be as long as its descriptor says (skopeo refuses one that is not).
+fn check_size(path: &Path, declared: Option<u64>, digest: &str) -> anyhow::Result<()> {
+    let Some(declared) = declared else {
+        return Ok(());
+    };
+    let len = fs::metadata(path)
+        .with_context(|| {
+            format!(
+                "the blob {digest} is not in the archive ({})",
+                path.display()
+            )
+        })?
+        .len();
+    if len != declared {
+        bail!("the blob {digest} is {len} bytes but its descriptor says {declared}: the image is corrupt or was tampered with");
+    }
+    Ok(())
+}
+
 /// `blobs/<algorithm>/<hex>` for a digest; only sha256/sha512 hex digests are accepted.
 fn blob_path(layout: &Path, digest: &str) -> anyhow::Result<PathBuf> {
     let (alg, hex) = parse_digest(digest)?;
@@ -455,8 +476,10 @@ fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
             let d = l["digest"]
                 .as_str()
                 .ok_or_else(|| anyhow!("a layer of manifest {digest} has no digest"))?;
+            let path = blob_path(layout, d)?;
+            check_size(&path, l["size"].as_u64(), d)?;
             layers.push(LayerRef {
-                path: blob_path(layout, d)?,
+                path,
                 digest: Some(d.to_string()),
                 diff_id: None,
             });
