@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use rocm_pin::error::Error;
+use rocm_pin::image::limits::ImageLimits;
 use rocm_pin::image::ImageSource;
 use rocm_pin::image_verify::verify_image;
 use rocm_pin::verify::{verify, VerifyOptions};
@@ -34,6 +35,11 @@ pub struct VerifyArgs {
     /// Like --image, from an oci-archive or docker-archive tarball
     #[arg(long, value_name = "FILE", conflicts_with = "root")]
     pub image_archive: Option<PathBuf>,
+    /// Raise (or lower) a limit on unpacking the image, repeatable: bytes=64G (written in
+    /// all), entries=4000000, file-bytes=16G (one file), depth=128 (path components),
+    /// ratio=1000 (uncompressed per compressed byte of a layer). See docs/docker.md
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub image_limit: Vec<String>,
     /// Accept packages built with --no-backport-check (recorded in them): their HSA library may
     /// lack the backport symbol; without this flag that is a failure
     #[arg(long)]
@@ -46,8 +52,17 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         (None, Some(p)) => Some(ImageSource::Archive(p.clone())),
         (None, None) => None,
     };
+    if image.is_none() && !args.image_limit.is_empty() {
+        return Err(rocm_pin::error::usage(
+            "--image-limit applies to --image and --image-archive only",
+        ));
+    }
+    let mut limits = ImageLimits::default();
+    for spec in &args.image_limit {
+        limits.set(spec).map_err(rocm_pin::error::usage)?;
+    }
     let report = match image {
-        Some(source) => verify_image(&source, args.accept_skipped_backport_check)?,
+        Some(source) => verify_image(&source, args.accept_skipped_backport_check, &limits)?,
         None => verify(&VerifyOptions {
             root: rocm_pin::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,
@@ -97,6 +112,7 @@ mod tests {
             root: root.to_path_buf(),
             image: None,
             image_archive: None,
+            image_limit: Vec::new(),
             accept_skipped_backport_check: false,
         }
     }

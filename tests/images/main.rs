@@ -1,4 +1,5 @@
 //! Container images built by real OCI tools: the Dockerfile recipe with buildah and BuildKit, adopting in-place patched images, the rocm-pin tool image, and the recipe's build script in chroots.
+//! Hostile images crafted byte by byte (`hostile`): limits, digests, whiteouts, signals.
 //!
 //! One test binary per area (`cargo test --test images`); a module per former test file.
 
@@ -8,4 +9,5 @@ mod adopt;
 mod buildah;
 mod buildkit;
 mod docker_recipe;
+mod hostile;
 mod tool;

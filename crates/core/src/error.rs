@@ -357,6 +357,36 @@ pub enum Error {
         fingerprint: String,
         problem: KeyValidityProblem,
     },
+    /// Unpacking an image would pass one of its limits (`verify --image-limit KEY=N`).
+    #[error(
+        "{place}: {entry:?} would pass the image limit {limit}={max} (it needs {needed}); refused \
+         before writing it. If the image is trusted, raise the limit: --image-limit {limit}=N"
+    )]
+    ImageLimit {
+        /// What was being unpacked: "the image archive", "layer 2 of 5 (sha256:…)".
+        place: String,
+        /// The entry (or blob) that would pass the limit.
+        entry: String,
+        /// The limit's `--image-limit` key.
+        limit: &'static str,
+        max: u64,
+        needed: u64,
+    },
+    /// A blob of an image does not hash to the digest that names it.
+    #[error(
+        "{blob} does not match its digest {expected} (got {actual}): the image is corrupt or was \
+         tampered with"
+    )]
+    ImageDigestMismatch {
+        /// Which blob: "layer 2 of 5 (sha256:…)", "the config", "layer 1's diff_id".
+        blob: String,
+        expected: String,
+        actual: String,
+    },
+    /// SIGINT, SIGTERM or SIGHUP ended the run; its temporary files were removed (exit
+    /// 128+signal).
+    #[error("interrupted by signal {signal}; the temporary image root was removed")]
+    Interrupted { signal: i32 },
 }
 
 /// Why an OpenPGP signing key cannot make signatures that verify now (times in seconds since
@@ -435,12 +465,19 @@ impl Error {
             | Error::KeyExists { .. }
             | Error::StagingLocked { .. }
             | Error::DebOutputNotRegular { .. }
-            | Error::SigningKeyUnusable { .. } => ExitKind::Usage,
+            | Error::SigningKeyUnusable { .. }
+            | Error::ImageLimit { .. }
+            | Error::ImageDigestMismatch { .. }
+            | Error::Interrupted { .. } => ExitKind::Usage,
         }
     }
 
     /// The process exit code this error ends the run with.
     pub fn exit_code(&self) -> i32 {
+        if let Error::Interrupted { signal } = self {
+            // What a shell reports for a process a signal ended.
+            return 128 + signal;
+        }
         self.kind().code()
     }
 

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::image::limits::ImageLimits;
 use crate::image::{self, ImageSource};
 use crate::rocm;
 use crate::verify::{verify, Check, VerifyOptions, VerifyReport};
@@ -15,12 +16,14 @@ pub const COMMIT_LABEL: &str = "io.rocm-pin.commit";
 /// both; a downstream image's revision is its own project's, so the recipe sets ours there).
 pub const OCI_REVISION_LABEL: &str = "org.opencontainers.image.revision";
 
-/// Unpack `source` and verify it. Errors (exit 2) only when the image cannot be read.
+/// Unpack `source` (within `limits`) and verify it. Errors (exit 2) only when the image cannot
+/// be read; a signal during the run is [`crate::error::Error::Interrupted`], the root removed.
 pub fn verify_image(
     source: &ImageSource,
     accept_skipped_backport_check: bool,
+    limits: &ImageLimits,
 ) -> anyhow::Result<VerifyReport> {
-    let unpacked = image::unpack(source)?;
+    let unpacked = image::unpack_within(source, limits)?;
     let root = crate::host::root::Root::new(unpacked.root());
     let opts = VerifyOptions {
         root: root.clone(),
@@ -30,6 +33,8 @@ pub fn verify_image(
         ..VerifyOptions::default()
     };
     let mut report = verify(&opts)?;
+    // A signal that arrived while verify read the root ends the run now, not with a report.
+    unpacked.check_interrupt()?;
     report.root = source.describe();
     if report.skipped.is_some() {
         return Ok(report);

@@ -7,7 +7,10 @@
 //! no `..`); no entry is written through a symlink already in the tree; a hard link must name
 //! a regular file already unpacked (any earlier layer or entry), reached without symlinks; a
 //! relative symlink whose target climbs above the root is refused. Device nodes and FIFOs are
-//! skipped (nothing reads them); ownership is not applied; set-id bits are dropped.
+//! skipped (nothing reads them); ownership is not applied; set-id bits are dropped. A whiteout
+//! must name one plain entry (`.wh.`, `.wh..`, `.wh...` would remove the directory itself or
+//! its parent) and no directory may be named like a whiteout. Every entry is counted against
+//! the unpack's [`Budget`] before anything of it is written.
 
 use std::collections::HashSet;
 use std::fs;
@@ -17,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 
+use super::limits::{Budget, ImageLimits, Limit};
 use crate::deb::tar::{components, read_raw, RawEntry};
 
 const WHITEOUT_PREFIX: &str = ".wh.";
@@ -33,14 +37,18 @@ pub struct LayerStats {
 
 /// Open a layer blob, undoing gzip or zstd compression (recognised by magic bytes).
 pub fn open_layer(path: &Path) -> anyhow::Result<Box<dyn Read>> {
-    let mut f =
-        fs::File::open(path).with_context(|| format!("opening layer {}", path.display()))?;
+    let f = fs::File::open(path).with_context(|| format!("opening layer {}", path.display()))?;
+    decompress(f)
+}
+
+/// A layer blob's tar stream: `blob` with gzip or zstd compression undone (magic bytes).
+pub fn decompress<'a, R: Read + 'a>(mut blob: R) -> anyhow::Result<Box<dyn Read + 'a>> {
     let mut magic = [0u8; 4];
-    let n = read_up_to(&mut f, &mut magic)?;
+    let n = read_up_to(&mut blob, &mut magic)?;
     let head = io::Cursor::new(magic[..n].to_vec());
-    let stream = head.chain(f);
+    let stream = head.chain(blob);
     Ok(match magic {
-        [0x1f, 0x8b, _, _] => Box::new(flate2::read::GzDecoder::new(stream)),
+        [0x1f, 0x8b, _, _] => Box::new(flate2::read::MultiGzDecoder::new(stream)),
         [0x28, 0xb5, 0x2f, 0xfd] => Box::new(zstd::stream::read::Decoder::new(stream)?),
         _ => Box::new(stream),
     })
@@ -57,12 +65,28 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Apply one layer tar stream onto `root` (an existing directory).
+/// Apply one layer tar stream onto `root` (an existing directory), with the default limits.
 pub fn apply_layer(root: &Path, layer: &mut dyn Read) -> anyhow::Result<LayerStats> {
+    let limits = ImageLimits::default();
+    let mut budget = Budget::new(&limits, Default::default());
+    apply_layer_within(root, layer, &mut budget, u64::MAX)
+}
+
+/// Apply one layer tar stream onto `root`, counting every entry against `budget`; the tar
+/// stream may hold at most `allowance` bytes (the compression-ratio limit of its blob).
+pub fn apply_layer_within(
+    root: &Path,
+    layer: &mut dyn Read,
+    budget: &mut Budget<'_>,
+    allowance: u64,
+) -> anyhow::Result<LayerStats> {
     let mut applier = Applier {
         root,
         written: HashSet::new(),
         stats: LayerStats::default(),
+        budget,
+        decoded: 0,
+        allowance,
     };
     let mut failure: Option<anyhow::Error> = None;
     let mut layer = layer;
@@ -80,17 +104,50 @@ pub fn apply_layer(root: &Path, layer: &mut dyn Read) -> anyhow::Result<LayerSta
     }
 }
 
-struct Applier<'a> {
+struct Applier<'a, 'b> {
     root: &'a Path,
     /// Relative paths this layer wrote: an opaque whiteout keeps them.
     written: HashSet<PathBuf>,
     stats: LayerStats,
+    budget: &'a mut Budget<'b>,
+    /// Tar stream bytes this layer declared so far (headers and padded contents).
+    decoded: u64,
+    /// The most tar stream bytes this layer may hold (ratio limit).
+    allowance: u64,
 }
 
-impl Applier<'_> {
+/// The longest name one path component may have, and a whole path (Linux's NAME_MAX and
+/// PATH_MAX less the NUL): the kernel would refuse longer ones less clearly.
+const NAME_MAX: usize = 255;
+const PATH_MAX: usize = 4095;
+
+impl Applier<'_, '_> {
+    /// Count the entry against the budget and check its name: before anything is written.
+    fn admit(&mut self, raw: &RawEntry, shown: &str, parts: &[String]) -> anyhow::Result<()> {
+        self.budget.entry(shown, parts.len())?;
+        let padded = raw.size.div_ceil(512).saturating_mul(512);
+        self.decoded = self.decoded.saturating_add(512).saturating_add(padded);
+        if self.decoded > self.allowance {
+            return Err(self
+                .budget
+                .exceeded(Limit::Ratio, shown, self.decoded)
+                .into());
+        }
+        if parts.iter().any(|p| p.len() > NAME_MAX) || raw.name.len() > PATH_MAX {
+            bail!("layer entry refused: {shown:?} has a name longer than Linux allows ({NAME_MAX} bytes a component, {PATH_MAX} a path)");
+        }
+        if let Some((_, dirs)) = parts.split_last() {
+            if let Some(d) = dirs.iter().find(|d| d.starts_with(WHITEOUT_PREFIX)) {
+                bail!("layer entry refused: {shown:?} goes through {d:?}, a whiteout name used as a directory");
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, raw: &RawEntry, content: &mut dyn Read) -> anyhow::Result<()> {
         let shown = String::from_utf8_lossy(&raw.name).into_owned();
         let parts = components(&raw.name).map_err(|e| anyhow!("layer entry refused: {e}"))?;
+        self.admit(raw, &shown, &parts)?;
         self.stats.entries += 1;
         let Some((base, dirs)) = parts.split_last() else {
             // The root itself ("./"): nothing to create.
@@ -111,6 +168,10 @@ impl Applier<'_> {
             return Ok(());
         }
         if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
+            // `.wh.` would remove the directory itself, `.wh..` too, `.wh...` its parent.
+            if matches!(hidden, "" | "." | "..") {
+                bail!("layer entry refused: whiteout {shown:?} does not name one plain entry");
+            }
             self.stats.whiteouts += 1;
             if let Some(dir) = self.existing_dir(&rel_parent, &shown)? {
                 remove_any(&dir.join(hidden))?;
@@ -123,6 +184,7 @@ impl Applier<'_> {
         let mode = raw.mode & 0o777;
         match raw.typeflag {
             b'0' | 0 => {
+                self.budget.file(&shown, raw.size, true)?;
                 remove_any(&dest)?;
                 let mut f = fs::OpenOptions::new()
                     .write(true)
@@ -130,7 +192,8 @@ impl Applier<'_> {
                     .mode(mode)
                     .open(&dest)
                     .with_context(|| format!("creating {}", dest.display()))?;
-                io::copy(content, &mut f).with_context(|| format!("writing {}", dest.display()))?;
+                copy_checked(content, &mut f, self.budget)
+                    .with_context(|| format!("writing {}", dest.display()))?;
                 fs::set_permissions(&dest, fs::Permissions::from_mode(mode))?;
             }
             b'5' => {
@@ -238,6 +301,27 @@ impl Applier<'_> {
                 parts.join("/")
             ),
         }
+    }
+}
+
+/// `io::copy` that stops at a signal (checked every MiB).
+pub fn copy_checked(
+    from: &mut dyn Read,
+    to: &mut dyn io::Write,
+    budget: &Budget<'_>,
+) -> anyhow::Result<u64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        budget.check_interrupt()?;
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        to.write_all(&buf[..n])?;
+        total += n as u64;
     }
 }
 
