@@ -335,6 +335,20 @@ pub enum Error {
         /// The distinct names of the failed checks, sorted.
         names: Vec<String>,
     },
+    /// A file under a root was refused (not a regular file, over its size cap, a magic link)
+    /// or could not be read (exit 2).
+    #[error("{0}")]
+    RootRead(#[from] crate::host::root::RootReadError),
+    /// A value read from a file inside a root (a `Package:` name, an md5sums path, a marker
+    /// key) is not one a sound root can hold, so it is never used as a path (exit 2).
+    #[error("{} (in root {}): {why}: {value:?}; refused", file.display(), root.display())]
+    BadRootValue {
+        root: PathBuf,
+        /// The in-root file the value was read from.
+        file: PathBuf,
+        value: String,
+        why: &'static str,
+    },
 }
 
 impl Error {
@@ -361,7 +375,9 @@ impl Error {
             | Error::BadName { .. }
             | Error::RepoConflicts(_)
             | Error::KeyExists { .. }
-            | Error::StagingLocked { .. } => ExitKind::Usage,
+            | Error::StagingLocked { .. }
+            | Error::RootRead(_)
+            | Error::BadRootValue { .. } => ExitKind::Usage,
         }
     }
 
