@@ -555,7 +555,12 @@ impl Root {
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
         .map_err(|e| self.read_error(Path::new("/"), ReadProblem::Io(e.to_string())))?;
-        match openat2_in_root(&dir, &c_rel, flags) {
+        let opened = if cfg!(test) && without_openat2::on() {
+            Err(libc::ENOSYS)
+        } else {
+            openat2_in_root(&dir, &c_rel, flags)
+        };
+        match opened {
             Ok(f) => Ok(f),
             Err(errno) if openat2_unavailable(errno) => self.open_resolved(asked, flags),
             Err(libc::ENOENT) | Err(libc::ENOTDIR) => Err(self.read_error(
@@ -619,6 +624,22 @@ impl Root {
             ));
         }
         Ok(meta.len())
+    }
+}
+
+/// Tests switch `openat2` off to run the same cases through the fallback.
+mod without_openat2 {
+    use std::cell::Cell;
+
+    thread_local!(static ON: Cell<bool> = const { Cell::new(false) });
+
+    pub(super) fn on() -> bool {
+        ON.with(Cell::get)
+    }
+
+    #[cfg(test)]
+    pub(super) fn set(on: bool) {
+        ON.with(|c| c.set(on));
     }
 }
 
@@ -768,5 +789,120 @@ mod tests {
             Path::new("/srv/chroot/opt/rocm")
         );
         assert!(Root::system().is_system());
+    }
+
+    #[test]
+    fn read_file_stays_in_the_root_and_refuses_what_is_not_a_regular_file() {
+        let (d, root) = tree();
+        let r = d.path();
+        // A host file outside the root, named by an absolute link and by a `..` climb.
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, b"host secret").unwrap();
+        symlink(&secret, r.join("to-host")).unwrap();
+        let climb = format!("/../../../../../..{}", secret.display());
+        for asked in ["/to-host", climb.as_str()] {
+            let e = root.read_file(asked, FileKind::Config).unwrap_err();
+            assert!(e.is_missing(), "{asked}: {e}");
+            assert!(!e.to_string().contains("host secret"));
+        }
+        // Followed inside the root: /opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4.
+        assert_eq!(
+            root.read_file("/opt/rocm/lib/libx.so.1", FileKind::Config)
+                .unwrap(),
+            b"x"
+        );
+        let c = std::ffi::CString::new(r.join("fifo").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = root.read_file("/fifo", FileKind::DpkgStatus).unwrap_err();
+        assert_eq!(e.problem, ReadProblem::NotRegular { what: "a FIFO" });
+        assert!(e.to_string().contains("/fifo (in root"), "{e}");
+        let e = root.read_file("/etc", FileKind::Config).unwrap_err();
+        assert_eq!(
+            e.problem,
+            ReadProblem::NotRegular {
+                what: "a directory"
+            }
+        );
+        assert!(root.read_file("/loop", FileKind::Config).is_err());
+    }
+
+    #[test]
+    fn a_file_over_its_cap_is_an_error_not_a_short_read() {
+        let (d, root) = tree();
+        std::fs::write(d.path().join("version"), vec![b'7'; 64 * 1024 + 1]).unwrap();
+        let e = root
+            .read_file("/version", FileKind::VersionFile)
+            .unwrap_err();
+        assert_eq!(
+            e.problem,
+            ReadProblem::TooLarge {
+                kind: FileKind::VersionFile,
+                cap: 64 * 1024
+            }
+        );
+        std::fs::write(d.path().join("version"), vec![b'7'; 64 * 1024]).unwrap();
+        assert_eq!(
+            root.read_file("/version", FileKind::VersionFile)
+                .unwrap()
+                .len(),
+            64 * 1024
+        );
+    }
+
+    #[test]
+    fn devices_and_proc_magic_links_are_refused() {
+        // On the live system /dev/zero is a device and /proc/self/fd/0 a magic link: neither
+        // is ever read.
+        let e = Root::system()
+            .read_file("/dev/zero", FileKind::DpkgStatus)
+            .unwrap_err();
+        assert_eq!(
+            e.problem,
+            ReadProblem::NotRegular {
+                what: "a character device"
+            }
+        );
+        let e = Root::system()
+            .read_file("/proc/self/fd/0", FileKind::DpkgStatus)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e.problem,
+                ReadProblem::MagicLink | ReadProblem::NotRegular { .. }
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn read_dir_names_is_bounded() {
+        let (_d, root) = tree();
+        assert_eq!(
+            root.read_dir_names("/opt/rocm/lib", 10).unwrap(),
+            vec!["libx.so", "libx.so.1", "libx.so.1.2"]
+        );
+        assert!(root.read_dir_names("/opt/rocm/lib", 2).is_err());
+    }
+
+    #[test]
+    fn unclean_in_root_paths() {
+        assert_eq!(unclean_in_root_path("/opt/rocm/lib/libx.so"), None);
+        for bad in ["opt/x", "/opt/../etc/x", "/./x", "/a//b", "/a/\0b", "/a/b/"] {
+            assert!(unclean_in_root_path(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_fallback_without_openat2_keeps_the_same_rules() {
+        without_openat2::set(true);
+        read_file_stays_in_the_root_and_refuses_what_is_not_a_regular_file();
+        a_file_over_its_cap_is_an_error_not_a_short_read();
+        read_dir_names_is_bounded();
+        let e = Root::system()
+            .read_file("/dev/zero", FileKind::DpkgStatus)
+            .unwrap_err();
+        assert!(matches!(e.problem, ReadProblem::NotRegular { .. }), "{e:?}");
+        without_openat2::set(false);
     }
 }
