@@ -16,7 +16,7 @@ use crate::deb::Paragraph;
 use crate::host::excludes::{fnmatch, PathFilters};
 use crate::host::loader;
 use crate::host::root::{FileKind, Missing, Root};
-use crate::host::status::{bad_package_name, is_package_name};
+use crate::host::status::{bad_package_name, check_listed_paths, is_package_name};
 
 /// The most entries read from one configuration directory (`ld.so.conf.d`, …) of a root.
 pub const MAX_CONFIG_DIR_ENTRIES: usize = 10_000;
@@ -212,11 +212,13 @@ impl DpkgDb {
             .root
             .read_to_string(&list, FileKind::DpkgList)
             .map_err(crate::error::Error::from)?;
-        Ok(text
+        let paths: Vec<String> = text
             .lines()
             .filter(|l| !l.is_empty() && *l != "/.")
             .map(str::to_string)
-            .collect())
+            .collect();
+        check_listed_paths(&self.root, &list.display().to_string(), &paths)?;
+        Ok(paths)
     }
 
     /// `info/<pkg>.md5sums` as absolute path → md5 hex. Empty when the package has none (dpkg

@@ -491,15 +491,31 @@ impl Root {
         path: impl AsRef<Path>,
     ) -> Result<std::fs::Metadata, RootReadError> {
         let asked = path.as_ref();
-        let Some(name) = asked.file_name() else {
-            return self.metadata(asked);
+        let host = self.host_path_of_entry(asked)?;
+        std::fs::symlink_metadata(host)
+            .map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))
+    }
+
+    /// The host path of the directory entry `path` names: its directory resolved inside the
+    /// root, its last component kept as it is (a symlink stays a symlink, to `lstat` or
+    /// `readlink`; a `..` or `.` last component is resolved with the directory). For callers
+    /// that must see the entry itself, as dpkg does.
+    pub fn host_path_of_entry(&self, path: impl AsRef<Path>) -> Result<PathBuf, RootReadError> {
+        let asked = path.as_ref();
+        let name = match asked.components().next_back() {
+            Some(Component::Normal(name)) => name,
+            _ => {
+                let resolved = self
+                    .resolve(asked, Missing::Fail)
+                    .map_err(|e| self.read_error(asked, ReadProblem::Resolve(e)))?;
+                return Ok(self.host_path(resolved.path));
+            }
         };
         let parent = asked.parent().unwrap_or(Path::new("/"));
         let resolved = self
             .resolve(parent, Missing::Fail)
             .map_err(|e| self.read_error(asked, ReadProblem::Resolve(e)))?;
-        std::fs::symlink_metadata(self.host_path(resolved.path.join(name)))
-            .map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))
+        Ok(self.host_path(resolved.path.join(name)))
     }
 
     /// The names in the directory `path` names inside the root, sorted, at most `limit` of

@@ -214,11 +214,30 @@ pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Ve
     let text = root
         .read_to_string(&path, FileKind::DpkgList)
         .map_err(Error::from)?;
-    Ok(text
+    let paths: Vec<String> = text
         .lines()
-        .filter(|l| !l.is_empty())
+        .filter(|l| !l.is_empty() && *l != "/.")
         .map(str::to_string)
-        .collect())
+        .collect();
+    check_listed_paths(root, &path, &paths)?;
+    Ok(paths)
+}
+
+/// Every path of a file list (`info/<pkg>.list` at `file`) is a clean absolute path, or the
+/// list is refused naming the first that is not: such a path is never used.
+pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> Result<(), Error> {
+    match paths
+        .iter()
+        .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))
+    {
+        None => Ok(()),
+        Some((p, why)) => Err(Error::BadRootValue {
+            root: root.path().to_path_buf(),
+            file: file.into(),
+            value: p.clone(),
+            why,
+        }),
+    }
 }
 
 /// dpkg's md5sums for an installed package: absolute path → md5 hex. Absent file → empty
