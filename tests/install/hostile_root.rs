@@ -401,3 +401,15 @@ fn root_files_linked_to_proc_self_fd_0_do_not_read_stdin() {
         assert_refused(&run, path, code, check, what);
     }
 }
+
+#[test]
+fn a_local_repository_index_that_is_a_fifo_does_not_hang() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = hostile_root();
+    let packages = "/var/lib/rocm-pin/repo/Packages";
+    std::fs::create_dir_all(host(d.path(), "/var/lib/rocm-pin/repo")).unwrap();
+    std::fs::write(host(d.path(), packages), b"").unwrap();
+    replace_with_fifo(d.path(), packages);
+    let run = verify_json(d.path());
+    assert_refused(&run, packages, 1, "local-repo", "a FIFO");
+}

@@ -1085,13 +1085,14 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
 /// versions of our packages, be signed and not be writable by group or others.
 fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
     let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
-    let repo = root.host_path(&repo_in_root);
-    if !repo.exists() {
+    // Resolved inside the root: the walk below then starts at the root's own directory.
+    let Ok(resolved) = root.resolve(&repo_in_root, crate::host::root::Missing::Fail) else {
         return;
-    }
+    };
+    let repo = root.host_path(&resolved.path);
     let subject = repo_in_root.display().to_string();
     let mut problems = Vec::new();
-    match std::fs::read_to_string(repo.join("Packages")) {
+    match root.read_to_string(repo_in_root.join("Packages"), FileKind::PackageIndex) {
         Err(e) => problems.push(format!("Packages unreadable: {e}")),
         Ok(text) => match status::parse_status(&text, &[]) {
             Err(e) => problems.push(format!("Packages is malformed: {e:#}")),
@@ -1107,7 +1108,7 @@ fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
             }
         },
     }
-    match std::fs::read_to_string(repo.join("Release")) {
+    match root.read_to_string(repo_in_root.join("Release"), FileKind::Config) {
         Err(e) => problems.push(format!("Release unreadable: {e}")),
         Ok(t) => {
             if !t.lines().any(|l| l.trim() == "Origin: rocm-pin") {
@@ -1115,7 +1116,9 @@ fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
             }
         }
     }
-    if !repo.join("InRelease").exists() && !repo.join("Release.gpg").exists() {
+    if !root.exists(repo_in_root.join("InRelease"))
+        && !root.exists(repo_in_root.join("Release.gpg"))
+    {
         problems.push("not signed (no InRelease or Release.gpg)".into());
     }
     for entry in walkdir::WalkDir::new(&repo)

@@ -220,6 +220,7 @@ impl Root {
 /// | `LdCache`          | 128 MiB | `etc/ld.so.cache`                                   |
 /// | `Config`           | 4 MiB   | apt preferences, apt.conf.d, dpkg.cfg.d, ld.so.conf, loader entries |
 /// | `VersionFile`      | 64 KiB  | `<prefix>/.info/version` and similar one-liners     |
+/// | `PackageIndex`     | 128 MiB | a local apt repository's `Packages`                 |
 /// | `PackagedFile`     | 64 GiB  | a packaged file that is hashed as a stream          |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
@@ -232,6 +233,7 @@ pub enum FileKind {
     LdCache,
     Config,
     VersionFile,
+    PackageIndex,
     PackagedFile,
 }
 
@@ -242,7 +244,10 @@ impl FileKind {
     pub fn cap(self) -> u64 {
         match self {
             FileKind::DpkgStatus => 512 * MIB,
-            FileKind::DpkgList | FileKind::DpkgMd5sums | FileKind::LdCache => 128 * MIB,
+            FileKind::DpkgList
+            | FileKind::DpkgMd5sums
+            | FileKind::LdCache
+            | FileKind::PackageIndex => 128 * MIB,
             FileKind::DpkgInfo | FileKind::Marker => 16 * MIB,
             FileKind::StateRecord => MIB,
             FileKind::Config => 4 * MIB,
@@ -263,6 +268,7 @@ impl FileKind {
             FileKind::LdCache => "ld.so cache",
             FileKind::Config => "configuration file",
             FileKind::VersionFile => "version file",
+            FileKind::PackageIndex => "Packages index",
             FileKind::PackagedFile => "packaged file",
         }
     }
