@@ -81,6 +81,10 @@ impl Run {
 
 /// Run `rocm-pin args…` with a stdin pipe that is never closed (so a read of fd 0 would
 /// block), kill it after `TIMEOUT`, and measure its peak RSS with `wait4`.
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4 below, which also reports its peak RSS"
+)]
 fn rocm_pin(args: &[&str]) -> Run {
     let mut child = Command::new(rocm_pin_testkit::rocm_pin_bin!())
         .args(args)

@@ -225,7 +225,7 @@ pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Ve
 
 /// Every path of a file list (`info/<pkg>.list` at `file`) is a clean absolute path, or the
 /// list is refused naming the first that is not: such a path is never used.
-pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> Result<(), Error> {
+pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::Result<()> {
     match paths
         .iter()
         .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))
@@ -236,7 +236,8 @@ pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> Result<(
             file: file.into(),
             value: p.clone(),
             why,
-        }),
+        }
+        .into()),
     }
 }
 
