@@ -614,6 +614,11 @@ mod tests {
     #[test]
     fn md5sums_parser_rejects_garbage() {
         assert!(parse_md5sums("zz  a\n").is_err());
+        for climbing in ["../../etc/hostname", "a/../../b", "a/./b", "/a//b"] {
+            let e = parse_md5sums(&format!("d41d8cd98f00b204e9800998ecf8427e  {climbing}\n"))
+                .unwrap_err();
+            assert!(e.to_string().contains("refused"), "{climbing}: {e}");
+        }
         let m = parse_md5sums("D41D8CD98F00B204E9800998ECF8427E  a/b\n").unwrap();
         assert_eq!(m["/a/b"], "d41d8cd98f00b204e9800998ecf8427e");
     }

@@ -284,4 +284,48 @@ mod tests {
         assert!(parse_status(" leading continuation\n", &[]).is_err());
         assert!(parse_status("Version: 1\n", &[]).is_err());
     }
+
+    #[test]
+    fn package_names_from_a_root_are_policy_names() {
+        for good in [
+            "libc6",
+            "hsa-rocr-pinned",
+            "g++",
+            "libstdc++6:amd64",
+            "x.y-z+1",
+        ] {
+            assert!(is_package_name(good), "{good}");
+        }
+        for bad in [
+            "../../../etc/x",
+            "a",
+            "Libc6",
+            "a/b",
+            "-a",
+            "libc6:",
+            "a\0b",
+            ".x",
+        ] {
+            assert!(!is_package_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_status_file_naming_a_path_as_a_package_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("var/lib/dpkg")).unwrap();
+        std::fs::write(
+            d.path().join("var/lib/dpkg/status"),
+            "Package: ../../../etc/hostname\nStatus: install ok installed\nVersion: 1\n",
+        )
+        .unwrap();
+        let e = read_status(&Root::new(d.path())).unwrap_err();
+        assert!(
+            matches!(
+                crate::error::find(&e),
+                Some(Error::BadRootValue { value, .. }) if value == "../../../etc/hostname"
+            ),
+            "{e:#}"
+        );
+    }
 }
