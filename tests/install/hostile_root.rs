@@ -417,3 +417,18 @@ fn a_local_repository_index_that_is_a_fifo_does_not_hang() {
     let run = verify_json(d.path());
     assert_refused(&run, packages, 1, "local-repo", "a FIFO");
 }
+
+#[test]
+fn an_apt_cache_that_is_a_fifo_does_not_hang_verify() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    // verify copies the root's pkgcache.bin for `apt-cache policy`; the copy reads inside
+    // the root like every other read (an unusable cache is simply not copied).
+    let d = hostile_root();
+    let cache = "/var/cache/apt/pkgcache.bin";
+    std::fs::create_dir_all(host(d.path(), "/var/cache/apt")).unwrap();
+    std::fs::write(host(d.path(), cache), b"").unwrap();
+    replace_with_fifo(d.path(), cache);
+    let run = verify_json(d.path());
+    assert_bounded(&run, cache);
+    assert!(run.code == 0 || run.code == 1, "{}", run.all());
+}

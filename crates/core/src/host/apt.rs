@@ -132,12 +132,16 @@ impl PrivateCache {
     const FILE: &'static str = "pkgcache.bin";
 
     fn of(root: &Root) -> PrivateCache {
+        // Read inside the root, a regular file under its cap: a link to the host's /dev/zero
+        // or a FIFO in an image must not fill the disk or hang verify.
         let copy = || -> std::io::Result<tempfile::TempDir> {
+            let kind = FileKind::AptCache;
+            let (file, _) = root
+                .open_regular("/var/cache/apt/pkgcache.bin", kind)
+                .map_err(std::io::Error::other)?;
             let dir = tempfile::Builder::new().prefix("rocm-pin-apt-").tempdir()?;
-            std::fs::copy(
-                root.host_path("/var/cache/apt/pkgcache.bin"),
-                dir.path().join(Self::FILE),
-            )?;
+            let mut out = std::fs::File::create(dir.path().join(Self::FILE))?;
+            std::io::copy(&mut std::io::Read::take(file, kind.cap()), &mut out)?;
             Ok(dir)
         };
         // No cache to copy (or no room for it): apt builds one in memory, as before.

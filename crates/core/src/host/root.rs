@@ -221,6 +221,7 @@ impl Root {
 /// | `Config`           | 4 MiB   | apt preferences, apt.conf.d, dpkg.cfg.d, ld.so.conf, loader entries |
 /// | `VersionFile`      | 64 KiB  | `<prefix>/.info/version` and similar one-liners     |
 /// | `PackageIndex`     | 128 MiB | a local apt repository's `Packages`                 |
+/// | `AptCache`         | 1 GiB   | `var/cache/apt/pkgcache.bin`, copied for apt-cache  |
 /// | `PackagedFile`     | 64 GiB  | a packaged file that is hashed as a stream          |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
@@ -234,6 +235,7 @@ pub enum FileKind {
     Config,
     VersionFile,
     PackageIndex,
+    AptCache,
     PackagedFile,
 }
 
@@ -252,6 +254,7 @@ impl FileKind {
             FileKind::StateRecord => MIB,
             FileKind::Config => 4 * MIB,
             FileKind::VersionFile => 64 * 1024,
+            FileKind::AptCache => 1024 * MIB,
             FileKind::PackagedFile => 64 * 1024 * MIB,
         }
     }
@@ -269,6 +272,7 @@ impl FileKind {
             FileKind::Config => "configuration file",
             FileKind::VersionFile => "version file",
             FileKind::PackageIndex => "Packages index",
+            FileKind::AptCache => "apt package cache",
             FileKind::PackagedFile => "packaged file",
         }
     }
