@@ -35,14 +35,14 @@ fn gcc_lib(dir: &Path, name: &str, soname: &str, src: &str) -> PathBuf {
     out
 }
 
-struct Built {
+pub(crate) struct Built {
     hsa: PathBuf,
     hsa_stock: PathBuf,
     hip: PathBuf,
     _dir: tempfile::TempDir,
 }
 
-fn build_libs() -> Built {
+pub(crate) fn build_libs() -> Built {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let hsa = gcc_lib(
@@ -71,13 +71,13 @@ fn build_libs() -> Built {
     }
 }
 
-fn md5_hex(p: &Path) -> String {
+pub(crate) fn md5_hex(p: &Path) -> String {
     hex::encode(md5::Md5::digest(std::fs::read(p).unwrap()))
 }
-fn sha_hex(p: &Path) -> String {
+pub(crate) fn sha_hex(p: &Path) -> String {
     hex::encode(sha2::Sha256::digest(std::fs::read(p).unwrap()))
 }
-fn host(root: &Path, p: &str) -> PathBuf {
+pub(crate) fn host(root: &Path, p: &str) -> PathBuf {
     root.join(p.trim_start_matches('/'))
 }
 fn write(root: &Path, p: &str, content: &[u8]) {
@@ -96,7 +96,7 @@ fn ldconfig(root: &Path) {
 }
 
 /// A root as `rocm-pin install` leaves it.
-fn make_root(b: &Built) -> tempfile::TempDir {
+pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
     assert!(
         unsafe { libc::geteuid() } == 0,
         "verify_fake_root needs root (ldconfig -r chroots); CI runs as root"

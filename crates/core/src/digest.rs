@@ -16,6 +16,13 @@ fn file_hex<D: Digest + std::io::Write>(path: &Path) -> anyhow::Result<String> {
     read().with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// The md5 of everything `reader` gives (a file opened inside a root by `Root::open_regular`).
+pub fn md5_reader(mut reader: impl std::io::Read) -> anyhow::Result<String> {
+    let mut hasher = md5::Md5::new();
+    std::io::copy(&mut reader, &mut hasher).context("cannot read the file to hash")?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 pub fn md5_file(path: &Path) -> anyhow::Result<String> {
     file_hex::<md5::Md5>(path)
 }

@@ -84,6 +84,12 @@ pub fn parse_elf(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
 /// Map and parse the file at `path` (follows symlinks). The error names the path.
 pub fn read_elf(path: &Path) -> anyhow::Result<ElfInfo> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    read_elf_file(&file, path)
+}
+
+/// Map and parse an already opened file (opened inside a root by `Root::open_regular`);
+/// `path` names it in errors.
+pub fn read_elf_file(file: &File, path: &Path) -> anyhow::Result<ElfInfo> {
     let meta = file
         .metadata()
         .with_context(|| format!("cannot stat {}", path.display()))?;
@@ -95,7 +101,7 @@ pub fn read_elf(path: &Path) -> anyhow::Result<ElfInfo> {
     }
     // SAFETY: the map is read-only and private; a concurrent writer truncating the file could
     // fault us, which is the same risk every ELF tool (readelf, ld.so) takes.
-    let map = unsafe { memmap2::Mmap::map(&file) }
+    let map = unsafe { memmap2::Mmap::map(file) }
         .with_context(|| format!("cannot map {}", path.display()))?;
     parse_elf(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))
 }

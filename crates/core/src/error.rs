@@ -387,6 +387,20 @@ pub enum Error {
     /// 128+signal).
     #[error("interrupted by signal {signal}; the temporary image root was removed")]
     Interrupted { signal: i32 },
+    /// A file under a root was refused (not a regular file, over its size cap, a magic link)
+    /// or could not be read (exit 2).
+    #[error("{0}")]
+    RootRead(#[from] crate::host::root::RootReadError),
+    /// A value read from a file inside a root (a `Package:` name, an md5sums path, a marker
+    /// key) is not one a sound root can hold, so it is never used as a path (exit 2).
+    #[error("{} (in root {}): {why}: {value:?}; refused", file.display(), root.display())]
+    BadRootValue {
+        root: PathBuf,
+        /// The in-root file the value was read from.
+        file: PathBuf,
+        value: String,
+        why: &'static str,
+    },
 }
 
 /// Why an OpenPGP signing key cannot make signatures that verify now (times in seconds since
@@ -468,7 +482,9 @@ impl Error {
             | Error::SigningKeyUnusable { .. }
             | Error::ImageLimit { .. }
             | Error::ImageDigestMismatch { .. }
-            | Error::Interrupted { .. } => ExitKind::Usage,
+            | Error::Interrupted { .. }
+            | Error::RootRead(_)
+            | Error::BadRootValue { .. } => ExitKind::Usage,
         }
     }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::host::gate;
 use crate::host::rollback::installed_pin;
-use crate::host::root::Root;
+use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;
 use crate::rocm::{self, GateMode};
 
@@ -103,6 +103,14 @@ pub struct HostStatus {
     pub release_hold_missing: Vec<String>,
 }
 
+/// The first line of a version file inside the root (None when it cannot be read safely).
+fn first_line_in(root: &Root, p: &str) -> Option<String> {
+    root.read_to_string(p, FileKind::VersionFile)
+        .ok()
+        .map(|t| t.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// The first line of a host file (`/proc/<pid>/comm`).
 fn first_line(p: &Path) -> Option<String> {
     std::fs::read_to_string(p)
         .ok()
@@ -164,8 +172,8 @@ fn ours_info(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
     let installed_at = ours
         .iter()
         .filter_map(|e| {
-            let list = root.host_path(format!("/var/lib/dpkg/info/{}.list", e.package));
-            let t = std::fs::metadata(list).ok()?.modified().ok()?;
+            let list = format!("/var/lib/dpkg/info/{}.list", e.package);
+            let t = root.metadata(list).ok()?.modified().ok()?;
             t.duration_since(std::time::UNIX_EPOCH)
                 .ok()
                 .map(|d| d.as_secs() as i64)
@@ -223,7 +231,8 @@ fn pin_states(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
         .iter()
         .map(|r| {
             let file = rocm::pin_file_path(&r.package);
-            let pinned = std::fs::read_to_string(root.host_path(&file))
+            let pinned = root
+                .read_to_string(&file, FileKind::Config)
                 .ok()
                 .and_then(|t| crate::host::apt::parse_preferences(&t).ok())
                 .is_some_and(|st| {
@@ -299,7 +308,7 @@ pub fn host_status_with(
 ) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
-        first_line(&root.host_path(format!("{}/{}", p.display(), rocm::VERSION_RELPATH)))
+        first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
     let entries = crate::host::status::read_status(root)?;
     let pin = installed_pin(root)?;
@@ -308,7 +317,7 @@ pub fn host_status_with(
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
     let target_version = target_prefix
         .as_ref()
-        .and_then(|p| first_line(&root.host_path(format!("{p}/{}", rocm::VERSION_RELPATH))));
+        .and_then(|p| first_line_in(root, &format!("{p}/{}", rocm::VERSION_RELPATH)));
     let skip = gate::read_skip_record(root);
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
@@ -367,7 +376,12 @@ pub fn host_status_with(
         verify_ok,
         verify_failed: failed,
         verify_checks: n,
-        stale_processes: stale_mappings(&root.host_path("/proc")),
+        // The root's own /proc (a chroot's bind mount), resolved inside it: a link to the
+        // host's /proc in an image is a loop there, not the host's processes.
+        stale_processes: root
+            .resolve("/proc", Missing::Fail)
+            .map(|r| stale_mappings(&root.host_path(r.path)))
+            .unwrap_or_default(),
         in_place,
         ours: marker.as_ref().map(|m| ours_info(root, &ours, m)),
         stock: stock_states(&entries, marker.as_ref()),
@@ -378,11 +392,10 @@ pub fn host_status_with(
         upgrades: marker
             .as_ref()
             .map(|m| crate::host::upgrades::available(root, &ours, m)),
-        guard: root.host_path(crate::host::install::guard_path()).exists(),
+        guard: root.exists(crate::host::install::guard_path()),
         guard_path: crate::host::install::guard_path().display().to_string(),
         local_repo: root
-            .host_path(&local_repo)
-            .exists()
+            .exists(&local_repo)
             .then(|| local_repo.display().to_string()),
         release_hold,
         release_hold_missing,

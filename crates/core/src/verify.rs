@@ -14,7 +14,7 @@ use md5::Digest as _;
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
-use crate::host::root::Root;
+use crate::host::root::{unclean_in_root_path, FileKind, Root};
 use crate::host::status::{self, StatusEntry};
 use crate::rocm::{self, Half};
 
@@ -163,9 +163,12 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         skipped: None,
         checks: Vec::new(),
     };
-    let skip = root.host_path(skip_record_path());
-    if skip.exists() {
-        let reason = std::fs::read_to_string(&skip).unwrap_or_default();
+    // The skip record is read inside the root, a regular file under its cap, or it is an
+    // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
+    if let Some(reason) = root
+        .read_optional(skip_record_path(), FileKind::StateRecord)
+        .map_err(crate::error::Error::from)?
+    {
         report.skipped = Some(reason.trim().to_string());
         return Ok(report);
     }
@@ -261,9 +264,11 @@ fn read_marker(
             );
             None
         }
-        Some(p) => match std::fs::read(root.host_path(p))
+        Some(p) => match root
+            .read_file(p, FileKind::Marker)
             .map_err(anyhow::Error::from)
             .and_then(|b| serde_json::from_slice::<rocm::Marker>(&b).map_err(Into::into))
+            .and_then(|m| unclean_marker_path(&m).map_or(Ok(m), Err))
         {
             Ok(m) => {
                 c.add("marker", p, true, marker_summary(&m));
@@ -452,8 +457,8 @@ fn check_pin_files(
 ) {
     for r in &marker.replaced {
         let pin = rocm::pin_file_path(&r.package);
-        let host = root.host_path(&pin);
-        let res = std::fs::read_to_string(&host)
+        let res = root
+            .read_to_string(&pin, FileKind::Config)
             .map_err(anyhow::Error::from)
             .and_then(|t| apt::parse_preferences(&t));
         match res {
@@ -553,8 +558,10 @@ fn check_pins_effective(
 }
 
 /// md5 (and sha256 when `want_sha` ) of a file, read once.
-fn hash_file(path: &Path, want_sha: bool) -> std::io::Result<(String, Option<String>, u64)> {
-    let mut f = std::fs::File::open(path)?;
+fn hash_file(
+    mut f: std::fs::File,
+    want_sha: bool,
+) -> std::io::Result<(String, Option<String>, u64)> {
     let mut md5 = md5::Md5::new();
     let mut sha = want_sha.then(sha2::Sha256::new);
     let mut buf = vec![0u8; 1 << 18];
@@ -685,8 +692,7 @@ fn check_file(
     sha_expected: Option<&String>,
     c: &mut Checks,
 ) -> FileCheck {
-    let host = root.host_path(path);
-    let meta = std::fs::symlink_metadata(&host);
+    let meta = root.symlink_metadata(path);
     if filters.is_excluded(path) && meta.is_err() {
         return FileCheck::Excluded;
     }
@@ -708,7 +714,11 @@ fn check_file(
         }
         Ok(_) => {}
     }
-    let (got_md5, got_sha, size) = match hash_file(&host, sha_expected.is_some()) {
+    let hashed = root
+        .open_regular(path, FileKind::PackagedFile)
+        .map_err(|e| e.to_string())
+        .and_then(|(f, _)| hash_file(f, sha_expected.is_some()).map_err(|e| e.to_string()));
+    let (got_md5, got_sha, size) = match hashed {
         Err(e) => {
             fail(c, format!("cannot read: {e}"));
             return FileCheck::Unreadable;
@@ -740,9 +750,27 @@ fn check_file(
 }
 
 fn identity(root: &Root, path: &str) -> Option<(u64, u64)> {
-    std::fs::metadata(root.host_path(path))
-        .ok()
-        .map(|m| (m.dev(), m.ino()))
+    root.metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// An ELF file inside the root, opened without leaving it.
+fn read_elf_in_root(root: &Root, path: &str) -> anyhow::Result<crate::elf::ElfInfo> {
+    let (file, _) = root.open_regular(path, FileKind::PackagedFile)?;
+    crate::elf::read_elf_file(&file, Path::new(path))
+}
+
+/// The first path in the marker (a library, an alias, a `files` key) that is not a clean
+/// absolute in-root path, as the error that fails the marker check.
+fn unclean_marker_path(m: &rocm::Marker) -> Option<anyhow::Error> {
+    let paths = m
+        .libraries
+        .iter()
+        .flat_map(|l| std::iter::once(&l.path).chain(&l.aliases))
+        .chain(m.files.keys());
+    paths.into_iter().find_map(|p| {
+        unclean_in_root_path(p)
+            .map(|why| anyhow::anyhow!("{why}: {p:?} in the marker; refused (a hostile marker)"))
+    })
 }
 
 /// The marker line of the report: commit, flavor, and the patch series when there is one.
@@ -845,7 +873,8 @@ fn check_libraries(
 fn check_aliases(root: &Root, lib: &rocm::MarkerLibrary, real: Option<(u64, u64)>, c: &mut Checks) {
     for a in &lib.aliases {
         let ok = real.is_some() && identity(root, a) == real;
-        let same_path = std::fs::symlink_metadata(root.host_path(a))
+        let same_path = root
+            .symlink_metadata(a)
             .map(|m| !m.file_type().is_symlink())
             .unwrap_or(false);
         c.add(
@@ -882,10 +911,10 @@ fn check_soname_link(
         Err(e) => return c.add("sonames", &link, false, format!("{e:#}")),
         Ok(target) => target,
     };
-    let meta = std::fs::metadata(root.host_path(&target));
+    let meta = root.metadata(&target);
     let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
     let same = identity(root, &target) == real && real.is_some();
-    let elf_soname = crate::elf::read_elf(&root.host_path(&target))
+    let elf_soname = read_elf_in_root(root, &target)
         .map(|i| i.soname)
         .map_err(|e| format!("{e:#}"));
     let (ok, detail) = if size == 0 {
@@ -928,7 +957,7 @@ fn check_backport_symbol(
     if rocm::family_of(&file_name).is_none_or(|f| f.half != rocm::Half::Hsa) {
         return;
     }
-    let res = crate::elf::read_elf(&opts.root.host_path(&lib.path));
+    let res = read_elf_in_root(&opts.root, &lib.path);
     let (ok, detail) = match res {
         Ok(info) => match info.export(rocm::BACKPORT_SYMBOL) {
             Some(s) => (
@@ -1003,7 +1032,9 @@ fn check_symlinks_resolve(root: &Root, lists: &BTreeMap<String, Vec<String>>, c:
     for list in lists.values() {
         for p in list {
             let host = root.host_path(p);
-            if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
+            if unclean_in_root_path(p).is_none()
+                && std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink())
+            {
                 links += 1;
                 if let Err(e) = root.canonical(p) {
                     dangling.push(format!("{e:#}"));
@@ -1054,13 +1085,14 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
 /// versions of our packages, be signed and not be writable by group or others.
 fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
     let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
-    let repo = root.host_path(&repo_in_root);
-    if !repo.exists() {
+    // Resolved inside the root: the walk below then starts at the root's own directory.
+    let Ok(resolved) = root.resolve(&repo_in_root, crate::host::root::Missing::Fail) else {
         return;
-    }
+    };
+    let repo = root.host_path(&resolved.path);
     let subject = repo_in_root.display().to_string();
     let mut problems = Vec::new();
-    match std::fs::read_to_string(repo.join("Packages")) {
+    match root.read_to_string(repo_in_root.join("Packages"), FileKind::PackageIndex) {
         Err(e) => problems.push(format!("Packages unreadable: {e}")),
         Ok(text) => match status::parse_status(&text, &[]) {
             Err(e) => problems.push(format!("Packages is malformed: {e:#}")),
@@ -1076,7 +1108,7 @@ fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
             }
         },
     }
-    match std::fs::read_to_string(repo.join("Release")) {
+    match root.read_to_string(repo_in_root.join("Release"), FileKind::Config) {
         Err(e) => problems.push(format!("Release unreadable: {e}")),
         Ok(t) => {
             if !t.lines().any(|l| l.trim() == "Origin: rocm-pin") {
@@ -1084,7 +1116,9 @@ fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
             }
         }
     }
-    if !repo.join("InRelease").exists() && !repo.join("Release.gpg").exists() {
+    if !root.exists(repo_in_root.join("InRelease"))
+        && !root.exists(repo_in_root.join("Release.gpg"))
+    {
         problems.push("not signed (no InRelease or Release.gpg)".into());
     }
     for entry in walkdir::WalkDir::new(&repo)

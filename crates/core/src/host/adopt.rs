@@ -13,7 +13,7 @@ use anyhow::Context;
 
 use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
-use super::root::Root;
+use super::root::{FileKind, Root};
 use super::status;
 use crate::error::{usage, ExitError, ExitKind};
 use crate::package::{self, PackageRequest, StagingInput, StockInput};
@@ -317,7 +317,9 @@ fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<
             continue;
         }
         if rel == rocm::INPLACE_COMMIT_RELPATH {
-            let text = std::fs::read_to_string(&from).unwrap_or_default();
+            let text = root
+                .read_to_string(format!("{prefix}/{rel}"), FileKind::StateRecord)
+                .unwrap_or_default();
             let found = text
                 .lines()
                 .next()
@@ -454,10 +456,11 @@ fn make_staging(
             anyhow::bail!("the soname link {soname} of {} is missing", l.path);
         }
     }
-    let marker = root.host_path(format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH));
+    let marker = format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH);
     // The commit's own time is not on the host; the marker's mtime (when the patch was
     // applied) orders the package version instead.
-    let commit_time = std::fs::metadata(&marker)
+    let commit_time = root
+        .metadata(&marker)
         .ok()
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

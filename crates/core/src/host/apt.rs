@@ -4,7 +4,7 @@
 //! changed. The few apt outputs parsed here are the stable machine-ish ones: `apt-cache policy`
 //! in the C locale and the `Inst`/`Remv` lines of `apt-get -s`.
 
-use crate::host::root::Root;
+use crate::host::root::{FileKind, Root};
 use std::process::{Command, Output};
 
 use anyhow::Context;
@@ -132,12 +132,16 @@ impl PrivateCache {
     const FILE: &'static str = "pkgcache.bin";
 
     fn of(root: &Root) -> PrivateCache {
+        // Read inside the root, a regular file under its cap: a link to the host's /dev/zero
+        // or a FIFO in an image must not fill the disk or hang verify.
         let copy = || -> std::io::Result<tempfile::TempDir> {
+            let kind = FileKind::AptCache;
+            let (file, _) = root
+                .open_regular("/var/cache/apt/pkgcache.bin", kind)
+                .map_err(std::io::Error::other)?;
             let dir = tempfile::Builder::new().prefix("rocm-pin-apt-").tempdir()?;
-            std::fs::copy(
-                root.host_path("/var/cache/apt/pkgcache.bin"),
-                dir.path().join(Self::FILE),
-            )?;
+            let mut out = std::fs::File::create(dir.path().join(Self::FILE))?;
+            std::io::copy(&mut std::io::Read::take(file, kind.cap()), &mut out)?;
             Ok(dir)
         };
         // No cache to copy (or no room for it): apt builds one in memory, as before.
@@ -224,27 +228,28 @@ pub enum Solver {
 /// (the last setting wins; None when unset). Read from the files, not `apt-config`, so it works
 /// on any root (apt reads its configuration before `-o Dir=` takes effect).
 pub fn configured_solver(root: &Root) -> Option<String> {
-    let etc = root.host_path("etc/apt");
     let mut files = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(etc.join("apt.conf.d")) {
-        let mut parts: Vec<_> = dir
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                    // apt's rule: only [A-Za-z0-9_.-], no extension or `.conf`.
+    if let Ok(names) = root.read_dir_names(
+        "/etc/apt/apt.conf.d",
+        crate::host::dpkgdb::MAX_CONFIG_DIR_ENTRIES,
+    ) {
+        // apt's rule: only [A-Za-z0-9_.-], no extension or `.conf` (names come sorted).
+        files.extend(
+            names
+                .into_iter()
+                .filter(|n| {
                     n.chars()
                         .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
                         && (!n.contains('.') || n.ends_with(".conf"))
                 })
-            })
-            .collect();
-        parts.sort();
-        files.extend(parts);
+                .map(|n| format!("/etc/apt/apt.conf.d/{n}")),
+        );
     }
-    files.push(etc.join("apt.conf"));
+    files.push("/etc/apt/apt.conf".to_string());
     let mut solver = None;
     for f in files {
-        if let Ok(text) = std::fs::read_to_string(&f) {
+        // Read inside the root, regular files under the cap only; anything else sets nothing.
+        if let Ok(text) = root.read_to_string(&f, FileKind::Config) {
             for (key, value) in parse_apt_conf(&text) {
                 if key.eq_ignore_ascii_case("APT::Solver") {
                     solver = Some(value);

@@ -3,7 +3,8 @@
 //! scripts, and the files themselves as seen inside that root.
 //!
 //! Nothing here writes. Paths handed in and out are absolute paths *inside* the root
-//! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`); [`Root::host_path`] maps one onto the host.
+//! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`), and every read goes through [`Root::read_file`],
+//! so a hostile root cannot point a read outside itself or make it unbounded.
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -14,10 +15,14 @@ use anyhow::{anyhow, Context};
 use crate::deb::Paragraph;
 use crate::host::excludes::{fnmatch, PathFilters};
 use crate::host::loader;
-use crate::host::root::{Missing, Root};
+use crate::host::root::{FileKind, Missing, Root};
+use crate::host::status::{bad_package_name, check_listed_paths, is_package_name};
 
-/// dpkg's administrative directory, relative to the root.
-pub const ADMIN_DIR: &str = "var/lib/dpkg";
+/// The most entries read from one configuration directory (`ld.so.conf.d`, …) of a root.
+pub const MAX_CONFIG_DIR_ENTRIES: usize = 10_000;
+
+/// dpkg's administrative directory, inside the root.
+pub const ADMIN_DIR: &str = "/var/lib/dpkg";
 
 /// One package paragraph of the status file.
 #[derive(Debug, Clone)]
@@ -69,6 +74,7 @@ pub const MAINTAINER_SCRIPTS: &[&str] = &["preinst", "postinst", "prerm", "postr
 /// The dpkg database under one root.
 pub struct DpkgDb {
     root: Root,
+    /// The admin directory, inside the root.
     admin: PathBuf,
     packages: Vec<InstalledPackage>,
     by_name: HashMap<String, Vec<usize>>,
@@ -90,21 +96,22 @@ impl std::fmt::Debug for DpkgDb {
 impl DpkgDb {
     /// Open the database at `<root>/var/lib/dpkg`. Reads the status file once.
     pub fn open(root: &Root) -> anyhow::Result<Self> {
-        let admin = root.host_path(ADMIN_DIR);
-        Self::open_admin_dir(root, &admin)
+        Self::open_admin_dir(root, Path::new(ADMIN_DIR))
     }
 
-    /// Open with an explicit admin directory (dpkg's `--admindir`).
+    /// Open with an explicit admin directory (dpkg's `--admindir`), inside the root.
     pub fn open_admin_dir(root: &Root, admin: &Path) -> anyhow::Result<Self> {
         let root = root.clone();
         let status_path = admin.join("status");
-        let text = std::fs::read_to_string(&status_path).with_context(|| {
-            format!(
-                "cannot read the dpkg status file {} (is {} a Debian system root?)",
-                status_path.display(),
-                root.path().display()
-            )
-        })?;
+        let text = root
+            .read_to_string(&status_path, FileKind::DpkgStatus)
+            .map_err(crate::error::Error::from)
+            .with_context(|| {
+                format!(
+                    "cannot read the dpkg status file (is {} a Debian system root?)",
+                    root.path().display()
+                )
+            })?;
         let paragraphs =
             Paragraph::parse_many(&text).map_err(|e| anyhow!("{}: {e}", status_path.display()))?;
         let mut packages = Vec::with_capacity(paragraphs.len());
@@ -113,6 +120,10 @@ impl DpkgDb {
             let Some(name) = p.get("Package").map(str::to_string) else {
                 continue;
             };
+            if !is_package_name(&name) {
+                let file = status_path.display().to_string();
+                return Err(bad_package_name(&root, &file, &name).into());
+            }
             let status = p.get("Status").unwrap_or("");
             let mut words = status.split_whitespace();
             let want = words.next().unwrap_or("").to_string();
@@ -175,6 +186,9 @@ impl DpkgDb {
     /// The path of `info/<pkg>.<ext>`, honouring the `<pkg>:<arch>.<ext>` naming dpkg uses for
     /// `Multi-Arch: same` packages. None when neither exists.
     pub fn info_file(&self, name: &str, ext: &str) -> Option<PathBuf> {
+        if !is_package_name(name) {
+            return None;
+        }
         let (bare, arch) = split_arch(name);
         let info = self.admin.join("info");
         let mut candidates = vec![];
@@ -185,9 +199,7 @@ impl DpkgDb {
         if let Some(p) = self.package(name) {
             candidates.push(info.join(format!("{bare}:{}.{ext}", p.architecture)));
         }
-        candidates
-            .into_iter()
-            .find(|p| std::fs::symlink_metadata(p).is_ok())
+        candidates.into_iter().find(|p| self.root.exists(p))
     }
 
     /// Every path the package owns (`info/<pkg>.list`: directories included, `/.` dropped),
@@ -196,13 +208,17 @@ impl DpkgDb {
         let list = self
             .info_file(name, "list")
             .ok_or_else(|| anyhow!("dpkg database {}: no file list for package {name} (info/{name}.list is missing; is it installed?)", self.admin.display()))?;
-        let text = std::fs::read_to_string(&list)
-            .with_context(|| format!("cannot read {}", list.display()))?;
-        Ok(text
+        let text = self
+            .root
+            .read_to_string(&list, FileKind::DpkgList)
+            .map_err(crate::error::Error::from)?;
+        let paths: Vec<String> = text
             .lines()
             .filter(|l| !l.is_empty() && *l != "/.")
             .map(str::to_string)
-            .collect())
+            .collect();
+        check_listed_paths(&self.root, &list.display().to_string(), &paths)?;
+        Ok(paths)
     }
 
     /// `info/<pkg>.md5sums` as absolute path → md5 hex. Empty when the package has none (dpkg
@@ -211,8 +227,10 @@ impl DpkgDb {
         let Some(path) = self.info_file(name, "md5sums") else {
             return Ok(BTreeMap::new());
         };
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = self
+            .root
+            .read_to_string(&path, FileKind::DpkgMd5sums)
+            .map_err(crate::error::Error::from)?;
         parse_md5sums(&text).with_context(|| format!("{}", path.display()))
     }
 
@@ -229,9 +247,11 @@ impl DpkgDb {
     pub fn maintainer_script(&self, name: &str, script: &str) -> anyhow::Result<Option<Vec<u8>>> {
         match self.info_file(name, script) {
             None => Ok(None),
-            Some(p) => std::fs::read(&p)
+            Some(p) => self
+                .root
+                .read_file(&p, FileKind::DpkgInfo)
                 .map(Some)
-                .with_context(|| format!("cannot read {}", p.display())),
+                .map_err(|e| crate::error::Error::from(e).into()),
         }
     }
 
@@ -352,7 +372,7 @@ impl DpkgDb {
         if depth > 4 {
             return;
         }
-        let Ok(text) = std::fs::read_to_string(self.root.host_path(file)) else {
+        let Ok(text) = self.root.read_to_string(file, FileKind::Config) else {
             return;
         };
         for line in text.lines() {
@@ -371,10 +391,12 @@ impl DpkgDb {
                     Some((d, f)) => (if d.is_empty() { "/" } else { d }, f),
                     None => continue,
                 };
-                let mut matched: Vec<String> = std::fs::read_dir(self.root.host_path(dir))
-                    .map(|rd| {
-                        rd.filter_map(|e| e.ok())
-                            .filter_map(|e| e.file_name().into_string().ok())
+                let mut matched: Vec<String> = self
+                    .root
+                    .read_dir_names(dir, MAX_CONFIG_DIR_ENTRIES)
+                    .map(|names| {
+                        names
+                            .into_iter()
                             .filter(|n| fnmatch(file_glob, n))
                             .map(|n| format!("{}/{n}", dir.trim_end_matches('/')))
                             .collect()
@@ -403,8 +425,7 @@ impl DpkgDb {
     ) -> anyhow::Result<Option<(String, Vec<String>)>> {
         for d in dirs {
             let candidate = format!("{}/{soname}", d.trim_end_matches('/'));
-            let host = self.root.host_path(self.resolve(&candidate));
-            if std::fs::metadata(&host).is_err() {
+            if self.root.metadata(&candidate).is_err() {
                 continue;
             }
             let owners = self.owner_of_resolved(&candidate)?;
@@ -439,6 +460,10 @@ pub fn parse_md5sums(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
             anyhow::bail!("line {}: not `<md5>  <path>`: {line:?}", n + 1);
         }
         let abs = format!("/{}", path.trim_start_matches("./").trim_start_matches('/'));
+        // A path from inside a root is never used before it is known to stay in it.
+        if let Some(why) = crate::host::root::unclean_in_root_path(&abs) {
+            anyhow::bail!("line {}: {why}: {path:?}; refused", n + 1);
+        }
         out.insert(abs, sum.to_ascii_lowercase());
     }
     Ok(out)
@@ -589,6 +614,11 @@ mod tests {
     #[test]
     fn md5sums_parser_rejects_garbage() {
         assert!(parse_md5sums("zz  a\n").is_err());
+        for climbing in ["../../etc/hostname", "a/../../b", "a/./b", "/a//b"] {
+            let e = parse_md5sums(&format!("d41d8cd98f00b204e9800998ecf8427e  {climbing}\n"))
+                .unwrap_err();
+            assert!(e.to_string().contains("refused"), "{climbing}: {e}");
+        }
         let m = parse_md5sums("D41D8CD98F00B204E9800998ECF8427E  a/b\n").unwrap();
         assert_eq!(m["/a/b"], "d41d8cd98f00b204e9800998ecf8427e");
     }

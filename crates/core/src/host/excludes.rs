@@ -5,7 +5,9 @@
 //! read them: the last filter matching a path decides (`filter_should_skip()` in dpkg's
 //! src/main/filters.c), with `fnmatch(pattern, path, 0)` — so `*` also matches `/`.
 
-use crate::host::root::Root;
+use crate::host::dpkgdb::MAX_CONFIG_DIR_ENTRIES;
+use crate::host::root::{FileKind, Root};
+use anyhow::Context;
 use std::ffi::CString;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,28 +25,27 @@ impl PathFilters {
     /// Read the filters under `root` (missing files mean no filters).
     pub fn load(root: &Root) -> anyhow::Result<PathFilters> {
         let mut texts = Vec::new();
-        let main = root.host_path("etc/dpkg/dpkg.cfg");
-        if let Ok(t) = std::fs::read_to_string(&main) {
+        if let Ok(t) = root.read_to_string("/etc/dpkg/dpkg.cfg", FileKind::Config) {
             texts.push(t);
         }
-        let dir = root.host_path("etc/dpkg/dpkg.cfg.d");
-        if let Ok(rd) = std::fs::read_dir(&dir) {
-            let mut names: Vec<_> = rd
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
+        let dir = "/etc/dpkg/dpkg.cfg.d";
+        if let Ok(names) = root.read_dir_names(dir, MAX_CONFIG_DIR_ENTRIES) {
+            let names: Vec<_> = names
+                .into_iter()
                 .filter(|n| {
                     !n.is_empty()
                         && n.bytes()
                             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
                 })
                 .collect();
-            names.sort();
             for n in names {
-                let p = dir.join(&n);
-                if p.is_file() {
-                    let t = std::fs::read_to_string(&p).map_err(|e| {
-                        anyhow::anyhow!("cannot read dpkg configuration {}: {e}", p.display())
-                    })?;
+                // dpkg reads regular files only (run-parts names); anything else is skipped.
+                let p = format!("{dir}/{n}");
+                if root.metadata(&p).is_ok_and(|m| m.is_file()) {
+                    let t = root
+                        .read_to_string(&p, FileKind::Config)
+                        .map_err(crate::error::Error::from)
+                        .context("cannot read dpkg configuration")?;
                     texts.push(t);
                 }
             }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::root::Root;
+use super::root::{FileKind, Root};
 use crate::error::Error;
 use crate::rocm::{self, GateMode};
 
@@ -95,7 +95,10 @@ fn version_file(target_prefix: &str) -> String {
 
 pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
     let version_file = version_file(target_prefix);
-    let found = std::fs::read_to_string(root.host_path(&version_file))
+    // Unreadable (absent, not a regular file, over its cap) reads as no version found: the
+    // gate then refuses or skips, never installs.
+    let found = root
+        .read_to_string(&version_file, FileKind::VersionFile)
         .ok()
         .map(|t| t.lines().next().unwrap_or("").trim().to_string());
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
@@ -147,7 +150,7 @@ pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
 }
 
 pub fn read_skip_record(root: &Root) -> Option<String> {
-    std::fs::read_to_string(root.host_path(skip_record_path()))
+    root.read_to_string(skip_record_path(), FileKind::StateRecord)
         .ok()
         .map(|s| s.trim().to_string())
 }

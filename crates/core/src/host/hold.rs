@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::root::Root;
+use super::root::{FileKind, Root};
 use super::status;
 
 pub fn hold_path() -> PathBuf {
@@ -98,7 +98,7 @@ pub fn remove(root: &Root) -> anyhow::Result<bool> {
 
 /// The packages the hold file names (for `status`).
 pub fn read(root: &Root) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(root.host_path(hold_path())) else {
+    let Ok(text) = root.read_to_string(hold_path(), FileKind::Config) else {
         return Vec::new();
     };
     super::apt::parse_preferences(&text)

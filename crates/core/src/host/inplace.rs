@@ -10,9 +10,12 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::root::Root;
+use super::root::{FileKind, Root};
 use super::status::{self, StatusEntry};
 use crate::rocm;
+
+/// The most entries read from a ROCm lib directory of a root (a real one has a few hundred).
+const MAX_LIB_DIR_ENTRIES: usize = 100_000;
 
 /// A dpkg-owned file whose content no longer matches dpkg's md5sums.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -194,13 +197,26 @@ impl InPlacePatch {
 }
 
 fn read_marker(root: &Root, prefix: &str, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.host_path(format!("{prefix}/{rel}"))).ok()
+    root.read_to_string(format!("{prefix}/{rel}"), FileKind::StateRecord)
+        .ok()
 }
 
-fn md5_of(path: &Path) -> Option<String> {
+/// The md5 of the regular file `path` names inside the root, streamed (None: not readable
+/// safely, reported as "missing").
+fn md5_of(root: &Root, path: &str) -> Option<String> {
     use md5::Digest as _;
-    let bytes = std::fs::read(path).ok()?;
-    Some(hex::encode(md5::Md5::digest(&bytes)))
+    use std::io::Read as _;
+    let (mut file, _) = root.open_regular(path, FileKind::PackagedFile).ok()?;
+    let mut md5 = md5::Md5::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        md5.update(&buf[..n]);
+    }
+    Some(hex::encode(md5.finalize()))
 }
 
 /// The stock runtime packages installed for `prefix`, with their md5sums of runtime files.
@@ -249,14 +265,13 @@ pub fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
     let mut differing = Vec::new();
     for (e, files) in &stock {
         for (path, want) in files {
-            let host = root.host_path(path);
             // Absent by dpkg's path-exclude is how dpkg installed it, not a patch.
-            if std::fs::symlink_metadata(&host).is_err()
+            if root.symlink_metadata(path).is_err()
                 && filters.as_ref().is_some_and(|f| f.is_excluded(path))
             {
                 continue;
             }
-            let got = md5_of(&host).unwrap_or_else(|| "missing".to_string());
+            let got = md5_of(root, path).unwrap_or_else(|| "missing".to_string());
             if &got != want {
                 differing.push(DifferingFile {
                     path: path.clone(),
@@ -307,14 +322,14 @@ pub fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
 /// file in the same lib directory, same inode, not one of the stock names.
 fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
     let lib_dir = format!("{}/lib", patch.prefix);
-    let host_lib = root.host_path(&lib_dir);
-    let mut entries: Vec<(String, std::fs::Metadata)> = std::fs::read_dir(&host_lib)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
+    let mut entries: Vec<(String, std::fs::Metadata)> = root
+        .read_dir_names(&lib_dir, MAX_LIB_DIR_ENTRIES)
+        .map(|names| {
+            names
+                .into_iter()
+                .filter_map(|name| {
                     rocm::family_of(&name)?;
-                    let m = std::fs::symlink_metadata(e.path()).ok()?;
+                    let m = root.symlink_metadata(format!("{lib_dir}/{name}")).ok()?;
                     Some((name, m))
                 })
                 .collect()
@@ -325,7 +340,7 @@ fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
     // inode -> differing stock paths
     let mut by_inode: BTreeMap<(u64, u64), Vec<String>> = BTreeMap::new();
     for d in &patch.differing {
-        if let Ok(m) = std::fs::symlink_metadata(root.host_path(&d.path)) {
+        if let Ok(m) = root.symlink_metadata(&d.path) {
             if m.is_file() {
                 by_inode
                     .entry((m.dev(), m.ino()))
@@ -347,9 +362,11 @@ fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let family = rocm::family_of(&name);
-        let host = root.host_path(&real);
-        let size = std::fs::metadata(&host).map(|m| m.len()).unwrap_or(0);
-        let elf = crate::elf::read_elf(&host).ok();
+        let size = root.metadata(&real).map(|m| m.len()).unwrap_or(0);
+        let elf = root
+            .open_regular(&real, FileKind::PackagedFile)
+            .ok()
+            .and_then(|(f, _)| crate::elf::read_elf_file(&f, Path::new(&real)).ok());
         let links = entries
             .iter()
             .filter(|(_, m)| m.file_type().is_symlink())

@@ -6,7 +6,7 @@
 //! The cache file is read directly (`ldcache`), through `ldconfig -p` (read-only; `-C` names
 //! the cache of another root) when it holds what that reader leaves to ldconfig.
 
-use crate::host::root::Root;
+use crate::host::root::{FileKind, Root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -64,22 +64,35 @@ fn flags_are_native(flags: &str) -> bool {
     }
 }
 
+/// The ld.so cache, inside a root.
+pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+
 /// Read the ld.so cache of `root` (read-only): the file itself when `ldcache` understands
-/// all of it, else `ldconfig -p`. Err when ldconfig cannot read it either.
+/// all of it, else `ldconfig -p` on those same bytes. The file is read inside the root (a
+/// regular file under its cap, or an error naming it), and `ldconfig` is only ever given a
+/// private copy of what was read: it follows symlinks on the host and would block on a FIFO,
+/// and without `-C` it answers with the host's own cache.
 pub fn read_cache(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
-    if let Some(entries) = std::fs::read(root.host_path("/etc/ld.so.cache"))
-        .ok()
-        .and_then(|bytes| super::ldcache::parse(&bytes))
-    {
+    let bytes = match root.read_file(LD_SO_CACHE, FileKind::LdCache) {
+        Ok(bytes) => bytes,
+        // No cache at all on the live system: ldconfig -p says what the loader will do.
+        Err(e) if e.is_missing() && root.is_system() => return ldconfig_p(None),
+        Err(e) => return Err(crate::error::Error::from(e).into()),
+    };
+    if let Some(entries) = super::ldcache::parse(&bytes) {
         return Ok(entries);
     }
-    ldconfig_p(root)
+    let copy = tempfile::NamedTempFile::new().context("cannot make a temporary file")?;
+    std::fs::write(copy.path(), &bytes)
+        .with_context(|| format!("cannot write {}", copy.path().display()))?;
+    ldconfig_p(Some(copy.path()))
 }
 
-fn ldconfig_p(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
+/// `ldconfig -p`, of the cache file `cache` when given (never the host's cache for a root).
+fn ldconfig_p(cache: Option<&Path>) -> anyhow::Result<Vec<CacheEntry>> {
     let mut cmd = Command::new(ldconfig_binary());
-    if !root.is_system() {
-        cmd.arg("-C").arg(root.host_path("etc/ld.so.cache"));
+    if let Some(cache) = cache {
+        cmd.arg("-C").arg(cache);
     }
     cmd.arg("-p");
     let out = cmd
@@ -154,7 +167,7 @@ pub fn resolve(
     if let Some(lp) = ld_library_path {
         for dir in lp.split([':', ';']).filter(|d| !d.is_empty()) {
             let p = format!("{}/{soname}", dir.trim_end_matches('/'));
-            if root.host_path(&p).exists() {
+            if root.exists(&p) {
                 candidates.push((p, Via::LdLibraryPath));
             }
         }
@@ -175,7 +188,7 @@ pub fn resolve(
     }
     for dir in default_dirs() {
         let p = format!("{dir}/{soname}");
-        if root.host_path(&p).exists() {
+        if root.exists(&p) {
             candidates.push((p, Via::DefaultDir));
         }
     }
@@ -183,9 +196,9 @@ pub fn resolve(
     let mut winner = None;
     let mut others = Vec::new();
     for (p, via) in candidates {
-        if winner.is_none() && root.host_path(&p).exists() {
+        if winner.is_none() && root.exists(&p) {
             winner = Some((p, via));
-        } else if root.host_path(&p).exists()
+        } else if root.exists(&p)
             && winner.as_ref().is_none_or(|(w, _)| w != &p)
             && !others.contains(&p)
         {
@@ -193,10 +206,7 @@ pub fn resolve(
         }
     }
     for p in losing_cache_entries {
-        if root.host_path(&p).exists()
-            && winner.as_ref().is_none_or(|(w, _)| w != &p)
-            && !others.contains(&p)
-        {
+        if root.exists(&p) && winner.as_ref().is_none_or(|(w, _)| w != &p) && !others.contains(&p) {
             others.push(p);
         }
     }
@@ -215,9 +225,9 @@ pub fn loader_entry_content(lib_dir: &str) -> String {
 
 /// Does the loader entry at `entry` (in-root path) list `lib_dir`?
 pub fn loader_entry_lists(root: &Root, entry: &Path, lib_dir: &str) -> anyhow::Result<bool> {
-    let p = root.host_path(entry);
-    let text =
-        std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let text = root
+        .read_to_string(entry, FileKind::Config)
+        .map_err(crate::error::Error::from)?;
     Ok(text
         .lines()
         .map(str::trim)

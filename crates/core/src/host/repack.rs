@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::excludes::PathFilters;
-use super::root::Root;
+use super::root::{FileKind, Root};
 use super::status::{self, StatusEntry};
 use crate::deb::control::Paragraph;
 
@@ -35,14 +35,13 @@ pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
     let sums = status::package_md5sums(root, &pkg.package, &pkg.architecture)?
         .with_context(|| format!("dpkg has no md5sums for {}", pkg.package))?;
     for (path, want) in sums {
-        let host = root.host_path(&path);
-        if !host.exists() {
-            if filters.is_excluded(&path) {
-                continue;
-            }
-            anyhow::bail!("{path} of {} is missing", pkg.package);
-        }
-        let got = crate::digest::md5_file(&host)?;
+        let (file, _) = match root.open_regular(&path, FileKind::PackagedFile) {
+            Err(e) if e.is_missing() && filters.is_excluded(&path) => continue,
+            Err(e) if e.is_missing() => anyhow::bail!("{path} of {} is missing", pkg.package),
+            Err(e) => return Err(crate::error::Error::from(e).into()),
+            Ok(opened) => opened,
+        };
+        let got = crate::digest::md5_reader(file)?;
         if got != want {
             anyhow::bail!(
                 "{path} no longer matches dpkg's md5sum for {} ({got} ≠ {want}): the stock files were changed in place, so a rebuilt package would not be stock",
@@ -53,10 +52,21 @@ pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An `info/` file's bytes, None when it does not exist.
+fn read_info_file(root: &Root, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    match root.read_file(path, FileKind::DpkgInfo) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(crate::error::Error::from(e).into()),
+    }
+}
+
 pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()> {
     check_unmodified(root, pkg)?;
     let filters = PathFilters::load(root)?;
-    let status_text = std::fs::read_to_string(status::status_path(root))?;
+    let status_text = root
+        .read_to_string(status::STATUS_FILE, FileKind::DpkgStatus)
+        .map_err(crate::error::Error::from)?;
     let paras = Paragraph::parse_many(&status_text).context("parsing the dpkg status")?;
     let para = paras
         .into_iter()
@@ -88,13 +98,17 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
         if path == "/." || path == "/" {
             continue;
         }
-        let host = root.host_path(&path);
+        let host = root
+            .host_path_of_entry(&path)
+            .map_err(crate::error::Error::from);
         let dst = tree.join(path.trim_start_matches('/'));
-        let meta = match std::fs::symlink_metadata(&host) {
-            Ok(m) => m,
-            Err(_) if filters.is_excluded(&path) => continue,
+        let meta = match host.as_ref().map(std::fs::symlink_metadata) {
+            Ok(Ok(m)) => m,
+            Ok(Err(_)) | Err(_) if filters.is_excluded(&path) => continue,
             Err(e) => anyhow::bail!("{path} of {} is missing: {e}", pkg.package),
+            Ok(Err(e)) => anyhow::bail!("{path} of {} is missing: {e}", pkg.package),
         };
+        let host = host?;
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -129,15 +143,19 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
     if !conffiles.is_empty() {
         std::fs::write(debian.join("conffiles"), conffiles.join("\n") + "\n")?;
     }
-    let info = root.host_path("/var/lib/dpkg/info");
     for name in INFO_FILES {
         for candidate in [
-            info.join(format!("{}.{name}", pkg.package)),
-            info.join(format!("{}:{}.{name}", pkg.package, pkg.architecture)),
+            format!("/var/lib/dpkg/info/{}.{name}", pkg.package),
+            format!(
+                "/var/lib/dpkg/info/{}:{}.{name}",
+                pkg.package, pkg.architecture
+            ),
         ] {
-            if candidate.exists() {
+            // Read inside the root: a maintainer script linked to a host file is not copied
+            // into the package.
+            if let Some(bytes) = read_info_file(root, &candidate)? {
                 let dst = debian.join(name);
-                std::fs::copy(&candidate, &dst)?;
+                std::fs::write(&dst, bytes)?;
                 let mode = if matches!(
                     *name,
                     "preinst" | "postinst" | "prerm" | "postrm" | "config"

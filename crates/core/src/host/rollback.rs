@@ -46,7 +46,8 @@ pub fn installed_pin(root: &Root) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
     for e in &ours {
         if let Ok(list) = status::package_list(root, &e.package, &e.architecture) {
             if let Some(p) = list.iter().find(|p| p.ends_with(&suffix)) {
-                marker = std::fs::read(root.host_path(p))
+                marker = root
+                    .read_file(p, crate::host::root::FileKind::Marker)
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Marker>(&b).ok());
             }

@@ -5,11 +5,29 @@
 //!
 //! Before this module, four walkers did this with different rules (one followed only the last
 //! component, two differed on whether a missing hop is an error, one stopped at 40 hops
-//! silently). Why not `openat2(RESOLVE_IN_ROOT)`: it gives a file descriptor, while every
-//! caller here needs the in-root path and the chain of hops to report.
+//! silently). `resolve` walks by hand rather than with `openat2(RESOLVE_IN_ROOT)` because its
+//! callers need the in-root path and the chain of hops to report.
+//!
+//! Reading a file under a root is different: a root is untrusted input (an image from a
+//! registry, a `--root` someone else made), so every read goes through [`Root::read_file`] /
+//! [`Root::open_regular`]. They open with `openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`
+//! where the kernel has it (Linux 5.6+): the kernel itself clamps `..` at the root and re-roots
+//! absolute symlink targets in the same lookup that opens the file, so nothing can swap a
+//! component between a check and the open, and `/proc/self/fd/N`-style magic links are
+//! refused rather than followed to the host's descriptors. Where `openat2` is missing (an old
+//! kernel, a seccomp filter that answers ENOSYS/EPERM) the same rules come from `resolve`
+//! followed by an `O_NOFOLLOW` open of the symlink-free result. Either way the file is first
+//! opened `O_PATH` and `fstat`ed, so a FIFO, device, socket or directory is refused without
+//! ever being opened for reading (opening some devices has side effects), and the read is
+//! capped per kind of file ([`FileKind::cap`]): over the cap is an error, never a short read.
 
-use std::ffi::OsString;
+use std::ffi::{CStr, CString, OsString};
 use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 /// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
@@ -188,6 +206,493 @@ impl Root {
     }
 }
 
+/// What a file read under a root is: each kind has a size cap no real host reaches (Debian's
+/// status file on a big host is 10-30 MB), so a hostile root cannot make a read unbounded.
+///
+/// | kind               | cap     | file                                                |
+/// |--------------------|---------|-----------------------------------------------------|
+/// | `DpkgStatus`       | 512 MiB | `var/lib/dpkg/status`, `available`                  |
+/// | `DpkgList`         | 128 MiB | `var/lib/dpkg/info/<pkg>.list`                      |
+/// | `DpkgMd5sums`      | 128 MiB | `var/lib/dpkg/info/<pkg>.md5sums`                   |
+/// | `DpkgInfo`         | 16 MiB  | other `info/` files: conffiles, maintainer scripts  |
+/// | `Marker`           | 16 MiB  | the provenance marker (JSON)                        |
+/// | `StateRecord`      | 1 MiB   | rocm-pin's records: skip record, hold, adopt state  |
+/// | `LdCache`          | 128 MiB | `etc/ld.so.cache`                                   |
+/// | `Config`           | 4 MiB   | apt preferences, apt.conf.d, dpkg.cfg.d, ld.so.conf, loader entries |
+/// | `VersionFile`      | 64 KiB  | `<prefix>/.info/version` and similar one-liners     |
+/// | `PackageIndex`     | 128 MiB | a local apt repository's `Packages`                 |
+/// | `AptCache`         | 1 GiB   | `var/cache/apt/pkgcache.bin`, copied for apt-cache  |
+/// | `PackagedFile`     | 64 GiB  | a packaged file that is hashed as a stream          |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    DpkgStatus,
+    DpkgList,
+    DpkgMd5sums,
+    DpkgInfo,
+    Marker,
+    StateRecord,
+    LdCache,
+    Config,
+    VersionFile,
+    PackageIndex,
+    AptCache,
+    PackagedFile,
+}
+
+const MIB: u64 = 1 << 20;
+
+impl FileKind {
+    /// The most bytes a file of this kind may have.
+    pub fn cap(self) -> u64 {
+        match self {
+            FileKind::DpkgStatus => 512 * MIB,
+            FileKind::DpkgList
+            | FileKind::DpkgMd5sums
+            | FileKind::LdCache
+            | FileKind::PackageIndex => 128 * MIB,
+            FileKind::DpkgInfo | FileKind::Marker => 16 * MIB,
+            FileKind::StateRecord => MIB,
+            FileKind::Config => 4 * MIB,
+            FileKind::VersionFile => 64 * 1024,
+            FileKind::AptCache => 1024 * MIB,
+            FileKind::PackagedFile => 64 * 1024 * MIB,
+        }
+    }
+
+    /// What the file is, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FileKind::DpkgStatus => "dpkg status file",
+            FileKind::DpkgList => "dpkg file list",
+            FileKind::DpkgMd5sums => "dpkg md5sums file",
+            FileKind::DpkgInfo => "dpkg info file",
+            FileKind::Marker => "provenance marker",
+            FileKind::StateRecord => "rocm-pin state record",
+            FileKind::LdCache => "ld.so cache",
+            FileKind::Config => "configuration file",
+            FileKind::VersionFile => "version file",
+            FileKind::PackageIndex => "Packages index",
+            FileKind::AptCache => "apt package cache",
+            FileKind::PackagedFile => "packaged file",
+        }
+    }
+}
+
+/// Why a file under a root was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadProblem {
+    /// The path does not resolve inside the root (missing, dangling, a loop).
+    Resolve(ResolveError),
+    /// The path names something that is not a regular file.
+    NotRegular { what: &'static str },
+    /// The file is larger than its kind's cap.
+    TooLarge { kind: FileKind, cap: u64 },
+    /// A `/proc` magic link (`/proc/self/fd/0`) on the way; never followed.
+    MagicLink,
+    /// The path itself is not acceptable (a NUL byte in it).
+    BadPath,
+    /// The open or read failed.
+    Io(String),
+}
+
+/// A refused or failed read of `path` (in-root) under `root`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootReadError {
+    pub root: PathBuf,
+    pub path: PathBuf,
+    pub problem: ReadProblem,
+}
+
+impl RootReadError {
+    /// True when the file simply does not exist (callers for which absence is normal).
+    pub fn is_missing(&self) -> bool {
+        matches!(
+            self.problem,
+            ReadProblem::Resolve(ResolveError::Missing { .. })
+        )
+    }
+}
+
+impl fmt::Display for RootReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = format!("{} (in root {})", self.path.display(), self.root.display());
+        match &self.problem {
+            ReadProblem::Resolve(e) => write!(f, "{e} (in root {})", self.root.display()),
+            ReadProblem::NotRegular { what } => write!(
+                f,
+                "{at} is {what}, not a regular file; refused (rocm-pin reads only regular \
+                 files under a root): replace it with the regular file"
+            ),
+            ReadProblem::TooLarge { kind, cap } => write!(
+                f,
+                "{at} is larger than the {cap}-byte limit for a {}; refused, not truncated",
+                kind.describe()
+            ),
+            ReadProblem::MagicLink => write!(
+                f,
+                "{at} goes through a /proc magic link or too many symlinks; refused (a link \
+                 into /proc/*/fd would reach this process's own files)"
+            ),
+            ReadProblem::BadPath => write!(f, "{at}: the path contains a NUL byte; refused"),
+            ReadProblem::Io(e) => write!(f, "cannot read {at}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RootReadError {}
+
+/// The file-type word for a mode, for "is a FIFO" messages.
+fn file_type_name(mode: libc::mode_t) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => "a regular file",
+        libc::S_IFDIR => "a directory",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFSOCK => "a socket",
+        libc::S_IFLNK => "a symbolic link",
+        _ => "of an unknown file type",
+    }
+}
+
+/// `openat2` said it cannot be used here (old kernel, seccomp): fall back to `resolve`.
+fn openat2_unavailable(errno: i32) -> bool {
+    matches!(errno, libc::ENOSYS | libc::EPERM | libc::E2BIG)
+}
+
+/// `openat2(dir, rel, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`, retried on EAGAIN (the
+/// kernel's answer to a concurrent rename during a `..` walk).
+fn openat2_in_root(dir: &File, rel: &CStr, flags: i32) -> Result<File, i32> {
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+    for _ in 0..16 {
+        // SAFETY: `how` is a fully initialised open_how and its size is passed; `rel` is a
+        // NUL-terminated string that outlives the call.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                rel.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: the kernel returned a new descriptor that nothing else owns.
+            return Ok(unsafe { File::from_raw_fd(fd as i32) });
+        }
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        if errno != libc::EAGAIN {
+            return Err(errno);
+        }
+    }
+    Err(libc::EAGAIN)
+}
+
+/// `open(path, flags)` with `O_CLOEXEC`.
+fn open_host(path: &Path, flags: i32) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+}
+
+impl Root {
+    fn read_error(&self, path: &Path, problem: ReadProblem) -> RootReadError {
+        RootReadError {
+            root: self.path.clone(),
+            path: path.to_path_buf(),
+            problem,
+        }
+    }
+
+    /// Open the regular file `path` names inside the root, for reading, refusing anything
+    /// else; returns the open file and its size (at most `kind`'s cap).
+    pub fn open_regular(
+        &self,
+        path: impl AsRef<Path>,
+        kind: FileKind,
+    ) -> Result<(File, u64), RootReadError> {
+        let asked = path.as_ref();
+        // Classify with an O_PATH descriptor first: a device is never opened for reading.
+        let probe = self.open_in_root(asked, libc::O_PATH)?;
+        let before = self.regular_size(asked, &probe, kind)?;
+        let file = self.open_in_root(asked, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY)?;
+        let size = self.regular_size(asked, &file, kind)?;
+        let (a, b) = (fstat(&probe), fstat(&file));
+        if a.map(|m| (m.dev(), m.ino())).ok() != b.map(|m| (m.dev(), m.ino())).ok() {
+            return Err(self.read_error(
+                asked,
+                ReadProblem::Io(format!(
+                    "it changed while being opened (size {before}, then another file)"
+                )),
+            ));
+        }
+        Ok((file, size))
+    }
+
+    /// The whole regular file `path` names inside the root, at most `kind`'s cap.
+    pub fn read_file(
+        &self,
+        path: impl AsRef<Path>,
+        kind: FileKind,
+    ) -> Result<Vec<u8>, RootReadError> {
+        let asked = path.as_ref();
+        let (file, size) = self.open_regular(asked, kind)?;
+        let cap = kind.cap();
+        let mut bytes = Vec::with_capacity(size.min(cap) as usize);
+        // A regular file can still grow (or be a /proc file reporting size 0): read one byte
+        // past the cap to tell "exactly the cap" from "over it".
+        file.take(cap + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))?;
+        if bytes.len() as u64 > cap {
+            return Err(self.read_error(asked, ReadProblem::TooLarge { kind, cap }));
+        }
+        Ok(bytes)
+    }
+
+    /// [`Root::read_file`] as UTF-8 text.
+    pub fn read_to_string(
+        &self,
+        path: impl AsRef<Path>,
+        kind: FileKind,
+    ) -> Result<String, RootReadError> {
+        let asked = path.as_ref();
+        let bytes = self.read_file(asked, kind)?;
+        String::from_utf8(bytes)
+            .map_err(|_| self.read_error(asked, ReadProblem::Io("not UTF-8 text".into())))
+    }
+
+    /// Like [`Root::read_to_string`], but a file that does not exist is `None`.
+    pub fn read_optional(
+        &self,
+        path: impl AsRef<Path>,
+        kind: FileKind,
+    ) -> Result<Option<String>, RootReadError> {
+        match self.read_to_string(path, kind) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.is_missing() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether `path` resolves inside the root to something that exists (any type). A
+    /// symlink out of the root is judged by what it names inside the root, never the host.
+    pub fn exists(&self, path: impl AsRef<Path>) -> bool {
+        self.resolve(path, Missing::Fail).is_ok()
+    }
+
+    /// The metadata (not following a last symlink) of what `path` names inside the root,
+    /// every symlink on the way resolved inside it.
+    pub fn metadata(&self, path: impl AsRef<Path>) -> Result<std::fs::Metadata, RootReadError> {
+        let asked = path.as_ref();
+        let resolved = self
+            .resolve(asked, Missing::Fail)
+            .map_err(|e| self.read_error(asked, ReadProblem::Resolve(e)))?;
+        std::fs::symlink_metadata(self.host_path(&resolved.path))
+            .map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))
+    }
+
+    /// Like [`Root::metadata`], but a symlink in the last component is not followed.
+    pub fn symlink_metadata(
+        &self,
+        path: impl AsRef<Path>,
+    ) -> Result<std::fs::Metadata, RootReadError> {
+        let asked = path.as_ref();
+        let host = self.host_path_of_entry(asked)?;
+        std::fs::symlink_metadata(host)
+            .map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))
+    }
+
+    /// The host path of the directory entry `path` names: its directory resolved inside the
+    /// root, its last component kept as it is (a symlink stays a symlink, to `lstat` or
+    /// `readlink`; a `..` or `.` last component is resolved with the directory). For callers
+    /// that must see the entry itself, as dpkg does.
+    pub fn host_path_of_entry(&self, path: impl AsRef<Path>) -> Result<PathBuf, RootReadError> {
+        let asked = path.as_ref();
+        let name = match asked.components().next_back() {
+            Some(Component::Normal(name)) => name,
+            _ => {
+                let resolved = self
+                    .resolve(asked, Missing::Fail)
+                    .map_err(|e| self.read_error(asked, ReadProblem::Resolve(e)))?;
+                return Ok(self.host_path(resolved.path));
+            }
+        };
+        let parent = asked.parent().unwrap_or(Path::new("/"));
+        let resolved = self
+            .resolve(parent, Missing::Fail)
+            .map_err(|e| self.read_error(asked, ReadProblem::Resolve(e)))?;
+        Ok(self.host_path(resolved.path.join(name)))
+    }
+
+    /// The names in the directory `path` names inside the root, sorted, at most `limit` of
+    /// them (more is an error: a hostile root cannot make a listing unbounded).
+    pub fn read_dir_names(
+        &self,
+        path: impl AsRef<Path>,
+        limit: usize,
+    ) -> Result<Vec<String>, RootReadError> {
+        let asked = path.as_ref();
+        let dir = self.open_in_root(asked, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        // Listing through the descriptor's /proc entry keeps the listing on the directory
+        // that was opened inside the root; without /proc, the symlink-free resolved path.
+        let via_fd = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        let listing = std::fs::read_dir(&via_fd).or_else(|_| {
+            let resolved = self
+                .resolve(asked, Missing::Fail)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            std::fs::read_dir(self.host_path(&resolved.path))
+        });
+        let listing =
+            listing.map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))?;
+        let mut names = Vec::new();
+        for entry in listing {
+            let entry =
+                entry.map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))?;
+            if names.len() == limit {
+                return Err(self.read_error(
+                    asked,
+                    ReadProblem::Io(format!("more than {limit} entries; refused")),
+                ));
+            }
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Open `asked` inside the root with `flags` (plus `O_CLOEXEC`), never leaving it.
+    fn open_in_root(&self, asked: &Path, flags: i32) -> Result<File, RootReadError> {
+        let rel = asked.strip_prefix("/").unwrap_or(asked);
+        let rel = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        let c_rel = CString::new(rel.as_os_str().as_bytes())
+            .map_err(|_| self.read_error(asked, ReadProblem::BadPath))?;
+        let dir = open_host(
+            &self.path,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+        .map_err(|e| self.read_error(Path::new("/"), ReadProblem::Io(e.to_string())))?;
+        let opened = if cfg!(test) && without_openat2::on() {
+            Err(libc::ENOSYS)
+        } else {
+            openat2_in_root(&dir, &c_rel, flags)
+        };
+        match opened {
+            Ok(f) => Ok(f),
+            Err(errno) if openat2_unavailable(errno) => self.open_resolved(asked, flags),
+            Err(libc::ENOENT) | Err(libc::ENOTDIR) => Err(self.read_error(
+                asked,
+                match self.resolve(asked, Missing::Fail) {
+                    Err(e) => ReadProblem::Resolve(e),
+                    Ok(_) => {
+                        ReadProblem::Io(std::io::Error::from_raw_os_error(libc::ENOENT).to_string())
+                    }
+                },
+            )),
+            Err(libc::ELOOP) | Err(libc::EXDEV) => Err(self.read_error(
+                asked,
+                match self.resolve(asked, Missing::Fail) {
+                    Err(e @ ResolveError::Loop { .. }) => ReadProblem::Resolve(e),
+                    _ => ReadProblem::MagicLink,
+                },
+            )),
+            Err(errno) => Err(self.read_error(
+                asked,
+                ReadProblem::Io(std::io::Error::from_raw_os_error(errno).to_string()),
+            )),
+        }
+    }
+
+    /// The fallback without `openat2`: resolve inside the root, then open the symlink-free
+    /// result without following a link in its last component.
+    fn open_resolved(&self, asked: &Path, flags: i32) -> Result<File, RootReadError> {
+        let resolved = self
+            .resolve(asked, Missing::Fail)
+            .map_err(|e| self.read_error(asked, ReadProblem::Resolve(e)))?;
+        open_host(&self.host_path(&resolved.path), flags | libc::O_NOFOLLOW)
+            .map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))
+    }
+
+    /// The size of the regular file open as `file`, refusing any other type and any size
+    /// over `kind`'s cap.
+    fn regular_size(
+        &self,
+        asked: &Path,
+        file: &File,
+        kind: FileKind,
+    ) -> Result<u64, RootReadError> {
+        let meta =
+            fstat(file).map_err(|e| self.read_error(asked, ReadProblem::Io(e.to_string())))?;
+        if meta.mode() & libc::S_IFMT != libc::S_IFREG {
+            return Err(self.read_error(
+                asked,
+                ReadProblem::NotRegular {
+                    what: file_type_name(meta.mode()),
+                },
+            ));
+        }
+        if meta.len() > kind.cap() {
+            return Err(self.read_error(
+                asked,
+                ReadProblem::TooLarge {
+                    kind,
+                    cap: kind.cap(),
+                },
+            ));
+        }
+        Ok(meta.len())
+    }
+}
+
+/// Tests switch `openat2` off to run the same cases through the fallback.
+mod without_openat2 {
+    use std::cell::Cell;
+
+    thread_local!(static ON: Cell<bool> = const { Cell::new(false) });
+
+    pub(super) fn on() -> bool {
+        ON.with(Cell::get)
+    }
+
+    #[cfg(test)]
+    pub(super) fn set(on: bool) {
+        ON.with(|c| c.set(on));
+    }
+}
+
+/// `fstat` of an open file (works on `O_PATH` descriptors too).
+fn fstat(file: &File) -> std::io::Result<std::fs::Metadata> {
+    file.metadata()
+}
+
+/// Why a path read from inside a root (an md5sums line, a marker key, a list entry) is not a
+/// clean absolute in-root path, or `None` when it is: absolute, no NUL or newline, no `.`,
+/// `..` or empty component. Checked before such a path is used at all.
+pub fn unclean_in_root_path(p: &str) -> Option<&'static str> {
+    if !p.starts_with('/') {
+        return Some("not an absolute path");
+    }
+    if p.contains(['\0', '\n']) {
+        return Some("a NUL or newline in the path");
+    }
+    if p[1..]
+        .split('/')
+        .any(|c| c == "." || c == ".." || (c.is_empty() && p != "/"))
+    {
+        return Some("a `.`, `..` or empty component in the path");
+    }
+    None
+}
+
 /// Normal and `..` components of `p`, last first (a stack to pop from).
 fn reversed_parts(p: &Path) -> Vec<OsString> {
     let mut parts: Vec<OsString> = p
@@ -310,5 +815,120 @@ mod tests {
             Path::new("/srv/chroot/opt/rocm")
         );
         assert!(Root::system().is_system());
+    }
+
+    #[test]
+    fn read_file_stays_in_the_root_and_refuses_what_is_not_a_regular_file() {
+        let (d, root) = tree();
+        let r = d.path();
+        // A host file outside the root, named by an absolute link and by a `..` climb.
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, b"host secret").unwrap();
+        symlink(&secret, r.join("to-host")).unwrap();
+        let climb = format!("/../../../../../..{}", secret.display());
+        for asked in ["/to-host", climb.as_str()] {
+            let e = root.read_file(asked, FileKind::Config).unwrap_err();
+            assert!(e.is_missing(), "{asked}: {e}");
+            assert!(!e.to_string().contains("host secret"));
+        }
+        // Followed inside the root: /opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4.
+        assert_eq!(
+            root.read_file("/opt/rocm/lib/libx.so.1", FileKind::Config)
+                .unwrap(),
+            b"x"
+        );
+        let c = std::ffi::CString::new(r.join("fifo").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = root.read_file("/fifo", FileKind::DpkgStatus).unwrap_err();
+        assert_eq!(e.problem, ReadProblem::NotRegular { what: "a FIFO" });
+        assert!(e.to_string().contains("/fifo (in root"), "{e}");
+        let e = root.read_file("/etc", FileKind::Config).unwrap_err();
+        assert_eq!(
+            e.problem,
+            ReadProblem::NotRegular {
+                what: "a directory"
+            }
+        );
+        assert!(root.read_file("/loop", FileKind::Config).is_err());
+    }
+
+    #[test]
+    fn a_file_over_its_cap_is_an_error_not_a_short_read() {
+        let (d, root) = tree();
+        std::fs::write(d.path().join("version"), vec![b'7'; 64 * 1024 + 1]).unwrap();
+        let e = root
+            .read_file("/version", FileKind::VersionFile)
+            .unwrap_err();
+        assert_eq!(
+            e.problem,
+            ReadProblem::TooLarge {
+                kind: FileKind::VersionFile,
+                cap: 64 * 1024
+            }
+        );
+        std::fs::write(d.path().join("version"), vec![b'7'; 64 * 1024]).unwrap();
+        assert_eq!(
+            root.read_file("/version", FileKind::VersionFile)
+                .unwrap()
+                .len(),
+            64 * 1024
+        );
+    }
+
+    #[test]
+    fn devices_and_proc_magic_links_are_refused() {
+        // On the live system /dev/zero is a device and /proc/self/fd/0 a magic link: neither
+        // is ever read.
+        let e = Root::system()
+            .read_file("/dev/zero", FileKind::DpkgStatus)
+            .unwrap_err();
+        assert_eq!(
+            e.problem,
+            ReadProblem::NotRegular {
+                what: "a character device"
+            }
+        );
+        let e = Root::system()
+            .read_file("/proc/self/fd/0", FileKind::DpkgStatus)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e.problem,
+                ReadProblem::MagicLink | ReadProblem::NotRegular { .. }
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn read_dir_names_is_bounded() {
+        let (_d, root) = tree();
+        assert_eq!(
+            root.read_dir_names("/opt/rocm/lib", 10).unwrap(),
+            vec!["libx.so", "libx.so.1", "libx.so.1.2"]
+        );
+        assert!(root.read_dir_names("/opt/rocm/lib", 2).is_err());
+    }
+
+    #[test]
+    fn unclean_in_root_paths() {
+        assert_eq!(unclean_in_root_path("/opt/rocm/lib/libx.so"), None);
+        for bad in ["opt/x", "/opt/../etc/x", "/./x", "/a//b", "/a/\0b", "/a/b/"] {
+            assert!(unclean_in_root_path(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_fallback_without_openat2_keeps_the_same_rules() {
+        without_openat2::set(true);
+        read_file_stays_in_the_root_and_refuses_what_is_not_a_regular_file();
+        a_file_over_its_cap_is_an_error_not_a_short_read();
+        read_dir_names_is_bounded();
+        let e = Root::system()
+            .read_file("/dev/zero", FileKind::DpkgStatus)
+            .unwrap_err();
+        assert!(matches!(e.problem, ReadProblem::NotRegular { .. }), "{e:?}");
+        without_openat2::set(false);
     }
 }

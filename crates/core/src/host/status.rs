@@ -13,12 +13,50 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::deb::Paragraph;
+use crate::error::Error;
 use crate::host::dpkgdb::parse_conffiles_field;
-use crate::host::root::Root;
+use crate::host::root::{FileKind, Root};
 
-/// The status database under `root`.
+/// The status database, inside a root.
+pub const STATUS_FILE: &str = "/var/lib/dpkg/status";
+
+/// The status database under `root`, as a host path (for writers and tests; readers go through
+/// [`Root::read_file`]).
 pub fn status_path(root: &Root) -> PathBuf {
-    root.host_path("/var/lib/dpkg/status")
+    root.host_path(STATUS_FILE)
+}
+
+/// Is `name` a dpkg package name (Debian policy §5.6.1: `[a-z0-9][a-z0-9+.-]+`), optionally
+/// with an `:arch` qualifier? Anything else read from a root is never used in a path.
+pub fn is_package_name(name: &str) -> bool {
+    let (bare, arch) = match name.split_once(':') {
+        Some((b, a)) => (b, Some(a)),
+        None => (name, None),
+    };
+    let bare_ok = bare.len() >= 2
+        && bare
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bare
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+.-".contains(&b));
+    let arch_ok = arch.is_none_or(|a| {
+        !a.is_empty()
+            && a.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    });
+    bare_ok && arch_ok
+}
+
+/// `Error::BadRootValue` for a package name that is not one (read from `file` in `root`).
+pub fn bad_package_name(root: &Root, file: &str, name: &str) -> Error {
+    Error::BadRootValue {
+        root: root.path().to_path_buf(),
+        file: file.into(),
+        value: name.to_string(),
+        why: "not a dpkg package name ([a-z0-9][a-z0-9+.-]+)",
+    }
 }
 
 /// One package paragraph of the status file, with the fields rocm-pin judges.
@@ -77,10 +115,16 @@ impl StatusEntry {
 /// Read every paragraph of the status file under `root`, keeping the standard fields above and
 /// any field named in `extra` (compared case-insensitively).
 pub fn read_status_with(root: &Root, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
-    let path = status_path(root);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read the dpkg status database {}", path.display()))?;
-    parse_status(&text, extra).with_context(|| format!("in {}", path.display()))
+    let text = root
+        .read_to_string(STATUS_FILE, FileKind::DpkgStatus)
+        .map_err(Error::from)
+        .context("cannot read the dpkg status database")?;
+    let entries = parse_status(&text, extra)
+        .with_context(|| format!("in {}", status_path(root).display()))?;
+    if let Some(bad) = entries.iter().find(|e| !is_package_name(&e.package)) {
+        return Err(bad_package_name(root, STATUS_FILE, &bad.package).into());
+    }
+    Ok(entries)
 }
 
 /// Read the status file keeping `X-Rocm-Pin-Commit`.
@@ -137,32 +181,64 @@ fn status_entry(p: &Paragraph, extra: &[&str], number: usize) -> anyhow::Result<
     })
 }
 
-fn info_file(root: &Root, package: &str, arch: &str, suffix: &str) -> Option<PathBuf> {
-    let info = root.host_path("/var/lib/dpkg/info");
-    let plain = info.join(format!("{package}.{suffix}"));
-    if plain.exists() {
-        return Some(plain);
+/// `info/<pkg>.<suffix>` inside the root, honouring the `<pkg>:<arch>.<suffix>` naming of
+/// `Multi-Arch: same` packages; `None` when neither exists.
+fn info_file(
+    root: &Root,
+    package: &str,
+    arch: &str,
+    suffix: &str,
+) -> anyhow::Result<Option<String>> {
+    if !is_package_name(package) {
+        return Err(bad_package_name(root, STATUS_FILE, package).into());
     }
-    // Multi-Arch: same packages use `<pkg>:<arch>.<suffix>`.
-    let qualified = info.join(format!("{package}:{arch}.{suffix}"));
-    qualified.exists().then_some(qualified)
+    let plain = format!("/var/lib/dpkg/info/{package}.{suffix}");
+    if root.exists(&plain) {
+        return Ok(Some(plain));
+    }
+    let qualified = format!("/var/lib/dpkg/info/{package}:{arch}.{suffix}");
+    Ok(
+        (is_package_name(&format!("{package}:{arch}")) && root.exists(&qualified))
+            .then_some(qualified),
+    )
 }
 
 /// The paths dpkg lists for an installed package (`info/<pkg>.list`), directories included.
 pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Vec<String>> {
-    let path = info_file(root, package, arch, "list").with_context(|| {
+    let path = info_file(root, package, arch, "list")?.with_context(|| {
         format!(
             "dpkg has no file list for {package} (var/lib/dpkg/info/{package}.list under {})",
             root.path().display()
         )
     })?;
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(text
+    let text = root
+        .read_to_string(&path, FileKind::DpkgList)
+        .map_err(Error::from)?;
+    let paths: Vec<String> = text
         .lines()
-        .filter(|l| !l.is_empty())
+        .filter(|l| !l.is_empty() && *l != "/.")
         .map(str::to_string)
-        .collect())
+        .collect();
+    check_listed_paths(root, &path, &paths)?;
+    Ok(paths)
+}
+
+/// Every path of a file list (`info/<pkg>.list` at `file`) is a clean absolute path, or the
+/// list is refused naming the first that is not: such a path is never used.
+pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::Result<()> {
+    match paths
+        .iter()
+        .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))
+    {
+        None => Ok(()),
+        Some((p, why)) => Err(Error::BadRootValue {
+            root: root.path().to_path_buf(),
+            file: file.into(),
+            value: p.clone(),
+            why,
+        }
+        .into()),
+    }
 }
 
 /// dpkg's md5sums for an installed package: absolute path → md5 hex. Absent file → empty
@@ -172,13 +248,14 @@ pub fn package_md5sums(
     package: &str,
     arch: &str,
 ) -> anyhow::Result<Option<Vec<(String, String)>>> {
-    let Some(path) = info_file(root, package, arch, "md5sums") else {
+    let Some(path) = info_file(root, package, arch, "md5sums")? else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text = root
+        .read_to_string(&path, FileKind::DpkgMd5sums)
+        .map_err(Error::from)?;
     let sums = crate::host::dpkgdb::parse_md5sums(&text)
-        .with_context(|| format!("{}: malformed", path.display()))?;
+        .with_context(|| format!("{path} (in root {}): malformed", root.path().display()))?;
     Ok(Some(sums.into_iter().collect()))
 }
 
@@ -206,5 +283,49 @@ mod tests {
         assert!(parse_status("no colon here\n", &[]).is_err());
         assert!(parse_status(" leading continuation\n", &[]).is_err());
         assert!(parse_status("Version: 1\n", &[]).is_err());
+    }
+
+    #[test]
+    fn package_names_from_a_root_are_policy_names() {
+        for good in [
+            "libc6",
+            "hsa-rocr-pinned",
+            "g++",
+            "libstdc++6:amd64",
+            "x.y-z+1",
+        ] {
+            assert!(is_package_name(good), "{good}");
+        }
+        for bad in [
+            "../../../etc/x",
+            "a",
+            "Libc6",
+            "a/b",
+            "-a",
+            "libc6:",
+            "a\0b",
+            ".x",
+        ] {
+            assert!(!is_package_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_status_file_naming_a_path_as_a_package_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("var/lib/dpkg")).unwrap();
+        std::fs::write(
+            d.path().join("var/lib/dpkg/status"),
+            "Package: ../../../etc/hostname\nStatus: install ok installed\nVersion: 1\n",
+        )
+        .unwrap();
+        let e = read_status(&Root::new(d.path())).unwrap_err();
+        assert!(
+            matches!(
+                crate::error::find(&e),
+                Some(Error::BadRootValue { value, .. }) if value == "../../../etc/hostname"
+            ),
+            "{e:#}"
+        );
     }
 }

@@ -89,8 +89,13 @@ pub fn from_dpkg_db_allowing(
     let mut notes = vec![];
     let mut files = Vec::with_capacity(listed.len());
     for path in &listed {
-        let host = db.root().host_path(path);
-        let meta = match std::fs::symlink_metadata(&host) {
+        // The entry itself, its directory resolved inside the root: a link on the way out
+        // of the root never reaches a host file.
+        let host = db
+            .root()
+            .host_path_of_entry(path)
+            .unwrap_or_else(|_| db.root().host_path(path));
+        let meta = match db.root().symlink_metadata(path) {
             Ok(m) => m,
             Err(_) if db.is_path_excluded(path) => {
                 files.push(StockFile {

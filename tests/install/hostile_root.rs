@@ -1,0 +1,434 @@
+//! Issue 21, "reads escape the root": the real `rocm-pin` binary run with `verify --root`,
+//! `verify --json --root` and `status --root` against roots built like the ones `install`
+//! leaves (gcc-built libraries, dpkg database, marker, ld.so cache from `ldconfig -r`), each
+//! with one hostile file. A host canary file (unique content, in a host temp dir, named by
+//! absolute path from inside the root) must never reach the output; a FIFO, a device or
+//! `/proc/self/fd/0` must fail fast with an error naming the path, never hang or eat memory.
+
+use std::io::Read;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::verify_fake_root::{build_libs, host, make_root, md5_hex, sha_hex};
+
+const MARKER: &str = "/opt/rocm-7.2.4/.info/rocm-pin.json";
+const HSA_LIST: &str = "/var/lib/dpkg/info/hsa-rocr-pinned.list";
+const STATUS: &str = "/var/lib/dpkg/status";
+const LD_CACHE: &str = "/etc/ld.so.cache";
+/// Far more than any of these runs needs, far less than an unbounded read reaches.
+const TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_RSS_KIB: i64 = 512 * 1024;
+
+/// A host file the hostile root points at: its path, content and hashes must never appear.
+struct Canary {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    content: String,
+}
+
+impl Canary {
+    fn new(name: &str) -> Canary {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let content = format!("ROCM-PIN-HOST-CANARY-{}-{nanos}\n", std::process::id());
+        std::fs::write(&path, &content).unwrap();
+        Canary {
+            _dir: dir,
+            path,
+            content,
+        }
+    }
+
+    /// The canary's path as a `../` climb from the root (relative, no leading slash).
+    fn climb(&self) -> String {
+        format!("../../../../../../..{}", self.path.display())
+    }
+
+    #[track_caller]
+    fn assert_absent(&self, run: &Run) {
+        let all = run.all();
+        let md5 = md5_hex(&self.path);
+        let sha = sha_hex(&self.path);
+        for secret in [self.content.trim(), md5.as_str(), sha.as_str()] {
+            assert!(
+                !all.contains(secret),
+                "the host canary {} leaked ({secret}):\n{all}",
+                self.path.display()
+            );
+        }
+    }
+}
+
+/// One finished run of the binary.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    max_rss_kib: i64,
+}
+
+impl Run {
+    fn all(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Run `rocm-pin args…` with a stdin pipe that is never closed (so a read of fd 0 would
+/// block), kill it after `TIMEOUT`, and measure its peak RSS with `wait4`.
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4 below, which also reports its peak RSS"
+)]
+fn rocm_pin(args: &[&str]) -> Run {
+    let mut child = Command::new(rocm_pin_testkit::rocm_pin_bin!())
+        .args(args)
+        .env("ROCM_PIN_NO_GUARD", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stdin_held_open = child.stdin.take();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let pid = child.id() as libc::pid_t;
+    let start = Instant::now();
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: plain wait4 on our own child with out-pointers to locals.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if got == pid {
+            break (status, usage);
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "rocm-pin {} hung for more than {}s (a FIFO or a pipe read without a bound)",
+                args.join(" "),
+                TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    Run {
+        code,
+        stdout: out_reader.join().unwrap(),
+        stderr: err_reader.join().unwrap(),
+        max_rss_kib: usage.ru_maxrss,
+    }
+}
+
+fn verify_json(root: &Path) -> Run {
+    rocm_pin(&["verify", "--json", "--root", root.to_str().unwrap()])
+}
+
+fn hostile_root() -> tempfile::TempDir {
+    make_root(&build_libs())
+}
+
+/// Replace the in-root file `p` with a symlink to `target`.
+fn replace_with_link(root: &Path, p: &str, target: &str) {
+    let h = host(root, p);
+    let _ = std::fs::remove_file(&h);
+    std::fs::create_dir_all(h.parent().unwrap()).unwrap();
+    symlink(target, &h).unwrap();
+}
+
+/// Replace the in-root file `p` with a FIFO nobody writes to.
+fn replace_with_fifo(root: &Path, p: &str) {
+    let h = host(root, p);
+    std::fs::remove_file(&h).unwrap();
+    let c = std::ffi::CString::new(h.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+/// Give the root its own `/dev/zero` character device, so a link to `/dev/zero` re-rooted
+/// inside it still names a device (the case the regular-file check must catch).
+fn give_root_dev_zero(root: &Path) {
+    let h = host(root, "/dev/zero");
+    std::fs::create_dir_all(h.parent().unwrap()).unwrap();
+    let c = std::ffi::CString::new(h.to_str().unwrap()).unwrap();
+    // SAFETY: mknod on a NUL-terminated path; char device 1:5 is /dev/zero.
+    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 5)) };
+    assert_eq!(rc, 0, "mknod {}", h.display());
+}
+
+fn json(run: &Run) -> serde_json::Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout, run.stderr))
+}
+
+/// The failed checks named `name`, as their subjects and details.
+fn failed(run: &Run, name: &str) -> Vec<String> {
+    json(run)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == name && c["ok"] == false)
+        .map(|c| format!("{} {}", c["subject"], c["detail"]))
+        .collect()
+}
+
+#[track_caller]
+fn assert_bounded(run: &Run, what: &str) {
+    assert!(
+        run.max_rss_kib < MAX_RSS_KIB,
+        "{what}: peak RSS {} KiB (limit {MAX_RSS_KIB} KiB)",
+        run.max_rss_kib
+    );
+}
+
+#[test]
+fn a_skip_record_linked_to_a_host_file_is_not_read() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let canary = Canary::new("hostname");
+    let d = hostile_root();
+    replace_with_link(
+        d.path(),
+        "/var/lib/rocm-pin/skipped",
+        canary.path.to_str().unwrap(),
+    );
+    let run = verify_json(d.path());
+    canary.assert_absent(&run);
+    assert_ne!(
+        run.code,
+        3,
+        "a link out of the root made verify skip:\n{}",
+        run.all()
+    );
+    assert!(json(&run)["skipped"].is_null(), "{}", run.stdout);
+}
+
+#[test]
+fn an_md5sums_path_climbing_out_of_the_root_is_refused() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let canary = Canary::new("hostname");
+    let d = hostile_root();
+    let sums = host(d.path(), "/var/lib/dpkg/info/hsa-rocr-pinned.md5sums");
+    let mut text = std::fs::read_to_string(&sums).unwrap();
+    text.push_str(&format!(
+        "d41d8cd98f00b204e9800998ecf8427e  {}\n",
+        canary.climb()
+    ));
+    std::fs::write(&sums, text).unwrap();
+    let run = verify_json(d.path());
+    canary.assert_absent(&run);
+    assert_eq!(run.code, 1, "{}", run.all());
+    let files = failed(&run, "files").join("\n");
+    assert!(
+        files.contains("refused") && files.contains("md5sums"),
+        "the files check must name the md5sums file and refuse the path:\n{files}"
+    );
+}
+
+#[test]
+fn marker_paths_climbing_out_of_the_root_are_refused() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let canary = Canary::new("hostname");
+    let climbing = format!("/{}", canary.climb());
+    for edit in ["files key", "library path"] {
+        let d = hostile_root();
+        let mp = host(d.path(), MARKER);
+        let mut marker: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&mp).unwrap()).unwrap();
+        if edit == "files key" {
+            marker["files"][&climbing] = serde_json::Value::String("0".repeat(64));
+        } else {
+            marker["libraries"][0]["path"] = serde_json::Value::String(climbing.clone());
+        }
+        std::fs::write(&mp, serde_json::to_string(&marker).unwrap()).unwrap();
+        let run = verify_json(d.path());
+        canary.assert_absent(&run);
+        assert_eq!(run.code, 1, "{edit}: {}", run.all());
+        let m = failed(&run, "marker").join("\n");
+        assert!(
+            m.contains("refused") && m.contains(&climbing),
+            "{edit}: the marker check must refuse {climbing}:\n{m}"
+        );
+    }
+}
+
+#[test]
+fn a_package_name_climbing_out_of_the_root_is_refused() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let canary = Canary::new("x.list");
+    let d = hostile_root();
+    let name = canary.climb().trim_end_matches(".list").to_string();
+    let sp = host(d.path(), STATUS);
+    let mut status = std::fs::read_to_string(&sp).unwrap();
+    status.push_str(&format!(
+        "\nPackage: {name}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\nX-Rocm-Pin-Commit: b539bf7eebfd99ad0a69668caa1f4037034d501f\n"
+    ));
+    std::fs::write(&sp, status).unwrap();
+    for args in [
+        vec!["verify", "--json", "--root"],
+        vec!["status", "--json", "--root"],
+    ] {
+        let mut args = args;
+        args.push(d.path().to_str().unwrap());
+        let run = rocm_pin(&args);
+        canary.assert_absent(&run);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.all());
+        assert!(
+            run.stderr.contains("not a dpkg package name") && run.stderr.contains(STATUS),
+            "{args:?}: the error must name the status file and the bad name:\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn an_absolute_dpkg_link_judges_the_roots_database_not_the_hosts() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    // A database moved inside the root and linked absolutely: judged there (passes the
+    // package checks), though no such directory exists on the host.
+    let d = hostile_root();
+    let moved = format!("/srv/rocm-pin-image-db-{}", std::process::id());
+    std::fs::create_dir_all(host(d.path(), "/srv")).unwrap();
+    std::fs::rename(host(d.path(), "/var/lib/dpkg"), host(d.path(), &moved)).unwrap();
+    symlink(&moved, host(d.path(), "/var/lib/dpkg")).unwrap();
+    assert!(!Path::new(&moved).exists());
+    let run = verify_json(d.path());
+    assert!(run.code == 0 || run.code == 1, "{}", run.all());
+    assert!(failed(&run, "packages").is_empty(), "{}", run.stdout);
+    assert!(failed(&run, "files").is_empty(), "{}", run.stdout);
+
+    // The link the issue found: `var/lib/dpkg -> /var/lib/dpkg`. Inside the root it names
+    // itself (a loop); the host's database must never be judged instead.
+    let d = hostile_root();
+    std::fs::remove_dir_all(host(d.path(), "/var/lib/dpkg")).unwrap();
+    symlink("/var/lib/dpkg", host(d.path(), "/var/lib/dpkg")).unwrap();
+    let run = verify_json(d.path());
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(
+        run.stderr.contains("/var/lib/dpkg/status")
+            && run.stderr.contains("too many levels of symbolic links"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The four root files the issue made unbounded, with the exit code and check each must
+/// end in when it is not a regular file: the status file is an environment error (2), the
+/// others fail their check (1).
+const TARGETS: [(&str, i32, &str); 4] = [
+    (STATUS, 2, ""),
+    (LD_CACHE, 1, "loader"),
+    (MARKER, 1, "marker"),
+    (HSA_LIST, 1, "packages"),
+];
+
+#[track_caller]
+fn assert_refused(run: &Run, path: &str, code: i32, check: &str, what: &str) {
+    assert_bounded(run, path);
+    assert_eq!(run.code, code, "{path} as {what}: {}", run.all());
+    let said = if check.is_empty() {
+        run.stderr.clone()
+    } else {
+        failed(run, check).join("\n")
+    };
+    assert!(
+        said.contains(path.trim_start_matches('/')) && said.contains(what),
+        "{path} as {what}: the error must name the path and what it is:\n{said}\n{}",
+        run.all()
+    );
+}
+
+#[test]
+fn root_files_linked_to_dev_zero_fail_fast_and_bounded() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots, mknod");
+    for (path, code, check) in TARGETS {
+        let d = hostile_root();
+        give_root_dev_zero(d.path());
+        replace_with_link(d.path(), path, "/dev/zero");
+        let run = verify_json(d.path());
+        assert_refused(&run, path, code, check, "a character device");
+    }
+    let d = hostile_root();
+    give_root_dev_zero(d.path());
+    replace_with_link(d.path(), STATUS, "/dev/zero");
+    let run = rocm_pin(&["status", "--root", d.path().to_str().unwrap()]);
+    assert_bounded(&run, "status --root");
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(run.stderr.contains(STATUS), "{}", run.stderr);
+}
+
+#[test]
+fn root_files_that_are_fifos_do_not_hang() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    for (path, code, check) in TARGETS {
+        let d = hostile_root();
+        replace_with_fifo(d.path(), path);
+        let run = verify_json(d.path());
+        assert_refused(&run, path, code, check, "a FIFO");
+    }
+}
+
+#[test]
+fn root_files_linked_to_proc_self_fd_0_do_not_read_stdin() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    for (path, code, check) in TARGETS {
+        let d = hostile_root();
+        replace_with_link(d.path(), path, "/proc/self/fd/0");
+        let run = verify_json(d.path());
+        // Re-rooted, the link names `<root>/proc/self/fd/0`, which the root does not have (a
+        // dangling file list reads as no file list, as dpkg sees it).
+        let what = if path == HSA_LIST {
+            "has no file list"
+        } else {
+            "does not exist"
+        };
+        assert_refused(&run, path, code, check, what);
+    }
+}
+
+#[test]
+fn a_local_repository_index_that_is_a_fifo_does_not_hang() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = hostile_root();
+    let packages = "/var/lib/rocm-pin/repo/Packages";
+    std::fs::create_dir_all(host(d.path(), "/var/lib/rocm-pin/repo")).unwrap();
+    std::fs::write(host(d.path(), packages), b"").unwrap();
+    replace_with_fifo(d.path(), packages);
+    let run = verify_json(d.path());
+    assert_refused(&run, packages, 1, "local-repo", "a FIFO");
+}
+
+#[test]
+fn an_apt_cache_that_is_a_fifo_does_not_hang_verify() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    // verify copies the root's pkgcache.bin for `apt-cache policy`; the copy reads inside
+    // the root like every other read (an unusable cache is simply not copied).
+    let d = hostile_root();
+    let cache = "/var/cache/apt/pkgcache.bin";
+    std::fs::create_dir_all(host(d.path(), "/var/cache/apt")).unwrap();
+    std::fs::write(host(d.path(), cache), b"").unwrap();
+    replace_with_fifo(d.path(), cache);
+    let run = verify_json(d.path());
+    assert_bounded(&run, cache);
+    assert!(run.code == 0 || run.code == 1, "{}", run.all());
+}
