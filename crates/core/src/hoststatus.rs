@@ -378,8 +378,8 @@ pub fn host_status_with(
         upgrades: marker
             .as_ref()
             .map(|m| crate::host::upgrades::available(root, &ours, m)),
-        guard: root.host_path(crate::host::install::guard_path()).exists(),
-        guard_path: crate::host::install::guard_path().display().to_string(),
+        guard: root.host_path(crate::host::guard::APT_HOOK).exists(),
+        guard_path: crate::host::guard::APT_HOOK.to_string(),
         local_repo: root
             .host_path(&local_repo)
             .exists()
