@@ -518,4 +518,81 @@ mod tests {
         s.restore(&root).unwrap();
         assert_eq!(Guard::read(&root).unwrap().unwrap().flags, flags);
     }
+
+    /// The hook as `sh -c` runs it, with a stand-in binary exiting `verify_exit` (None: gone).
+    fn run_hook(tool: HookTool, verify_exit: Option<i32>, env: &[(&str, &str)]) -> (i32, String) {
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("rocm-pin");
+        if let Some(code) = verify_exit {
+            std::fs::write(
+                &bin,
+                format!("#!/bin/sh\necho \"verify said $*\" >&2\nexit {code}\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(hook_script(
+                tool,
+                &bin.display().to_string(),
+                GuardFlags::default(),
+            ))
+            .env_remove(NO_GUARD_ENV)
+            .env_remove("DPKG_FRONTEND_LOCKED");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_hook_fails_only_a_broken_runtime_and_says_why_it_let_a_run_through() {
+        for tool in [HookTool::Apt, HookTool::Dpkg] {
+            let t = tool.word();
+            assert_eq!(
+                run_hook(tool, Some(0), &[]),
+                (0, "verify said verify --quiet\n".into())
+            );
+            let (rc, said) = run_hook(tool, Some(1), &[]);
+            assert!(
+                rc == 1
+                    && said.contains(&format!(
+                        "this {t} run left the patched ROCm runtime broken"
+                    )),
+                "{said}"
+            );
+            let (rc, said) = run_hook(tool, Some(2), &[]);
+            assert!(
+                rc == 0
+                    && said.contains("could not check (environment error")
+                    && said.contains("the runtime was not judged"),
+                "{said}"
+            );
+            assert!(!said.contains("broken"), "{said}");
+            let (rc, said) = run_hook(tool, None, &[]);
+            assert!(
+                rc == 0 && said.contains("is gone or not executable") && said.contains("guard off"),
+                "{said}"
+            );
+            let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "1")]);
+            assert!(
+                rc == 0
+                    && said.contains("ROCM_PIN_NO_GUARD is set")
+                    && !said.contains("verify said"),
+                "{said}"
+            );
+            let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "0")]);
+            assert_eq!(rc, 1, "{said}");
+        }
+        // apt's own dpkg runs are steps of its transaction: the dpkg hook leaves them to apt's.
+        assert_eq!(
+            run_hook(HookTool::Dpkg, Some(1), &[("DPKG_FRONTEND_LOCKED", "1")]),
+            (0, String::new())
+        );
+    }
 }
