@@ -9,5 +9,6 @@ mod day2;
 mod demo;
 mod downstream;
 mod first_hour;
+mod guard;
 mod matrix;
 mod verify_fake_root;

@@ -335,6 +335,13 @@ pub enum Error {
         /// The distinct names of the failed checks, sorted.
         names: Vec<String>,
     },
+    /// `rocm-pin verify` could not make some checks (an external tool failed) and no other
+    /// check failed: the runtime was not judged (exit 2).
+    #[error("verify could not check {} (environment error; the runtime was not judged)", names.join(", "))]
+    VerifyEnvironment {
+        /// The distinct names of the checks that could not be made, sorted.
+        names: Vec<String>,
+    },
 }
 
 impl Error {
@@ -361,7 +368,8 @@ impl Error {
             | Error::BadName { .. }
             | Error::RepoConflicts(_)
             | Error::KeyExists { .. }
-            | Error::StagingLocked { .. } => ExitKind::Usage,
+            | Error::StagingLocked { .. }
+            | Error::VerifyEnvironment { .. } => ExitKind::Usage,
         }
     }
 

@@ -76,6 +76,7 @@ fn label_check(
         subject: name.into(),
         ok,
         detail,
+        environment: false,
     }))
 }
 

@@ -8,8 +8,9 @@
 //! - `ROCM_PIN_NO_GUARD=1` skips the check, with a line saying so;
 //! - the binary gone or not executable disarms it, with a line saying why (exit 0);
 //! - verify's exit 1 (the runtime is broken) fails the run; any other failure of verify (exit
-//!   2, an environment error: `apt-cache policy` failed, /opt/rocm switched release…) is
-//!   reported as "could not check" and does not fail it: the runtime was not judged.
+//!   2, an environment error such as `apt-cache policy` failing; a crash) is reported as
+//!   "could not check" and does not fail it: the runtime was not judged, and a hook in every
+//!   apt run must not take apt down for what is not the runtime's fault.
 //!
 //! The binary the hooks run has a stable path: `/usr/bin/rocm-pin` when that is the running
 //! binary and dpkg owns it (rocm-pin's own .deb, whose prerm/postrm remove the hooks), else a
@@ -132,12 +133,11 @@ pub fn hook_script(tool: HookTool, binary: &str, flags: GuardFlags) -> String {
     format!(
         "{apt_step}case ${{{NO_GUARD_ENV}:-}} in ''|0) ;; *) echo 'rocm-pin --guard: {NO_GUARD_ENV} is set: this {t} run was not checked' >&2; exit 0;; esac; \
 g={binary}; \
-if [ ! -x $g ]; then echo 'rocm-pin --guard: off: '$g' is gone or not executable, so this {t} run was not checked; run rocm-pin guard off, or remove {APT_HOOK} and {DPKG_HOOK}' >&2; exit 0; fi; \
+if [ ! -x $g ]; then echo 'rocm-pin --guard: off: '$g' is gone or not executable, so this {t} run was not checked (remove {APT_HOOK} and {DPKG_HOOK})' >&2; exit 0; fi; \
 $g verify --quiet{args}; rc=$?; \
 case $rc in 0) ;; \
-1) echo 'rocm-pin --guard: this {t} run left the patched ROCm runtime broken (the line above names it and the repair); {t} fails. {NO_GUARD_ENV}=1 skips this check.' >&2; exit 1;; \
-2) echo 'rocm-pin --guard: could not check (environment error, the line above says what): the runtime was not judged, and this {t} run does not fail for it' >&2;; \
-*) echo 'rocm-pin --guard: could not check (verify exit '$rc'): the runtime was not judged, and this {t} run does not fail for it' >&2;; esac",
+1) echo 'rocm-pin --guard: this {t} run left the patched ROCm runtime broken (the line above says how to repair it); {NO_GUARD_ENV}=1 skips this check' >&2; exit 1;; \
+*) echo 'rocm-pin --guard: could not check (environment error, verify exit '$rc'; the line above says what): the runtime was not judged, this {t} run does not fail for it' >&2;; esac",
         args = flags.verify_args(),
     )
 }
@@ -448,6 +448,21 @@ mod tests {
         }
     }
 
+    /// dpkg reads its configuration files in lines of at most 1024 bytes (MAX_CONFIG_LINE in
+    /// dpkg's src/common/options.c): a longer `post-invoke=` line is cut and dpkg refuses to
+    /// start ("unknown option"), which would brick dpkg and apt.
+    #[test]
+    fn the_dpkg_hook_line_fits_dpkg_s_line_limit() {
+        let flags = GuardFlags {
+            accept_skipped_backport_check: true,
+        };
+        for binary in [PRIVATE_COPY, PACKAGED_BINARY] {
+            for line in dpkg_hook_text(binary, flags).lines() {
+                assert!(line.len() < 1000, "{} bytes: {line}", line.len());
+            }
+        }
+    }
+
     #[test]
     fn a_hook_file_is_read_back_as_the_guard_it_was_written_with() {
         for accept in [true, false] {
@@ -576,7 +591,7 @@ mod tests {
             assert!(!said.contains("broken"), "{said}");
             let (rc, said) = run_hook(tool, None, &[]);
             assert!(
-                rc == 0 && said.contains("is gone or not executable") && said.contains("guard off"),
+                rc == 0 && said.contains("is gone or not executable") && said.contains(APT_HOOK),
                 "{said}"
             );
             let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "1")]);
