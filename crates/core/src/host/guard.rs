@@ -112,8 +112,7 @@ impl Suspended {
     /// Put the hook files back exactly as they were (same binary, same flags).
     pub fn restore(self, root: &Root) -> anyhow::Result<()> {
         for (path, bytes) in self.files {
-            let p = root.host_path(&path);
-            std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
+            write_atomically(&root.host_path(&path), &bytes)?;
         }
         Ok(())
     }
@@ -126,12 +125,12 @@ pub fn hook_script(tool: HookTool, binary: &str, flags: GuardFlags) -> String {
     let t = tool.word();
     // apt sets DPKG_FRONTEND_LOCKED for the dpkg runs of its transaction: those are its steps
     // (verify would see the middle of it), and apt's own hook checks the end.
-    let apt_step = match tool {
+    let skip_apt_steps = match tool {
         HookTool::Dpkg => "case ${DPKG_FRONTEND_LOCKED:-} in '') ;; *) exit 0;; esac; ",
         HookTool::Apt => "",
     };
     format!(
-        "{apt_step}case ${{{NO_GUARD_ENV}:-}} in ''|0) ;; *) echo 'rocm-pin --guard: {NO_GUARD_ENV} is set: this {t} run was not checked' >&2; exit 0;; esac; \
+        "{skip_apt_steps}case ${{{NO_GUARD_ENV}:-}} in ''|0) ;; *) echo 'rocm-pin --guard: {NO_GUARD_ENV} is set: this {t} run was not checked' >&2; exit 0;; esac; \
 g={binary}; \
 if [ ! -x $g ]; then echo 'rocm-pin --guard: off: '$g' is gone or not executable, so this {t} run was not checked (remove {APT_HOOK} and {DPKG_HOOK})' >&2; exit 0; fi; \
 $g verify --quiet{args}; rc=$?; \
@@ -243,10 +242,8 @@ impl Guard {
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
         }
-        std::fs::write(&apt, apt_hook_text(&shown, flags))
-            .with_context(|| format!("cannot write {}", apt.display()))?;
-        std::fs::write(&dpkg, dpkg_hook_text(&shown, flags))
-            .with_context(|| format!("cannot write {}", dpkg.display()))?;
+        write_atomically(&apt, apt_hook_text(&shown, flags).as_bytes())?;
+        write_atomically(&dpkg, dpkg_hook_text(&shown, flags).as_bytes())?;
         Ok(Guard { binary, flags })
     }
 
@@ -274,6 +271,17 @@ impl Guard {
         }
         Ok((!files.is_empty()).then_some(Suspended { files }))
     }
+}
+
+/// A hook file written whole or not at all (apt and dpkg must never read half of one).
+fn write_atomically(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = p.with_extension(format!("rocm-pin-tmp.{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, p))
+        .with_context(|| format!("cannot write {}", p.display()))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
 }
 
 fn remove_if_present(p: &Path) -> anyhow::Result<bool> {
@@ -331,15 +339,24 @@ pub fn stable_binary(root: &Root, exe: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// `from` copied to `to` through a temp file in `to`'s directory and a rename, so a hook never
-/// runs a half-written binary.
+/// runs a half-written binary. A root-owned 0755 file on the same filesystem is hard-linked
+/// instead (an image keeping rocm-pin in /usr/local/bin pays no second 8 MB); anything another
+/// user could write is copied, so root's hooks never run a file that user can change.
 fn copy_atomically(from: &Path, to: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
     let dir = to.parent().context("the private copy has no directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let tmp = dir.join(format!(".rocm-pin.{}.tmp", std::process::id()));
-    let copied = std::fs::copy(from, &tmp)
-        .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
-        .and_then(|()| std::fs::rename(&tmp, to));
-    if let Err(e) = copied {
+    let _ = std::fs::remove_file(&tmp);
+    let linkable = std::fs::metadata(from)
+        .is_ok_and(|m| m.is_file() && m.uid() == 0 && m.mode() & 0o7777 == 0o755);
+    let placed = if linkable && std::fs::hard_link(from, &tmp).is_ok() {
+        Ok(())
+    } else {
+        std::fs::copy(from, &tmp)
+            .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
+    };
+    if let Err(e) = placed.and_then(|()| std::fs::rename(&tmp, to)) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| {
             format!(
@@ -349,6 +366,8 @@ fn copy_atomically(from: &Path, to: &Path) -> anyhow::Result<()> {
             )
         });
     }
+    // rename(2) does nothing when both names are links of one file (a second `guard on`).
+    let _ = std::fs::remove_file(&tmp);
     Ok(())
 }
 
