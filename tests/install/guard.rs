@@ -14,6 +14,8 @@ use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
 use rocm_pin_testkit::scratch::ScratchDir;
 
+/// The tests that are about apt itself run under every apt configuration CI covers; the rest
+/// under this one.
 const CONFIG: &str = "bookworm";
 const APT_HOOK: &str = "/etc/apt/apt.conf.d/80rocm-pin-guard";
 const DPKG_HOOK: &str = "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard";
@@ -92,7 +94,11 @@ fn self_deb() -> &'static Path {
 /// A chroot with ours installed, the probe packages reachable (apt repository `guard`,
 /// `guard-probe-b` copied in), the guard NOT armed yet.
 fn sandbox() -> Sandbox {
-    let a = artifacts(CONFIG);
+    sandbox_in(CONFIG)
+}
+
+fn sandbox_in(config: &str) -> Sandbox {
+    let a = artifacts(config);
     let sb = fresh(a, &a.installed_snapshot);
     let p = probes();
     sb.add_local_repo("guard", &p.repo).unwrap();
@@ -103,8 +109,12 @@ fn sandbox() -> Sandbox {
 /// `sandbox()` with `rocm-pin install --guard` run (our packages already in: it arms the
 /// guard), plus `extra` arguments.
 fn guarded(extra: &[&str]) -> Sandbox {
-    let sb = sandbox();
-    let mut argv = install_argv(&artifacts(CONFIG).ours);
+    guarded_in(CONFIG, extra)
+}
+
+fn guarded_in(config: &str, extra: &[&str]) -> Sandbox {
+    let sb = sandbox_in(config);
+    let mut argv = install_argv(&artifacts(config).ours);
     argv.push("--guard");
     argv.extend(extra);
     let out = sb.run(&argv).unwrap();
@@ -135,12 +145,39 @@ fn dpkg_install(sb: &Sandbox, env: &[(&str, &str)]) -> std::process::Output {
     cmd.output().unwrap()
 }
 
+/// Each of these runs under every apt configuration CI covers, as its own test
+/// (`<name>::bookworm`, `<name>::trixie`, `<name>::trixie_solver3`).
+macro_rules! per_config {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn bookworm() {
+                rocm_pin_testkit::needs_root!("a chroot");
+                super::$name("bookworm")
+            }
+            #[test]
+            fn trixie() {
+                rocm_pin_testkit::needs_root!("a chroot");
+                super::$name("trixie")
+            }
+            #[test]
+            fn trixie_solver3() {
+                rocm_pin_testkit::needs_root!("a chroot");
+                super::$name("trixie-solver3")
+            }
+        }
+    )*};
+}
+
+per_config!(
+    deleting_the_binary_disarms_both_hooks_and_apt_and_dpkg_still_work,
+    rocm_pin_no_guard_is_honoured_by_both_hooks,
+);
+
 /// The binary the hooks run deleted (the one install ran and its private copy): both hooks
 /// disarm with a line saying why, apt and dpkg exit 0.
-#[test]
-fn deleting_the_binary_disarms_both_hooks_and_apt_and_dpkg_still_work() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    let sb = guarded(&[]);
+fn deleting_the_binary_disarms_both_hooks_and_apt_and_dpkg_still_work(config: &str) {
+    let sb = guarded_in(config, &[]);
     sb.sh_ok(&format!("rm -f /usr/local/bin/rocm-pin {PRIVATE_COPY}"))
         .unwrap();
     for (what, out) in [
@@ -250,10 +287,8 @@ fn a_guard_installed_from_a_temp_path_runs_its_stable_copy() {
 
 /// `ROCM_PIN_NO_GUARD=1` skips both hooks, each saying so; without it a broken runtime
 /// fails both.
-#[test]
-fn rocm_pin_no_guard_is_honoured_by_both_hooks() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    let sb = guarded(&[]);
+fn rocm_pin_no_guard_is_honoured_by_both_hooks(config: &str) {
+    let sb = guarded_in(config, &[]);
     break_runtime(&sb);
     let skip = [("ROCM_PIN_NO_GUARD", "1")];
     for (what, out) in [

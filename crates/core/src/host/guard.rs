@@ -629,4 +629,32 @@ mod tests {
             (0, String::new())
         );
     }
+
+    /// A file another user owns or can write is copied (root's hooks must not run what that
+    /// user can change); a root-owned 0755 file is hard-linked. Needs root for the chown.
+    #[test]
+    fn only_a_root_owned_binary_is_hard_linked() {
+        use std::os::unix::fs::MetadataExt as _;
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to chown");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let (src, dest) = (d.path().join("src"), d.path().join("lib/rocm-pin"));
+        std::fs::write(&src, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy_atomically(&src, &dest).unwrap();
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(ino(&src), ino(&dest), "a root-owned 0755 binary is linked");
+        std::os::unix::fs::chown(&src, Some(1000), Some(1000)).unwrap();
+        copy_atomically(&src, &dest).unwrap();
+        assert_ne!(ino(&src), ino(&dest), "another user's file must be copied");
+        let m = std::fs::metadata(&dest).unwrap();
+        assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o755));
+        assert_eq!(
+            std::fs::read_dir(d.path().join("lib")).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
 }
