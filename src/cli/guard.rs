@@ -16,7 +16,8 @@ use rocm_pin::host::root::Root;
 #[derive(Subcommand, Debug)]
 pub enum GuardCommand {
     /// Arm the guard (as `install --guard` does): both hooks, running /usr/bin/rocm-pin from
-    /// rocm-pin's .deb, else a copy of this binary at /usr/lib/rocm-pin/rocm-pin
+    /// rocm-pin's .deb, else a copy of this binary at /usr/lib/rocm-pin/rocm-pin. Refused
+    /// (exit 2) while verify fails: the guard would then fail every apt run
     On(OnArgs),
     /// Remove both hooks and the private copy
     Off(JsonArg),
@@ -52,7 +53,7 @@ pub fn run(cmd: GuardCommand) -> anyhow::Result<()> {
     };
     match cmd {
         GuardCommand::On(a) => {
-            Guard::arm(
+            guard::guard_on(
                 &root,
                 GuardFlags {
                     accept_skipped_backport_check: a.accept_skipped_backport_check,

@@ -406,3 +406,40 @@ fn an_environment_error_in_the_hook_warns_and_does_not_fail_apt() {
         );
     }
 }
+
+/// `rocm-pin guard on` arms only over a runtime that passes verify: on a stock host (nothing of
+/// ours installed) and over a broken runtime it is refused (exit 2, nothing written), since it
+/// would fail every later apt run; on a healthy one it arms both hooks (`guard status` exit 0).
+#[test]
+fn guard_on_refuses_a_failing_runtime_and_arms_a_healthy_one() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let a = artifacts(CONFIG);
+    let stock = fresh(a, &a.stock_snapshot);
+    let broken = sandbox();
+    break_runtime(&broken);
+    for (what, sb) in [("stock host", &stock), ("broken runtime", &broken)] {
+        let out = sb.run(&["rocm-pin", "guard", "on"]).unwrap();
+        assert_eq!(rc(&out), 2, "{what}: {}", text(&out));
+        assert!(
+            text(&out).contains("the guard was not armed"),
+            "{what}: {}",
+            text(&out)
+        );
+        for p in [APT_HOOK, DPKG_HOOK, PRIVATE_COPY] {
+            assert!(!sb.path(p).exists(), "{what}: {p} written");
+        }
+    }
+    let sb = sandbox();
+    let out = sb.run(&["rocm-pin", "guard", "on"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let out = sb.run(&["rocm-pin", "guard", "status", "--json"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&s["armed"], &s["binary"]),
+        (&true.into(), &PRIVATE_COPY.into()),
+        "{s}"
+    );
+    let out = apt_install(&sb, &[]);
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+}

@@ -26,6 +26,7 @@ use anyhow::Context;
 
 use super::root::Root;
 use super::status;
+use crate::error::Error;
 
 /// The apt configuration file of the guard.
 pub const APT_HOOK: &str = "/etc/apt/apt.conf.d/80rocm-pin-guard";
@@ -271,6 +272,27 @@ impl Guard {
         }
         Ok((!files.is_empty()).then_some(Suspended { files }))
     }
+}
+
+/// `rocm-pin guard on`: verify first, and arm only when the runtime passes (or only checks that
+/// could not be made fail, exit 2). A guard armed over a failing runtime would fail every later
+/// apt and dpkg run, the repair included; over a host the gate skipped it would guard nothing.
+pub fn guard_on(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
+    let report = crate::verify::verify(&crate::verify::VerifyOptions {
+        root: root.clone(),
+        accept_skipped_backport_check: flags.accept_skipped_backport_check,
+        ..crate::verify::VerifyOptions::default()
+    })?;
+    if matches!(report.exit_code(), 1 | 3) {
+        let mut failed: Vec<String> = report.failed().map(|c| c.name.clone()).collect();
+        failed.dedup();
+        return Err(Error::GuardRefused {
+            failed,
+            skipped: report.skipped.clone(),
+        }
+        .into());
+    }
+    Guard::arm(root, flags)
 }
 
 /// A hook file written whole or not at all (apt and dpkg must never read half of one).
