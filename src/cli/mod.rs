@@ -8,6 +8,7 @@ pub mod build;
 pub mod completions;
 pub mod deb;
 pub mod demo;
+pub mod guard;
 pub mod install;
 pub mod manpage;
 pub mod package;
@@ -46,6 +47,9 @@ pub enum Command {
     Adopt(adopt::AdoptArgs),
     /// Put the stock runtime back (offline) and purge the replacement packages
     Rollback(rollback::RollbackArgs),
+    /// Arm, disarm or show the guard hooks that fail an apt/dpkg run breaking the runtime
+    #[command(subcommand)]
+    Guard(guard::GuardCommand),
     /// Write a (signed) apt repository holding the replacement .debs
     Repo(repo::RepoArgs),
     /// Run the whole chain on the built-in stand-in runtime in a throwaway chroot
@@ -71,6 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify(a) => verify::run(a),
         Command::Status(a) => status::run(a),
         Command::Rollback(a) => rollback::run(a),
+        Command::Guard(c) => guard::run(c),
         Command::Adopt(a) => adopt::run(a),
         Command::Repo(a) => repo::run(a),
         Command::Demo(a) => demo::run(a),

@@ -89,6 +89,14 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
             reason: report.skipped.clone().unwrap_or_default(),
         }
         .into()),
+        2 => {
+            let names: std::collections::BTreeSet<String> =
+                report.failed().map(|c| c.name.clone()).collect();
+            Err(Error::VerifyEnvironment {
+                names: names.into_iter().collect(),
+            }
+            .into())
+        }
         _ => {
             let names: std::collections::BTreeSet<String> =
                 report.failed().map(|c| c.name.clone()).collect();

@@ -10,5 +10,6 @@ mod demo;
 mod downstream;
 mod first_hour;
 mod hostile_root;
+mod guard;
 mod matrix;
 mod verify_fake_root;

@@ -401,6 +401,28 @@ pub enum Error {
         value: String,
         why: &'static str,
     },
+    /// `rocm-pin verify` could not make some checks (an external tool failed) and no other
+    /// check failed: the runtime was not judged (exit 2).
+    #[error("verify could not check {} (environment error; the runtime was not judged)", names.join(", "))]
+    VerifyEnvironment {
+        /// The distinct names of the checks that could not be made, sorted.
+        names: Vec<String>,
+    },
+    /// `rocm-pin guard on` on a host whose runtime fails verify (or that the gate skipped):
+    /// the guard would fail every later apt and dpkg run, so it is not armed.
+    #[error(
+        "the guard was not armed: {}; armed now it would fail every later apt and dpkg run. Repair first (`rocm-pin verify` names how; `rocm-pin install` reinstalls), then `rocm-pin guard on`",
+        match skipped {
+            Some(reason) => format!("the version gate skipped this host ({reason}), there is no patched runtime to guard"),
+            None => format!("verify fails now ({})", failed.join(", ")),
+        }
+    )]
+    GuardRefused {
+        /// The names of the failed checks, in the order run.
+        failed: Vec<String>,
+        /// The skip record's reason when the gate skipped this host.
+        skipped: Option<String>,
+    },
 }
 
 /// Why an OpenPGP signing key cannot make signatures that verify now (times in seconds since
@@ -484,7 +506,9 @@ impl Error {
             | Error::ImageDigestMismatch { .. }
             | Error::Interrupted { .. }
             | Error::RootRead(_)
-            | Error::BadRootValue { .. } => ExitKind::Usage,
+            | Error::BadRootValue { .. }
+            | Error::VerifyEnvironment { .. }
+            | Error::GuardRefused { .. } => ExitKind::Usage,
         }
     }
 

@@ -92,7 +92,8 @@ pub struct HostStatus {
     pub pins: Vec<PinState>,
     /// None when nothing of ours is installed.
     pub upgrades: Option<crate::host::upgrades::Upgrades>,
-    /// The apt guard hook (`install --guard`) is in place.
+    /// The guard (`install --guard`, `guard on`) is armed: both hooks in place and the binary
+    /// they run executable (`rocm-pin guard status` says more).
     pub guard: bool,
     pub guard_path: String,
     /// The local repository (`install --local-repo`), when present.
@@ -392,8 +393,8 @@ pub fn host_status_with(
         upgrades: marker
             .as_ref()
             .map(|m| crate::host::upgrades::available(root, &ours, m)),
-        guard: root.exists(crate::host::install::guard_path()),
-        guard_path: crate::host::install::guard_path().display().to_string(),
+        guard: crate::host::guard::guard_status(root).is_ok_and(|g| g.armed),
+        guard_path: crate::host::guard::APT_HOOK.to_string(),
         local_repo: root
             .exists(&local_repo)
             .then(|| local_repo.display().to_string()),
@@ -445,10 +446,7 @@ impl HostStatus {
             if self.guard {
                 format!("on ({})", self.guard_path)
             } else {
-                format!(
-                    "off ({} absent; `rocm-pin install --guard` adds it)",
-                    self.guard_path
-                )
+                "off (`rocm-pin guard status` says why; `rocm-pin guard on` arms it)".to_string()
             }
         ));
         s.push_str(&format!(

@@ -81,6 +81,7 @@ fn label_check(
         subject: name.into(),
         ok,
         detail,
+        environment: false,
     }))
 }
 

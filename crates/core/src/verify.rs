@@ -29,6 +29,10 @@ pub struct Check {
     pub subject: String,
     pub ok: bool,
     pub detail: String,
+    /// The check could not be made (an external tool failed: `apt-cache policy`), so it fails
+    /// without judging the runtime; when every failed check is one of these, exit 2.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub environment: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -47,12 +51,15 @@ impl VerifyReport {
     pub fn failed(&self) -> impl Iterator<Item = &Check> {
         self.checks.iter().filter(|c| !c.ok)
     }
-    /// The exit code contract: 0 all pass, 1 any fail, 3 gate skip record.
+    /// The exit code contract: 0 all pass, 1 any fail, 2 only checks that could not be made
+    /// (environment errors) fail, 3 gate skip record.
     pub fn exit_code(&self) -> i32 {
         if self.skipped.is_some() {
             3
         } else if self.ok {
             0
+        } else if self.failed().all(|c| c.environment) {
+            2
         } else {
             1
         }
@@ -148,7 +155,16 @@ impl Checks {
             subject: subject.into(),
             ok,
             detail: detail.into(),
+            environment: false,
         });
+    }
+
+    /// A check that could not be made: failed, not judging the runtime ([`Check::environment`]).
+    fn add_environment_error(&mut self, name: &str, detail: impl Into<String>) {
+        self.add(name, "", false, detail);
+        if let Some(last) = self.0.last_mut() {
+            last.environment = true;
+        }
     }
 }
 
@@ -513,7 +529,7 @@ fn check_pins_effective(
         .map(|r| r.stock_name.clone())
         .collect();
     match policy {
-        Err(e) => c.add("pin-effective", "", false, format!("{e:#}")),
+        Err(e) => c.add_environment_error("pin-effective", format!("{e:#}")),
         Ok(pols) => {
             for n in &names {
                 match pols.iter().find(|p| &p.package == n) {

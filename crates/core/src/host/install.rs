@@ -8,7 +8,6 @@
 //! it is taken away again when apt fails before dpkg changed anything.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -16,6 +15,7 @@ use anyhow::Context;
 
 use super::apt;
 use super::gate::{self, GateDecision};
+use super::guard::{Guard, GuardFlags, APT_HOOK, DPKG_HOOK, NO_GUARD_ENV};
 use super::loader;
 use super::ourdebs::{read_debs, DebFacts};
 use super::root::Root;
@@ -725,11 +725,15 @@ fn finish_host(
     }
 
     if opts.guard {
-        write_guard_with(root, opts.accept_skipped_backport_check)?;
+        let guard = Guard::arm(
+            root,
+            GuardFlags {
+                accept_skipped_backport_check: opts.accept_skipped_backport_check,
+            },
+        )?;
         report.actions.push(format!(
-            "installed the guard: apt {} and dpkg {}",
-            guard_path().display(),
-            dpkg_guard_path().display()
+            "installed the guard: apt {APT_HOOK} and dpkg {DPKG_HOOK}, running {}",
+            guard.binary.display()
         ));
     }
     if opts.local_repo {
@@ -860,91 +864,6 @@ pub fn self_path() -> anyhow::Result<PathBuf> {
         "cannot find the rocm-pin executable ({} is not on PATH and /proc is not mounted)",
         argv0.display()
     )
-}
-
-/// The apt configuration file of `--guard`.
-pub fn guard_path() -> PathBuf {
-    PathBuf::from("/etc/apt/apt.conf.d/80rocm-pin-guard")
-}
-
-/// The dpkg configuration file of `--guard` (dpkg reads every file in `dpkg.cfg.d`).
-pub fn dpkg_guard_path() -> PathBuf {
-    PathBuf::from("/etc/dpkg/dpkg.cfg.d/rocm-pin-guard")
-}
-
-/// Set in the environment of a dpkg run that must not be checked by the dpkg guard: rocm-pin's
-/// own `dpkg --configure -a` (it verifies at its end), or an admin's deliberate repair.
-pub const NO_GUARD_ENV: &str = "ROCM_PIN_NO_GUARD";
-
-/// The dpkg `post-invoke` hook: `rocm-pin verify --quiet` after every dpkg run that was not
-/// started by apt. dpkg runs it with `sh -c` after its action (and trigger processing); a
-/// non-zero exit makes dpkg itself exit 2, so `dpkg -i --force-all <stock>.deb` fails the very
-/// command (a Dockerfile `RUN` line) with verify's line naming the package and the repair.
-/// apt sets `DPKG_FRONTEND_LOCKED` for the dpkg runs it makes; those are skipped, because they
-/// are steps of one transaction (verify would see its middle) and apt's own `DPkg::Post-Invoke`
-/// guard checks the end. A deleted rocm-pin binary disarms the hook with a warning instead of
-/// failing every later dpkg run.
-pub fn dpkg_guard_hook(exe: &str, verify_flags: &str) -> String {
-    format!(
-        "[ -n \"${{DPKG_FRONTEND_LOCKED:-}}\" ] || [ -n \"${{{NO_GUARD_ENV}:-}}\" ] || \
-if [ ! -x '{exe}' ]; then echo \"rocm-pin --guard: {exe} is gone; remove {dpkg} and {apt}\" >&2; \
-else '{exe}' verify --quiet{verify_flags} || {{ echo \"rocm-pin --guard: this dpkg run left the patched ROCm runtime broken (the line above names it and the repair); dpkg exits non-zero. {NO_GUARD_ENV}=1 skips this check.\" >&2; exit 1; }}; fi",
-        dpkg = dpkg_guard_path().display(),
-        apt = guard_path().display(),
-    )
-}
-
-/// `--guard`: an apt `DPkg::Post-Invoke` hook so any apt command that breaks the runtime
-/// fails, and a dpkg `post-invoke` hook ([`dpkg_guard_hook`]) for dpkg run by hand.
-pub fn write_guard(root: &Root) -> anyhow::Result<()> {
-    write_guard_with(root, false)
-}
-
-/// [`write_guard`], its verify accepting a recorded `--no-backport-check` when `accept`.
-pub fn write_guard_with(root: &Root, accept_skipped_backport_check: bool) -> anyhow::Result<()> {
-    let flag = if accept_skipped_backport_check {
-        " --accept-skipped-backport-check"
-    } else {
-        ""
-    };
-    let exe = self_path()?.display().to_string();
-    if exe.contains('"') || exe.contains('\'') || exe.contains('\n') {
-        anyhow::bail!("the rocm-pin path {exe:?} cannot be quoted in an apt or dpkg hook");
-    }
-    let p = root.host_path(guard_path());
-    let mut f =
-        std::fs::File::create(&p).with_context(|| format!("cannot write {}", p.display()))?;
-    writeln!(
-        f,
-        "// rocm-pin --guard: any apt/dpkg run that leaves the patched ROCm runtime broken fails here.\n// Remove this file (or run `rocm-pin rollback`) to stop checking.\nDPkg::Post-Invoke {{ \"'{exe}' verify --quiet{flag}\"; }};"
-    )?;
-    let p = root.host_path(dpkg_guard_path());
-    if let Some(dir) = p.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(
-        &p,
-        format!(
-            "# rocm-pin --guard: a dpkg run by hand (dpkg -i, even with --force-all) that leaves the\n# patched ROCm runtime broken fails. Remove this file (or run `rocm-pin rollback`) to stop.\npost-invoke={}\n",
-            dpkg_guard_hook(&exe, flag)
-        ),
-    )
-    .with_context(|| format!("cannot write {}", p.display()))?;
-    Ok(())
-}
-
-/// Remove both guard files; true when there was one.
-pub fn remove_guard(root: &Root) -> anyhow::Result<bool> {
-    let mut removed = false;
-    for path in [guard_path(), dpkg_guard_path()] {
-        let p = root.host_path(&path);
-        match std::fs::remove_file(&p) {
-            Ok(()) => removed = true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", p.display())),
-        }
-    }
-    Ok(removed)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod excludes;
 #[cfg(test)]
 pub(crate) mod fakehost;
 pub mod gate;
+pub mod guard;
 pub mod hold;
 pub mod inplace;
 pub mod install;

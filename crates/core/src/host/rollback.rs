@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::install::{deb_file_name, remove_guard, stock_dir, stock_not_kept_path};
+use super::guard::Guard;
+use super::install::{deb_file_name, stock_dir, stock_not_kept_path};
 use super::loader;
 use super::root::Root;
 use super::status::{self, StatusEntry};
@@ -116,13 +117,18 @@ pub fn rollback(
         .map(|e| (e.package, e.version))
         .collect();
     super::install::live_system_only(root, "rocm-pin rollback")?;
-    // The guard would run verify after dpkg and fail the rollback: it leaves first.
-    let guard_removed = remove_guard(root)?;
+    // The guard would run verify after dpkg and fail the rollback: it leaves first, and
+    // comes back exactly as it was (same binary, same flags) when the rollback fails.
+    let suspended = Guard::suspend(root)?;
     if let Err(e) = swap_back(root, &ours, &debs, lock_timeout, listener) {
-        if guard_removed {
-            let _ = super::install::write_guard(root);
+        if let Some(s) = suspended {
+            let _ = s.restore(root);
         }
         return Err(e);
+    }
+    // Done: the guard's private copy goes with its hooks.
+    if suspended.is_some() {
+        Guard::disarm(root)?;
     }
     report.purged = ours.iter().map(|e| e.package.clone()).collect();
     // The release hold goes with our pins: the stock release may move again.
@@ -474,10 +480,7 @@ mod steps_tests {
         let host = FakeHost::new("7.2.4");
         host.install_ours("install ok installed");
         keep_stock_debs(&host);
-        host.write(
-            &super::super::install::guard_path().to_string_lossy(),
-            "// guard\n",
-        );
+        host.write(super::super::guard::APT_HOOK, "// guard\n");
         let e = rollback(&host.root, 60, &Silent).unwrap_err();
         assert_eq!(exit_code_for(&e), 2);
         assert!(
@@ -485,7 +488,7 @@ mod steps_tests {
             "{e:#}"
         );
         // Refused before the guard leaves.
-        assert!(host.exists(super::super::install::guard_path()));
+        assert!(host.exists(super::super::guard::APT_HOOK));
     }
 
     #[test]
