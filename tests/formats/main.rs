@@ -17,4 +17,5 @@ mod elf_cross;
 mod elf_debian;
 mod elf_fuzz;
 mod elf_gcc;
+mod root_fuzz;
 mod version_vs_dpkg;

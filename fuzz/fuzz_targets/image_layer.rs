@@ -1,0 +1,23 @@
+//! Fuzz the image layer reader: `open_layer` (plain, gzip, zstd) then `apply_layer`, twice, onto a
+//! scratch image root; nothing beside the root may change. The properties are in
+//! fuzz/harness.rs (shared with the replay test of fuzz/regressions/image_layer/).
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+
+fn scratch() -> &'static harness::LayerScratch {
+    static DIR: OnceLock<harness::LayerScratch> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("rocm-pin-fuzz-layer.{}", std::process::id()));
+        harness::LayerScratch::new(dir)
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let _ = harness::image_layer(data, scratch());
+});

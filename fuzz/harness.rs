@@ -1,0 +1,310 @@
+//! The properties the fuzz targets check, shared by the libFuzzer targets (`fuzz/fuzz_targets/`)
+//! and the always-on replay of `fuzz/regressions/` (`tests/formats/root_fuzz.rs`), so a saved
+//! input is judged by exactly the checks that found it.
+//!
+//! Each reader is driven twice where it has both forms: the pure parser on the bytes, and the
+//! public reader that takes a root (the file written into a scratch root), which must agree with
+//! the parser whenever it succeeds. Any input must give a result or a clean error: a panic
+//! (including a failed property below) is a finding.
+#![allow(dead_code)] // each fuzz target uses one of the entry points
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use rocm_pin::deb::Paragraph;
+use rocm_pin::host::dpkgdb::{parse_md5sums, DpkgDb};
+use rocm_pin::host::root::Root;
+use rocm_pin::host::{ldcache, loader, rollback, status};
+use rocm_pin::image::layer::{apply_layer, open_layer};
+use rocm_pin::rocm::{self, Marker};
+
+/// The package the scratch root's status file installs; its info files are the fuzzed ones.
+const PACKAGE: &str = "fuzzed";
+/// Where the scratch root's package lists the provenance marker.
+const MARKER_PATH: &str = "/opt/rocm-7.2.4/.info/rocm-pin.json";
+/// Decompressed bytes one layer may feed the unpacker: a compression bomb stays a fast input
+/// and the scratch directory stays small (the unpacker has no byte limit of its own yet).
+const MAX_LAYER_STREAM: u64 = 64 << 20;
+/// The file outside the image root that no layer may reach: its contents, mode and link count
+/// are checked after every input.
+const SENTINEL: &str = "outside/sentinel";
+const SENTINEL_TEXT: &[u8] = b"host file: no layer may change or link this\n";
+
+/// Write `bytes` to `root`/`rel`, creating parents.
+fn put(root: &Path, rel: &str, bytes: &[u8]) {
+    let p = root.join(rel.trim_start_matches('/'));
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(&p, bytes).unwrap();
+}
+
+/// The status file of the scratch root: our package, installed, carrying the pin's commit field
+/// (so `rollback::installed_pin` looks for its marker).
+fn scratch_status() -> String {
+    format!(
+        "Package: {PACKAGE}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n{}: b539bf7\n",
+        rocm::COMMIT_FIELD
+    )
+}
+
+/// `status`: `var/lib/dpkg/status` as `verify`/`status` (`host::status`) and the packaging side
+/// (`DpkgDb`) read it.
+pub fn status(data: &[u8], scratch: &Path) {
+    let text = String::from_utf8_lossy(data);
+    let extra = [rocm::COMMIT_FIELD, rocm::PATCHES_FIELD];
+    let parsed = status::parse_status(&text, &extra);
+    let paragraphs = Paragraph::parse_many(&text);
+    if let Ok(entries) = &parsed {
+        // parse_status is parse_many plus "every paragraph names its package".
+        let paragraphs = paragraphs
+            .as_ref()
+            .expect("parse_status ok but parse_many failed");
+        assert_eq!(entries.len(), paragraphs.len());
+        for e in entries {
+            assert!(!e.package.is_empty(), "an entry without a package name");
+            assert!(!e.status.contains("  "), "Status words not normalised");
+            assert_eq!(e.abbrev().chars().count(), 2);
+            let _ = (e.is_installed_ok(), e.has_files(), e.state());
+        }
+    }
+    put(scratch, "var/lib/dpkg/status", data);
+    let root = Root::new(scratch);
+    if let (Ok(from_root), Ok(_)) = (status::read_status(&root), std::str::from_utf8(data)) {
+        assert_eq!(Ok(&from_root), parsed.as_ref().map_err(|_| ()));
+    }
+    if let Ok(db) = DpkgDb::open(&root) {
+        let named = paragraphs
+            .as_ref()
+            .expect("DpkgDb opened a status file parse_many refuses")
+            .iter()
+            .filter(|p| p.get("Package").is_some())
+            .count();
+        assert_eq!(db.packages().len(), named);
+        // A package with files on disk is found by its plain name (a name with `:` would be
+        // read as `<name>:<arch>`).
+        for p in db
+            .packages()
+            .iter()
+            .filter(|p| p.has_files() && !p.name.contains(':'))
+        {
+            assert!(
+                db.package(&p.name).is_some(),
+                "{} has files but is not found",
+                p.name
+            );
+        }
+    }
+}
+
+/// `md5sums` (and `.list`): a package's `info/<pkg>.md5sums` and `info/<pkg>.list` as
+/// `host::status` and `DpkgDb` read them.
+pub fn md5sums(data: &[u8], scratch: &Path) {
+    let text = String::from_utf8_lossy(data);
+    let parsed = parse_md5sums(&text);
+    if let Ok(sums) = &parsed {
+        for (path, sum) in sums {
+            assert!(
+                path.starts_with('/'),
+                "md5sums path {path:?} is not absolute"
+            );
+            assert!(
+                sum.len() == 32 && sum.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+                "md5sums sum {sum:?} is not 32 lower-case hex digits"
+            );
+        }
+    }
+    put(scratch, "var/lib/dpkg/status", scratch_status().as_bytes());
+    put(
+        scratch,
+        &format!("var/lib/dpkg/info/{PACKAGE}.md5sums"),
+        data,
+    );
+    put(scratch, &format!("var/lib/dpkg/info/{PACKAGE}.list"), data);
+    let root = Root::new(scratch);
+    let utf8 = std::str::from_utf8(data).is_ok();
+    if let (Ok(Some(from_root)), true) = (status::package_md5sums(&root, PACKAGE, "amd64"), utf8) {
+        let parsed: Vec<(String, String)> = parsed.as_ref().unwrap().clone().into_iter().collect();
+        assert_eq!(from_root, parsed);
+    }
+    if let Ok(list) = status::package_list(&root, PACKAGE, "amd64") {
+        assert!(list.iter().all(|l| !l.is_empty() && !l.contains('\n')));
+    }
+    if let Ok(db) = DpkgDb::open(&root) {
+        if let (Ok(sums), true) = (db.md5sums(PACKAGE), utf8) {
+            assert_eq!(Ok(&sums), parsed.as_ref().map_err(|_| ()));
+        }
+        if let Ok(files) = db.files(PACKAGE) {
+            assert!(files.iter().all(|l| !l.is_empty() && l != "/."));
+        }
+    }
+}
+
+/// `marker`: the provenance marker `<prefix>/.info/rocm-pin.json`, parsed as `verify` parses it
+/// and read through a root as `rollback::installed_pin` reads it.
+pub fn marker(data: &[u8], scratch: &Path) {
+    let parsed = serde_json::from_slice::<Marker>(data).ok();
+    if let Some(m) = &parsed {
+        // The package writes the marker with serde_json and verify reads it back: a marker that
+        // parses must survive that round trip unchanged.
+        let again: Marker = serde_json::from_slice(&serde_json::to_vec(m).unwrap()).unwrap();
+        assert_eq!(&again, m);
+        for lib in &m.libraries {
+            let _ = rocm::soname_major(&lib.soname);
+            let _ = rocm::runtime_library_family_at(&m.prefix, &lib.path);
+            let _ = rocm::prefix_of_runtime_path(&lib.path);
+        }
+        for path in m.files.keys() {
+            let _ = rocm::prefix_of_runtime_path(path);
+        }
+    }
+    put(scratch, "var/lib/dpkg/status", scratch_status().as_bytes());
+    put(
+        scratch,
+        &format!("var/lib/dpkg/info/{PACKAGE}.list"),
+        format!("/.\n/opt\n{MARKER_PATH}\n").as_bytes(),
+    );
+    put(scratch, MARKER_PATH, data);
+    let read = rollback::installed_pin(&Root::new(scratch))
+        .expect("the scratch status file is valid")
+        .expect("the scratch root has our package");
+    assert_eq!(
+        read.1, parsed,
+        "installed_pin read another marker than the file holds"
+    );
+}
+
+/// `ldcache`: `/etc/ld.so.cache` as the loader model reads it.
+pub fn ldcache(data: &[u8], scratch: &Path) {
+    let Some(entries) = ldcache::parse(data) else {
+        // Not understood: `read_cache` would run `ldconfig -p` (a process per input; not fuzzed).
+        return;
+    };
+    // Each entry takes 24 bytes of the table after a 48-byte header.
+    assert!(
+        entries.len() <= data.len() / 24,
+        "more entries than the file can hold"
+    );
+    for e in &entries {
+        assert!(["ELF", "libc5", "libc6"]
+            .iter()
+            .any(|k| e.flags.split(',').next() == Some(k)));
+    }
+    put(scratch, "etc/ld.so.cache", data);
+    let from_root = loader::read_cache(&Root::new(scratch)).expect("parse understood the file");
+    assert_eq!(from_root, entries);
+}
+
+/// A scratch directory for the layer target: `layer` (the blob), `root/` (the image root, fresh
+/// per input) and `outside/sentinel`, which no layer may reach. The root starts with two
+/// symlinks that point at `outside/` (absolute and relative) for the fuzzer to try to write
+/// through, and a file and directory for whiteouts and hard links to name.
+pub struct LayerScratch {
+    base: PathBuf,
+}
+
+impl LayerScratch {
+    pub fn new(base: PathBuf) -> Self {
+        LayerScratch { base }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.base.join("root")
+    }
+
+    /// Make the scratch as described, whatever the last input left (it may have deleted it).
+    fn reset(&self) {
+        let root = self.root();
+        if fs::symlink_metadata(&root).is_ok() {
+            make_removable(&root);
+            fs::remove_dir_all(&root).unwrap();
+        }
+        fs::create_dir_all(root.join("etc/d")).unwrap();
+        fs::write(root.join("etc/d/file"), b"lower layer\n").unwrap();
+        let outside = self.base.join("outside");
+        std::os::unix::fs::symlink(&outside, root.join("abs-out")).unwrap();
+        std::os::unix::fs::symlink("../outside", root.join("rel-out")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        let sentinel = self.base.join(SENTINEL);
+        fs::write(&sentinel, SENTINEL_TEXT).unwrap();
+        fs::set_permissions(&sentinel, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+
+    /// Nothing outside `root/` changed: the scratch holds exactly `layer`, `outside/` and
+    /// `root/`, `outside/` holds only the sentinel, unchanged and not linked from anywhere.
+    pub fn check_outside(&self) {
+        let mut names: Vec<String> = fs::read_dir(&self.base)
+            .unwrap_or_else(|e| panic!("the scratch directory itself is gone: {e}"))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["layer", "outside", "root"],
+            "a layer wrote or removed beside its root"
+        );
+        let outside: Vec<_> = fs::read_dir(self.base.join("outside")).unwrap().collect();
+        assert_eq!(
+            outside.len(),
+            1,
+            "a layer wrote into the directory beside its root"
+        );
+        let sentinel = self.base.join(SENTINEL);
+        let meta =
+            fs::symlink_metadata(&sentinel).expect("a layer removed the file beside its root");
+        assert!(meta.is_file());
+        assert_eq!(
+            meta.nlink(),
+            1,
+            "a layer hard-linked the file beside its root"
+        );
+        assert_eq!(
+            meta.mode() & 0o7777,
+            0o644,
+            "a layer changed the mode of the file beside its root"
+        );
+        assert_eq!(fs::read(&sentinel).unwrap(), SENTINEL_TEXT);
+        let root = fs::symlink_metadata(self.root()).expect("a layer removed the image root");
+        assert!(root.is_dir(), "a layer replaced the image root");
+    }
+}
+
+/// A layer may leave directories without write permission; the next reset must still remove them.
+fn make_removable(dir: &Path) {
+    let Ok(meta) = fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            make_removable(&e.path());
+        }
+    }
+}
+
+/// `image_layer`: one OCI/Docker layer blob (plain, gzip or zstd tar) opened by `open_layer` and
+/// applied twice (over the scratch's lower layer, then over itself, as a later layer would be)
+/// by `apply_layer`. Nothing outside the image root may change. Returns how the first
+/// application went (entries applied, or the error), for callers that expect one or the other.
+pub fn image_layer(data: &[u8], scratch: &LayerScratch) -> Result<usize, String> {
+    scratch.reset();
+    let blob = scratch.base.join("layer");
+    fs::write(&blob, data).unwrap();
+    let mut first = None;
+    for _ in 0..2 {
+        let applied = open_layer(&blob).and_then(|stream| {
+            let mut stream = stream.take(MAX_LAYER_STREAM);
+            apply_layer(&scratch.root(), &mut stream)
+        });
+        scratch.check_outside();
+        let failed = applied.is_err();
+        first.get_or_insert(applied.map(|s| s.entries).map_err(|e| format!("{e:#}")));
+        if failed {
+            break;
+        }
+    }
+    first.unwrap()
+}

@@ -1,0 +1,158 @@
+//! The readers of root and image input under the fuzz targets' checks, without nightly: the same
+//! harness as `fuzz/fuzz_targets/{status,md5sums,marker,ldcache,image_layer}.rs`
+//! (`fuzz/harness.rs`, included below), driven by
+//!
+//! - every input saved in `fuzz/regressions/<target>/` (a crash once found stays fixed), and
+//! - real inputs: this machine's dpkg status file, md5sums files and ld.so.cache, a marker of the
+//!   schema the package writes, and layers made by GNU tar (plain, gzip, zstd) with whiteouts,
+//!   hard links and symlinks that point beside the root.
+
+#[path = "../../fuzz/harness.rs"]
+mod harness;
+
+use std::fs;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rocm_pin::deb::compress::compress_bytes;
+use rocm_pin::deb::Compression;
+
+type Target = fn(&[u8], &Path);
+
+fn layer(data: &[u8], scratch: &Path) {
+    let scratch = harness::LayerScratch::new(scratch.join("layer-scratch"));
+    let _ = harness::image_layer(data, &scratch);
+}
+
+const TARGETS: [(&str, Target); 5] = [
+    ("status", harness::status),
+    ("md5sums", harness::md5sums),
+    ("marker", harness::marker),
+    ("ldcache", harness::ldcache),
+    ("image_layer", layer),
+];
+
+/// Run `target` on `data` in a fresh scratch directory; the panic message names the input.
+fn run(name: &str, target: Target, data: &[u8], what: &str) {
+    let scratch = tempfile::tempdir().unwrap();
+    let r = catch_unwind(AssertUnwindSafe(|| target(data, scratch.path())));
+    assert!(r.is_ok(), "{name} target: input {what} fails its checks");
+}
+
+#[test]
+fn regressions_replay() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    for (name, target) in TARGETS {
+        let Ok(entries) = fs::read_dir(dir.join(name)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let data = fs::read(e.path()).unwrap();
+            run(name, target, &data, &e.path().display().to_string());
+        }
+    }
+}
+
+#[test]
+fn host_status_md5sums_and_ldcache() {
+    let status = fs::read("/var/lib/dpkg/status").expect("a Debian host has a dpkg status file");
+    run("status", harness::status, &status, "/var/lib/dpkg/status");
+    let mut md5sums: Vec<PathBuf> = fs::read_dir("/var/lib/dpkg/info")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md5sums"))
+        .collect();
+    md5sums.sort();
+    assert!(!md5sums.is_empty(), "no md5sums under /var/lib/dpkg/info");
+    for p in md5sums.iter().take(20) {
+        run(
+            "md5sums",
+            harness::md5sums,
+            &fs::read(p).unwrap(),
+            &p.display().to_string(),
+        );
+    }
+    if let Ok(cache) = fs::read("/etc/ld.so.cache") {
+        run("ldcache", harness::ldcache, &cache, "/etc/ld.so.cache");
+    }
+}
+
+#[test]
+fn marker_of_the_package_schema() {
+    let marker = r#"{"commit":"b539bf7a0c3d4e5f60718293a4b5c6d7e8f90123","commit_time":1764720000,
+      "flavor":"gfx-all","prefix":"/opt/rocm-7.2.4",
+      "replaced":[{"stock_name":"hsa-rocr","stock_version":"1.18.0.70204-93~24.04","architecture":"amd64",
+        "package":"hsa-rocr-pinned","version":"1.18.0.70204-93~24.04+pin1764720000.gb539bf7"}],
+      "libraries":[{"path":"/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0-b539bf7","soname":"libhsa-runtime64.so.1",
+        "sha256":"00","aliases":["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"],"package":"hsa-rocr-pinned"}],
+      "files":{"/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0-b539bf7":"00"},"tool_version":"0.1.0",
+      "patches":[{"name":"0001-a.patch","sha256":"11"}],"backport_check_skipped":true,"source":"x"}"#;
+    run(
+        "marker",
+        harness::marker,
+        marker.as_bytes(),
+        "a full marker",
+    );
+    run(
+        "marker",
+        harness::marker,
+        b"{\"commit\":",
+        "a truncated marker",
+    );
+}
+
+/// A layer made by GNU tar from a tree holding a file, a directory, an absolute and a relative
+/// symlink, a hard link and whiteouts of the scratch's lower layer, the absolute symlink and an
+/// opaque directory.
+fn gnu_tar_layer() -> Vec<u8> {
+    let tree = tempfile::tempdir().unwrap();
+    let t = tree.path();
+    fs::create_dir_all(t.join("usr/lib")).unwrap();
+    fs::create_dir_all(t.join("etc/new")).unwrap();
+    fs::write(t.join("usr/lib/libx.so.1"), b"\x7fELF").unwrap();
+    fs::hard_link(t.join("usr/lib/libx.so.1"), t.join("usr/lib/libx.so.1.0")).unwrap();
+    std::os::unix::fs::symlink("libx.so.1", t.join("usr/lib/libx.so")).unwrap();
+    std::os::unix::fs::symlink("/etc/d/file", t.join("usr/abs")).unwrap();
+    for wh in ["etc/.wh.d", ".wh.abs-out", "etc/new/.wh..wh..opq"] {
+        fs::write(t.join(wh), b"").unwrap();
+    }
+    let out = Command::new("tar")
+        .args(["--format=gnu", "--sort=name", "-C"])
+        .arg(t)
+        .args(["-cf", "-", "."])
+        .output()
+        .expect("GNU tar runs");
+    assert!(
+        out.status.success(),
+        "tar: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn layers_made_by_gnu_tar() {
+    let tar = gnu_tar_layer();
+    for c in [Compression::None, Compression::Gzip, Compression::Zstd] {
+        let packed = compress_bytes(&tar, c, None, 1).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let s = harness::LayerScratch::new(scratch.path().join("s"));
+        // Every entry of the layer applies (".", 4 directories, a file and its hard link, 2
+        // symlinks, 3 whiteouts):
+        // the harness drives the unpacker through its work, not only its error paths.
+        assert_eq!(harness::image_layer(&packed, &s), Ok(12), "{c:?} layer");
+    }
+    // The harness's own check must catch a layer that writes beside the root: a scratch whose
+    // sentinel a layer (simulated here) changed fails it.
+    let scratch = tempfile::tempdir().unwrap();
+    let s = harness::LayerScratch::new(scratch.path().join("s"));
+    let _ = harness::image_layer(&tar, &s);
+    fs::write(scratch.path().join("s/outside/sentinel"), b"changed").unwrap();
+    let caught = catch_unwind(AssertUnwindSafe(|| s.check_outside()));
+    assert!(
+        caught.is_err(),
+        "the harness does not notice a changed file beside the root"
+    );
+}
