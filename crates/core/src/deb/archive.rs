@@ -418,7 +418,12 @@ fn parse_conffiles(text: &str) -> Result<Vec<ConffileLine>, String> {
     Ok(out)
 }
 
-fn default_threads() -> u32 {
+/// The compressor threads `deb build` uses when none are given: the CPUs this process may use.
+/// std's count already honours the cgroup v2 CPU quota (`cpu.max`) and the affinity mask, so a
+/// container limited to 2 CPUs gets 2, not the host's count. The machine's load is deliberately
+/// not subtracted: scripts/bench-deb-build --load measured fewer threads losing under contention
+/// (see docs/performance.md). Public so the bare-compressor benchmark driver picks the same.
+pub fn default_threads() -> u32 {
     std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1)
