@@ -516,6 +516,9 @@ pub struct StockFlavourSpec {
     pub shlibs_and_symbols: bool,
     /// The flavour has a `/opt/rocm-*` prefix with an `.info/` directory for our marker.
     pub opt_prefix: bool,
+    /// `rocm-pin package` / `install` make and install replacements for this flavour today.
+    /// Debian's: not yet (issue 23); discovery, status and verify already recognise it.
+    pub replaceable: bool,
 }
 
 /// The flavours rocm-pin knows (docs/flavours.md has the measurements behind each value).
@@ -533,6 +536,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: false,
         shlibs_and_symbols: false,
         opt_prefix: true,
+        replaceable: true,
     },
     StockFlavourSpec {
         flavour: StockFlavour::Debian,
@@ -544,6 +548,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: true,
         shlibs_and_symbols: true,
         opt_prefix: false,
+        replaceable: false,
     },
 ];
 

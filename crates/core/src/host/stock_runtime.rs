@@ -80,6 +80,38 @@ pub struct StockDiscovery {
     pub unrecognised: Vec<String>,
 }
 
+/// Says that rocm-pin cannot replace the flavours found yet, None when it can replace every
+/// runtime found: "rocm-pin does not package or install replacements for Debian's packaging
+/// yet (docs/flavours.md)".
+pub fn not_replaceable_note(found: &StockDiscovery) -> Option<String> {
+    let mut titles: Vec<&str> = found
+        .runtimes
+        .iter()
+        .filter(|r| !rocm::flavour_spec(r.flavour).replaceable)
+        .map(|r| r.flavour_title.as_str())
+        .collect();
+    titles.dedup();
+    (!titles.is_empty()).then(|| {
+        format!(
+            "rocm-pin does not package or install replacements for {} yet (docs/flavours.md)",
+            titles.join(" or ")
+        )
+    })
+}
+
+/// What a host without our packages should do, given its stock runtime: `run \`rocm-pin
+/// install\`` where rocm-pin replaces every runtime found (or none was found: install's gate
+/// says why), else which runtime is there and that it cannot be replaced yet.
+pub fn what_to_do(found: &StockDiscovery) -> String {
+    match not_replaceable_note(found) {
+        None => "run `rocm-pin install`".to_string(),
+        Some(note) => {
+            let here: Vec<String> = found.runtimes.iter().map(StockRuntime::describe).collect();
+            format!("the stock runtime here is {}; {note}", here.join("; and "))
+        }
+    }
+}
+
 /// A runtime library found in one package's file list, before grouping.
 struct Found {
     flavour_of_dir: StockFlavour,
