@@ -310,3 +310,22 @@ fn a_link_in_the_root_cannot_lead_discovery_outside_it() {
     let d = r.discover();
     assert!(d.runtimes.is_empty(), "read outside the root: {d:#?}");
 }
+
+#[test]
+fn a_name_of_one_flavour_in_the_other_flavours_directory_is_kept_and_reported() {
+    let mut r = FakeRoot::new();
+    let hsa = format!("{TRIPLET_DIR}/libhsa-runtime64.so.1.18.0");
+    r.elf(&hsa, "libhsa-runtime64.so.1");
+    r.package("hsa-rocr", "1.18.0.70204-93~24.04", &[&hsa], "");
+    let d = r.discover();
+    assert_eq!(d.runtimes.len(), 1, "{d:#?}");
+    assert_eq!(d.runtimes[0].flavour, StockFlavour::Amd);
+    assert_eq!(d.runtimes[0].release.as_deref(), Some("7.2.4"));
+    assert_eq!(d.runtimes[0].library_dirs, vec![TRIPLET_DIR.to_string()]);
+    assert_eq!(d.unrecognised.len(), 1, "{d:#?}");
+    assert!(
+        d.unrecognised[0].contains("hsa-rocr") && d.unrecognised[0].contains("Debian's packaging"),
+        "{:?}",
+        d.unrecognised
+    );
+}
