@@ -204,10 +204,7 @@ fn stock_states(entries: &[StatusEntry], marker: Option<&rocm::Marker>) -> Vec<S
             .collect(),
         None => entries
             .iter()
-            .filter(|e| {
-                rocm::is_stock_runtime_package(&e.package)
-                    || rocm::stock_package_by_name(&e.package).is_some()
-            })
+            .filter(|e| rocm::stock_package_by_name(&e.package).is_some())
             .map(|e| (e.package.clone(), None))
             .collect(),
     };

@@ -85,9 +85,12 @@ pub const FAMILIES: &[LibraryFamily] = &[
 /// Stock package base names per half. Multi-version installs append the ROCm version
 /// (`hip-runtime-amd7.2.4`); `-asan` packages are never replacement targets.
 pub fn stock_base_name(half: Half) -> &'static str {
-    match half {
-        Half::Hsa => "hsa-rocr",
-        Half::Hip => "hip-runtime-amd",
+    match flavour_spec(StockFlavour::Amd).naming {
+        StockNaming::PerHalf { hsa, hip } => match half {
+            Half::Hsa => hsa,
+            Half::Hip => hip,
+        },
+        StockNaming::PerLibrary => unreachable!("AMD's packaging names one package per half"),
     }
 }
 
@@ -381,12 +384,8 @@ pub const INPLACE_SONAMES_RELPATH: &str = ".info/atom-rocm-runtime-sonames";
 /// Stock packages whose files the in-place method overwrites: hsa-rocr / hip-runtime-amd and
 /// their multi-version names (`hip-runtime-amd7.2.4`); never the `-asan` builds.
 pub fn is_stock_runtime_package(name: &str) -> bool {
-    !name.contains("asan")
-        && [Half::Hsa, Half::Hip].iter().any(|h| {
-            name.strip_prefix(stock_base_name(*h)).is_some_and(|rest| {
-                rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit())
-            })
-        })
+    // The in-place method overwrote files in an `/opt/rocm-*` prefix: flavours with one.
+    stock_package_by_name(name).is_some_and(|n| flavour_spec(n.flavour).opt_prefix)
 }
 
 /// The short git hash CLR puts in the HIP library's file name when built without a ROCm patch
@@ -810,13 +809,11 @@ mod flavour_tests {
         assert!(debian.multi_arch_same && debian.shlibs_and_symbols && !debian.opt_prefix);
         assert!(!amd.multi_arch_same && amd.opt_prefix);
         assert_eq!(debian.loader, LoaderRegistration::LdconfigTrigger);
-        // The AMD entry says what stock_base_name says (the packaging side still uses it).
-        assert_eq!(
-            amd.naming,
-            StockNaming::PerHalf {
-                hsa: stock_base_name(Half::Hsa),
-                hip: stock_base_name(Half::Hip)
-            }
-        );
+        assert_eq!(stock_base_name(Half::Hsa), "hsa-rocr");
+        assert_eq!(stock_base_name(Half::Hip), "hip-runtime-amd");
+        assert!(amd.replaceable && !debian.replaceable);
+        // The in-place method's stock packages are AMD's only.
+        assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
+        assert!(!is_stock_runtime_package("libamdhip64-7"));
     }
 }
