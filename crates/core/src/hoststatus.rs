@@ -104,7 +104,7 @@ pub struct HostStatus {
     pub release_hold_missing: Vec<String>,
     /// The stock runtime found by SONAME in the dpkg database, by flavour and release
     /// (docs/flavours.md); ours are not in it.
-    pub stock_runtime: Vec<crate::host::stock_runtime::StockRuntime>,
+    pub stock_runtime: Vec<stock_runtime::StockRuntime>,
     /// Runtime libraries owned by packages no stock flavour names.
     pub stock_unrecognised: Vec<String>,
 }

@@ -413,7 +413,7 @@ fn check_nothing_installed(
             "",
             false,
             format!(
-                "no ROCm installation found: {} does not resolve under {} and neither {} nor {} is installed \
+                "no ROCm installation found: {} does not resolve under {} and neither {}, {} nor any other package shipping a ROCm runtime library (by SONAME) is installed \
                  (dpkg database). rocm-pin replaces the runtime of an installed ROCm {}: run this where ROCm \
                  is installed (the ROCm image, or `--root` pointing at its tree), or install ROCm first",
                 rocm::DEFAULT_ROCM_PATH,
