@@ -84,6 +84,11 @@ fn installed(sb: &Sandbox, package: &str) -> Installed {
     }
 }
 
+fn is_installed(sb: &Sandbox, package: &str) -> bool {
+    sb.run(&["dpkg-query", "-W", "-f", "${db:Status-Abbrev}", package])
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "ii")
+}
+
 fn rocm_pin(args: &[&str]) -> std::process::Output {
     std::process::Command::new(bin())
         .args(args)
@@ -103,9 +108,13 @@ fn status_and_verify_see_debian_runtime(image: &DebianImage, tarball: &std::path
         "the image mixes ROCm releases: {hsa:?} {hip:?}"
     );
     let mut stock = vec![hsa, hip];
-    if image.hip_major == "7" {
-        stock.push(installed(&sb, "libhiprtc7"));
-        stock.push(installed(&sb, "libhiprtc-builtins7"));
+    // The HIP siblings: installed in the 7.2.4 image (librocfft0 needs libhiprtc7); in the
+    // 6.4.3 image only if something pulled them in.
+    for sibling in ["libhiprtc", "libhiprtc-builtins"] {
+        let name = format!("{sibling}{}", image.hip_major);
+        if image.hip_major == "7" || is_installed(&sb, &name) {
+            stock.push(installed(&sb, &name));
+        }
     }
     for dependant in ["rocminfo", "librocfft0", "libhipfft0"] {
         installed(&sb, dependant);
