@@ -6,6 +6,7 @@ mod util;
 
 mod cli_pipes;
 mod day2;
+mod debian_flavour;
 mod demo;
 mod downstream;
 mod first_hour;

@@ -6,6 +6,7 @@ use crate::host::gate;
 use crate::host::rollback::installed_pin;
 use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;
+use crate::host::stock_runtime::{self, StockDiscovery};
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -102,6 +103,11 @@ pub struct HostStatus {
     /// it holds, and what it should hold but does not (deleted or stale).
     pub release_hold: Vec<String>,
     pub release_hold_missing: Vec<String>,
+    /// The stock runtime found by SONAME in the dpkg database, by flavour and release
+    /// (docs/flavours.md); ours are not in it.
+    pub stock_runtime: Vec<stock_runtime::StockRuntime>,
+    /// Runtime libraries owned by packages no stock flavour names.
+    pub stock_unrecognised: Vec<String>,
 }
 
 /// The first line of a version file inside the root (None when it cannot be read safely).
@@ -207,7 +213,7 @@ fn stock_states(entries: &[StatusEntry], marker: Option<&rocm::Marker>) -> Vec<S
             .collect(),
         None => entries
             .iter()
-            .filter(|e| rocm::is_stock_runtime_package(&e.package))
+            .filter(|e| rocm::stock_package_by_name(&e.package).is_some())
             .map(|e| (e.package.clone(), None))
             .collect(),
     };
@@ -273,7 +279,7 @@ fn quick_verify(
 
 /// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
 /// line leads somewhere instead of just saying "not installed".
-fn gate_preview(root: &Root, mode: GateMode) -> String {
+fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
     let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
         Ok((prefix, _)) => prefix.display().to_string(),
         Err(_) => format!("/opt/rocm-{}", rocm::TARGET_ROCM_VERSION),
@@ -290,10 +296,14 @@ fn gate_preview(root: &Root, mode: GateMode) -> String {
         GateMode::Auto => "auto",
         GateMode::Off => "off",
     };
-    format!(
+    let mut text = format!(
         "not installed; `rocm-pin install` {verdict} under mode {mode_name}: {}",
         d.reason
-    )
+    );
+    if let Some(note) = stock_runtime::not_replaceable_note(found) {
+        text.push_str(&format!("; {note}"));
+    }
+    text
 }
 
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
@@ -312,6 +322,7 @@ pub fn host_status_with(
         first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
     let entries = crate::host::status::read_status(root)?;
+    let found = stock_runtime::discover(root, &entries);
     let pin = installed_pin(root)?;
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
@@ -323,7 +334,7 @@ pub fn host_status_with(
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
         (None, Some(_)) => "installed (gate passed)".to_string(),
-        (None, None) => gate_preview(root, mode),
+        (None, None) => gate_preview(root, mode, &found),
     };
     let in_place = crate::host::inplace::detect(root, &entries);
     let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
@@ -400,6 +411,8 @@ pub fn host_status_with(
             .then(|| local_repo.display().to_string()),
         release_hold,
         release_hold_missing,
+        stock_runtime: found.runtimes,
+        stock_unrecognised: found.unrecognised,
     })
 }
 
@@ -415,6 +428,12 @@ impl HostStatus {
             "ROCm:        {} ({chain})\n",
             self.rocm_version.as_deref().unwrap_or("unknown")
         ));
+        for r in &self.stock_runtime {
+            s.push_str(&format!("stock ROCm:  {}\n", r.describe()));
+        }
+        for u in &self.stock_unrecognised {
+            s.push_str(&format!("stock ROCm:  {u}\n"));
+        }
         if let Some(p) = &self.target_prefix {
             s.push_str(&format!(
                 "target:      {p} (ROCm {})\n",

@@ -85,9 +85,12 @@ pub const FAMILIES: &[LibraryFamily] = &[
 /// Stock package base names per half. Multi-version installs append the ROCm version
 /// (`hip-runtime-amd7.2.4`); `-asan` packages are never replacement targets.
 pub fn stock_base_name(half: Half) -> &'static str {
-    match half {
-        Half::Hsa => "hsa-rocr",
-        Half::Hip => "hip-runtime-amd",
+    match flavour_spec(StockFlavour::Amd).naming {
+        StockNaming::PerHalf { hsa, hip } => match half {
+            Half::Hsa => hsa,
+            Half::Hip => hip,
+        },
+        StockNaming::PerLibrary => unreachable!("AMD's packaging names one package per half"),
     }
 }
 
@@ -381,12 +384,8 @@ pub const INPLACE_SONAMES_RELPATH: &str = ".info/atom-rocm-runtime-sonames";
 /// Stock packages whose files the in-place method overwrites: hsa-rocr / hip-runtime-amd and
 /// their multi-version names (`hip-runtime-amd7.2.4`); never the `-asan` builds.
 pub fn is_stock_runtime_package(name: &str) -> bool {
-    !name.contains("asan")
-        && [Half::Hsa, Half::Hip].iter().any(|h| {
-            name.strip_prefix(stock_base_name(*h)).is_some_and(|rest| {
-                rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit())
-            })
-        })
+    // The in-place method overwrote files in an `/opt/rocm-*` prefix: flavours with one.
+    stock_package_by_name(name).is_some_and(|n| flavour_spec(n.flavour).opt_prefix)
 }
 
 /// The short git hash CLR puts in the HIP library's file name when built without a ROCm patch
@@ -436,5 +435,385 @@ mod release_tests {
         assert_eq!(r("1.18.0.70204-93~24.04").as_deref(), Some("7.2.4"));
         assert_eq!(r("7.2.4.70204-93~24.04").as_deref(), Some("7.2.4"));
         assert_eq!(r("5.7.1-2"), None);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stock flavours (docs/flavours.md): who packaged the stock runtime. Everything the flavours
+// differ in is data in STOCK_FLAVOURS; discovery (host::stock_runtime) reads only this table.
+
+/// Which packaging the stock ROCm runtime on a host comes from.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum StockFlavour {
+    /// AMD's packages from repo.radeon.com: `hsa-rocr`, `hip-runtime-amd` under `/opt/rocm-*`.
+    Amd,
+    /// Debian's (and Ubuntu's) packages: `libhsa-runtime64-1`, `libamdhip64-<N>`, … under
+    /// `/usr/lib/<triplet>/`.
+    Debian,
+}
+
+/// How a flavour names its stock runtime packages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StockNaming {
+    /// One package per half: a fixed base name, optionally followed by the ROCm release for
+    /// multi-version installs (`hip-runtime-amd7.2.4`). Anything else after the base
+    /// (`-asan`, `-dev`, `-pinned`) is another package.
+    PerHalf {
+        hsa: &'static str,
+        hip: &'static str,
+    },
+    /// One package per library, Debian Policy 8.1: the library's SONAME stem followed by its
+    /// SONAME major, with a `-` between when the stem ends in a digit (`libamdhip64-7`,
+    /// `libhiprtc7`, `libhiprtc-builtins7`, `libhsa-runtime64-1`).
+    PerLibrary,
+}
+
+/// Where a flavour installs the runtime libraries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeLibraryDir {
+    /// `/opt/rocm-<release>/lib/` (found on the loader path through an ld.so.conf.d entry).
+    VersionedPrefixLib,
+    /// `/usr/lib/<multiarch triplet>/` (on the loader path already).
+    Multiarch,
+}
+
+/// Where a flavour's ROCm release is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseSource {
+    /// `<prefix>/.info/version`, else the 5-digit release component of the stock version
+    /// (`1.18.0.70204-93~24.04` → 7.2.4).
+    VersionFile,
+    /// The upstream part of the stock packages' versions (`7.2.4+dfsg-1~exp1` → 7.2.4).
+    PackageVersions,
+}
+
+/// How the stock packages put their library directory on the loader path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoaderRegistration {
+    /// Maintainer scripts write an `/etc/ld.so.conf.d/` entry and run ldconfig.
+    LdSoConfEntry,
+    /// No maintainer scripts; a `triggers` control file with `activate-noawait ldconfig`.
+    LdconfigTrigger,
+}
+
+/// One stock flavour, as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StockFlavourSpec {
+    pub flavour: StockFlavour,
+    /// For people: "AMD's packaging", "Debian's packaging".
+    pub title: &'static str,
+    pub naming: StockNaming,
+    pub library_dir: RuntimeLibraryDir,
+    pub release_source: ReleaseSource,
+    pub loader: LoaderRegistration,
+    /// The stock packages are `Multi-Arch: same` (a replacement must be too).
+    pub multi_arch_same: bool,
+    /// The stock packages carry `shlibs` and `symbols` control files naming themselves.
+    pub shlibs_and_symbols: bool,
+    /// The flavour has a `/opt/rocm-*` prefix with an `.info/` directory for our marker.
+    pub opt_prefix: bool,
+    /// `rocm-pin package` / `install` make and install replacements for this flavour today.
+    /// Debian's: not yet (issue 23); discovery, status and verify already recognise it.
+    pub replaceable: bool,
+}
+
+/// The flavours rocm-pin knows (docs/flavours.md has the measurements behind each value).
+pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
+    StockFlavourSpec {
+        flavour: StockFlavour::Amd,
+        title: "AMD's packaging",
+        naming: StockNaming::PerHalf {
+            hsa: "hsa-rocr",
+            hip: "hip-runtime-amd",
+        },
+        library_dir: RuntimeLibraryDir::VersionedPrefixLib,
+        release_source: ReleaseSource::VersionFile,
+        loader: LoaderRegistration::LdSoConfEntry,
+        multi_arch_same: false,
+        shlibs_and_symbols: false,
+        opt_prefix: true,
+        replaceable: true,
+    },
+    StockFlavourSpec {
+        flavour: StockFlavour::Debian,
+        title: "Debian's packaging",
+        naming: StockNaming::PerLibrary,
+        library_dir: RuntimeLibraryDir::Multiarch,
+        release_source: ReleaseSource::PackageVersions,
+        loader: LoaderRegistration::LdconfigTrigger,
+        multi_arch_same: true,
+        shlibs_and_symbols: true,
+        opt_prefix: false,
+        replaceable: false,
+    },
+];
+
+/// The data of `flavour`.
+pub fn flavour_spec(flavour: StockFlavour) -> &'static StockFlavourSpec {
+    STOCK_FLAVOURS
+        .iter()
+        .find(|s| s.flavour == flavour)
+        .expect("every StockFlavour has an entry in STOCK_FLAVOURS")
+}
+
+/// What a stock runtime package's name says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StockPackageName {
+    pub flavour: StockFlavour,
+    pub half: Half,
+    /// The one library family a per-library package ships (None for a per-half package).
+    pub family: Option<&'static LibraryFamily>,
+}
+
+/// The Debian Policy 8.1 package name of a shared library: `libamdhip64` + `7` →
+/// `libamdhip64-7`, `libhiprtc` + `7` → `libhiprtc7`.
+pub fn per_library_package_name(stem: &str, soname_major: &str) -> String {
+    if stem.ends_with(|c: char| c.is_ascii_digit()) {
+        format!("{stem}-{soname_major}")
+    } else {
+        format!("{stem}{soname_major}")
+    }
+}
+
+/// Is `name` a stock runtime package of some flavour, and of which half? Only the runtime
+/// packages themselves: never `-dev`, `-asan`, `-tests` or our `-<flavor>` replacements.
+pub fn stock_package_by_name(name: &str) -> Option<StockPackageName> {
+    STOCK_FLAVOURS.iter().find_map(|spec| match spec.naming {
+        StockNaming::PerHalf { hsa, hip } => [(Half::Hsa, hsa), (Half::Hip, hip)]
+            .into_iter()
+            .find(|(_, base)| {
+                name.strip_prefix(base).is_some_and(|rest| {
+                    rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit())
+                }) && !name.contains("asan")
+            })
+            .map(|(half, _)| StockPackageName {
+                flavour: spec.flavour,
+                half,
+                family: None,
+            }),
+        StockNaming::PerLibrary => FAMILIES
+            .iter()
+            .find(|f| {
+                let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                name.strip_prefix(f.stem).is_some_and(|rest| {
+                    let major = if f.stem.ends_with(|c: char| c.is_ascii_digit()) {
+                        rest.strip_prefix('-')
+                    } else {
+                        Some(rest)
+                    };
+                    major.is_some_and(digits)
+                })
+            })
+            .map(|f| StockPackageName {
+                flavour: spec.flavour,
+                half: f.half,
+                family: Some(f),
+            }),
+    })
+}
+
+/// Is `dir` a multiarch library directory, `/usr/lib/<cpu>-linux-<abi>` (x86_64-linux-gnu,
+/// aarch64-linux-gnu, arm-linux-gnueabihf)? `/usr/lib/x86_64` or `/usr/lib/foo/bar` are not.
+fn is_multiarch_lib_dir(dir: &str) -> bool {
+    dir.strip_prefix("/usr/lib/").is_some_and(|triplet| {
+        let parts: Vec<&str> = triplet.split('-').collect();
+        parts.len() >= 3
+            && parts[1] == "linux"
+            && parts.iter().all(|p| {
+                !p.is_empty()
+                    && p.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            })
+    })
+}
+
+/// A runtime library path as discovery sees it: the flavour whose library directory it lies
+/// directly in, its family and that directory. `/opt/rocm-7.2.4/lib/libamdhip64.so.7` → AMD,
+/// `/opt/rocm-7.2.4/lib`; `/usr/lib/x86_64-linux-gnu/libhiprtc.so.7.2.53211` → Debian,
+/// `/usr/lib/x86_64-linux-gnu`. None for any other path (`lib/asan/`, `/usr/lib/` itself, a
+/// name outside the families).
+pub fn runtime_library_location(
+    path: &str,
+) -> Option<(StockFlavour, &'static LibraryFamily, &str)> {
+    let (dir, name) = path.rsplit_once('/')?;
+    let family = family_of(name)?;
+    let layout = if prefix_of_runtime_path(path).is_some() {
+        RuntimeLibraryDir::VersionedPrefixLib
+    } else if is_multiarch_lib_dir(dir) {
+        RuntimeLibraryDir::Multiarch
+    } else {
+        return None;
+    };
+    STOCK_FLAVOURS
+        .iter()
+        .find(|s| s.library_dir == layout)
+        .map(|s| (s.flavour, family, dir))
+}
+
+/// The ROCm release a Debian package version carries: its upstream part without epoch,
+/// revision and repack/pre-release suffixes (`7.2.4+dfsg-1~exp1` → 7.2.4, `1:6.4.3-5` →
+/// 6.4.3, `7.2.4~rc1-1` → 7.2.4). None when the upstream part does not start with
+/// `<digits>.<digits>`.
+pub fn release_of_package_version(version: &str) -> Option<String> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
+    // The leading run of digits and dots: `7.2.4` of `7.2.4+dfsg` or `7.2.4~rc1`.
+    let release = upstream
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()?
+        .trim_end_matches('.');
+    let parts: Vec<&str> = release.split('.').collect();
+    (parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.len() <= 5))
+        .then(|| release.to_string())
+}
+
+#[cfg(test)]
+mod flavour_tests {
+    use super::*;
+
+    fn by_name(name: &str) -> Option<(StockFlavour, Half, Option<&'static str>)> {
+        stock_package_by_name(name).map(|n| (n.flavour, n.half, n.family.map(|f| f.stem)))
+    }
+
+    #[test]
+    fn both_flavours_names_are_recognised_and_nothing_else() {
+        use StockFlavour::*;
+        assert_eq!(by_name("hsa-rocr"), Some((Amd, Half::Hsa, None)));
+        assert_eq!(by_name("hip-runtime-amd"), Some((Amd, Half::Hip, None)));
+        assert_eq!(
+            by_name("hip-runtime-amd7.2.4"),
+            Some((Amd, Half::Hip, None))
+        );
+        assert_eq!(
+            by_name("libhsa-runtime64-1"),
+            Some((Debian, Half::Hsa, Some("libhsa-runtime64")))
+        );
+        assert_eq!(
+            by_name("libamdhip64-7"),
+            Some((Debian, Half::Hip, Some("libamdhip64")))
+        );
+        assert_eq!(
+            by_name("libamdhip64-6"),
+            Some((Debian, Half::Hip, Some("libamdhip64")))
+        );
+        assert_eq!(
+            by_name("libhiprtc7"),
+            Some((Debian, Half::Hip, Some("libhiprtc")))
+        );
+        assert_eq!(
+            by_name("libhiprtc-builtins7"),
+            Some((Debian, Half::Hip, Some("libhiprtc-builtins")))
+        );
+        for other in [
+            "hsa-rocr-asan",
+            "hsa-rocr-dev",
+            "hsa-rocr-pinned",
+            "hip-runtime-amd-pinned",
+            "libamdhip64-dev",
+            "libamdhip64-7-pinned",
+            "libhsa-runtime-dev",
+            "libhsa-runtime64-tests",
+            "libhiprtc7-pinned",
+            "libamdhip647",
+            "libhiprtc-7",
+            "libhiprtc",
+            "rocminfo",
+            "librocfft0",
+        ] {
+            assert_eq!(
+                by_name(other),
+                None,
+                "{other} is not a stock runtime package"
+            );
+        }
+    }
+
+    #[test]
+    fn per_library_names_follow_debian_policy() {
+        assert_eq!(
+            per_library_package_name("libamdhip64", "7"),
+            "libamdhip64-7"
+        );
+        assert_eq!(
+            per_library_package_name("libhsa-runtime64", "1"),
+            "libhsa-runtime64-1"
+        );
+        assert_eq!(per_library_package_name("libhiprtc", "7"), "libhiprtc7");
+        assert_eq!(
+            per_library_package_name("libhiprtc-builtins", "6"),
+            "libhiprtc-builtins6"
+        );
+        // Every per-library name the rule makes is read back as that family.
+        for f in FAMILIES {
+            let name = per_library_package_name(f.stem, "7");
+            assert_eq!(stock_package_by_name(&name).unwrap().family, Some(f));
+        }
+    }
+
+    #[test]
+    fn library_locations_name_the_flavour_and_directory() {
+        use StockFlavour::*;
+        fn at(p: &str) -> Option<(StockFlavour, &'static str, &str)> {
+            runtime_library_location(p).map(|(fl, fam, dir)| (fl, fam.stem, dir))
+        }
+        assert_eq!(
+            at("/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"),
+            Some((Amd, "libamdhip64", "/opt/rocm-7.2.4/lib"))
+        );
+        assert_eq!(
+            at("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1.18.0"),
+            Some((Debian, "libhsa-runtime64", "/usr/lib/x86_64-linux-gnu"))
+        );
+        assert_eq!(
+            at("/usr/lib/arm-linux-gnueabihf/libhiprtc-builtins.so.7"),
+            Some((Debian, "libhiprtc-builtins", "/usr/lib/arm-linux-gnueabihf"))
+        );
+        for not in [
+            "/opt/rocm-7.2.4/lib/asan/libamdhip64.so.7",
+            "/usr/lib/libamdhip64.so.7",
+            "/usr/lib/x86_64-linux-gnu/rocm/libamdhip64.so.7",
+            "/usr/lib/x86_64/libamdhip64.so.7",
+            "/usr/lib/x86_64-linux-gnu/librocfft.so.0",
+            "/usr/lib/x86_64-linux-gnu/libamdhip64.a",
+            "/usr/local/lib/x86_64-linux-gnu/libamdhip64.so.7",
+        ] {
+            assert_eq!(at(not), None, "{not} is no runtime library location");
+        }
+    }
+
+    #[test]
+    fn releases_from_debian_package_versions() {
+        let r = release_of_package_version;
+        assert_eq!(r("7.2.4+dfsg-1~exp1").as_deref(), Some("7.2.4"));
+        assert_eq!(r("7.2.4-1~exp2").as_deref(), Some("7.2.4"));
+        assert_eq!(r("6.4.3+dfsg-5").as_deref(), Some("6.4.3"));
+        assert_eq!(r("6.4.3-5").as_deref(), Some("6.4.3"));
+        assert_eq!(r("1:6.4.3-5").as_deref(), Some("6.4.3"));
+        assert_eq!(r("7.2.4~rc1-1").as_deref(), Some("7.2.4"));
+        assert_eq!(r("5.7.1-7").as_deref(), Some("5.7.1"));
+        assert_eq!(r("7.2.4").as_deref(), Some("7.2.4"));
+        for bad in ["", "7", "abc-1", "-1", "7.-1", "1:", "123456.1-1"] {
+            assert_eq!(r(bad), None, "{bad:?} carries no release");
+        }
+    }
+
+    #[test]
+    fn the_flavour_table_says_what_differs() {
+        let amd = flavour_spec(StockFlavour::Amd);
+        let debian = flavour_spec(StockFlavour::Debian);
+        assert_eq!(amd.release_source, ReleaseSource::VersionFile);
+        assert_eq!(debian.release_source, ReleaseSource::PackageVersions);
+        assert!(debian.multi_arch_same && debian.shlibs_and_symbols && !debian.opt_prefix);
+        assert!(!amd.multi_arch_same && amd.opt_prefix);
+        assert_eq!(debian.loader, LoaderRegistration::LdconfigTrigger);
+        assert_eq!(stock_base_name(Half::Hsa), "hsa-rocr");
+        assert_eq!(stock_base_name(Half::Hip), "hip-runtime-amd");
+        assert!(amd.replaceable && !debian.replaceable);
+        // The in-place method's stock packages are AMD's only.
+        assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
+        assert!(!is_stock_runtime_package("libamdhip64-7"));
     }
 }

@@ -208,7 +208,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
         .collect();
     if ours.is_empty() {
-        check_nothing_installed(root, &by_name, c);
+        check_nothing_installed(root, entries, &by_name, c);
         return;
     }
     let (lists, marker_path, marker) = read_marker(root, &ours, c);
@@ -415,20 +415,26 @@ fn check_marker_packages(
 
 /// Nothing of ours is installed. Say first whether there is a ROCm to replace at all: on a host
 /// without one, "run `rocm-pin install`" would only lead to install's own refusal.
-fn check_nothing_installed(root: &Root, by_name: &BTreeMap<&str, &StatusEntry>, c: &mut Checks) {
+fn check_nothing_installed(
+    root: &Root,
+    entries: &[StatusEntry],
+    by_name: &BTreeMap<&str, &StatusEntry>,
+    c: &mut Checks,
+) {
+    let found = crate::host::stock_runtime::discover(root, entries);
     let stock_installed: Vec<&str> = [Half::Hsa, Half::Hip]
         .into_iter()
         .map(rocm::stock_base_name)
         .filter(|name| by_name.get(name).is_some_and(|e| e.has_files()))
         .collect();
     let rocm_path = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH));
-    if rocm_path.is_err() && stock_installed.is_empty() {
+    if rocm_path.is_err() && stock_installed.is_empty() && found.runtimes.is_empty() {
         c.add(
             "rocm",
             "",
             false,
             format!(
-                "no ROCm installation found: {} does not resolve under {} and neither {} nor {} is installed \
+                "no ROCm installation found: {} does not resolve under {} and neither {}, {} nor any other package shipping a ROCm runtime library (by SONAME) is installed \
                  (dpkg database). rocm-pin replaces the runtime of an installed ROCm {}: run this where ROCm \
                  is installed (the ROCm image, or `--root` pointing at its tree), or install ROCm first",
                 rocm::DEFAULT_ROCM_PATH,
@@ -445,8 +451,9 @@ fn check_nothing_installed(root: &Root, by_name: &BTreeMap<&str, &StatusEntry>, 
         "",
         false,
         format!(
-            "no rocm-pin replacement package is installed (no package with {} in dpkg status); run `rocm-pin install`",
-            rocm::COMMIT_FIELD
+            "no rocm-pin replacement package is installed (no package with {} in dpkg status); {}",
+            rocm::COMMIT_FIELD,
+            crate::host::stock_runtime::what_to_do(&found)
         ),
     );
 }

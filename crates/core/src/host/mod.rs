@@ -25,4 +25,5 @@ pub mod repack;
 pub mod rollback;
 pub mod root;
 pub mod status;
+pub mod stock_runtime;
 pub mod upgrades;
