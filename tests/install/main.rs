@@ -10,7 +10,7 @@ mod debian_flavour;
 mod demo;
 mod downstream;
 mod first_hour;
-mod hostile_root;
 mod guard;
+mod hostile_root;
 mod matrix;
 mod verify_fake_root;

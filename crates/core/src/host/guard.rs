@@ -171,11 +171,12 @@ fn read_hook_file(root: &Root, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
     // Through the root's bounded reader: a hook path whose directory links out of a `--root`
     // is judged inside it, and a FIFO or device there is an error, never a hang.
     match root.read_file(path, FileKind::Config) {
-        Ok(bytes) => Ok(Some(bytes.into_iter().take(HOOK_FILE_LIMIT as usize).collect())),
-        Err(e) if e.is_missing() => Ok(None),
-        Err(e) => Err(anyhow::Error::new(e).context(
-            "remove it (`rocm-pin guard off`) and arm the guard again".to_string(),
+        Ok(bytes) => Ok(Some(
+            bytes.into_iter().take(HOOK_FILE_LIMIT as usize).collect(),
         )),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(anyhow::Error::new(e)
+            .context("remove it (`rocm-pin guard off`) and arm the guard again".to_string())),
     }
 }
 
@@ -418,9 +419,7 @@ impl GuardStatus {
 
 /// The guard of `root` as it stands.
 pub fn guard_status(root: &Root) -> anyhow::Result<GuardStatus> {
-    let present = |p: &str| {
-        root.symlink_metadata(p).is_ok().then(|| p.to_string())
-    };
+    let present = |p: &str| root.symlink_metadata(p).is_ok().then(|| p.to_string());
     let mut s = GuardStatus {
         apt_hook: present(APT_HOOK),
         dpkg_hook: present(DPKG_HOOK),
