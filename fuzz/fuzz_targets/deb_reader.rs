@@ -11,6 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let limits = ReadLimits {
         max_member_uncompressed: 32 << 20,
         max_control_file: 1 << 20,
+        ..ReadLimits::default()
     };
     let _ = read_deb_from(data, data.len() as u64, "fuzz.deb", &limits);
     let _ = for_each_data_entry_from(data, data.len() as u64, "fuzz.deb", &limits, &mut |_, r| {

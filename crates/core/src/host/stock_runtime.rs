@@ -5,9 +5,9 @@
 //! flavours are data in `rocm::STOCK_FLAVOURS`; nothing here knows a ROCm name. Read-only.
 
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::path::Path;
 
-use crate::host::root::{Missing, Root};
+use crate::host::root::{FileKind, Root};
 use crate::host::status::{self, StatusEntry};
 use crate::rocm::{self, Half, ReleaseSource, StockFlavour};
 
@@ -218,16 +218,14 @@ fn runtime_libraries_of(root: &Root, e: &StatusEntry) -> Vec<Found> {
 /// one without a SONAME. The directory is resolved inside the root, so a link in a hostile
 /// root cannot lead the read outside it.
 fn soname_in_root(root: &Root, path: &str) -> Option<String> {
-    let (dir, name) = path.rsplit_once('/')?;
-    let dir = root
-        .resolve(if dir.is_empty() { "/" } else { dir }, Missing::Fail)
-        .ok()?;
-    let host = root.host_path(dir.path.join(name));
-    let meta = std::fs::symlink_metadata(&host).ok()?;
-    if !meta.file_type().is_file() {
+    // A symlink in the last component is a link, not the library: look at the entry itself.
+    if !root.symlink_metadata(path).ok()?.file_type().is_file() {
         return None;
     }
-    crate::elf::read_elf(&host).ok()?.soname
+    let (file, _) = root.open_regular(path, FileKind::PackagedFile).ok()?;
+    crate::elf::read_elf_file(&file, Path::new(path))
+        .ok()?
+        .soname
 }
 
 /// The release of one stock package and where it was read, by its flavour's release source.
@@ -260,19 +258,9 @@ fn release_of(
     }
 }
 
-/// The first line of a small file inside the root (at most 4 KiB read), None when absent.
+/// The first line of a small file inside the root, None when absent or unreadable.
 fn first_line_in_root(root: &Root, path: &str) -> Option<String> {
-    let resolved = root.resolve(path, Missing::Fail).ok()?;
-    let host = root.host_path(&resolved.path);
-    if !std::fs::symlink_metadata(&host).ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    std::fs::File::open(&host)
-        .ok()?
-        .take(4096)
-        .read_to_string(&mut text)
-        .ok()?;
+    let text = root.read_to_string(path, FileKind::VersionFile).ok()?;
     let line = text.lines().next()?.trim();
     (!line.is_empty()).then(|| line.to_string())
 }
