@@ -432,3 +432,33 @@ fn an_apt_cache_that_is_a_fifo_does_not_hang_verify() {
     assert_bounded(&run, cache);
     assert!(run.code == 0 || run.code == 1, "{}", run.all());
 }
+
+#[test]
+fn apt_inputs_that_are_fifos_or_lead_out_of_the_root_are_refused_before_apt_reads_them() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    // `apt-cache policy -o Dir=<root>` opens these itself, with the host's lookup: a FIFO
+    // would block it, a link would make it read the host's configuration.
+    let prefs = "/etc/apt/preferences";
+    let d = hostile_root();
+    std::fs::create_dir_all(host(d.path(), "/etc/apt/preferences.d")).unwrap();
+    std::fs::write(host(d.path(), prefs), b"").unwrap();
+    replace_with_fifo(d.path(), prefs);
+    let run = verify_json(d.path());
+    assert_bounded(&run, prefs);
+    assert!(run.all().contains(prefs), "{}", run.all());
+    assert!(run.all().contains("a FIFO"), "{}", run.all());
+    assert_ne!(run.code, 0, "{}", run.all());
+
+    let d = hostile_root();
+    let _ = std::fs::remove_dir_all(host(d.path(), "/var/lib/apt/lists"));
+    replace_with_link(d.path(), "/var/lib/apt/lists", "/var/lib/apt/lists");
+    let run = verify_json(d.path());
+    assert!(
+        failed(&run, "pin-effective")
+            .iter()
+            .any(|c| c.contains("/var/lib/apt/lists")),
+        "a link to the host's package lists was not refused: {}",
+        run.all()
+    );
+    assert_ne!(run.code, 0, "{}", run.all());
+}

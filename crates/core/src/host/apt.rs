@@ -4,7 +4,7 @@
 //! changed. The few apt outputs parsed here are the stable machine-ish ones: `apt-cache policy`
 //! in the C locale and the `Inst`/`Remv` lines of `apt-get -s`.
 
-use crate::host::root::{FileKind, Root};
+use crate::host::root::{FileKind, Missing, ReadProblem, Root, RootReadError};
 use std::process::{Command, Output};
 
 use anyhow::Context;
@@ -89,10 +89,16 @@ pub fn apt_command(root: &Root, program: &str) -> Command {
         .env("DEBIAN_FRONTEND", "noninteractive");
     if !root.is_system() {
         cmd.arg("-o").arg(format!("Dir={}", root.path().display()));
-        cmd.arg("-o").arg(format!(
-            "Dir::State::status={}",
-            root.host_path("var/lib/dpkg/status").display()
-        ));
+        // The status file as a lookup inside the root finds it: `var/lib/dpkg` may be an
+        // absolute link within the root, which apt's own lookup would follow on the host.
+        let status = root
+            .resolve("/var/lib/dpkg/status", Missing::Fail)
+            .map_or_else(
+                |_| root.host_path("var/lib/dpkg/status"),
+                |r| root.host_path(&r.path),
+            );
+        cmd.arg("-o")
+            .arg(format!("Dir::State::status={}", status.display()));
     }
     cmd
 }
@@ -104,6 +110,9 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     // /var/cache/apt/*.bin. Pointing pkgcache at nothing made apt rebuild its cache in memory
     // on every run, 4.7 ms of verify's 17 (scripts/bench-verify). A private copy of the root's
     // cache is used as is when apt finds it current, and rewritten (in the copy) when not.
+    if !root.is_system() {
+        check_apt_inputs(root)?;
+    }
     let cache = PrivateCache::of(root);
     cmd.arg("-o")
         .arg(format!("Dir::Cache::pkgcache={}", cache.pkgcache()))
@@ -121,6 +130,74 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
         );
     }
     Ok(parse_policy(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Files apt reads itself when pointed at a root with `-o Dir=`, and the directories whose
+/// entries it reads.
+const APT_INPUT_FILES: &[&str] = &[
+    "/etc/apt/apt.conf",
+    "/etc/apt/preferences",
+    "/etc/apt/sources.list",
+];
+const APT_INPUT_DIRS: &[&str] = &[
+    "/etc/apt/apt.conf.d",
+    "/etc/apt/preferences.d",
+    "/etc/apt/sources.list.d",
+    "/var/lib/apt/lists",
+];
+/// More entries than a real host has in any of those directories.
+const APT_INPUT_DIR_LIMIT: usize = 100_000;
+
+/// Before apt reads a root that is not `/`: apt opens its inputs with the host's lookup, which
+/// follows a link out of the root and blocks on a FIFO. Each input must be a regular file or
+/// directory that the host's lookup finds at the same place as a lookup inside the root.
+fn check_apt_inputs(root: &Root) -> Result<(), RootReadError> {
+    let mut paths: Vec<String> = APT_INPUT_FILES.iter().map(|p| p.to_string()).collect();
+    for dir in APT_INPUT_DIRS {
+        match root.read_dir_names(dir, APT_INPUT_DIR_LIMIT) {
+            Ok(names) => paths.extend(names.iter().map(|n| format!("{dir}/{n}"))),
+            Err(e) if e.is_missing() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    paths.iter().try_for_each(|p| check_apt_input(root, p))
+}
+
+fn check_apt_input(root: &Root, path: &str) -> Result<(), RootReadError> {
+    let refuse = |problem| RootReadError {
+        root: root.path().to_path_buf(),
+        path: path.into(),
+        problem,
+    };
+    let inside = root.resolve(path, Missing::Fail).ok().and_then(|r| {
+        let base = std::fs::canonicalize(root.path()).ok()?;
+        Some(base.join(r.path.strip_prefix("/").unwrap_or(&r.path)))
+    });
+    let host = std::fs::canonicalize(root.host_path(path)).ok();
+    if inside != host {
+        return Err(refuse(ReadProblem::Io(
+            "apt would follow a link in it outside the root (apt reads it with the host's \
+             lookup); refused"
+                .into(),
+        )));
+    }
+    let Some(host) = host else { return Ok(()) };
+    let meta = std::fs::metadata(&host).map_err(|e| refuse(ReadProblem::Io(e.to_string())))?;
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() {
+        return Ok(());
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a socket"
+    };
+    Err(refuse(ReadProblem::NotRegular { what }))
 }
 
 /// A copy of the root's `pkgcache.bin` in a directory of our own, removed on drop.
