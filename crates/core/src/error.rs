@@ -604,8 +604,8 @@ fn gate_refusal_text(
     rocm_path_elsewhere: Option<&Path>,
 ) -> String {
     let mut text =
-        crate::host::gate::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
-    text.push_str(crate::host::gate::REQUIRE_REFUSES);
+        crate::rocm::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
+    text.push_str(crate::rocm::REQUIRE_REFUSES);
     text
 }
 

@@ -817,3 +817,45 @@ mod flavour_tests {
         assert!(!is_stock_runtime_package("libamdhip64-7"));
     }
 }
+
+// The gate's wording: what it found and what mode `require` adds. Here, with the rest of the
+// gate's rules, so the gate (host) and the error it raises (error.rs) share it without either
+// reaching into the other.
+
+/// What the gate found, without what the mode makes of it: the start of every gate reason and
+/// of the refusal's text.
+pub fn finding_text(
+    found: Option<&str>,
+    wanted: &str,
+    target_prefix: &str,
+    version_file: &str,
+    rocm_path_elsewhere: Option<&Path>,
+) -> String {
+    let mut text = match found {
+        None => format!("{version_file} is missing: no ROCm {wanted} at {target_prefix}"),
+        Some(v) if version_matches(v, wanted) => {
+            format!("ROCm {v} at {target_prefix} matches {wanted}")
+        }
+        Some(v) => format!("ROCm {v} at {target_prefix} ({version_file}) does not match {wanted}"),
+    };
+    if let Some(p) = rocm_path_elsewhere {
+        text.push_str(&format!(
+            "; note: {} points to {}, not to the target prefix (multi-version host: the packages install into {target_prefix})",
+            DEFAULT_ROCM_PATH,
+            p.display()
+        ));
+    }
+    text
+}
+
+/// What mode `require` adds to a finding that does not match.
+pub const REQUIRE_REFUSES: &str =
+    "; mode require refuses (use --mode auto or ROCM_PIN_MODE=auto to skip such hosts with exit 0)";
+
+pub fn version_file(target_prefix: &str) -> String {
+    format!(
+        "{}/{}",
+        target_prefix.trim_end_matches('/'),
+        VERSION_RELPATH
+    )
+}

@@ -44,7 +44,7 @@ impl GateDecision {
             found: self.found_version.clone(),
             required: self.wanted_version.clone(),
             prefix: self.target_prefix.clone(),
-            version_file: version_file(&self.target_prefix),
+            version_file: rocm::version_file(&self.target_prefix),
             rocm_path_elsewhere: self.rocm_path_other.clone(),
         })
     }
@@ -55,46 +55,8 @@ pub fn skip_record_path() -> PathBuf {
     Path::new(rocm::STATE_DIR).join("skipped")
 }
 
-/// What the gate found, without what the mode makes of it: the start of every gate reason and
-/// of the refusal's text.
-pub fn finding_text(
-    found: Option<&str>,
-    wanted: &str,
-    target_prefix: &str,
-    version_file: &str,
-    rocm_path_elsewhere: Option<&Path>,
-) -> String {
-    let mut text = match found {
-        None => format!("{version_file} is missing: no ROCm {wanted} at {target_prefix}"),
-        Some(v) if rocm::version_matches(v, wanted) => {
-            format!("ROCm {v} at {target_prefix} matches {wanted}")
-        }
-        Some(v) => format!("ROCm {v} at {target_prefix} ({version_file}) does not match {wanted}"),
-    };
-    if let Some(p) = rocm_path_elsewhere {
-        text.push_str(&format!(
-            "; note: {} points to {}, not to the target prefix (multi-version host: the packages install into {target_prefix})",
-            rocm::DEFAULT_ROCM_PATH,
-            p.display()
-        ));
-    }
-    text
-}
-
-/// What mode `require` adds to a finding that does not match.
-pub const REQUIRE_REFUSES: &str =
-    "; mode require refuses (use --mode auto or ROCM_PIN_MODE=auto to skip such hosts with exit 0)";
-
-fn version_file(target_prefix: &str) -> String {
-    format!(
-        "{}/{}",
-        target_prefix.trim_end_matches('/'),
-        rocm::VERSION_RELPATH
-    )
-}
-
 pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
-    let version_file = version_file(target_prefix);
+    let version_file = rocm::version_file(target_prefix);
     // Unreadable (absent, not a regular file, over its cap) reads as no version found: the
     // gate then refuses or skips, never installs.
     let found = root
@@ -109,7 +71,7 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
     let matches = found
         .as_deref()
         .is_some_and(|v| rocm::version_matches(v, wanted));
-    let mut reason = finding_text(
+    let mut reason = rocm::finding_text(
         found.as_deref(),
         wanted,
         target_prefix,
@@ -120,7 +82,7 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
     match mode {
         GateMode::Off => reason = format!("mode off: not installing ({reason})"),
         GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
-        GateMode::Require if !matches => reason.push_str(REQUIRE_REFUSES),
+        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
         _ => {}
     }
     GateDecision {

@@ -7,8 +7,6 @@
 //! magic, another byte order, an entry flag word it cannot name, an entry tied to a hardware
 //! capability, anything out of bounds) is `None`, and the caller asks `ldconfig -p` instead.
 
-use super::loader::CacheEntry;
-
 const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
 const NEW_MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
 /// `cache_file_new`: magic and version (20), nlibs, len_strings, flags + 3 padding,
@@ -21,6 +19,14 @@ const OLD_ENTRY: usize = 12;
 /// `cache_file_new.flags`: the byte order the cache was written in.
 const ENDIAN_LITTLE: u8 = 2;
 const ENDIAN_BIG: u8 = 3;
+
+/// One loader cache entry, as `ldconfig -p` prints it: `libfoo.so.1 (libc6,x86-64) => /usr/lib/libfoo.so.1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheEntry {
+    pub soname: String,
+    pub flags: String,
+    pub path: String,
+}
 
 /// The entries of a cache file, in file order (the order `ldconfig -p` prints and ld.so
 /// searches), or None when the file is not one this reader fully understands.

@@ -12,13 +12,7 @@ use std::process::Command;
 
 use anyhow::Context;
 
-/// One `ldconfig -p` line: `libfoo.so.1 (libc6,x86-64) => /usr/lib/libfoo.so.1`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheEntry {
-    pub soname: String,
-    pub flags: String,
-    pub path: String,
-}
+pub use super::ldcache::CacheEntry;
 
 /// Parse `ldconfig -p` output.
 pub fn parse_ldconfig_p(text: &str) -> Vec<CacheEntry> {
