@@ -5,7 +5,7 @@
 //! read them: the last filter matching a path decides (`filter_should_skip()` in dpkg's
 //! src/main/filters.c), with `fnmatch(pattern, path, 0)` — so `*` also matches `/`.
 
-use crate::host::dpkgdb::MAX_CONFIG_DIR_ENTRIES;
+use crate::host::dpkgfmt::MAX_CONFIG_DIR_ENTRIES;
 use crate::host::root::{FileKind, Root};
 use anyhow::Context;
 use std::ffi::CString;

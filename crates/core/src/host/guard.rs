@@ -219,7 +219,7 @@ impl Guard {
     /// Arm the guard in `root` with `flags`: choose the stable binary ([`stable_binary`],
     /// copying this executable there when it is not rocm-pin's .deb), then write both hooks.
     pub fn arm(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
-        let exe = super::install::self_path()?;
+        let exe = crate::process::self_path()?;
         let binary = stable_binary(root, &exe)?;
         let shown = binary.display().to_string();
         debug_assert!(safe_path(&shown), "{shown}");

@@ -264,7 +264,7 @@ pub fn install(
     }
     if opts.guard {
         // Fail before changing anything if the hook could not name this executable.
-        self_path()?;
+        crate::process::self_path()?;
     }
     let (facts, marker) = read_debs(&opts.debs)?;
     report.packages = facts.clone();
@@ -836,34 +836,6 @@ fn match_stock(
         }
     }
     Ok(m)
-}
-
-/// This executable's absolute path: /proc/self/exe, else argv[0] (absolute, relative or found
-/// on PATH) — chroots and minimal containers often have no /proc.
-pub fn self_path() -> anyhow::Result<PathBuf> {
-    if let Ok(p) = std::env::current_exe() {
-        return Ok(p);
-    }
-    let argv0 = std::env::args_os()
-        .next()
-        .context("cannot find the rocm-pin executable (no argv[0])")?;
-    let argv0 = PathBuf::from(argv0);
-    if argv0.components().count() > 1 {
-        return std::fs::canonicalize(&argv0)
-            .with_context(|| format!("cannot resolve {}", argv0.display()));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join(&argv0);
-        if candidate.is_file() {
-            return std::fs::canonicalize(&candidate)
-                .with_context(|| format!("cannot resolve {}", candidate.display()));
-        }
-    }
-    anyhow::bail!(
-        "cannot find the rocm-pin executable ({} is not on PATH and /proc is not mounted)",
-        argv0.display()
-    )
 }
 
 #[cfg(test)]

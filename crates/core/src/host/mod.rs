@@ -8,6 +8,7 @@
 pub mod adopt;
 pub mod apt;
 pub mod dpkgdb;
+pub mod dpkgfmt;
 pub mod excludes;
 #[cfg(test)]
 pub(crate) mod fakehost;

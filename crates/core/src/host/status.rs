@@ -14,7 +14,7 @@ use anyhow::Context;
 
 use crate::deb::Paragraph;
 use crate::error::Error;
-use crate::host::dpkgdb::parse_conffiles_field;
+use crate::host::dpkgfmt::parse_conffiles_field;
 use crate::host::root::{FileKind, Root};
 
 /// The status database, inside a root.
@@ -254,7 +254,7 @@ pub fn package_md5sums(
     let text = root
         .read_to_string(&path, FileKind::DpkgMd5sums)
         .map_err(Error::from)?;
-    let sums = crate::host::dpkgdb::parse_md5sums(&text)
+    let sums = crate::host::dpkgfmt::parse_md5sums(&text)
         .with_context(|| format!("{path} (in root {}): malformed", root.path().display()))?;
     Ok(Some(sums.into_iter().collect()))
 }
