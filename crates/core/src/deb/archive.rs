@@ -573,6 +573,8 @@ pub fn build_from_dir(
     opts: &BuildOptions,
     listener: &dyn Listener,
 ) -> anyhow::Result<BuildSummary> {
+    // What is at `out` is judged first, as dpkg-deb does (a directory, a device, a FIFO …).
+    let out = &super::output::package_output_path(out)?;
     let control = read_control_dir(dir)?;
     checked_output_dir(dir, out)?;
     let payload = progress::step(listener, "scan package tree", || scan_payload(dir))?;
