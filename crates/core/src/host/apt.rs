@@ -4,7 +4,8 @@
 //! changed. The few apt outputs parsed here are the stable machine-ish ones: `apt-cache policy`
 //! in the C locale and the `Inst`/`Remv` lines of `apt-get -s`.
 
-use crate::host::root::{FileKind, Missing, ReadProblem, Root, RootReadError};
+use crate::host::root::{FileKind, Missing, ReadProblem, ResolveError, Root, RootReadError};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use anyhow::Context;
@@ -110,9 +111,15 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     // /var/cache/apt/*.bin. Pointing pkgcache at nothing made apt rebuild its cache in memory
     // on every run, 4.7 ms of verify's 17 (scripts/bench-verify). A private copy of the root's
     // cache is used as is when apt finds it current, and rewritten (in the copy) when not.
-    if !root.is_system() {
-        check_apt_inputs(root)?;
-    }
+    // On a root that is not `/`, apt reads the root's preferences, sources and lists through
+    // a view whose every entry was found inside the root (see [`AptView`]).
+    let _view = if root.is_system() {
+        None
+    } else {
+        let view = AptView::of(root)?;
+        cmd.args(view.options());
+        Some(view)
+    };
     let cache = PrivateCache::of(root);
     cmd.arg("-o")
         .arg(format!("Dir::Cache::pkgcache={}", cache.pkgcache()))
@@ -132,47 +139,113 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     Ok(parse_policy(&String::from_utf8_lossy(&out.stdout)))
 }
 
-/// Files apt reads itself when pointed at a root with `-o Dir=`, and the directories whose
-/// entries it reads.
-const APT_INPUT_FILES: &[&str] = &[
-    "/etc/apt/apt.conf",
-    "/etc/apt/preferences",
-    "/etc/apt/sources.list",
+/// apt reads these itself on a root (`-o Dir=<root>`), with the host's lookup: a link among
+/// them would be followed on the host, a FIFO would block it. Each maps an in-root path to its
+/// place in the view and the apt option that points there.
+const APT_VIEW_FILES: &[(&str, &str, &str)] = &[
+    (
+        "/etc/apt/preferences",
+        "etc/preferences",
+        "Dir::Etc::preferences",
+    ),
+    (
+        "/etc/apt/sources.list",
+        "etc/sources.list",
+        "Dir::Etc::sourcelist",
+    ),
 ];
-const APT_INPUT_DIRS: &[&str] = &[
-    "/etc/apt/apt.conf.d",
-    "/etc/apt/preferences.d",
-    "/etc/apt/sources.list.d",
-    "/var/lib/apt/lists",
+const APT_VIEW_DIRS: &[(&str, &str, &str)] = &[
+    (
+        "/etc/apt/preferences.d",
+        "etc/preferences.d",
+        "Dir::Etc::preferencesparts",
+    ),
+    (
+        "/etc/apt/sources.list.d",
+        "etc/sources.list.d",
+        "Dir::Etc::sourceparts",
+    ),
+    ("/var/lib/apt/lists", "lists", "Dir::State::Lists"),
 ];
 /// More entries than a real host has in any of those directories.
-const APT_INPUT_DIR_LIMIT: usize = 100_000;
+const APT_VIEW_DIR_LIMIT: usize = 100_000;
 
-/// Before apt reads a root that is not `/`: apt opens its inputs with the host's lookup, and
-/// blocks on a FIFO or reads a device endlessly. What that lookup finds must be a regular file
-/// or a directory. (Where it lands outside the root — a `file:` repository's list is an
-/// absolute link, which apt follows on the host — apt reads the host's file or none: known
-/// gap, docs/security.md.)
-fn check_apt_inputs(root: &Root) -> Result<(), RootReadError> {
-    let mut paths: Vec<String> = APT_INPUT_FILES.iter().map(|p| p.to_string()).collect();
-    for dir in APT_INPUT_DIRS {
-        match root.read_dir_names(dir, APT_INPUT_DIR_LIMIT) {
-            Ok(names) => paths.extend(names.iter().map(|n| format!("{dir}/{n}"))),
-            Err(e) if e.is_missing() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    paths.iter().try_for_each(|p| check_apt_input(root, p))
+/// A private directory of symlinks, one for each of apt's inputs in a root, each pointing at
+/// the file a lookup *inside* the root finds (so a `file:` repository's list, an absolute link
+/// in an image, reaches the image's file, never the host's), and nothing that is not a regular
+/// file: a FIFO or device is refused by name before apt runs. Removed on drop.
+struct AptView {
+    dir: tempfile::TempDir,
 }
 
-fn check_apt_input(root: &Root, path: &str) -> Result<(), RootReadError> {
+impl AptView {
+    fn of(root: &Root) -> Result<AptView, RootReadError> {
+        let io = |e: std::io::Error, p: &str| RootReadError {
+            root: root.path().to_path_buf(),
+            path: p.into(),
+            problem: ReadProblem::Io(e.to_string()),
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("rocm-pin-apt-view-")
+            .tempdir()
+            .map_err(|e| io(e, "/etc/apt"))?;
+        for (_, view, _) in APT_VIEW_DIRS {
+            std::fs::create_dir_all(dir.path().join(view)).map_err(|e| io(e, "/etc/apt"))?;
+        }
+        for (in_root, view, _) in APT_VIEW_FILES {
+            link_in_view(root, in_root, &dir.path().join(view))?;
+        }
+        for (in_root, view, _) in APT_VIEW_DIRS {
+            let names = match root.read_dir_names(in_root, APT_VIEW_DIR_LIMIT) {
+                Ok(names) => names,
+                Err(e) if e.is_missing() => continue,
+                Err(e) => return Err(e),
+            };
+            for name in names {
+                let entry = format!("{in_root}/{name}");
+                link_in_view(root, &entry, &dir.path().join(view).join(&name))?;
+            }
+        }
+        Ok(AptView { dir })
+    }
+
+    /// The `-o` options that point apt at the view.
+    fn options(&self) -> Vec<String> {
+        let at = |view: &str| self.dir.path().join(view).display().to_string();
+        let mut out = Vec::new();
+        for (_, view, option) in APT_VIEW_FILES {
+            out.extend(["-o".to_string(), format!("{option}={}", at(view))]);
+        }
+        for (_, view, option) in APT_VIEW_DIRS {
+            out.extend(["-o".to_string(), format!("{option}={}/", at(view))]);
+        }
+        out
+    }
+}
+
+/// Link `view` to the regular file `in_root` names inside the root; nothing for a missing
+/// path or a directory (apt's `partial/`); a FIFO, device or socket is refused.
+fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadError> {
     use std::os::unix::fs::FileTypeExt;
-    // `metadata` follows links as apt's open will; it never opens, so a FIFO cannot block it.
-    let Ok(meta) = std::fs::metadata(root.host_path(path)) else {
-        return Ok(()); // absent for apt too
+    let refuse = |problem| RootReadError {
+        root: root.path().to_path_buf(),
+        path: in_root.into(),
+        problem,
     };
+    let resolved = match root.resolve(in_root, Missing::Fail) {
+        Ok(r) => r,
+        Err(ResolveError::Missing { .. }) => return Ok(()),
+        Err(e) => return Err(refuse(ReadProblem::Resolve(e))),
+    };
+    let host = root.host_path(&resolved.path);
+    // lstat of a path with no symlink left in it: never opens, so a FIFO cannot block it.
+    let meta =
+        std::fs::symlink_metadata(&host).map_err(|e| refuse(ReadProblem::Io(e.to_string())))?;
     let kind = meta.file_type();
-    let what = if kind.is_file() || kind.is_dir() {
+    let what = if kind.is_file() {
+        return std::os::unix::fs::symlink(&host, view)
+            .map_err(|e| refuse(ReadProblem::Io(e.to_string())));
+    } else if kind.is_dir() {
         return Ok(());
     } else if kind.is_fifo() {
         "a FIFO"
@@ -183,11 +256,7 @@ fn check_apt_input(root: &Root, path: &str) -> Result<(), RootReadError> {
     } else {
         "a socket"
     };
-    Err(RootReadError {
-        root: root.path().to_path_buf(),
-        path: path.into(),
-        problem: ReadProblem::NotRegular { what },
-    })
+    Err(refuse(ReadProblem::NotRegular { what }))
 }
 
 /// A copy of the root's `pkgcache.bin` in a directory of our own, removed on drop.
