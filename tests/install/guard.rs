@@ -145,29 +145,7 @@ fn dpkg_install(sb: &Sandbox, env: &[(&str, &str)]) -> std::process::Output {
     cmd.output().unwrap()
 }
 
-/// Each of these runs under every apt configuration CI covers, as its own test
-/// (`<name>::bookworm`, `<name>::trixie`, `<name>::trixie_solver3`).
-macro_rules! per_config {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn bookworm() {
-                rocm_pin_testkit::needs_root!("a chroot");
-                super::$name("bookworm")
-            }
-            #[test]
-            fn trixie() {
-                rocm_pin_testkit::needs_root!("a chroot");
-                super::$name("trixie")
-            }
-            #[test]
-            fn trixie_solver3() {
-                rocm_pin_testkit::needs_root!("a chroot");
-                super::$name("trixie-solver3")
-            }
-        }
-    )*};
-}
+use crate::util::per_config;
 
 per_config!(
     deleting_the_binary_disarms_both_hooks_and_apt_and_dpkg_still_work,

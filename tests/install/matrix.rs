@@ -10,29 +10,7 @@ use rocm_pin_kit::standin::StockRole;
 
 const LIB: &str = "/opt/rocm-7.2.4/lib";
 
-/// Each test below runs under every apt configuration CI covers, as its own test
-/// (`<name>::bookworm`, `<name>::trixie`, `<name>::trixie_solver3`).
-macro_rules! per_config {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn bookworm() {
-                rocm_pin_testkit::needs_root!("a chroot");
-                super::$name("bookworm")
-            }
-            #[test]
-            fn trixie() {
-                rocm_pin_testkit::needs_root!("a chroot");
-                super::$name("trixie")
-            }
-            #[test]
-            fn trixie_solver3() {
-                rocm_pin_testkit::needs_root!("a chroot");
-                super::$name("trixie-solver3")
-            }
-        }
-    )*};
-}
+use crate::util::per_config;
 
 per_config!(
     tamper_matrix_fails_verify_naming_the_check,

@@ -402,3 +402,28 @@ pub fn failed_checks(sb: &Sandbox) -> Vec<String> {
     names.dedup();
     names
 }
+
+/// Each test named runs under every apt configuration CI covers, as its own test
+/// (`<name>::bookworm`, `<name>::trixie`, `<name>::trixie_solver3`).
+macro_rules! per_config {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn bookworm() {
+                rocm_pin_testkit::needs_root!("a chroot");
+                super::$name("bookworm")
+            }
+            #[test]
+            fn trixie() {
+                rocm_pin_testkit::needs_root!("a chroot");
+                super::$name("trixie")
+            }
+            #[test]
+            fn trixie_solver3() {
+                rocm_pin_testkit::needs_root!("a chroot");
+                super::$name("trixie-solver3")
+            }
+        }
+    )*};
+}
+pub(crate) use per_config;

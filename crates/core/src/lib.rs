@@ -17,6 +17,7 @@ pub mod deb;
 pub mod digest;
 pub mod elf;
 pub mod error;
+pub mod filetype;
 pub mod host;
 pub mod hoststatus;
 pub mod image;

@@ -51,20 +51,5 @@ fn not_regular(path: &Path, kind: String) -> anyhow::Error {
 
 /// "a character device", "a FIFO", … for the error message.
 fn file_kind(meta: &fs::Metadata) -> String {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    let kind = if t.is_dir() {
-        "a directory"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "a file of an unknown type"
-    };
-    kind.to_string()
+    crate::filetype::describe(meta).to_string()
 }

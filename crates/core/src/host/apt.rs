@@ -226,7 +226,6 @@ impl AptView {
 /// Link `view` to the regular file `in_root` names inside the root; nothing for a missing
 /// path or a directory (apt's `partial/`); a FIFO, device or socket is refused.
 fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadError> {
-    use std::os::unix::fs::FileTypeExt;
     let refuse = |problem| RootReadError {
         root: root.path().to_path_buf(),
         path: in_root.into(),
@@ -242,20 +241,14 @@ fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadE
     let meta =
         std::fs::symlink_metadata(&host).map_err(|e| refuse(ReadProblem::Io(e.to_string())))?;
     let kind = meta.file_type();
-    let what = if kind.is_file() {
+    if kind.is_file() {
         return std::os::unix::fs::symlink(&host, view)
             .map_err(|e| refuse(ReadProblem::Io(e.to_string())));
-    } else if kind.is_dir() {
+    }
+    if kind.is_dir() {
         return Ok(());
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else {
-        "a socket"
-    };
+    }
+    let what = crate::filetype::describe(&meta);
     Err(refuse(ReadProblem::NotRegular { what }))
 }
 

@@ -343,16 +343,7 @@ impl std::error::Error for RootReadError {}
 
 /// The file-type word for a mode, for "is a FIFO" messages.
 fn file_type_name(mode: libc::mode_t) -> &'static str {
-    match mode & libc::S_IFMT {
-        libc::S_IFREG => "a regular file",
-        libc::S_IFDIR => "a directory",
-        libc::S_IFIFO => "a FIFO",
-        libc::S_IFCHR => "a character device",
-        libc::S_IFBLK => "a block device",
-        libc::S_IFSOCK => "a socket",
-        libc::S_IFLNK => "a symbolic link",
-        _ => "of an unknown file type",
-    }
+    crate::filetype::describe_mode(mode)
 }
 
 /// `openat2` said it cannot be used here (old kernel, seccomp): fall back to `resolve`.
