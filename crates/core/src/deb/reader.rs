@@ -317,13 +317,25 @@ pub fn read_deb_from<R: Read>(
     origin: &str,
     limits: &ReadLimits,
 ) -> anyhow::Result<DebInfo> {
+    read_info(input, Some(total_len), origin, limits, &mut |_, _| Ok(()))
+}
+
+/// One pass over a package: control, the entry list, and every data.tar entry handed to
+/// `visit` with its contents.
+fn read_info<R: Read>(
+    input: R,
+    len: Option<u64>,
+    origin: &str,
+    limits: &ReadLimits,
+    visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
+) -> anyhow::Result<DebInfo> {
     let mut entries = Vec::new();
-    let mut visit = |e: &Entry, _: &mut dyn Read| -> anyhow::Result<()> {
+    let mut keep = |e: &Entry, content: &mut dyn Read| -> anyhow::Result<()> {
         entries.push(e.clone());
-        Ok(())
+        visit(e, content)
     };
-    let walked = walk(input, Some(total_len), limits, DataPass::Visit(&mut visit))
-        .map_err(|e| one_line(origin, e))?;
+    let walked =
+        walk(input, len, limits, DataPass::Visit(&mut keep)).map_err(|e| one_line(origin, e))?;
     let (control, control_files) = walked
         .control
         .ok_or_else(|| anyhow!("{origin}: no control member"))?;
@@ -361,23 +373,7 @@ pub fn read_deb_visiting(
     visit: &mut dyn FnMut(&Entry, &mut dyn Read) -> anyhow::Result<()>,
 ) -> anyhow::Result<DebInfo> {
     let (input, len) = open(path)?;
-    let origin = path.display().to_string();
-    let mut entries = Vec::new();
-    let mut keep = |e: &Entry, content: &mut dyn Read| -> anyhow::Result<()> {
-        entries.push(e.clone());
-        visit(e, content)
-    };
-    let walked =
-        walk(input, len, limits, DataPass::Visit(&mut keep)).map_err(|e| one_line(&origin, e))?;
-    let (control, control_files) = walked
-        .control
-        .ok_or_else(|| anyhow!("{origin}: no control member"))?;
-    Ok(DebInfo {
-        control,
-        control_files,
-        members: walked.members,
-        entries,
-    })
+    read_info(input, len, &path.display().to_string(), limits, visit)
 }
 
 /// Read only the control member (fast: data.tar is not decompressed).
