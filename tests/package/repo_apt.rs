@@ -7,45 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::util::{rocm_pin, tiny_package};
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
 use rocm_pin_testkit::{chroot_image, must_stdout, text};
 
 const KEYRING: &str = "/usr/share/keyrings/rocm-pin-test.gpg";
-
-fn rocm_pin() -> Command {
-    let mut cmd = Command::new(crate::util::bin());
-    cmd.env_remove("SOURCE_DATE_EPOCH");
-    cmd
-}
-
-/// A tiny package built with `rocm-pin deb build`.
-fn build_package(dir: &Path, name: &str, version: &str) -> PathBuf {
-    let tree = dir.join(format!("{name}-tree"));
-    std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(tree.join("usr/share").join(name)).unwrap();
-    std::fs::write(
-        tree.join("DEBIAN/control"),
-        format!(
-            "Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: Test <test@example.invalid>\n\
-             Description: served by a rocm-pin repository\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        tree.join("usr/share").join(name).join("marker"),
-        format!("{name} {version}\n"),
-    )
-    .unwrap();
-    let deb = dir.join(format!("{name}_{version}_all.deb"));
-    must_stdout(
-        rocm_pin()
-            .args(["deb", "build", "--quiet"])
-            .arg(&tree)
-            .arg(&deb),
-    );
-    deb
-}
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -60,8 +27,8 @@ fn fixture() -> Fixture {
     let key = tmp.path().join("key.asc");
     must_stdout(rocm_pin().args(["repo", "keygen", "--out"]).arg(&key));
     let debs = [
-        build_package(tmp.path(), "served-hello", "1.0-1"),
-        build_package(tmp.path(), "served-other", "2.0"),
+        tiny_package(tmp.path(), "served-hello", "1.0-1", ""),
+        tiny_package(tmp.path(), "served-other", "2.0", ""),
     ];
     let repo = tmp.path().join("repo");
     let flat = tmp.path().join("flat");

@@ -7,39 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::util::{rocm_pin, tiny_package};
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
 use rocm_pin_testkit::{chroot_image, must, must_stdout, text};
-
-fn rocm_pin() -> Command {
-    let mut cmd = Command::new(crate::util::bin());
-    cmd.env_remove("SOURCE_DATE_EPOCH");
-    cmd
-}
-
-/// A tiny package built with `rocm-pin deb build`; `extra` is appended to its control file.
-fn build_package(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let tree = dir.join(format!("{name}-tree"));
-    std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(tree.join("usr/share").join(name)).unwrap();
-    std::fs::write(
-        tree.join("DEBIAN/control"),
-        format!(
-            "Package: {name}\nVersion: 1.0\nArchitecture: all\nMaintainer: Test <test@example.invalid>\n\
-             {extra}Description: served by a rocm-pin repository\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(tree.join("usr/share").join(name).join("marker"), name).unwrap();
-    let deb = dir.join(format!("{name}_1.0_all.deb"));
-    must_stdout(
-        rocm_pin()
-            .args(["deb", "build", "--quiet"])
-            .arg(&tree)
-            .arg(&deb),
-    );
-    deb
-}
 
 /// Every file under `dir` with its bytes (nothing when `dir` does not exist).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -132,7 +103,7 @@ impl Drop for Gpg {
 #[test]
 fn an_expired_revoked_or_not_yet_valid_signing_key_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let deb = build_package(tmp.path(), "keyed", "");
+    let deb = tiny_package(tmp.path(), "keyed", "1.0", "");
     let gpg = Gpg::new();
     let expired = gpg.generate(
         "Expired <e@example.invalid>",
@@ -214,7 +185,7 @@ Description-md5: 00000000000000000000000000000000\n";
 #[test]
 fn control_hash_fields_never_reach_the_index_and_apt_downloads_the_package() {
     let tmp = tempfile::tempdir().unwrap();
-    let deb = build_package(tmp.path(), "bogus-hashes", BOGUS_FIELDS);
+    let deb = tiny_package(tmp.path(), "bogus-hashes", "1.0", BOGUS_FIELDS);
     let key = tmp.path().join("key.asc");
     must_stdout(rocm_pin().args(["repo", "keygen", "--out"]).arg(&key));
     let repo = tmp.path().join("repo");
@@ -289,8 +260,8 @@ fn control_hash_fields_never_reach_the_index_and_apt_downloads_the_package() {
 #[test]
 fn an_index_whose_filename_leaves_the_repository_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let first = build_package(tmp.path(), "first", "");
-    let second = build_package(tmp.path(), "second", "");
+    let first = tiny_package(tmp.path(), "first", "1.0", "");
+    let second = tiny_package(tmp.path(), "second", "1.0", "");
     let repo = tmp.path().join("repo");
     must_stdout(
         rocm_pin()

@@ -79,3 +79,40 @@ pub fn lintian_problems(deb: &Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The rocm-pin binary under test, without an inherited `SOURCE_DATE_EPOCH`.
+pub fn rocm_pin() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env_remove("SOURCE_DATE_EPOCH");
+    cmd
+}
+
+/// A tiny `all` package built with `rocm-pin deb build` for the repository tests; `extra` is
+/// added to its control file before `Description:`, and `/usr/share/<name>/marker` holds
+/// "<name> <version>\n".
+pub fn tiny_package(dir: &Path, name: &str, version: &str, extra: &str) -> PathBuf {
+    let tree = dir.join(format!("{name}-tree"));
+    std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(tree.join("usr/share").join(name)).unwrap();
+    std::fs::write(
+        tree.join("DEBIAN/control"),
+        format!(
+            "Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: Test <test@example.invalid>\n\
+             {extra}Description: served by a rocm-pin repository\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("usr/share").join(name).join("marker"),
+        format!("{name} {version}\n"),
+    )
+    .unwrap();
+    let deb = dir.join(format!("{name}_{version}_all.deb"));
+    must_stdout(
+        rocm_pin()
+            .args(["deb", "build", "--quiet"])
+            .arg(&tree)
+            .arg(&deb),
+    );
+    deb
+}
