@@ -100,9 +100,8 @@ pub fn run(cmd: GuardCommand) -> anyhow::Result<()> {
         }
     }
     // on and off succeeded when they got here; only status ends with the guard's state.
-    match if is_status { s.exit_code() } else { 0 } {
-        0 => Ok(()),
-        3 => Err(Error::Skipped(format!("guard: {}", s.summary)).into()),
-        _ => Err(Error::CheckFailed(format!("guard: {}", s.summary)).into()),
+    match if is_status { s.exit_kind() } else { None } {
+        None => Ok(()),
+        Some(kind) => Err(Error::new(kind, format!("guard: {}", s.summary)).into()),
     }
 }

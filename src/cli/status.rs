@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::error::Error;
+use rocm_pin::error::{Error, ExitKind};
 use rocm_pin::rocm::{GateMode, MODE_ENV};
 
 /// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
@@ -45,11 +45,12 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     } else {
         out!("{}", s.to_human());
     }
-    match s.exit_code {
-        0 => Ok(()),
-        3 => Err(Error::Skipped(format!("status: {}", s.gate)).into()),
-        _ => Err(Error::CheckFailed(
-            "status: the pinned runtime is not healthy (see above)".to_string(),
+    match s.verdict {
+        None => Ok(()),
+        Some(ExitKind::Skipped) => Err(Error::skipped(format!("status: {}", s.gate)).into()),
+        Some(kind) => Err(Error::new(
+            kind,
+            "status: the pinned runtime is not healthy (see above)",
         )
         .into()),
     }

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::error::Error;
 use rocm_pin::image::limits::ImageLimits;
 use rocm_pin::image::ImageSource;
 use rocm_pin::image_verify::verify_image;
@@ -83,35 +82,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     } else {
         out!("{}", report.to_human());
     }
-    match report.exit_code() {
-        0 => Ok(()),
-        3 => Err(Error::GateSkipped {
-            reason: report.skipped.clone().unwrap_or_default(),
-        }
-        .into()),
-        2 => {
-            let names: std::collections::BTreeSet<String> =
-                report.failed().map(|c| c.name.clone()).collect();
-            Err(Error::VerifyEnvironment {
-                names: names.into_iter().collect(),
-            }
-            .into())
-        }
-        _ => {
-            let names: std::collections::BTreeSet<String> =
-                report.failed().map(|c| c.name.clone()).collect();
-            Err(Error::VerifyFailed {
-                failed: report.failed().count(),
-                names: names.into_iter().collect(),
-            }
-            .into())
-        }
-    }
+    report.error().map_or(Ok(()), |e| Err(e.into()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocm_pin::error::Error;
+    use rocm_pin::host::gate::GateError;
+    use rocm_pin::verify::VerifyError;
 
     fn args(root: &std::path::Path) -> VerifyArgs {
         VerifyArgs {
@@ -136,7 +115,7 @@ mod tests {
         let err = run(args(d.path())).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::GateSkipped { reason }) if reason == "ROCm 7.2.5 at /opt/rocm-7.2.5"),
+                Some(Error::Gate(GateError::GateSkipped { reason })) if reason == "ROCm 7.2.5 at /opt/rocm-7.2.5"),
             "{err:?}"
         );
         assert_eq!(rocm_pin::error::exit_code_for(&err), 3);
@@ -149,7 +128,7 @@ mod tests {
         std::fs::write(d.path().join("var/lib/dpkg/status"), "").unwrap();
         let err = run(args(d.path())).unwrap_err();
         match err.downcast_ref::<Error>() {
-            Some(Error::VerifyFailed { failed, names }) => {
+            Some(Error::Verify(VerifyError::VerifyFailed { failed, names })) => {
                 assert!(*failed >= 1 && !names.is_empty(), "{err}");
                 assert!(*failed >= names.len(), "{err}");
             }

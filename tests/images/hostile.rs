@@ -3,6 +3,7 @@
 //! algorithms, docker-archive diff_ids), whiteouts that name no plain entry, the unpack limits,
 //! and the temporary root removed when SIGINT, SIGTERM or SIGHUP ends `verify --image-archive`.
 
+use rocm_pin::image::ImageError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -173,11 +174,11 @@ fn a_sha512_layer_is_checked_and_other_algorithms_are_refused() {
     let bad = oci_archive(t.path(), "bad.tar", &[(layer.clone(), lie.clone())]);
     let err = unpack(&ImageSource::Archive(bad)).unwrap_err();
     match our_error(&err) {
-        Some(Error::ImageDigestMismatch {
+        Some(Error::Image(ImageError::ImageDigestMismatch {
             blob,
             expected,
             actual,
-        }) => {
+        })) => {
             assert!(
                 blob.contains("layer 1 of 1") && blob.contains(&lie),
                 "{err:#}"
@@ -233,7 +234,7 @@ fn a_docker_archive_whose_layers_do_not_match_its_diff_ids_is_refused() {
     let swapped = docker_archive(t.path(), "swapped.tar", &[other], &[sha256(&layer)]);
     let err = unpack(&ImageSource::Archive(swapped)).unwrap_err();
     assert!(
-        matches!(our_error(&err), Some(Error::ImageDigestMismatch { blob, .. }) if blob.contains("diff_id")),
+        matches!(our_error(&err), Some(Error::Image(ImageError::ImageDigestMismatch { blob, .. })) if blob.contains("diff_id")),
         "{err:#}"
     );
     // One layer more than the config lists: refused (skopeo: "inconsistent layer count").
@@ -331,12 +332,12 @@ fn entry_count_depth_file_size_and_total_limits_refuse_before_writing() {
         limits.set(spec).unwrap();
         let err = unpack_within(&ImageSource::Archive(archive), &limits).expect_err(spec);
         match our_error(&err) {
-            Some(Error::ImageLimit {
+            Some(Error::Image(ImageError::ImageLimit {
                 place,
                 entry: e,
                 limit,
                 ..
-            }) => {
+            })) => {
                 assert_eq!(*limit, key, "{err:#}");
                 // The archive itself is within the limit: the layer is what passes it.
                 assert!(place.contains(&sha256(&layer)), "{spec}: {err:#}");

@@ -386,6 +386,53 @@ fn adopt_killed_half_way_completes_on_the_next_run() {
     }
 }
 
+/// An adoption that fails AFTER apt ran, with an error of exit code 2 (a dpkg `Post-Invoke`
+/// hook breaks ldconfig, so install's ldconfig after apt fails): the resume record stays and
+/// the next `rocm-pin adopt` completes the adoption. Adopt used to read exit 2 as "nothing
+/// changed" and delete the record, leaving the host half adopted with nothing to resume.
+#[test]
+fn adopt_failing_after_apt_keeps_its_resume_record() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let a = artifacts("bookworm");
+    let sb = fresh_with_proc(a, &a.stock_snapshot);
+    patch_in_place(&sb, a, &our_commit(a));
+    sb.write(
+        "/usr/local/bin/break-ldconfig",
+        "#!/bin/sh\n# Replace ldconfig by one that fails (once: /sbin may be /usr/sbin).\nfor l in /sbin/ldconfig /usr/sbin/ldconfig; do\n  [ -e \"$l\" ] && [ ! -e \"$l.real\" ] || continue\n  mv \"$l\" \"$l.real\"\n  printf '#!/bin/sh\\necho ldconfig broken by the test >&2\\nexit 1\\n' > \"$l\"\n  chmod +x \"$l\"\ndone\nexit 0\n",
+    )
+    .unwrap();
+    sb.sh_ok("chmod +x /usr/local/bin/break-ldconfig").unwrap();
+    sb.write(
+        "/etc/apt/apt.conf.d/99break-ldconfig",
+        "DPkg::Post-Invoke { \"/usr/local/bin/break-ldconfig\"; };\n",
+    )
+    .unwrap();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_eq!(
+        rc(&out),
+        2,
+        "adopt did not fail on ldconfig:\n{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("ldconfig failed"), "{}", text(&out));
+    assert!(
+        sb.path("/var/lib/rocm-pin/adopt-state.json").exists(),
+        "the host changed (apt ran) but the resume record was deleted:\n{}",
+        text(&out)
+    );
+    sb.sh_ok(
+        "rm /etc/apt/apt.conf.d/99break-ldconfig; for l in /sbin/ldconfig /usr/sbin/ldconfig; do \
+         if [ -e \"$l.real\" ]; then mv \"$l.real\" \"$l\"; fi; done",
+    )
+    .unwrap();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("interrupted"), "{}", text(&out));
+    assert_eq!(rc(&verify(&sb)), 0, "{}", text(&verify(&sb)));
+    assert!(all_patched(&probe(&sb)));
+    assert!(!sb.path("/var/lib/rocm-pin/adopt-state.json").exists());
+}
+
 /// Pin N+1: the stand-in source with one more commit (a day later), built and packaged the
 /// way install_support makes pin N. Returns the .debs (in `work`).
 fn build_next_pin(a: &Artifacts, work: &std::path::Path) -> (String, Vec<std::path::PathBuf>) {

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::error::ExitKind;
 use crate::host::gate;
 use crate::host::rollback::installed_pin;
 use crate::host::root::{FileKind, Missing, Root};
@@ -64,7 +65,11 @@ pub struct HostStatus {
     /// "broken" (exit 1: patched in place, or ours installed and verify failing), "skipped"
     /// (exit 3: the version gate skipped this host).
     pub health: String,
+    /// `ExitKind::code_of(verdict)`.
     pub exit_code: i32,
+    /// How `rocm-pin status` ends: None healthy or not installed, else the health's kind.
+    #[serde(skip)]
+    pub verdict: Option<ExitKind>,
     /// Every hop of the `/opt/rocm` chain, None when it does not resolve.
     pub rocm_path_chain: Option<Vec<String>>,
     /// `.info/version` of where `/opt/rocm` points.
@@ -342,12 +347,12 @@ pub fn host_status_with(
     } else {
         (None, Vec::new(), 0)
     };
-    let (health, exit_code) = match (&skip, verify_ok, &pin) {
-        (Some(_), _, _) => ("skipped", 3),
-        (None, Some(true), _) => ("healthy", 0),
+    let (health, verdict) = match (&skip, verify_ok, &pin) {
+        (Some(_), _, _) => ("skipped", Some(ExitKind::Skipped)),
+        (None, Some(true), _) => ("healthy", None),
         // Nothing of ours and no in-place patch: nothing is broken yet.
-        (None, None, None) => ("not-installed", 0),
-        _ => ("broken", 1),
+        (None, None, None) => ("not-installed", None),
+        _ => ("broken", Some(ExitKind::CheckFailed)),
     };
     let local_repo = Path::new(rocm::STATE_DIR).join("repo");
     let held = crate::host::hold::read(root);
@@ -367,7 +372,8 @@ pub fn host_status_with(
     Ok(HostStatus {
         schema: 1,
         health: health.to_string(),
-        exit_code,
+        exit_code: ExitKind::code_of(verdict),
+        verdict,
         rocm_path_chain: chain.map(|(_, h)| h.iter().map(|p| p.display().to_string()).collect()),
         rocm_version,
         target_prefix,

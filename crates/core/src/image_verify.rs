@@ -17,7 +17,7 @@ pub const COMMIT_LABEL: &str = "io.rocm-pin.commit";
 pub const OCI_REVISION_LABEL: &str = "org.opencontainers.image.revision";
 
 /// Unpack `source` (within `limits`) and verify it. Errors (exit 2) only when the image cannot
-/// be read; a signal during the run is [`crate::error::Error::Interrupted`], the root removed.
+/// be read; a signal during the run is [`crate::image::ImageError::Interrupted`], the root removed.
 pub fn verify_image(
     source: &ImageSource,
     accept_skipped_backport_check: bool,

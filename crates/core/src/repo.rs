@@ -14,6 +14,9 @@
 //! Signing uses rpgp (pure Rust). Keys are v4 EdDSA (Ed25519, "legacy" encoding): the
 //! algorithm GnuPG 2.2 (bookworm's gpgv, which apt uses) and Sequoia's sqv (trixie) both verify.
 
+mod error;
+pub use error::{KeyValidityProblem, RepoConflict, RepoError};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{Read, Write};
@@ -25,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use crate::deb::control::{format_many, package_name_problem, Paragraph};
 use crate::deb::Version;
-use crate::error::{usage, Error, RepoConflict};
+use crate::error::{usage, Error};
 use crate::progress::{step, Listener};
 
 pub const DEFAULT_SUITE: &str = "stable";
@@ -100,10 +103,10 @@ fn check_name(what: &'static str, name: &str) -> anyhow::Result<()> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
     if !ok {
-        return Err(Error::BadName {
+        return Err(Error::Repo(RepoError::BadName {
             what,
             name: name.to_string(),
-        }
+        })
         .into());
     }
     Ok(())
@@ -594,7 +597,7 @@ fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> 
         }
     }
     if !conflicts.is_empty() {
-        return Err(Error::RepoConflicts(conflicts).into());
+        return Err(Error::Repo(RepoError::RepoConflicts(conflicts)).into());
     }
     Ok((by_id, incoming, unchanged))
 }
@@ -792,7 +795,7 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
     };
     for path in [&files.secret, &files.public_asc, &files.public_gpg] {
         if path.exists() {
-            return Err(Error::KeyExists { path: path.clone() }.into());
+            return Err(Error::Repo(RepoError::KeyExists { path: path.clone() }).into());
         }
     }
     if !dir.is_dir() {
@@ -838,7 +841,7 @@ pub mod signing {
     use pgp::ser::Serialize;
     use pgp::types::{KeyDetails, Password, Timestamp};
 
-    use crate::error::KeyValidityProblem;
+    use super::KeyValidityProblem;
 
     /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
     pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
@@ -879,12 +882,14 @@ pub mod signing {
         // SOURCE_DATE_EPOCH: a key that is expired, revoked or not yet valid now would make every
         // `apt-get update` fail with EXPKEYSIG/REVKEYSIG.
         if let Some(problem) = validity_problem(&key, Timestamp::now().as_secs()) {
-            return Err(crate::error::Error::SigningKeyUnusable {
-                path: path.to_path_buf(),
-                fingerprint: fingerprint(&key),
-                problem,
-            }
-            .into());
+            return Err(
+                crate::error::Error::Repo(crate::repo::RepoError::SigningKeyUnusable {
+                    path: path.to_path_buf(),
+                    fingerprint: fingerprint(&key),
+                    problem,
+                })
+                .into(),
+            );
         }
         // Fail now, not half-way through writing, if the key cannot sign without a passphrase.
         DetachedSignature::sign_binary_data(
@@ -1074,7 +1079,7 @@ pub(crate) mod tests {
             let err = check_name("suite", bad).unwrap_err();
             assert!(
                 matches!(err.downcast_ref::<Error>(),
-                    Some(Error::BadName { what: "suite", name }) if name == bad),
+                    Some(Error::Repo(RepoError::BadName { what: "suite", name })) if name == bad),
                 "{bad:?}: {err:?}"
             );
         }
@@ -1090,7 +1095,7 @@ pub(crate) mod tests {
         .unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::BadName { what: "component", name }) if name == "a b"),
+                Some(Error::Repo(RepoError::BadName { what: "component", name })) if name == "a b"),
             "{err:?}"
         );
     }
@@ -1117,7 +1122,7 @@ pub(crate) mod tests {
 
         let err = publish(std::slice::from_ref(&b), &opts, &crate::progress::Silent).unwrap_err();
         match err.downcast_ref::<Error>() {
-            Some(Error::RepoConflicts(c)) => assert!(
+            Some(Error::Repo(RepoError::RepoConflicts(c))) => assert!(
                 matches!(c.as_slice(), [RepoConflict::ChangedVersion { deb, name, version, place, .. }]
                     if *deb == b && name == "tool" && version == "1.0" && *place == "the repository"),
                 "{c:?}"
@@ -1135,7 +1140,7 @@ pub(crate) mod tests {
         let err = publish(&[a, b], &fresh, &crate::progress::Silent).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::RepoConflicts(c)) if matches!(c.as_slice(),
+                Some(Error::Repo(RepoError::RepoConflicts(c))) if matches!(c.as_slice(),
                     [RepoConflict::ChangedVersion { place: "an earlier argument", .. }])),
             "{err:?}"
         );
@@ -1148,7 +1153,7 @@ pub(crate) mod tests {
         fs::write(&public, "keep\n").unwrap();
         let err = keygen(&d.path().join("k.asc"), "t <t@example.invalid>").unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(), Some(Error::KeyExists { path }) if *path == public),
+            matches!(err.downcast_ref::<Error>(), Some(Error::Repo(RepoError::KeyExists { path })) if *path == public),
             "{err:?}"
         );
         assert!(!d.path().join("k.asc").exists());

@@ -4,6 +4,10 @@
 //! view (`apt-cache policy`) and the loader cache (`ldconfig -p`). It never trusts
 //! `dpkg --verify`'s exit code (0 on mismatches): it hashes the files itself.
 
+mod error;
+pub use error::VerifyError;
+
+use crate::host::gate::GateError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -11,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use md5::Digest as _;
 
+use crate::error::{Error, ExitKind};
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::loader;
@@ -51,18 +56,41 @@ impl VerifyReport {
     pub fn failed(&self) -> impl Iterator<Item = &Check> {
         self.checks.iter().filter(|c| !c.ok)
     }
-    /// The exit code contract: 0 all pass, 1 any fail, 2 only checks that could not be made
-    /// (environment errors) fail, 3 gate skip record.
-    pub fn exit_code(&self) -> i32 {
+    /// How the run ends: None when every check passed; a check failed; only checks that
+    /// could not be made (environment errors) failed (usage); the gate's skip record.
+    pub fn exit_kind(&self) -> Option<ExitKind> {
         if self.skipped.is_some() {
-            3
+            Some(ExitKind::Skipped)
         } else if self.ok {
-            0
+            None
         } else if self.failed().all(|c| c.environment) {
-            2
+            Some(ExitKind::Usage)
         } else {
-            1
+            Some(ExitKind::CheckFailed)
         }
+    }
+
+    /// The process exit code of [`Self::exit_kind`].
+    pub fn exit_code(&self) -> i32 {
+        ExitKind::code_of(self.exit_kind())
+    }
+
+    /// The error the run ends with, None when every check passed.
+    pub fn error(&self) -> Option<Error> {
+        let names = || {
+            let names: BTreeSet<String> = self.failed().map(|c| c.name.clone()).collect();
+            names.into_iter().collect()
+        };
+        Some(match self.exit_kind()? {
+            ExitKind::Skipped => Error::Gate(GateError::GateSkipped {
+                reason: self.skipped.clone().unwrap_or_default(),
+            }),
+            ExitKind::Usage => Error::Verify(VerifyError::VerifyEnvironment { names: names() }),
+            ExitKind::CheckFailed => Error::Verify(VerifyError::VerifyFailed {
+                failed: self.failed().count(),
+                names: names(),
+            }),
+        })
     }
     /// Human-readable lines: one per check, then a summary.
     pub fn to_human(&self) -> String {

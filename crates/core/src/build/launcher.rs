@@ -7,6 +7,7 @@
 //! (program, version, cache configuration with any credentials removed) but is not part of the
 //! staging's cache key.
 
+use crate::build::BuildError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -46,10 +47,10 @@ impl Launcher {
     /// Where it is on PATH, or a usage error naming the package.
     pub fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
         prereq::find_program(env, self.program()).ok_or_else(|| {
-            Error::MissingLauncher {
+            Error::Build(BuildError::MissingLauncher {
                 tool: self.program().to_string(),
                 package: self.package().to_string(),
-            }
+            })
             .into()
         })
     }
@@ -142,7 +143,7 @@ mod tests {
             .unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::MissingLauncher { tool, package }) if tool == "sccache" && package == "sccache"),
+                Some(Error::Build(BuildError::MissingLauncher { tool, package })) if tool == "sccache" && package == "sccache"),
             "{err:?}"
         );
         assert!(

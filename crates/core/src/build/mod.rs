@@ -10,6 +10,7 @@
 //! build trees, ROCr's private prefix, cache key).
 
 pub mod cache;
+mod error;
 pub mod launcher;
 pub mod manifest;
 pub mod patches;
@@ -22,6 +23,7 @@ pub mod standin_tree;
 pub mod steps;
 pub mod validate;
 
+pub use error::{BadInput, BuildError, MissingItem, TargetGap};
 pub use manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 pub use recipe::TreeKind;
 
@@ -507,9 +509,9 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
             .iter()
             .any(|n| staging.join(n).exists());
         if non_empty && !ours {
-            return Err(Error::ForeignOutDir {
+            return Err(Error::Build(BuildError::ForeignOutDir {
                 out: staging.clone(),
-            }
+            })
             .into());
         }
     }
@@ -523,10 +525,10 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     if file.try_lock().is_err() {
-        return Err(Error::StagingLocked {
+        return Err(Error::Build(BuildError::StagingLocked {
             staging: staging.clone(),
             lock: path,
-        }
+        })
         .into());
     }
     Ok(StagingLock { _file: file })
@@ -551,9 +553,9 @@ fn clean_staging(layout: &Layout, keep: &[PathBuf]) -> anyhow::Result<()> {
             .iter()
             .any(|n| staging.join(n).exists());
         if !entries.is_empty() && !ours {
-            return Err(Error::ForeignOutDir {
+            return Err(Error::Build(BuildError::ForeignOutDir {
                 out: staging.clone(),
-            }
+            })
             .into());
         }
         // The manifest goes first: an interrupted clean must not leave a "finished" staging.
@@ -852,11 +854,11 @@ fn check_source(
             // A fetched tree is the real runtime, which cannot build without ROCm's toolchain:
             // say so before the fetch, not after minutes of it.
             if !p.rocm_resolved {
-                return Err(Error::NoRocmToBuildAgainst {
+                return Err(Error::Build(BuildError::NoRocmToBuildAgainst {
                     rocm_path: p.rocm.clone(),
                     url: url.clone(),
                     rocm_version: crate::rocm::TARGET_ROCM_VERSION.to_string(),
-                }
+                })
                 .into());
             }
             Ok(None)
@@ -974,7 +976,7 @@ mod tests {
         let err = claim_staging(&layout).err().unwrap();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::StagingLocked { staging, lock })
+                Some(Error::Build(BuildError::StagingLocked { staging, lock }))
                     if *staging == layout.staging && *lock == layout.work.join(LOCK_FILE)),
             "{err:?}"
         );
@@ -1052,7 +1054,7 @@ mod tests {
             clean_staging(&layout, &[]).unwrap_err(),
         ] {
             assert!(
-                matches!(err.downcast_ref::<Error>(), Some(Error::ForeignOutDir { out: o }) if *o == out),
+                matches!(err.downcast_ref::<Error>(), Some(Error::Build(BuildError::ForeignOutDir { out: o })) if *o == out),
                 "{err:?}"
             );
         }
@@ -1082,7 +1084,7 @@ mod tests {
         let err = check_source(&p, &tc, &progress::Silent).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::NoRocmToBuildAgainst { rocm_path, url: u, .. })
+                Some(Error::Build(BuildError::NoRocmToBuildAgainst { rocm_path, url: u, .. }))
                     if *rocm_path == opts.rocm_path && u == url),
             "{err:?}"
         );

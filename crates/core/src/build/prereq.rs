@@ -2,10 +2,12 @@
 //! missing item is collected and reported in ONE error with the package that provides it, before
 //! anything compiles. Knows nothing of ROCm: the list comes from [`super::recipe`].
 
+use crate::build::BuildError;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, MissingItem};
+use crate::build::MissingItem;
+use crate::error::Error;
 
 /// How to tell whether a prerequisite is present.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,7 +182,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
     if missing.is_empty() {
         return Ok(());
     }
-    Err(Error::MissingPrerequisites {
+    Err(Error::Build(BuildError::MissingPrerequisites {
         context: context.to_string(),
         missing: missing
             .iter()
@@ -191,7 +193,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
                 note: r.note.clone(),
             })
             .collect(),
-    }
+    })
     .into())
 }
 
@@ -251,7 +253,7 @@ mod tests {
         ];
         let err = check(&env, &reqs, "the test tree").unwrap_err();
         match err.downcast_ref::<Error>() {
-            Some(Error::MissingPrerequisites { context, missing }) => {
+            Some(Error::Build(BuildError::MissingPrerequisites { context, missing })) => {
                 assert_eq!(context, "the test tree");
                 let packages: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
                 assert_eq!(packages, ["cmake", "libnuma-dev", "libglvnd-dev"]);

@@ -5,12 +5,14 @@
 //! targets ROCr's hard-coded lists assemble for against what the compiler supports. ROCm recipe
 //! knowledge, like [`super::recipe`].
 
+use crate::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::error::{usage, Error, TargetGap};
+use crate::build::TargetGap;
+use crate::error::{usage, Error};
 
 /// CLR's comgr request.
 pub const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
@@ -152,13 +154,13 @@ pub fn check_comgr(
     };
     let (found, compatible) = evaluate_version_file(&file, &requested, scratch)?;
     if !compatible {
-        return Err(Error::ComgrIncompatible {
+        return Err(Error::Build(BuildError::ComgrIncompatible {
             found,
             found_in: dir,
             requested,
             request_line: line,
             version_file: file,
-        }
+        })
         .into());
     }
     Ok(Some(found))
@@ -243,10 +245,10 @@ pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> 
     if gaps.is_empty() {
         return Ok(());
     }
-    Err(Error::UnsupportedOffloadTargets {
+    Err(Error::Build(BuildError::UnsupportedOffloadTargets {
         clang: clang.to_path_buf(),
         gaps,
-    }
+    })
     .into())
 }
 
@@ -297,7 +299,7 @@ mod tests {
         let err = check_comgr(&tree, std::slice::from_ref(&comgr), &scratch).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::ComgrIncompatible { found, found_in, requested, request_line: 2, .. })
+                Some(Error::Build(BuildError::ComgrIncompatible { found, found_in, requested, request_line: 2, .. }))
                     if found == "3.0.0" && *found_in == comgr && requested == "2.8"),
             "{err:?}"
         );
@@ -341,7 +343,7 @@ mod tests {
         write(&tree.join(IMAGE_LIST), "set(TARGET_DEVICES \"gfx1300\")\n");
         let err = check_offload_targets(&tree, &clang, false).unwrap_err();
         match err.downcast_ref::<Error>() {
-            Some(Error::UnsupportedOffloadTargets { clang: c, gaps }) => {
+            Some(Error::Build(BuildError::UnsupportedOffloadTargets { clang: c, gaps })) => {
                 assert_eq!(c, &clang);
                 assert_eq!(
                     gaps,
@@ -363,7 +365,7 @@ mod tests {
         let err = check_offload_targets(&tree, &clang, true).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::UnsupportedOffloadTargets { gaps, .. }) if gaps.len() == 2),
+                Some(Error::Build(BuildError::UnsupportedOffloadTargets { gaps, .. })) if gaps.len() == 2),
             "{err:?}"
         );
     }

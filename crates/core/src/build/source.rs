@@ -2,6 +2,7 @@
 //! nothing modified or untracked in the build paths), a URL is fetched sparse and blobless at
 //! exactly that commit. The commit we record must be the code we built.
 
+use crate::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -58,9 +59,9 @@ pub fn normalize_commit(commit: &str) -> anyhow::Result<String> {
     if (c.len() == 40 || c.len() == 64) && c.chars().all(|ch| ch.is_ascii_hexdigit()) {
         Ok(c)
     } else {
-        Err(Error::NotACommit {
+        Err(Error::Build(BuildError::NotACommit {
             given: commit.to_string(),
-        }
+        })
         .into())
     }
 }
@@ -127,23 +128,23 @@ pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<(
         ))
     })?;
     if head != commit {
-        return Err(Error::WrongCommit {
+        return Err(Error::Build(BuildError::WrongCommit {
             checkout: dir.to_path_buf(),
             head,
             wanted: commit.to_string(),
-        }
+        })
         .into());
     }
     let mut args = vec!["status", "--porcelain=v1", "--untracked-files=all", "--"];
     args.extend(paths.iter().copied());
     let status = git_output(dir, &args)?;
     if !status.trim().is_empty() {
-        return Err(Error::DirtyCheckout {
+        return Err(Error::Build(BuildError::DirtyCheckout {
             checkout: dir.to_path_buf(),
             commit: commit.to_string(),
             paths: paths.iter().map(|p| p.to_string()).collect(),
             changes: status.lines().map(str::to_string).collect(),
-        }
+        })
         .into());
     }
     Ok(())
@@ -251,7 +252,7 @@ pub(crate) mod tests {
         ] {
             let err = normalize_commit(bad).unwrap_err();
             assert!(
-                matches!(err.downcast_ref::<Error>(), Some(Error::NotACommit { given }) if given == bad),
+                matches!(err.downcast_ref::<Error>(), Some(Error::Build(BuildError::NotACommit { given })) if given == bad),
                 "{bad}: {err:?}"
             );
         }
@@ -284,7 +285,7 @@ pub(crate) mod tests {
         let err = check_local(d.path(), crate::rocm::PIN_COMMIT, &["a.txt"]).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::WrongCommit { checkout, head: h, wanted })
+                Some(Error::Build(BuildError::WrongCommit { checkout, head: h, wanted }))
                     if checkout == d.path() && *h == head && wanted == crate::rocm::PIN_COMMIT),
             "{err:?}"
         );
@@ -302,7 +303,7 @@ pub(crate) mod tests {
         let err = check_local(d.path(), &head, &["a.txt", "new.txt"]).unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::DirtyCheckout { commit, changes, .. })
+                Some(Error::Build(BuildError::DirtyCheckout { commit, changes, .. }))
                     if *commit == head && changes == &[" M a.txt".to_string(), "?? new.txt".to_string()]),
             "{err:?}"
         );

@@ -3,6 +3,7 @@
 //! is refused before a byte is written: the finished package is renamed into place, which would
 //! silently replace a device node such as `/dev/null` with a regular file.
 
+use crate::deb::DebError;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -42,10 +43,10 @@ pub fn package_output_path(out: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn not_regular(path: &Path, kind: String) -> anyhow::Error {
-    Error::DebOutputNotRegular {
+    Error::Deb(DebError::DebOutputNotRegular {
         path: path.to_path_buf(),
         kind,
-    }
+    })
     .into()
 }
 

@@ -15,7 +15,7 @@ use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
 use super::root::{FileKind, Root};
 use super::status;
-use crate::error::{usage, ExitError, ExitKind};
+use crate::error::{host_change, usage, Error, HostChange};
 use crate::package::{self, PackageRequest, StagingInput, StockInput};
 use crate::plan::staging::{self, Staging};
 use crate::plan::PlanOptions;
@@ -110,7 +110,10 @@ pub fn adopt(
     let state_dir_existed = dir.exists();
     let lock_existed = dir.join("adopt.lock").exists();
     let lock = lock_and_clean(root)?;
-    let result = adopt_locked(root, opts, &state_file, &mut report, listener);
+    // Before install runs, adoption writes only under the state directory; install and the
+    // steps after it state their own fact.
+    let result = adopt_locked(root, opts, &state_file, &mut report, listener)
+        .map_err(|e| HostChange::Unchanged.attach(e));
     drop(lock);
     // A refusal leaves no trace: no lock file, no directory rocm-pin made for nothing.
     if !lock_existed {
@@ -286,9 +289,10 @@ fn finish(
     let inst = match inst {
         Ok(i) => i,
         Err(e) => {
-            // A refusal changed nothing: the next run starts from the host again instead of
-            // retrying the same .debs.
-            if crate::error::exit_code_for(&e) == ExitKind::Usage.code() {
+            // Only an install that left the host unchanged (it says so) lets the next run
+            // start from the host again instead of completing with the same .debs: one that
+            // failed after apt ran must be completed, whatever its exit code.
+            if host_change(&e) == Some(HostChange::Unchanged) {
                 let _ = std::fs::remove_file(state_path(root));
             }
             return Err(e.context("installing the adopted packages"));
@@ -297,11 +301,13 @@ fn finish(
     report.actions.extend(inst.actions.iter().cloned());
     report.warnings.extend(inst.warnings.iter().cloned());
     report.install = Some(inst);
-    report
-        .actions
-        .extend(take_over_markers(root, &state.prefix, &state.commit)?);
+    report.actions.extend(
+        take_over_markers(root, &state.prefix, &state.commit)
+            .map_err(|e| HostChange::Changed.attach(e))?,
+    );
     std::fs::remove_file(state_path(root))
-        .with_context(|| format!("cannot remove {}", state_path(root).display()))?;
+        .with_context(|| format!("cannot remove {}", state_path(root).display()))
+        .map_err(|e| HostChange::Changed.attach(e))?;
     // verify: workflow::adopt, above host/.
     Ok(())
 }
@@ -327,7 +333,7 @@ fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<
                 .trim()
                 .to_ascii_lowercase();
             if found != commit {
-                return Err(ExitError::check_failed(format!(
+                return Err(Error::check_failed(format!(
                     "{} now says {found}, but the adopted packages carry {commit}; it was changed during the adoption — check it, then remove it",
                     from.display()
                 ))

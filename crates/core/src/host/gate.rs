@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::root::{FileKind, Root};
-use crate::error::Error;
+use crate::error::{Error, ExitKind};
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -40,13 +40,13 @@ impl GateDecision {
         if self.mode != GateMode::Require || self.matches {
             return None;
         }
-        Some(Error::GateRefused {
+        Some(Error::Gate(GateError::GateRefused {
             found: self.found_version.clone(),
             required: self.wanted_version.clone(),
             prefix: self.target_prefix.clone(),
             version_file: rocm::version_file(&self.target_prefix),
             rocm_path_elsewhere: self.rocm_path_other.clone(),
-        })
+        }))
     }
 }
 
@@ -126,6 +126,53 @@ pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
     }
 }
 
+/// The version gate's verdicts that end a run: a refusal (require) or a host it skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// The ROCm version gate refused this host (mode `require`).
+    #[error("{}", gate_refusal_text(found.as_deref(), required, prefix, version_file, rocm_path_elsewhere.as_deref()))]
+    GateRefused {
+        /// First line of the target prefix's version file; None when it is missing.
+        found: Option<String>,
+        /// The ROCm version the packages were built for.
+        required: String,
+        /// The prefix the packages install into.
+        prefix: String,
+        /// The version file read, inside the prefix.
+        version_file: String,
+        /// Where `/opt/rocm` points when that is not the prefix (multi-version host).
+        rocm_path_elsewhere: Option<PathBuf>,
+    },
+    /// The version gate skipped this host earlier; `reason` is its skip record (exit 3).
+    #[error(
+        "the version gate skipped this host ({reason}): the patched runtime is not installed by design"
+    )]
+    GateSkipped { reason: String },
+}
+
+impl GateError {
+    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        match self {
+            GateError::GateRefused { .. } => ExitKind::Usage,
+            GateError::GateSkipped { .. } => ExitKind::Skipped,
+        }
+    }
+}
+
+fn gate_refusal_text(
+    found: Option<&str>,
+    required: &str,
+    prefix: &str,
+    version_file: &str,
+    rocm_path_elsewhere: Option<&Path>,
+) -> String {
+    let mut text =
+        crate::rocm::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
+    text.push_str(crate::rocm::REQUIRE_REFUSES);
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,7 +242,7 @@ mod tests {
         let err = anyhow::Error::from(g.refusal().expect("7.2.3 is refused"));
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::GateRefused { found: Some(found), required, .. })
+                Some(Error::Gate(GateError::GateRefused { found: Some(found), required, .. }))
                     if found == "7.2.3" && required == "7.2.4"),
             "{err:?}"
         );
@@ -215,10 +262,13 @@ mod tests {
             let e = g.refusal().expect("refused");
             assert_eq!(e.to_string(), g.reason);
             if root.path() == missing.path() {
-                assert!(matches!(e, Error::GateRefused { found: None, .. }), "{e:?}");
+                assert!(
+                    matches!(e, Error::Gate(GateError::GateRefused { found: None, .. })),
+                    "{e:?}"
+                );
             } else {
                 assert!(
-                    matches!(&e, Error::GateRefused { rocm_path_elsewhere: Some(p), .. }
+                    matches!(&e, Error::Gate(GateError::GateRefused { rocm_path_elsewhere: Some(p), .. })
                         if p == Path::new("/opt/rocm-7.2.5")),
                     "{e:?}"
                 );

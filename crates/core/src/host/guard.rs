@@ -25,7 +25,7 @@ use anyhow::Context;
 
 use super::root::{FileKind, Root};
 use super::status;
-use crate::error::Error;
+use crate::error::{Error, ExitKind, HostChange};
 
 /// The apt configuration file of the guard.
 pub const APT_HOOK: &str = "/etc/apt/apt.conf.d/80rocm-pin-guard";
@@ -241,13 +241,17 @@ impl Guard {
     }
 
     /// Turn the guard off: both hooks and the private copy removed. True when there was one.
+    /// An error counts as a changed host: a hook may be gone already.
     pub fn disarm(root: &Root) -> anyhow::Result<bool> {
-        let mut removed = false;
-        for path in [APT_HOOK, DPKG_HOOK] {
-            removed |= remove_if_present(&root.host_path(path))?;
-        }
-        removed |= remove_private_copy(root)?;
-        Ok(removed)
+        let remove_all = || -> anyhow::Result<bool> {
+            let mut removed = false;
+            for path in [APT_HOOK, DPKG_HOOK] {
+                removed |= remove_if_present(&root.host_path(path))?;
+            }
+            removed |= remove_private_copy(root)?;
+            Ok(removed)
+        };
+        remove_all().map_err(|e| HostChange::Changed.attach(e))
     }
 
     /// Take both hooks away for the time of an operation the guard would fail half-way (a
@@ -269,22 +273,29 @@ impl Guard {
 /// `rocm-pin guard on`: verify first, and arm only when the runtime passes (or only checks that
 /// could not be made fail, exit 2). A guard armed over a failing runtime would fail every later
 /// apt and dpkg run, the repair included; over a host the gate skipped it would guard nothing.
+/// An error carries whether the host had changed ([`HostChange`]): only arming changes it.
 pub fn guard_on(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
     let report = crate::verify::verify(&crate::verify::VerifyOptions {
         root: root.clone(),
         accept_skipped_backport_check: flags.accept_skipped_backport_check,
         ..crate::verify::VerifyOptions::default()
-    })?;
-    if matches!(report.exit_code(), 1 | 3) {
+    })
+    .map_err(|e| HostChange::Unchanged.attach(e))?;
+    if matches!(
+        report.exit_kind(),
+        Some(ExitKind::CheckFailed | ExitKind::Skipped)
+    ) {
         let mut failed: Vec<String> = report.failed().map(|c| c.name.clone()).collect();
         failed.dedup();
-        return Err(Error::GuardRefused {
-            failed,
-            skipped: report.skipped.clone(),
-        }
-        .into());
+        return Err(HostChange::Unchanged.attach(
+            Error::Guard(GuardError::GuardRefused {
+                failed,
+                skipped: report.skipped.clone(),
+            })
+            .into(),
+        ));
     }
-    Guard::arm(root, flags)
+    Guard::arm(root, flags).map_err(|e| HostChange::Changed.attach(e))
 }
 
 /// A hook file written whole or not at all (apt and dpkg must never read half of one).
@@ -403,16 +414,16 @@ pub struct GuardStatus {
 }
 
 impl GuardStatus {
-    /// 0 armed, 1 hooks present but not working (binary gone, one hook missing, unreadable),
-    /// 3 off (nothing to check, as verify's "skipped").
-    pub fn exit_code(&self) -> i32 {
+    /// None armed; a failed check when hooks are present but not working (binary gone, one
+    /// hook missing, unreadable); skipped when off (nothing to check, as verify's "skipped").
+    pub fn exit_kind(&self) -> Option<ExitKind> {
         match (
             self.armed,
             self.apt_hook.is_some() || self.dpkg_hook.is_some(),
         ) {
-            (true, _) => 0,
-            (false, true) => 1,
-            (false, false) => 3,
+            (true, _) => None,
+            (false, true) => Some(ExitKind::CheckFailed),
+            (false, false) => Some(ExitKind::Skipped),
         }
     }
 }
@@ -459,6 +470,33 @@ pub fn guard_status(root: &Root) -> anyhow::Result<GuardStatus> {
         )
     };
     Ok(s)
+}
+
+/// Why the guard was not armed.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// `rocm-pin guard on` on a host whose runtime fails verify (or that the gate skipped):
+    /// the guard would fail every later apt and dpkg run, so it is not armed.
+    #[error(
+        "the guard was not armed: {}; armed now it would fail every later apt and dpkg run. Repair first (`rocm-pin verify` names how; `rocm-pin install` reinstalls), then `rocm-pin guard on`",
+        match skipped {
+            Some(reason) => format!("the version gate skipped this host ({reason}), there is no patched runtime to guard"),
+            None => format!("verify fails now ({})", failed.join(", ")),
+        }
+    )]
+    GuardRefused {
+        /// The names of the failed checks, in the order run.
+        failed: Vec<String>,
+        /// The skip record's reason when the gate skipped this host.
+        skipped: Option<String>,
+    },
+}
+
+impl GuardError {
+    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        ExitKind::Usage
+    }
 }
 
 #[cfg(test)]
@@ -539,13 +577,16 @@ mod tests {
             0o755
         );
         assert_eq!(Guard::read(&root).unwrap(), Some(g));
-        assert_eq!(guard_status(&root).unwrap().exit_code(), 0);
+        assert_eq!(guard_status(&root).unwrap().exit_kind(), None);
         std::fs::remove_file(&copy).unwrap();
         let s = guard_status(&root).unwrap();
-        assert_eq!(s.exit_code(), 1, "{s:?}");
+        assert_eq!(s.exit_kind(), Some(ExitKind::CheckFailed), "{s:?}");
         assert!(s.summary.contains("is gone"), "{s:?}");
         assert!(Guard::disarm(&root).unwrap());
-        assert_eq!(guard_status(&root).unwrap().exit_code(), 3);
+        assert_eq!(
+            guard_status(&root).unwrap().exit_kind(),
+            Some(ExitKind::Skipped)
+        );
         assert!(!root.host_path("/usr/lib/rocm-pin").exists());
     }
 

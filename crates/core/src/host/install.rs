@@ -20,7 +20,7 @@ use super::loader;
 use super::ourdebs::{read_debs, DebFacts};
 use super::root::Root;
 use super::status::{self, StatusEntry};
-use crate::error::{usage, ExitError};
+use crate::error::{usage, Error, HostChange};
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};
@@ -250,11 +250,23 @@ pub fn live_system_only(root: &Root, command: &str) -> anyhow::Result<()> {
 }
 
 /// Install the replacement .debs into `root`. The gate and the stock match are judged on any
-/// root; the apt transaction runs on the live system only ([`live_system_only`]).
+/// root; the apt transaction runs on the live system only ([`live_system_only`]). An error
+/// carries whether the host had changed ([`HostChange`]).
 pub fn install(
     root: &Root,
     opts: &InstallOptions,
     listener: &dyn Listener,
+) -> anyhow::Result<InstallReport> {
+    let mut changed = HostChange::Unchanged;
+    install_steps(root, opts, listener, &mut changed).map_err(|e| changed.attach(e))
+}
+
+/// The steps of [`install`]; `changed` follows whether the host has changed so far.
+fn install_steps(
+    root: &Root,
+    opts: &InstallOptions,
+    listener: &dyn Listener,
+    changed: &mut HostChange,
 ) -> anyhow::Result<InstallReport> {
     let mut report = InstallReport::default();
     if opts.debs.is_empty() {
@@ -274,7 +286,7 @@ pub fn install(
         report.outcome = stopped;
         return Ok(report);
     }
-    complete_interrupted_run(root, &facts, &mut report, listener)?;
+    complete_interrupted_run(root, &facts, &mut report, listener, changed)?;
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
     let tx = Transaction::plan(root, opts, &facts, &marker)?;
@@ -289,7 +301,14 @@ pub fn install(
     // 5. Our loader entry before apt: never a moment without the libraries in the cache.
     let entry_host = root.host_path(&tx.loader_entry);
     let entry_existed = entry_host.exists();
+    let mut before_apt = BeforeApt {
+        host: *changed,
+        entry_existed,
+        entry_written: false,
+    };
     if !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false) {
+        *changed = HostChange::Changed;
+        before_apt.entry_written = true;
         loader::write_loader_entry(root, &tx.loader_entry, &tx.lib_dir)?;
         loader::run_ldconfig(root)?;
         report.actions.push(format!(
@@ -300,15 +319,8 @@ pub fn install(
     }
 
     if tx.need_apt {
-        run_apt(
-            root,
-            opts,
-            &tx,
-            &facts,
-            entry_existed,
-            &mut report,
-            listener,
-        )?;
+        *changed = HostChange::Changed;
+        run_apt(root, opts, &tx, &facts, &before_apt, &mut report, listener)?;
         report.outcome = Outcome::Installed;
     } else {
         report.outcome = Outcome::AlreadyInstalled;
@@ -369,6 +381,7 @@ fn complete_interrupted_run(
     facts: &[DebFacts],
     report: &mut InstallReport,
     listener: &dyn Listener,
+    changed: &mut HostChange,
 ) -> anyhow::Result<()> {
     let interrupted: Vec<String> = status::read_status(root)?
         .into_iter()
@@ -382,6 +395,7 @@ fn complete_interrupted_run(
         .collect();
     if !interrupted.is_empty() {
         live_system_only(root, "completing an interrupted run (dpkg --configure -a)")?;
+        *changed = HostChange::Changed;
         let out = progress::step(
             listener,
             "complete the interrupted run (dpkg --configure -a)",
@@ -396,7 +410,7 @@ fn complete_interrupted_run(
             },
         )?;
         if !out.status.success() {
-            return Err(ExitError::check_failed(format!(
+            return Err(Error::check_failed(format!(
                 "an earlier run was interrupted ({}) and `dpkg --configure -a` failed ({}):\n{}",
                 interrupted.join(", "),
                 out.status,
@@ -583,6 +597,16 @@ fn keep_stock_for_rollback(
     Ok(())
 }
 
+/// Where the host stood before step 5 (our loader entry): what a failed apt run that changed
+/// no package leaves behind, once a loader entry of ours that was not there is taken back.
+struct BeforeApt {
+    /// Whether the host had changed before step 5 (an interrupted run completed).
+    host: HostChange,
+    entry_existed: bool,
+    /// Step 5 wrote the entry (it did not list the library directory).
+    entry_written: bool,
+}
+
 /// The real transaction. On failure: our loader entry taken back when nothing changed, and the
 /// error says whether dpkg changed packages (exit 1: run install again or roll back) or not
 /// (exit 2). On success: only the stock pair may have gone.
@@ -591,7 +615,7 @@ fn run_apt(
     opts: &InstallOptions,
     tx: &Transaction,
     facts: &[DebFacts],
-    entry_existed: bool,
+    before: &BeforeApt,
     report: &mut InstallReport,
     listener: &dyn Listener,
 ) -> anyhow::Result<()> {
@@ -603,11 +627,16 @@ fn run_apt(
     let snap_after = snapshot(root)?;
     if !out.status.success() {
         let changed = snap_before != snap_after;
-        if !changed && !entry_existed {
+        if !changed && !before.entry_existed {
             let _ = std::fs::remove_file(root.host_path(&tx.loader_entry));
             let _ = loader::run_ldconfig(root);
         }
-        return Err(apt_failure(opts, &out, changed));
+        let host = if changed || (before.entry_existed && before.entry_written) {
+            HostChange::Changed
+        } else {
+            before.host
+        };
+        return Err(host.attach(apt_failure(opts, &out, changed)));
     }
     report.removed = snap_before
         .keys()
@@ -620,7 +649,7 @@ fn run_apt(
         .filter(|n| !tx.stock_names.contains(n))
         .collect();
     if !bad.is_empty() {
-        return Err(ExitError::check_failed(format!(
+        return Err(Error::check_failed(format!(
             "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
             bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
         ))
@@ -653,7 +682,7 @@ fn apt_failure(opts: &InstallOptions, out: &std::process::Output, changed: bool)
         tail(&both, 25)
     );
     if changed {
-        ExitError::check_failed(msg).into()
+        Error::check_failed(msg).into()
     } else {
         usage(msg)
     }

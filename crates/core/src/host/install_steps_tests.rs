@@ -5,6 +5,7 @@
 use super::*;
 use crate::error::exit_code_for;
 use crate::host::fakehost::{self, FakeHost, HIP_STOCK, HSA_STOCK, PAIR};
+use crate::host::gate::GateError;
 use crate::progress::Silent;
 
 /// Exit code 2: refused, nothing changed.
@@ -50,7 +51,7 @@ fn the_gate_refuses_another_rocm_release_and_writes_nothing() {
     assert!(
         matches!(
             crate::error::find(&e),
-            Some(crate::error::Error::GateRefused { found: Some(found), required, .. })
+            Some(crate::error::Error::Gate(GateError::GateRefused { found: Some(found), required, .. }))
                 if found == "7.2.5-42" && required == "7.2.4"
         ),
         "{e:?}"
@@ -307,14 +308,18 @@ fn apt_and_dpkg_are_refused_on_a_root_that_is_not_the_live_system() {
     assert!(live_system_only(&Root::system(), "rocm-pin install").is_ok());
     // An interrupted run of ours on that root: dpkg --configure -a is not run on it.
     host.install_ours("install ok unpacked");
+    let mut changed = crate::error::HostChange::Unchanged;
     let e = complete_interrupted_run(
         &host.root,
         &fakehost::facts(Path::new("/srv/debs")),
         &mut InstallReport::default(),
         &Silent,
+        &mut changed,
     )
     .unwrap_err();
     assert!(format!("{e:#}").contains("dpkg --configure -a"), "{e:#}");
+    // Refused before dpkg ran: the host did not change.
+    assert_eq!(changed, crate::error::HostChange::Unchanged);
 }
 
 /// The whole of `install` on a root that is not `/`, from real .debs: the gate and the stock
@@ -328,6 +333,11 @@ fn install_on_a_root_judges_it_then_refuses_apt_with_nothing_changed() {
     let status_before = std::fs::read(status::status_path(&host.root)).unwrap();
     let e = install(&host.root, &o, &Silent).unwrap_err();
     assert_eq!(exit_code_for(&e), USAGE);
+    // The fact adopt keeps or drops its resume record by, stated by install itself.
+    assert_eq!(
+        crate::error::host_change(&e),
+        Some(crate::error::HostChange::Unchanged)
+    );
     assert!(
         format!("{e:#}").contains("rocm-pin install changes packages with apt-get and dpkg"),
         "{e:#}"

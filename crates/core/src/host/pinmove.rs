@@ -1,6 +1,7 @@
 //! The commit pin moves: a newer pin replaces the installed one through apt (same package
 //! names, higher version); going back to an older pin is an explicit decision.
 
+use crate::host::install_error::InstallError;
 use std::cmp::Ordering;
 
 use super::status::StatusEntry;
@@ -20,7 +21,7 @@ pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()>
     if order != Ordering::Less {
         return Ok(());
     }
-    Err(Error::Downgrade {
+    Err(Error::Install(InstallError::Downgrade {
         package: ours.package.clone(),
         installed: ours.version.clone(),
         installed_commit: ours
@@ -30,7 +31,7 @@ pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()>
             .unwrap_or("?")
             .to_string(),
         offered: version.to_string(),
-    }
+    })
     .into())
 }
 
@@ -49,7 +50,7 @@ mod tests {
         let err = refuse_downgrade(&ours, "7.2.4+pin1").unwrap_err();
         assert!(
             matches!(err.downcast_ref::<Error>(),
-                Some(Error::Downgrade { package, installed, installed_commit, offered })
+                Some(Error::Install(InstallError::Downgrade { package, installed, installed_commit, offered }))
                     if package == "hip-runtime-amd-pinned" && installed == "7.2.4+pin2"
                         && installed_commit == "c2" && offered == "7.2.4+pin1"),
             "{err:?}"

@@ -12,7 +12,7 @@ use super::install::{deb_file_name, stock_dir, stock_not_kept_path};
 use super::loader;
 use super::root::Root;
 use super::status::{self, StatusEntry};
-use crate::error::{usage, ExitError};
+use crate::error::{usage, Error, HostChange};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
 
@@ -91,11 +91,24 @@ fn missing_stock_message(root: &Root, missing: &[(PathBuf, &rocm::ReplacedPackag
 }
 
 /// Put the stock packages of `root` back (the apt transaction on the live system only: the
-/// checks before it say what is missing on any root).
+/// checks before it say what is missing on any root). An error carries whether the host had
+/// changed ([`HostChange`]).
 pub fn rollback(
     root: &Root,
     lock_timeout: u32,
     listener: &dyn Listener,
+) -> anyhow::Result<RollbackReport> {
+    let mut changed = HostChange::Unchanged;
+    rollback_steps(root, lock_timeout, listener, &mut changed).map_err(|e| changed.attach(e))
+}
+
+/// The steps of [`rollback`]; `changed` follows whether the host has changed so far (the
+/// guard suspended for the apt run comes back when it fails, so only apt counts).
+fn rollback_steps(
+    root: &Root,
+    lock_timeout: u32,
+    listener: &dyn Listener,
+    changed: &mut HostChange,
 ) -> anyhow::Result<RollbackReport> {
     let Some((ours, marker)) = installed_pin(root)? else {
         return Err(usage(
@@ -120,6 +133,7 @@ pub fn rollback(
     // The guard would run verify after dpkg and fail the rollback: it leaves first, and
     // comes back exactly as it was (same binary, same flags) when the rollback fails.
     let suspended = Guard::suspend(root)?;
+    *changed = HostChange::Changed;
     if let Err(e) = swap_back(root, &ours, &debs, lock_timeout, listener) {
         if let Some(s) = suspended {
             let _ = s.restore(root);
@@ -172,7 +186,7 @@ pub fn rollback(
             .filter(|c| !c.ok)
             .map(|c| format!("{}: {}", c.name, c.detail))
             .collect();
-        return Err(ExitError::check_failed(format!(
+        return Err(Error::check_failed(format!(
             "rollback ran but checks fail: {}",
             failed.join("; ")
         ))
@@ -236,7 +250,7 @@ fn swap_back(
     })?;
     if !out.status.success() {
         let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
-        return Err(ExitError::check_failed(format!(
+        return Err(Error::check_failed(format!(
             "apt-get failed ({}):\n{}",
             out.status,
             crate::process::tail_lines(&both, 25)

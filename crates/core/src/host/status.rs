@@ -49,14 +49,14 @@ pub fn is_package_name(name: &str) -> bool {
     bare_ok && arch_ok
 }
 
-/// `Error::BadRootValue` for a package name that is not one (read from `file` in `root`).
+/// `BadRootValue` for a package name that is not one (read from `file` in `root`).
 pub fn bad_package_name(root: &Root, file: &str, name: &str) -> Error {
-    Error::BadRootValue {
+    Error::BadRootValue(BadRootValue {
         root: root.path().to_path_buf(),
         file: file.into(),
         value: name.to_string(),
         why: "not a dpkg package name ([a-z0-9][a-z0-9+.-]+)",
-    }
+    })
 }
 
 /// One package paragraph of the status file, with the fields rocm-pin judges.
@@ -231,12 +231,12 @@ pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::
         .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))
     {
         None => Ok(()),
-        Some((p, why)) => Err(Error::BadRootValue {
+        Some((p, why)) => Err(Error::BadRootValue(BadRootValue {
             root: root.path().to_path_buf(),
             file: file.into(),
             value: p.clone(),
             why,
-        }
+        })
         .into()),
     }
 }
@@ -257,6 +257,18 @@ pub fn package_md5sums(
     let sums = crate::host::dpkgfmt::parse_md5sums(&text)
         .with_context(|| format!("{path} (in root {}): malformed", root.path().display()))?;
     Ok(Some(sums.into_iter().collect()))
+}
+
+/// A value read from a file inside a root (a `Package:` name, an md5sums path, a marker
+/// key) is not one a sound root can hold, so it is never used as a path (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{} (in root {}): {why}: {value:?}; refused", file.display(), root.display())]
+pub struct BadRootValue {
+    pub root: PathBuf,
+    /// The in-root file the value was read from.
+    pub file: PathBuf,
+    pub value: String,
+    pub why: &'static str,
 }
 
 #[cfg(test)]
@@ -323,7 +335,7 @@ mod tests {
         assert!(
             matches!(
                 crate::error::find(&e),
-                Some(Error::BadRootValue { value, .. }) if value == "../../../etc/hostname"
+                Some(Error::BadRootValue(BadRootValue { value, .. })) if value == "../../../etc/hostname"
             ),
             "{e:#}"
         );

@@ -10,6 +10,7 @@
 //! ~300k entries; its paths far fewer than 128 components deep) and far below a full disk's worth of
 //! damage; `verify --image-limit KEY=VALUE` raises any of them.
 
+use crate::image::ImageError;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -183,20 +184,20 @@ impl<'a> Budget<'a> {
 
     /// The error for `entry` passing `limit` (it would need `needed`).
     pub fn exceeded(&self, limit: Limit, entry: &str, needed: u64) -> Error {
-        Error::ImageLimit {
+        Error::Image(ImageError::ImageLimit {
             place: self.place.clone(),
             entry: entry.to_string(),
             limit: limit.key(),
             max: self.limits.get(limit),
             needed,
-        }
+        })
     }
 
     /// A signal asked the run to end: stop before the next write.
     pub fn check_interrupt(&self) -> anyhow::Result<()> {
         match self.interrupt.load(Ordering::SeqCst) {
             0 => Ok(()),
-            signal => Err(Error::Interrupted { signal }.into()),
+            signal => Err(Error::Image(ImageError::Interrupted { signal }).into()),
         }
     }
 
@@ -235,7 +236,7 @@ const GRACE: Duration = Duration::from_secs(2);
 /// While it lives, SIGINT, SIGTERM and SIGHUP do not kill the process outright: the signal
 /// number is stored (all the handler does: signal-hook's self-pipe, async-signal-safe), the
 /// main thread sees it at its next check ([`Budget::check_interrupt`]), returns
-/// [`Error::Interrupted`], and the temporary root is removed as the error unwinds (`main` then
+/// [`ImageError::Interrupted`], and the temporary root is removed as the error unwinds (`main` then
 /// exits 128+signal). Should the main thread not get there within [`GRACE`] (blocked in a
 /// read), the watcher thread removes the root and exits 128+signal itself. A panic unwinds
 /// through the same drops.
@@ -286,7 +287,7 @@ impl InterruptGuard {
             }
             crate::output::write_stderr(format_args!(
                 "rocm-pin: error: {}\n",
-                Error::Interrupted { signal: sig }
+                Error::Image(ImageError::Interrupted { signal: sig })
             ));
             std::process::exit(128 + sig);
         });
@@ -366,7 +367,7 @@ mod tests {
         b.set_place("layer 1 of 1 (sha256:x)".into());
         b.file("a", 60, true).unwrap();
         let limit_of = |r: anyhow::Result<()>| match r.unwrap_err().downcast::<Error>() {
-            Ok(Error::ImageLimit { limit, needed, .. }) => (limit, needed),
+            Ok(Error::Image(ImageError::ImageLimit { limit, needed, .. })) => (limit, needed),
             other => panic!("not an ImageLimit: {other:?}"),
         };
         assert_eq!(limit_of(b.file("b", 61, true)), ("file-bytes", 61));

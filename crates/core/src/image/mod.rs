@@ -10,8 +10,11 @@
 //! `rootfs.diff_ids`, count and values (its layers have no other digest). What unpacking may
 //! write is bounded ([`limits`]), and the temporary root is removed when a signal ends the run.
 
+mod error;
 pub mod layer;
 pub mod limits;
+
+pub use error::ImageError;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -68,12 +71,12 @@ impl UnpackedImage {
         self.dir.path().join("rootfs")
     }
 
-    /// [`Error::Interrupted`] when a signal arrived since the image was unpacked (the caller
+    /// [`ImageError::Interrupted`] when a signal arrived since the image was unpacked (the caller
     /// returns it, and the root is removed as it unwinds).
     pub fn check_interrupt(&self) -> anyhow::Result<()> {
         match self.interrupt.signal() {
             None => Ok(()),
-            Some(signal) => Err(Error::Interrupted { signal }.into()),
+            Some(signal) => Err(Error::Image(ImageError::Interrupted { signal }).into()),
         }
     }
 }
@@ -139,8 +142,8 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
         budget.set_place(place.clone());
         apply_blob(&root, layer, &mut budget, &place).map_err(|e| {
             match crate::error::find(&e) {
-                Some(_) => e, // ours names the layer already
-                None => e.context(place),
+                Some(Error::Image(_)) => e, // the image's own errors name the layer already
+                _ => e.context(place),
             }
         })?;
     }
@@ -252,11 +255,11 @@ impl<R: std::io::Read> Hashing<R> {
             None => return Ok(()),
         };
         if got != want {
-            return Err(Error::ImageDigestMismatch {
+            return Err(Error::Image(ImageError::ImageDigestMismatch {
                 blob: blob.to_string(),
                 expected: want.to_string(),
                 actual: got,
-            }
+            })
             .into());
         }
         Ok(())
@@ -376,8 +379,8 @@ fn extract_archive(path: &Path, dest: &Path, budget: &mut Budget<'_>) -> anyhow:
         Ok(())
     })
     .map_err(|e| match crate::error::find(&e) {
-        Some(_) => e, // ours names the archive already
-        None => e.context(format!("reading the image archive {}", path.display())),
+        Some(Error::Image(_)) => e, // the image's own errors name the archive already
+        _ => e.context(format!("reading the image archive {}", path.display())),
     })
 }
 

@@ -1,0 +1,28 @@
+//! The format layer's refusals (no ROCm knowledge here).
+
+use std::path::PathBuf;
+
+use crate::error::ExitKind;
+
+/// Why a package was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum DebError {
+    /// `deb build` was given an output that is not a regular file or a new path.
+    #[error(
+        "{}: is {kind}, not a regular file: a package is written only to a regular file or a \
+         new path; give an output file name. Nothing written.",
+        path.display()
+    )]
+    DebOutputNotRegular {
+        path: PathBuf,
+        /// What is there, e.g. "a character device", "a FIFO", "a symlink to a block device".
+        kind: String,
+    },
+}
+
+impl DebError {
+    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        ExitKind::Usage
+    }
+}
