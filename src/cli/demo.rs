@@ -42,8 +42,9 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let exe = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot find the running rocm-pin binary: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| {
+        rocm_pin::error::usage(format!("cannot find the running rocm-pin binary: {e}"))
+    })?;
     let opts = DemoOptions {
         suite: args.suite,
         cache_dir: args.cache,

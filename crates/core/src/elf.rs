@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context};
+use crate::error::ExitKind;
+use anyhow::Context;
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::section_header::{SectionHeader, SHT_GNU_VERDEF, SHT_GNU_VERSYM};
 use goblin::elf::sym::{STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STV_DEFAULT, STV_PROTECTED};
@@ -71,13 +72,13 @@ pub fn is_elf(bytes: &[u8]) -> bool {
 /// Parse an ELF image held in memory (or mapped). Errors on malformed input, never panics.
 pub fn parse_elf(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
     if !is_elf(bytes) {
-        bail!("not an ELF file (no \\x7fELF magic)");
+        return Err(invalid("not an ELF file (no \\x7fELF magic)"));
     }
     // goblin is written to return errors on malformed input; this is a backstop so a bug in a
     // dependency cannot take the whole process down on hostile input.
     match std::panic::catch_unwind(|| parse_checked(bytes)) {
         Ok(result) => result,
-        Err(_) => Err(anyhow!("malformed ELF file (the ELF parser gave up on it)")),
+        Err(_) => Err(invalid("malformed ELF file (the ELF parser gave up on it)")),
     }
 }
 
@@ -94,10 +95,13 @@ pub fn read_elf_file(file: &File, path: &Path) -> anyhow::Result<ElfInfo> {
         .metadata()
         .with_context(|| format!("cannot stat {}", path.display()))?;
     if !meta.is_file() {
-        bail!("{} is not a regular file", path.display());
+        return Err(invalid(format!("{} is not a regular file", path.display())));
     }
     if meta.len() == 0 {
-        bail!("{}: empty file, not an ELF object", path.display());
+        return Err(invalid(format!(
+            "{}: empty file, not an ELF object",
+            path.display()
+        )));
     }
     // SAFETY: the map is read-only and private; a concurrent writer truncating the file could
     // fault us, which is the same risk every ELF tool (readelf, ld.so) takes.
@@ -107,16 +111,16 @@ pub fn read_elf_file(file: &File, path: &Path) -> anyhow::Result<ElfInfo> {
 }
 
 fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
-    let elf = Elf::parse(bytes).map_err(|e| anyhow!("malformed ELF file: {e}"))?;
+    let elf = Elf::parse(bytes).map_err(|e| invalid(format!("malformed ELF file: {e}")))?;
     let shared_object = elf.header.e_type == goblin::elf::header::ET_DYN;
 
     let soname = match (&elf.dynamic, elf.soname) {
         (_, Some(s)) => Some(s.to_string()),
         (Some(d), None) if d.info.soname != 0 => {
-            bail!(
+            return Err(invalid(format!(
                 "malformed ELF file: DT_SONAME points outside the dynamic string table (offset {})",
                 d.info.soname
-            )
+            )))
         }
         _ => None,
     };
@@ -150,10 +154,7 @@ fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
             continue;
         }
         let name = elf.dynstrtab.get_at(sym.st_name).ok_or_else(|| {
-            anyhow!(
-                "malformed ELF file: dynamic symbol {index} has a name offset ({}) outside the string table",
-                sym.st_name
-            )
+            invalid(format!("malformed ELF file: dynamic symbol {index} has a name offset ({}) outside the string table", sym.st_name))
         })?;
         let (version, default) = versions.version_of(index, name)?;
         // ld emits one absolute symbol per version it defines, named after the version
@@ -192,10 +193,7 @@ fn needed_entries(elf: &Elf<'_>) -> anyhow::Result<Vec<String>> {
                 .ok()
                 .and_then(|off| elf.dynstrtab.get_at(off))
                 .ok_or_else(|| {
-                    anyhow!(
-                        "malformed ELF file: a DT_NEEDED entry points outside the dynamic string table (offset {})",
-                        d.d_val
-                    )
+                    invalid(format!("malformed ELF file: a DT_NEEDED entry points outside the dynamic string table (offset {})", d.d_val))
                 })?;
             out.push(name.to_string());
         }
@@ -221,13 +219,17 @@ impl<'a> VersionTables<'a> {
                 let size = (elf.dynsyms.len() as u64).saturating_mul(2);
                 let shdr = synthetic_section(SHT_GNU_VERSYM, i.versym, size, 0, file_len)
                     .ok_or_else(|| {
-                        anyhow!("malformed ELF file: DT_VERSYM table lies outside the file")
+                        invalid("malformed ELF file: DT_VERSYM table lies outside the file")
                     })?;
                 VersymSection::parse(bytes, &[shdr], ctx)
             }
             None => VersymSection::parse(bytes, &elf.section_headers, ctx),
         }
-        .map_err(|e| anyhow!("malformed ELF file: symbol version table (.gnu.version): {e}"))?;
+        .map_err(|e| {
+            invalid(format!(
+                "malformed ELF file: symbol version table (.gnu.version): {e}"
+            ))
+        })?;
 
         // verdef: DT_VERDEFNUM entries; its size is not recorded, so allow up to the file end
         // (the iterator stops at vd_next == 0 or after `count` entries).
@@ -237,30 +239,30 @@ impl<'a> VersionTables<'a> {
                 let count = u32::try_from(i.verdefnum).unwrap_or(u32::MAX);
                 let shdr = synthetic_section(SHT_GNU_VERDEF, i.verdef, size, count, file_len)
                     .ok_or_else(|| {
-                        anyhow!("malformed ELF file: DT_VERDEF table lies outside the file")
+                        invalid("malformed ELF file: DT_VERDEF table lies outside the file")
                     })?;
                 VerdefSection::parse(bytes, &[shdr], ctx)
             }
             None => VerdefSection::parse(bytes, &elf.section_headers, ctx),
         }
-        .map_err(|e| anyhow!("malformed ELF file: version definitions (.gnu.version_d): {e}"))?;
+        .map_err(|e| {
+            invalid(format!(
+                "malformed ELF file: version definitions (.gnu.version_d): {e}"
+            ))
+        })?;
 
         let mut defined = HashMap::new();
         if let Some(verdef) = &verdef {
             for def in verdef.iter() {
                 // The first aux entry names the version; later ones name its parents.
                 let Some(aux) = def.iter().next() else {
-                    bail!(
+                    return Err(invalid(format!(
                         "malformed ELF file: version definition {} has no name",
                         def.vd_ndx
-                    );
+                    )));
                 };
                 let name = elf.dynstrtab.get_at(aux.vda_name).ok_or_else(|| {
-                    anyhow!(
-                        "malformed ELF file: version definition {} has a name offset ({}) outside the dynamic string table",
-                        def.vd_ndx,
-                        aux.vda_name
-                    )
+                    invalid(format!("malformed ELF file: version definition {} has a name offset ({}) outside the dynamic string table", def.vd_ndx, aux.vda_name))
                 })?;
                 defined.insert(def.vd_ndx, name.to_string());
             }
@@ -274,7 +276,7 @@ impl<'a> VersionTables<'a> {
             return Ok((None, true));
         };
         let entry = versym.get_at(index).ok_or_else(|| {
-            anyhow!("malformed ELF file: the symbol version table has no entry for symbol {index} ({name})")
+            invalid(format!("malformed ELF file: the symbol version table has no entry for symbol {index} ({name})"))
         })?;
         let hidden = entry.vs_val & VERSYM_HIDDEN != 0;
         let ndx = entry.vs_val & VERSYM_VERSION;
@@ -284,9 +286,7 @@ impl<'a> VersionTables<'a> {
             return Ok((None, true));
         }
         let version = self.defined.get(&ndx).ok_or_else(|| {
-            anyhow!(
-                "malformed ELF file: defined symbol {name} has version index {ndx}, which the object does not define (.gnu.version_d)"
-            )
+            invalid(format!("malformed ELF file: defined symbol {name} has version index {ndx}, which the object does not define (.gnu.version_d)"))
         })?;
         Ok((Some(version.clone()), !hidden))
     }
@@ -311,6 +311,26 @@ fn synthetic_section(
         sh_info: info,
         ..SectionHeader::default()
     })
+}
+
+/// Why an ELF file could not be read as a shared library.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    /// Not an ELF file, or one whose headers or tables do not hold together.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ElfError {
+    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        ExitKind::Usage
+    }
+}
+
+/// A malformed ELF file, as an `anyhow::Error` carrying [`ElfError::Invalid`] (exit 2).
+fn invalid(message: impl Into<String>) -> anyhow::Error {
+    crate::error::Error::Elf(ElfError::Invalid(message.into())).into()
 }
 
 #[cfg(test)]

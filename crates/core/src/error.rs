@@ -86,6 +86,15 @@ pub enum Error {
     /// A value read from a file inside a root that a sound root cannot hold (exit 2).
     #[error(transparent)]
     BadRootValue(#[from] crate::host::status::BadRootValue),
+    /// The plan or the package step refused.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// A host adapter refused.
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
+    /// An ELF file could not be read.
+    #[error(transparent)]
+    Elf(#[from] crate::elf::ElfError),
 }
 
 /// Whether an operation had changed the host (its packages, loader cache, apt and dpkg
@@ -159,6 +168,9 @@ impl Error {
             Error::Image(e) => e.kind(),
             Error::Verify(e) => e.kind(),
             Error::Guard(e) => e.kind(),
+            Error::Plan(e) => e.kind(),
+            Error::Host(e) => e.kind(),
+            Error::Elf(e) => e.kind(),
         }
     }
 

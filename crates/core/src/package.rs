@@ -5,11 +5,12 @@
 //! from that content, build the .debs. All work happens in a temporary directory; `--out`
 //! receives the finished .debs only at the very end, so a refusal leaves nothing behind.
 
+use crate::plan::refused;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use crate::deb::{
@@ -270,7 +271,7 @@ fn deliver_debs(
         let name = d
             .output
             .file_name()
-            .ok_or_else(|| anyhow!("internal: deb without a name"))?
+            .ok_or_else(|| refused("internal: deb without a name"))?
             .to_owned();
         let dest = out.join(&name);
         if std::fs::rename(&d.output, &dest).is_err() {
@@ -318,7 +319,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
         }
         StockInput::Debs { debs, target_root } => {
             if debs.is_empty() {
-                bail!("--stock-deb needs at least one .deb");
+                return Err(refused("--stock-deb needs at least one .deb"));
             }
             let mut pkgs = vec![];
             for (i, deb) in debs.iter().enumerate() {
@@ -338,16 +339,13 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
                     found.dedup();
                     match found.as_slice() {
                         [one] => one.clone(),
-                        [] => bail!("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix"),
-                        many => bail!(
-                            "the stock .debs install runtime libraries into several prefixes ({}); give --prefix",
-                            many.join(", ")
-                        ),
+                        [] => return Err(refused("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix")),
+                        many => return Err(refused(format!("the stock .debs install runtime libraries into several prefixes ({}); give --prefix", many.join(", ")))),
                     }
                 }
             };
             if prefix.ends_with("/opt/rocm") {
-                bail!("--prefix {prefix} is the /opt/rocm symlink; give the real versioned prefix (e.g. /opt/rocm-7.2.4)");
+                return Err(refused(format!("--prefix {prefix} is the /opt/rocm symlink; give the real versioned prefix (e.g. /opt/rocm-7.2.4)")));
             }
             let found = discover_in_packages(&pkgs, &prefix)?;
             let mut stock = vec![];
@@ -355,7 +353,7 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
                 let idx = pkgs
                     .iter()
                     .position(|p| p.name == name)
-                    .ok_or_else(|| anyhow!("internal: {name} vanished"))?;
+                    .ok_or_else(|| refused(format!("internal: {name} vanished")))?;
                 stock.push((half, pkgs.remove(idx)));
             }
             let db = DpkgDb::open(target_root).map_err(|e| format!("{e:#}"));
@@ -471,17 +469,17 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
         .arg(dst)
         .output()
         .map_err(|e| {
-            anyhow!(
+            refused(format!(
                 "cannot run objcopy to strip {} ({e}); install binutils or pass --no-strip",
                 src.display()
-            )
+            ))
         })?;
     if !out.status.success() {
-        bail!(
+        return Err(refused(format!(
             "objcopy --strip-unneeded {} failed: {}",
             src.display(),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     // Stripping must never change what the loader and callers see (SONAME, NEEDED, exported
     // symbols such as the backport symbol): check the stripped copy against the original rather
@@ -492,11 +490,11 @@ fn strip_debug(src: &Path, dst: &Path) -> anyhow::Result<()> {
         || before.needed != after.needed
         || before.exports != after.exports
     {
-        bail!(
+        return Err(refused(format!(
             "stripping {} changed its dynamic interface (SONAME, NEEDED or exported symbols); \
              check the objcopy in PATH, or pass --no-strip",
             src.display()
-        );
+        )));
     }
     Ok(())
 }
@@ -509,15 +507,21 @@ fn sha256_in(content: &PackageContent, path: &str) -> anyhow::Result<String> {
             .payload
             .iter()
             .find(|e| e.path == at)
-            .ok_or_else(|| anyhow!("internal: {path} is not in the package"))?;
+            .ok_or_else(|| refused(format!("internal: {path} is not in the package")))?;
         match &entry.data {
             EntryData::File(FileData::Path(p)) => return sha256_file(p),
             EntryData::File(FileData::Bytes(b)) => return Ok(hex::encode(Sha256::digest(b))),
             EntryData::HardLink(to) => at = to,
-            _ => bail!("internal: {path} is not a regular file of the package"),
+            _ => {
+                return Err(refused(format!(
+                    "internal: {path} is not a regular file of the package"
+                )))
+            }
         }
     }
-    bail!("internal: {path} is a cycle of hard links")
+    Err(refused(format!(
+        "internal: {path} is a cycle of hard links"
+    )))
 }
 
 /// The provenance marker `<prefix>/.info/rocm-pin.json`, hashed from the packages' contents,
@@ -566,7 +570,7 @@ fn add_marker(
         source: adopted_source.map(str::to_string),
     };
     let (i, at) =
-        marker_at.ok_or_else(|| anyhow!("internal: no marker planned in the HSA package"))?;
+        marker_at.ok_or_else(|| refused("internal: no marker planned in the HSA package"))?;
     let mut json = serde_json::to_vec_pretty(&marker)?;
     json.push(b'\n');
     contents[i]

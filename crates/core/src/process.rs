@@ -1,6 +1,7 @@
 //! Helpers for the programs rocm-pin runs (apt, dpkg, cmake, git, …): their output, and the
 //! path of rocm-pin's own executable (which the guard's hooks and install's checks need).
 
+use crate::error::usage;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -39,10 +40,10 @@ pub fn self_path() -> anyhow::Result<PathBuf> {
                 .with_context(|| format!("cannot resolve {}", candidate.display()));
         }
     }
-    anyhow::bail!(
+    Err(usage(format!(
         "cannot find the rocm-pin executable ({} is not on PATH and /proc is not mounted)",
         argv0.display()
-    )
+    )))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! algorithm GnuPG 2.2 (bookworm's gpgv, which apt uses) and Sequoia's sqv (trixie) both verify.
 
 mod error;
+use error::refused;
 pub use error::{KeyValidityProblem, RepoConflict, RepoError};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,7 +23,7 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use md5::Md5;
 use sha2::{Digest, Sha256};
 
@@ -180,20 +181,9 @@ fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
                 .unwrap_or(0);
             match fs::metadata(&deb) {
                 Ok(m) if m.len() == size => {}
-                Ok(m) => bail!(
-                    "{} lists {} with Size {size}, but {} has {} bytes: the repository is inconsistent; \
-                     restore the file or start a new repository",
-                    file.display(),
-                    listed.id(),
-                    deb.display(),
-                    m.len()
-                ),
-                Err(e) => bail!(
-                    "{} lists {}, but {} is missing ({e}): restore the pool or start a new repository",
-                    file.display(),
-                    listed.id(),
-                    deb.display()
-                ),
+                Ok(m) => return Err(refused(format!("{} lists {} with Size {size}, but {} has {} bytes: the repository is inconsistent; \
+                     restore the file or start a new repository", file.display(), listed.id(), deb.display(), m.len()))),
+                Err(e) => return Err(refused(format!("{} lists {}, but {} is missing ({e}): restore the pool or start a new repository", file.display(), listed.id(), deb.display()))),
             }
             // Arch-all packages appear once per binary-<arch>; keep one.
             by_id.entry(listed.id()).or_insert(listed);
@@ -328,7 +318,10 @@ fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
     let version_text = control.get("Version").unwrap_or_default().to_string();
     let arch = control.get("Architecture").unwrap_or_default().to_string();
     if !arch.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        bail!("{}: invalid Architecture {arch:?}", deb.display());
+        return Err(refused(format!(
+            "{}: invalid Architecture {arch:?}",
+            deb.display()
+        )));
     }
     let version: Version = version_text.parse()?;
     let hashed = hash_file(deb)?;
@@ -408,10 +401,10 @@ fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", to.display()))?;
     }
     if hex::encode(hasher.finalize()) != sha256 {
-        bail!(
+        return Err(refused(format!(
             "{} changed while it was being published; run again",
             from.display()
-        );
+        )));
     }
     tmp.as_file().sync_all().ok();
     tmp.persist(to)
@@ -841,7 +834,7 @@ pub mod signing {
     use pgp::ser::Serialize;
     use pgp::types::{KeyDetails, Password, Timestamp};
 
-    use super::KeyValidityProblem;
+    use super::{refused, KeyValidityProblem};
 
     /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
     pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
@@ -955,9 +948,7 @@ pub mod signing {
         created: i64,
     ) -> anyhow::Result<(String, String)> {
         let created = u32::try_from(created).map_err(|_| {
-            anyhow::anyhow!(
-                "signature time {created} is outside OpenPGP's range (1970..2106): check SOURCE_DATE_EPOCH"
-            )
+            refused(format!("signature time {created} is outside OpenPGP's range (1970..2106): check SOURCE_DATE_EPOCH"))
         })?;
         let created = created.max(key.primary_key.created_at().as_secs());
         let hashed = vec![

@@ -7,6 +7,7 @@
 mod error;
 pub use error::VerifyError;
 
+use crate::error::usage;
 use crate::host::gate::GateError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -257,11 +258,11 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         check_files(root, &ours, &marker, marker_path.as_deref(), c);
         let policy = policy.map(|h| {
             h.join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("apt-cache policy thread panicked")))
+                .unwrap_or_else(|_| Err(usage("apt-cache policy thread panicked")))
         });
         let cache = cache
             .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("ldconfig -p thread panicked")));
+            .unwrap_or_else(|_| Err(usage("ldconfig -p thread panicked")));
         check_pins(opts, &marker, &by_name, policy, c);
         check_libraries(opts, &marker, &lists, cache, c);
     });
@@ -819,8 +820,11 @@ fn unclean_marker_path(m: &rocm::Marker) -> Option<anyhow::Error> {
         .flat_map(|l| std::iter::once(&l.path).chain(&l.aliases))
         .chain(m.files.keys());
     paths.into_iter().find_map(|p| {
-        unclean_in_root_path(p)
-            .map(|why| anyhow::anyhow!("{why}: {p:?} in the marker; refused (a hostile marker)"))
+        unclean_in_root_path(p).map(|why| {
+            usage(format!(
+                "{why}: {p:?} in the marker; refused (a hostile marker)"
+            ))
+        })
     })
 }
 

@@ -170,6 +170,9 @@ pub enum BuildError {
         lock.display()
     )]
     StagingLocked { staging: PathBuf, lock: PathBuf },
+    /// Any other refusal of the build, in the words of the check that refused it.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl BuildError {
@@ -268,4 +271,9 @@ fn patch_does_not_apply_text(e: &BuildError) -> String {
         },
         git_stderr.trim().replace('\n', "\n       ")
     )
+}
+
+/// Any other refusal of the build, as an `anyhow::Error` carrying [`BuildError::Refused`] (exit 2).
+pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
+    crate::error::Error::Build(BuildError::Refused(message.into())).into()
 }

@@ -23,6 +23,7 @@ pub mod standin_tree;
 pub mod steps;
 pub mod validate;
 
+pub(crate) use error::refused;
 pub use error::{BadInput, BuildError, MissingItem, TargetGap};
 pub use manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 pub use recipe::TreeKind;

@@ -6,6 +6,7 @@
 //! so a backport carried as a patch on top of a stock tag is visible wherever the commit is.
 //! Generic git mechanics: nothing here knows what the patches change.
 
+use crate::build::refused;
 use crate::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -249,11 +250,11 @@ pub fn run_quiet(cmds: &[Cmd]) -> anyhow::Result<()> {
             .output()
             .with_context(|| format!("running {cmd}"))?;
         if !out.status.success() {
-            anyhow::bail!(
+            return Err(refused(format!(
                 "{cmd} failed ({}): {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
-            );
+            )));
         }
     }
     Ok(())

@@ -5,6 +5,7 @@
 //! targets ROCr's hard-coded lists assemble for against what the compiler supports. ROCm recipe
 //! knowledge, like [`super::recipe`].
 
+use crate::build::refused;
 use crate::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -126,7 +127,12 @@ fn evaluate_version_file(
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix("rocm-pin:"))
-        .ok_or_else(|| anyhow::anyhow!("cmake -P {} printed no result: {text}", path.display()))?;
+        .ok_or_else(|| {
+            refused(format!(
+                "cmake -P {} printed no result: {text}",
+                path.display()
+            ))
+        })?;
     let mut f = line.split(':');
     let version = f.next().unwrap_or("").to_string();
     let compatible = matches!(f.next(), Some("TRUE" | "1" | "ON" | "YES"));

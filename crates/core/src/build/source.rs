@@ -2,6 +2,7 @@
 //! nothing modified or untracked in the build paths), a URL is fetched sparse and blobless at
 //! exactly that commit. The commit we record must be the code we built.
 
+use crate::build::refused;
 use crate::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,13 +77,13 @@ pub fn git_output(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
         .output()
         .with_context(|| format!("running git {} in {}", args.join(" "), dir.display()))?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(refused(format!(
             "git {} in {} failed ({}): {}",
             args.join(" "),
             dir.display(),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
 }
@@ -196,10 +197,10 @@ pub fn fetch_commands(url: &str, commit: &str, dir: &Path, paths: &[&str]) -> Ve
 pub fn verify_fetched(dir: &Path, commit: &str) -> anyhow::Result<()> {
     let head = git_output(dir, &["rev-parse", "--verify", "HEAD^{commit}"])?;
     if head != commit {
-        anyhow::bail!(
+        return Err(refused(format!(
             "the fetched checkout in {} is at {head}, not {commit}",
             dir.display()
-        );
+        )));
     }
     Ok(())
 }

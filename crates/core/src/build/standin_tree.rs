@@ -3,6 +3,7 @@
 //! commits it with a fixed identity and date, so its commit id is the same on every machine.
 //! Goes through exactly the same build code path as the real tree (see the fixture's README).
 
+use crate::build::refused;
 use std::path::Path;
 use std::process::Command;
 
@@ -115,12 +116,12 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
         .output()
         .with_context(|| format!("running git {} in {}", args.join(" "), dir.display()))?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(refused(format!(
             "git {} in {} failed: {}",
             args.join(" "),
             dir.display(),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -134,10 +135,10 @@ pub fn write_standin_checkout(dest: &Path) -> anyhow::Result<String> {
             .next()
             .is_some()
     {
-        anyhow::bail!(
+        return Err(refused(format!(
             "{} is not empty; the stand-in checkout needs a new directory",
             dest.display()
-        );
+        )));
     }
     for (rel, text) in STANDIN_FILES {
         let path = dest.join(rel);

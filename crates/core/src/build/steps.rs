@@ -2,6 +2,7 @@
 //! given tree and options, so `--dry-run` prints exactly what [`run_step`] runs. Generic CMake
 //! orchestration; the ROCm specifics (options, LLVM wiring) come from [`super::recipe`].
 
+use crate::build::refused;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -418,22 +419,16 @@ pub fn run_step(step: &Step, logs: &Path) -> anyhow::Result<()> {
         let status = match command.status() {
             Ok(s) => s,
             Err(e) => {
-                return Err(anyhow::anyhow!(
+                return Err(refused(format!(
                     "step {} could not start `{}`: {e}\n  command: {cmd}\n  log: {}",
                     step.name,
                     cmd.program,
                     log_path.display()
-                ))
+                )))
             }
         };
         if !status.success() {
-            return Err(anyhow::anyhow!(
-                "step {} failed ({status})\n  command: {cmd}\n  log: {}\n--- last {LOG_TAIL_LINES} lines of {} ---\n{}",
-                step.name,
-                log_path.display(),
-                log_path.display(),
-                log_tail(&log_path, LOG_TAIL_LINES)
-            ));
+            return Err(refused(format!("step {} failed ({status})\n  command: {cmd}\n  log: {}\n--- last {LOG_TAIL_LINES} lines of {} ---\n{}", step.name, log_path.display(), log_path.display(), log_tail(&log_path, LOG_TAIL_LINES))));
         }
     }
     Ok(())

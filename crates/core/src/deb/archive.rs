@@ -8,6 +8,7 @@
 //! built in memory; then the ar is assembled into a second temporary file (copying data.tar's
 //! compressed bytes, which the kernel does without a userspace pass) and renamed into place.
 
+use crate::deb::invalid;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
@@ -16,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 use md5::{Digest, Md5};
 
 use super::ar::ArWriter;
@@ -65,11 +66,11 @@ impl BuildOptions {
 pub fn source_date_epoch_from_env() -> anyhow::Result<Option<u64>> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => v
-            .trim()
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| anyhow!("SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds")),
+        Ok(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+            invalid(format!(
+                "SOURCE_DATE_EPOCH={v:?} is not a whole number of seconds"
+            ))
+        }),
         Err(_) => Ok(None),
     }
 }
@@ -138,7 +139,10 @@ fn walk_dir(
         }
         let path = abs.join(&name);
         let Some(name) = name.to_str() else {
-            bail!("{}: file name is not UTF-8", path.display());
+            return Err(invalid(format!(
+                "{}: file name is not UTF-8",
+                path.display()
+            )));
         };
         let child_rel = if rel.is_empty() {
             name.to_string()
@@ -170,10 +174,7 @@ fn walk_dir(
                 PayloadEntry::hard_link(child_rel.clone(), first)
             }
         } else {
-            bail!(
-                "{}: unsupported file type (only files, directories, symlinks and hard links go into a package)",
-                path.display()
-            );
+            return Err(invalid(format!("{}: unsupported file type (only files, directories, symlinks and hard links go into a package)", path.display())));
         };
         out.push(PayloadEntry {
             mtime: Some(mtime_of(&meta)),
@@ -216,32 +217,35 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
         )
     })?;
     if !meta.is_dir() {
-        bail!("{}: is not a directory", debian.display());
+        return Err(invalid(format!("{}: is not a directory", debian.display())));
     }
     let debian_mode = meta.mode() & 0o7777;
     // dpkg-deb's rule: 0755, optionally group-writable; nothing else (no setgid either).
     if debian_mode & 0o7757 != 0o755 {
-        bail!(
-            "{}: control directory has bad permissions {debian_mode:03o} (must be 0755 or 0775; run chmod 0755)",
-            debian.display()
-        );
+        return Err(invalid(format!("{}: control directory has bad permissions {debian_mode:03o} (must be 0755 or 0775; run chmod 0755)", debian.display())));
     }
     let control_path = debian.join("control");
     let control_meta = fs::symlink_metadata(&control_path)
         .with_context(|| format!("{}: missing", control_path.display()))?;
     if !control_meta.is_file() {
-        bail!("{}: is not a regular file", control_path.display());
+        return Err(invalid(format!(
+            "{}: is not a regular file",
+            control_path.display()
+        )));
     }
     if control_meta.len() > 1 << 20 {
-        bail!("{}: larger than 1 MiB", control_path.display());
+        return Err(invalid(format!(
+            "{}: larger than 1 MiB",
+            control_path.display()
+        )));
     }
     let text = fs::read_to_string(&control_path)
         .with_context(|| format!("{}: cannot read as UTF-8 text", control_path.display()))?;
     let paragraph =
-        Paragraph::parse(&text).map_err(|e| anyhow!("{}: {e}", control_path.display()))?;
+        Paragraph::parse(&text).map_err(|e| invalid(format!("{}: {e}", control_path.display())))?;
     paragraph
         .validate_binary()
-        .map_err(|e| anyhow!("{}: {e}", control_path.display()))?;
+        .map_err(|e| invalid(format!("{}: {e}", control_path.display())))?;
 
     let mut files = Vec::new();
     let mut names: Vec<OsString> = fs::read_dir(&debian)
@@ -254,7 +258,7 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
     for name in names {
         let name_str = name
             .to_str()
-            .ok_or_else(|| anyhow!("{}: a file name is not UTF-8", debian.display()))?
+            .ok_or_else(|| invalid(format!("{}: a file name is not UTF-8", debian.display())))?
             .to_string();
         if name_str == "control" {
             continue;
@@ -263,49 +267,47 @@ fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
         let meta = fs::symlink_metadata(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         if !meta.is_file() {
-            bail!(
+            return Err(invalid(format!(
                 "{}: control member files must be plain files (no directories or symlinks)",
                 path.display()
-            );
+            )));
         }
         let mode = meta.mode() & 0o7777;
         if MAINTAINER_SCRIPTS.contains(&name_str.as_str())
             && ((mode & !0o7757) != 0 || (mode & 0o555) != 0o555)
         {
-            bail!(
-                "{}: maintainer script has bad permissions {mode:03o} (must be >=0555 and <=0775; run chmod 0755)",
-                path.display()
-            );
+            return Err(invalid(format!("{}: maintainer script has bad permissions {mode:03o} (must be >=0555 and <=0775; run chmod 0755)", path.display())));
         }
         if name_str == "conffiles" {
             let text = fs::read_to_string(&path)
                 .with_context(|| format!("{}: cannot read as UTF-8 text", path.display()))?;
-            let lines = parse_conffiles(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            let lines =
+                parse_conffiles(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
             for line in lines {
                 let on_disk = dir.join(line.path.trim_start_matches('/'));
                 let present = fs::symlink_metadata(&on_disk);
                 if line.remove_on_upgrade {
                     if present.is_ok() {
-                        bail!(
-                            "{}: conffile {} is in the package but flagged remove-on-upgrade (drop the flag or the file)",
-                            path.display(),
-                            line.path
-                        );
+                        return Err(invalid(format!("{}: conffile {} is in the package but flagged remove-on-upgrade (drop the flag or the file)", path.display(), line.path)));
                     }
                     continue;
                 }
                 match present {
                     Ok(m) if m.is_file() => {}
-                    Ok(_) => bail!(
-                        "{}: conffile {} is not a plain file in the package",
-                        path.display(),
-                        line.path
-                    ),
-                    Err(_) => bail!(
-                        "{}: conffile {} does not appear in the package",
-                        path.display(),
-                        line.path
-                    ),
+                    Ok(_) => {
+                        return Err(invalid(format!(
+                            "{}: conffile {} is not a plain file in the package",
+                            path.display(),
+                            line.path
+                        )))
+                    }
+                    Err(_) => {
+                        return Err(invalid(format!(
+                            "{}: conffile {} does not appear in the package",
+                            path.display(),
+                            line.path
+                        )))
+                    }
                 }
                 conffiles.push(line.path);
             }
@@ -554,7 +556,9 @@ fn control_tar(
         let tname = format!("./{name}");
         let size = data.size()?;
         if size > 64 << 20 {
-            bail!("control file {name} is larger than 64 MiB");
+            return Err(invalid(format!(
+                "control file {name} is larger than 64 MiB"
+            )));
         }
         tar.append_header(tname.as_bytes(), WriteKind::File(size), mode, mtime)?;
         tar.write_contents(&mut data.open()?, size, &mut |_| {})
@@ -616,7 +620,7 @@ pub fn build_package(
     let mut paragraph = content.control.clone();
     paragraph
         .validate_binary()
-        .map_err(|e| anyhow!("{}: control: {e}", out.display()))?;
+        .map_err(|e| invalid(format!("{}: control: {e}", out.display())))?;
     let package = paragraph.get("Package").unwrap_or_default().to_string();
     let version = paragraph.get("Version").unwrap_or_default().to_string();
     let architecture = paragraph
@@ -678,7 +682,9 @@ fn check_conffiles_in_payload(conffiles: &[String], entries: &[Ordered<'_>]) -> 
         if !found
             .is_some_and(|e| matches!(e.kind, OrderedKind::File { .. } | OrderedKind::Hardlink(_)))
         {
-            bail!("conffile {c} is not a regular file in the package");
+            return Err(invalid(format!(
+                "conffile {c} is not a regular file in the package"
+            )));
         }
     }
     Ok(())
@@ -693,11 +699,11 @@ fn checked_output_dir(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("output directory {} does not exist", out_dir.display()))?;
     if let Ok(dir_canon) = dir.canonicalize() {
         if out_dir_canon.starts_with(&dir_canon) {
-            bail!(
+            return Err(invalid(format!(
                 "{}: the output would be inside the package tree {} (it would package itself)",
                 out.display(),
                 dir.display()
-            );
+            )));
         }
     }
     Ok(out_dir)
@@ -711,13 +717,16 @@ fn output_dir(out: &Path) -> anyhow::Result<PathBuf> {
         _ => PathBuf::from("."),
     };
     if out.is_dir() {
-        bail!(
+        return Err(invalid(format!(
             "{}: is a directory; give the output .deb file name",
             out.display()
-        );
+        )));
     }
     if !out_dir.is_dir() {
-        bail!("output directory {} does not exist", out_dir.display());
+        return Err(invalid(format!(
+            "output directory {} does not exist",
+            out_dir.display()
+        )));
     }
     Ok(out_dir)
 }
@@ -729,7 +738,7 @@ fn fill_installed_size(paragraph: &mut Paragraph, entries: &[Ordered<'_>]) -> an
     if paragraph.get("Installed-Size").is_none() {
         paragraph
             .set("Installed-Size", &installed.to_string())
-            .map_err(|e| anyhow!("setting Installed-Size: {e}"))?;
+            .map_err(|e| invalid(format!("setting Installed-Size: {e}")))?;
     }
     Ok(paragraph
         .get("Installed-Size")
@@ -770,7 +779,7 @@ fn write_data_member(
         let (writer, sums) = write_data_tar(entries, writer, opts, threads, want_md5)?;
         writer
             .into_inner()
-            .map_err(|e| anyhow!("writing {name}: {}", e.error()))?;
+            .map_err(|e| invalid(format!("writing {name}: {}", e.error())))?;
         Ok::<_, anyhow::Error>((data_tmp, sums))
     })?;
     let size = file
@@ -829,11 +838,11 @@ fn assemble_deb(
     fs::set_permissions(deb_tmp.path(), fs::Permissions::from_mode(0o644))
         .with_context(|| format!("cannot chmod {}", deb_tmp.path().display()))?;
     deb_tmp.persist(out).map_err(|e| {
-        anyhow!(
+        invalid(format!(
             "cannot rename the finished package to {}: {}",
             out.display(),
             e.error
-        )
+        ))
     })?;
     Ok(fs::metadata(out)
         .with_context(|| format!("cannot stat {}", out.display()))?

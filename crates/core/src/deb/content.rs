@@ -10,11 +10,12 @@
 //! parent directories are added (0755), and of a set of hard links the first path in that
 //! order carries the bytes while the others link to it.
 
+use crate::deb::invalid;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 
 use super::Paragraph;
 
@@ -148,7 +149,9 @@ fn relative(path: &str) -> anyhow::Result<&str> {
             .split('/')
             .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\0'))
     {
-        bail!("payload path {path:?} is not a plain relative path (empty, `.` or `..` component)");
+        return Err(invalid(format!(
+            "payload path {path:?} is not a plain relative path (empty, `.` or `..` component)"
+        )));
     }
     Ok(rel)
 }
@@ -167,7 +170,10 @@ pub(super) fn ordered(payload: &[PayloadEntry]) -> anyhow::Result<Vec<Ordered<'_
         let rel = relative(&entry.path)?;
         let key = order_key(rel);
         if by_path.get(&key).is_some_and(|(_, e)| e.is_some()) {
-            bail!("payload path {} appears twice", entry.path);
+            return Err(invalid(format!(
+                "payload path {} appears twice",
+                entry.path
+            )));
         }
         by_path.insert(key, (rel.to_string(), Some(entry)));
         let mut parent = rel;
@@ -237,23 +243,27 @@ fn link_roots(payload: &[PayloadEntry]) -> anyhow::Result<BTreeMap<&str, (&str, 
                 EntryData::HardLink(target) => {
                     let t = relative(target)?;
                     let next = by_rel.get_key_value(t).ok_or_else(|| {
-                        anyhow!(
+                        invalid(format!(
                             "hard link {} points at {target}, which is not in the payload",
                             entry.path
-                        )
+                        ))
                     })?;
                     at = (*next.0, *next.1);
                 }
                 _ if at.0 == rel => break,
-                _ => bail!(
-                    "hard link {} points at {}, which is not a regular file",
-                    entry.path,
-                    at.1.path
-                ),
+                _ => {
+                    return Err(invalid(format!(
+                        "hard link {} points at {}, which is not a regular file",
+                        entry.path, at.1.path
+                    )))
+                }
             }
         }
         if matches!(entry.data, EntryData::HardLink(_)) && !out.contains_key(rel) {
-            bail!("hard link {} is part of a cycle of hard links", entry.path);
+            return Err(invalid(format!(
+                "hard link {} is part of a cycle of hard links",
+                entry.path
+            )));
         }
     }
     Ok(out)

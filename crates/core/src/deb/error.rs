@@ -18,6 +18,10 @@ pub enum DebError {
         /// What is there, e.g. "a character device", "a FIFO", "a symlink to a block device".
         kind: String,
     },
+    /// A malformed package or archive, or an input the format layer refuses, in the words of
+    /// the check that refused it.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl DebError {
@@ -25,4 +29,9 @@ impl DebError {
     pub fn kind(&self) -> ExitKind {
         ExitKind::Usage
     }
+}
+
+/// A malformed package or a refused input, as an `anyhow::Error` carrying [`DebError::Invalid`] (exit 2).
+pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
+    crate::error::Error::Deb(DebError::Invalid(message.into())).into()
 }

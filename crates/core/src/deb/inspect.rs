@@ -3,11 +3,11 @@
 //! shared object described (SONAME, NEEDED, whether one named symbol is exported). Knows nothing
 //! of ROCm: the caller names the symbol to look for.
 
+use crate::deb::invalid;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::anyhow;
 use md5::{Digest, Md5};
 
 use super::reader::{self, DebInfo, MemberInfo, ReadLimits};
@@ -150,8 +150,8 @@ pub fn inspect(path: &Path, opts: &InspectOptions<'_>) -> anyhow::Result<Inspect
 /// A package's md5sums (`<md5> <path>`, the path with or without `./`, binary-mode `*`
 /// accepted) as `./path` → lower-case md5. Every non-blank line must parse.
 fn parse_md5sums(text: &[u8], origin: &str) -> anyhow::Result<BTreeMap<String, String>> {
-    let text =
-        std::str::from_utf8(text).map_err(|_| anyhow!("{origin}: md5sums is not UTF-8 text"))?;
+    let text = std::str::from_utf8(text)
+        .map_err(|_| invalid(format!("{origin}: md5sums is not UTF-8 text")))?;
     let mut expected = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -161,7 +161,12 @@ fn parse_md5sums(text: &[u8], origin: &str) -> anyhow::Result<BTreeMap<String, S
             .split_once(' ')
             .map(|(s, p)| (s, p.trim_start_matches([' ', '*'])))
             .filter(|(s, _)| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(|| anyhow!("{origin}: md5sums line {}: malformed: {line:?}", n + 1))?;
+            .ok_or_else(|| {
+                invalid(format!(
+                    "{origin}: md5sums line {}: malformed: {line:?}",
+                    n + 1
+                ))
+            })?;
         expected.insert(
             format!("./{}", path.trim_start_matches("./")),
             sum.to_lowercase(),

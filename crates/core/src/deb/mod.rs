@@ -27,6 +27,7 @@ pub use archive::{build_from_dir, build_package, BuildOptions, BuildSummary};
 pub use compress::Compression;
 pub use content::{ControlFile, EntryData, FileData, PackageContent, PayloadEntry};
 pub use control::{Paragraph, Relation, RelationOp};
+pub(crate) use error::invalid;
 pub use error::DebError;
 pub use reader::{DebInfo, ReadLimits};
 pub use tar::{Entry, EntryKind};

@@ -4,11 +4,12 @@
 //! Every error is one line naming the file, the member and the problem, e.g.
 //! `pkg.deb: data.tar.xz: entry "./a/../../x" contains a '..' component`.
 
+use crate::deb::invalid;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 
 use super::ar::ArReader;
 use super::tar::{self, Entry, EntryKind};
@@ -103,54 +104,61 @@ fn read_control_tar(
     tar::read_safe(&mut r, &mut |entry, content| {
         entry_count += 1;
         if entry_count > limits.max_control_entries {
-            bail!(
+            return Err(invalid(format!(
                 "{member}: the control member has more than the limit of {} entries",
                 limits.max_control_entries
-            );
+            )));
         }
         match entry.kind {
             super::EntryKind::File => {}
             super::EntryKind::Dir if entry.path == "./" => return Ok(()),
-            _ => bail!(
-                "{member}: control member holds {:?}, which is not a regular file",
-                entry.path
-            ),
+            _ => {
+                return Err(invalid(format!(
+                    "{member}: control member holds {:?}, which is not a regular file",
+                    entry.path
+                )))
+            }
         }
         let name = entry.path.trim_start_matches("./");
         if name.contains('/') {
-            bail!(
+            return Err(invalid(format!(
                 "{member}: control member holds {:?} in a subdirectory",
                 entry.path
-            );
+            )));
         }
         if entry.size > limits.max_control_file {
-            bail!(
+            return Err(invalid(format!(
                 "{member}: control file {name} is {} bytes, more than the limit of {}",
-                entry.size,
-                limits.max_control_file
-            );
+                entry.size, limits.max_control_file
+            )));
         }
         // Checked from the header, before the file is read: the whole member stays bounded.
         total = total.saturating_add(entry.size);
         if total > limits.max_control_total {
-            bail!(
+            return Err(invalid(format!(
                 "{member}: the control files add up to more than the limit of {} bytes (at {name})",
                 limits.max_control_total
-            );
+            )));
         }
         let mut bytes = Vec::with_capacity(entry.size as usize);
         content.read_to_end(&mut bytes)?;
         files.push((name.to_string(), bytes));
         Ok(())
     })
-    .map_err(|e| anyhow!("{member}: {}", strip_prefix(&format!("{e:#}"), member)))?;
+    .map_err(|e| {
+        invalid(format!(
+            "{member}: {}",
+            strip_prefix(&format!("{e:#}"), member)
+        ))
+    })?;
     let control = files
         .iter()
         .find(|(n, _)| n == "control")
-        .ok_or_else(|| anyhow!("{member}: no control file in the control member"))?;
+        .ok_or_else(|| invalid(format!("{member}: no control file in the control member")))?;
     let text = std::str::from_utf8(&control.1)
-        .map_err(|_| anyhow!("{member}: control file is not UTF-8"))?;
-    let paragraph = Paragraph::parse(text).map_err(|e| anyhow!("{member}: control file: {e}"))?;
+        .map_err(|_| invalid(format!("{member}: control file is not UTF-8")))?;
+    let paragraph =
+        Paragraph::parse(text).map_err(|e| invalid(format!("{member}: control file: {e}")))?;
     Ok((paragraph, files))
 }
 
@@ -159,6 +167,26 @@ fn strip_prefix<'a>(msg: &'a str, member: &str) -> &'a str {
     msg.strip_prefix(member)
         .and_then(|m| m.strip_prefix(": "))
         .unwrap_or(msg)
+}
+
+/// The `debian-binary` member: a 2.x format version and a newline, at most 64 bytes.
+fn check_debian_binary(member: impl Read, size: u64) -> anyhow::Result<()> {
+    let mut text = Vec::new();
+    member
+        .take(64)
+        .read_to_end(&mut text)
+        .map_err(|e| invalid(format!("{e}")))?;
+    let ok = text
+        .strip_suffix(b"\n")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .is_some_and(|v| v.starts_with("2.") && v[2..].bytes().all(|b| b.is_ascii_digit()));
+    if !ok || size > 64 {
+        return Err(invalid(format!(
+            "debian-binary is {:?}, expected a 2.x format version",
+            String::from_utf8_lossy(&text)
+        )));
+    }
+    Ok(())
 }
 
 /// Walk the ar members of a package: debian-binary, control.tar.*, data.tar.* (members whose
@@ -183,23 +211,11 @@ fn walk<R: Read>(
         let name = header.name.clone();
         if !seen_binary {
             if name != "debian-binary" {
-                bail!("first ar member is {name:?}, expected \"debian-binary\"");
+                return Err(invalid(format!(
+                    "first ar member is {name:?}, expected \"debian-binary\""
+                )));
             }
-            let mut text = Vec::new();
-            ar.member_reader()
-                .take(64)
-                .read_to_end(&mut text)
-                .map_err(|e| anyhow!("{e}"))?;
-            let ok = text
-                .strip_suffix(b"\n")
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .is_some_and(|v| v.starts_with("2.") && v[2..].bytes().all(|b| b.is_ascii_digit()));
-            if !ok || header.size > 64 {
-                bail!(
-                    "debian-binary is {:?}, expected a 2.x format version",
-                    String::from_utf8_lossy(&text)
-                );
-            }
+            check_debian_binary(ar.member_reader(), header.size)?;
             seen_binary = true;
             walked.members.push(MemberInfo {
                 name,
@@ -220,9 +236,9 @@ fn walk<R: Read>(
             let compression = Compression::from_member_name(&name, "control.tar")
                 .ok_or_else(|| {
                     if name.starts_with("control.tar") {
-                        anyhow!("{name}: unknown compression for the control member")
+                        invalid(format!("{name}: unknown compression for the control member"))
                     } else {
-                        anyhow!("ar member {name:?} where the control member (control.tar[.gz|.xz|.zst]) was expected")
+                        invalid(format!("ar member {name:?} where the control member (control.tar[.gz|.xz|.zst]) was expected"))
                     }
                 })?;
             let mut dec = super::compress::Decoder::new(
@@ -230,7 +246,7 @@ fn walk<R: Read>(
                 compression,
                 limits.control_tar_limit(),
             )
-            .map_err(|e| anyhow!("{name}: {e}"))?;
+            .map_err(|e| invalid(format!("{name}: {e}")))?;
             let control = read_control_tar(&mut dec, &name, limits)?;
             walked.control = Some(control);
             walked.members.push(MemberInfo {
@@ -243,9 +259,9 @@ fn walk<R: Read>(
         if !seen_data {
             let compression = Compression::from_member_name(&name, "data.tar").ok_or_else(|| {
                 if name.starts_with("data.tar") {
-                    anyhow!("{name}: unknown compression for the data member")
+                    invalid(format!("{name}: unknown compression for the data member"))
                 } else {
-                    anyhow!("ar member {name:?} where the data member (data.tar[.gz|.xz|.zst]) was expected")
+                    invalid(format!("ar member {name:?} where the data member (data.tar[.gz|.xz|.zst]) was expected"))
                 }
             })?;
             seen_data = true;
@@ -262,24 +278,33 @@ fn walk<R: Read>(
                         compression,
                         limits.max_member_uncompressed,
                     )
-                    .map_err(|e| anyhow!("{name}: {e}"))?;
+                    .map_err(|e| invalid(format!("{name}: {e}")))?;
                     tar::read_safe(&mut dec, *visit).map_err(|e| {
-                        anyhow!("{name}: {}", strip_prefix(&format!("{e:#}"), &name))
+                        invalid(format!(
+                            "{name}: {}",
+                            strip_prefix(&format!("{e:#}"), &name)
+                        ))
                     })?;
                 }
             }
             continue;
         }
-        bail!("unexpected ar member {name:?} after the data member");
+        return Err(invalid(format!(
+            "unexpected ar member {name:?} after the data member"
+        )));
     }
     if !seen_binary {
-        bail!("empty ar archive (no debian-binary member)");
+        return Err(invalid("empty ar archive (no debian-binary member)"));
     }
     if walked.control.is_none() {
-        bail!("no control member (the archive is truncated after debian-binary)");
+        return Err(invalid(
+            "no control member (the archive is truncated after debian-binary)",
+        ));
     }
     if !seen_data {
-        bail!("no data member (the archive is truncated after the control member)");
+        return Err(invalid(
+            "no data member (the archive is truncated after the control member)",
+        ));
     }
     Ok(walked)
 }
@@ -293,7 +318,10 @@ fn open(path: &Path) -> anyhow::Result<(io::BufReader<File>, Option<u64>)> {
         .metadata()
         .with_context(|| format!("{}: cannot stat", path.display()))?;
     if meta.is_dir() {
-        bail!("{}: is a directory, not a .deb file", path.display());
+        return Err(invalid(format!(
+            "{}: is a directory, not a .deb file",
+            path.display()
+        )));
     }
     let len = meta.is_file().then_some(meta.len());
     Ok((io::BufReader::with_capacity(256 << 10, file), len))
@@ -303,9 +331,9 @@ fn open(path: &Path) -> anyhow::Result<(io::BufReader<File>, Option<u64>)> {
 fn one_line(origin: &str, e: anyhow::Error) -> anyhow::Error {
     let msg = format!("{e:#}");
     if msg.starts_with(origin) {
-        anyhow!(msg)
+        invalid(msg)
     } else {
-        anyhow!("{origin}: {msg}")
+        invalid(format!("{origin}: {msg}"))
     }
 }
 
@@ -338,7 +366,7 @@ fn read_info<R: Read>(
         walk(input, len, limits, DataPass::Visit(&mut keep)).map_err(|e| one_line(origin, e))?;
     let (control, control_files) = walked
         .control
-        .ok_or_else(|| anyhow!("{origin}: no control member"))?;
+        .ok_or_else(|| invalid(format!("{origin}: no control member")))?;
     Ok(DebInfo {
         control,
         control_files,
@@ -383,7 +411,7 @@ pub fn read_control(path: &Path, limits: &ReadLimits) -> anyhow::Result<ControlM
     let walked = walk(input, len, limits, DataPass::Skip).map_err(|e| one_line(&origin, e))?;
     walked
         .control
-        .ok_or_else(|| anyhow!("{origin}: no control member"))
+        .ok_or_else(|| invalid(format!("{origin}: no control member")))
 }
 
 /// Stream every data.tar entry to `visit` with a reader over its contents (empty for non-files).
@@ -406,15 +434,17 @@ fn ensure_parent_dirs(dest: &Path, rel: &[&str]) -> anyhow::Result<PathBuf> {
         cur.push(part);
         match std::fs::symlink_metadata(&cur) {
             Ok(m) if m.file_type().is_dir() => {}
-            Ok(_) => bail!(
-                "{} exists and is not a directory (refusing to write through it)",
-                cur.display()
-            ),
+            Ok(_) => {
+                return Err(invalid(format!(
+                    "{} exists and is not a directory (refusing to write through it)",
+                    cur.display()
+                )))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 std::fs::create_dir(&cur)
                     .with_context(|| format!("cannot create {}", cur.display()))?;
             }
-            Err(e) => return Err(anyhow!("cannot inspect {}: {e}", cur.display())),
+            Err(e) => return Err(invalid(format!("cannot inspect {}: {e}", cur.display()))),
         }
     }
     Ok(cur)
@@ -428,7 +458,10 @@ pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Re
     let meta = std::fs::symlink_metadata(dest)
         .with_context(|| format!("destination {} does not exist", dest.display()))?;
     if !meta.is_dir() {
-        bail!("destination {} is not a directory", dest.display());
+        return Err(invalid(format!(
+            "destination {} is not a directory",
+            dest.display()
+        )));
     }
     let mut entries = Vec::new();
     let mut dir_modes: Vec<(PathBuf, u32)> = Vec::new();
@@ -453,16 +486,21 @@ pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Re
         match &entry.kind {
             EntryKind::Dir => match exists {
                 Some(m) if m.file_type().is_dir() => {}
-                Some(_) => bail!("{} exists and is not a directory", target.display()),
+                Some(_) => {
+                    return Err(invalid(format!(
+                        "{} exists and is not a directory",
+                        target.display()
+                    )))
+                }
                 None => std::fs::create_dir(&target)
                     .with_context(|| format!("cannot create {}", target.display()))?,
             },
             kind => {
                 if exists.is_some() {
-                    bail!(
+                    return Err(invalid(format!(
                         "{} already exists (refusing to overwrite)",
                         target.display()
-                    );
+                    )));
                 }
                 match kind {
                     EntryKind::File => {
@@ -473,7 +511,8 @@ pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Re
                             .mode(0o600)
                             .open(&target)
                             .with_context(|| format!("cannot create {}", target.display()))?;
-                        io::copy(content, &mut f).map_err(|e| anyhow!("{}: {e}", entry.path))?;
+                        io::copy(content, &mut f)
+                            .map_err(|e| invalid(format!("{}: {e}", entry.path)))?;
                         f.set_permissions(std::fs::Permissions::from_mode(entry.mode))
                             .with_context(|| format!("cannot chmod {}", target.display()))?;
                     }
@@ -491,7 +530,12 @@ pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Re
                             )
                         })?;
                     }
-                    EntryKind::Dir => bail!("{}: directory entry in the file branch", entry.path),
+                    EntryKind::Dir => {
+                        return Err(invalid(format!(
+                            "{}: directory entry in the file branch",
+                            entry.path
+                        )))
+                    }
                 }
             }
         }

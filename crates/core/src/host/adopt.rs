@@ -7,6 +7,7 @@
 //! is completed by the next `rocm-pin adopt` (install is idempotent and finishes an interrupted
 //! dpkg run); a run killed before it changed nothing but files under the state directory.
 
+use crate::host::refused;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -459,7 +460,10 @@ fn make_staging(
                 .with_context(|| format!("cannot link {link} in {}", lib.display()))?;
         }
         if !l.links.contains(&soname) {
-            anyhow::bail!("the soname link {soname} of {} is missing", l.path);
+            return Err(refused(format!(
+                "the soname link {soname} of {} is missing",
+                l.path
+            )));
         }
     }
     let marker = format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH);

@@ -4,6 +4,7 @@
 //! changed. The few apt outputs parsed here are the stable machine-ish ones: `apt-cache policy`
 //! in the C locale and the `Inst`/`Remv` lines of `apt-get -s`.
 
+use crate::host::refused;
 use crate::host::root::{FileKind, Missing, ReadProblem, ResolveError, Root, RootReadError};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -129,12 +130,12 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
         .output()
         .context("cannot run apt-cache policy (is apt installed?)")?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(refused(format!(
             "apt-cache policy {} failed ({}): {}",
             names.join(" "),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(parse_policy(&String::from_utf8_lossy(&out.stdout)))
 }
@@ -307,7 +308,7 @@ pub fn parse_preferences(text: &str) -> anyhow::Result<Vec<PinStanza>> {
                 continue;
             }
             let Some((k, v)) = line.split_once(':') else {
-                anyhow::bail!("not a field: {line:?}");
+                return Err(refused(format!("not a field: {line:?}")));
             };
             match k.trim().to_ascii_lowercase().as_str() {
                 "package" => {
@@ -331,7 +332,11 @@ pub fn parse_preferences(text: &str) -> anyhow::Result<Vec<PinStanza>> {
                 priority,
             }),
             (None, None, None) => {}
-            _ => anyhow::bail!("incomplete stanza (needs Package, Pin and Pin-Priority)"),
+            _ => {
+                return Err(refused(
+                    "incomplete stanza (needs Package, Pin and Pin-Priority)",
+                ))
+            }
         }
     }
     Ok(out)

@@ -6,11 +6,12 @@
 //! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`), and every read goes through [`Root::read_file`],
 //! so a hostile root cannot point a read outside itself or make it unbounded.
 
+use crate::host::refused;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 
 use crate::deb::Paragraph;
 use crate::host::excludes::{fnmatch, PathFilters};
@@ -103,8 +104,8 @@ impl DpkgDb {
                     root.path().display()
                 )
             })?;
-        let paragraphs =
-            Paragraph::parse_many(&text).map_err(|e| anyhow!("{}: {e}", status_path.display()))?;
+        let paragraphs = Paragraph::parse_many(&text)
+            .map_err(|e| refused(format!("{}: {e}", status_path.display())))?;
         let mut packages = Vec::with_capacity(paragraphs.len());
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
         for p in paragraphs {
@@ -198,7 +199,7 @@ impl DpkgDb {
     pub fn files(&self, name: &str) -> anyhow::Result<Vec<String>> {
         let list = self
             .info_file(name, "list")
-            .ok_or_else(|| anyhow!("dpkg database {}: no file list for package {name} (info/{name}.list is missing; is it installed?)", self.admin.display()))?;
+            .ok_or_else(|| refused(format!("dpkg database {}: no file list for package {name} (info/{name}.list is missing; is it installed?)", self.admin.display())))?;
         let text = self
             .root
             .read_to_string(&list, FileKind::DpkgList)

@@ -3,9 +3,8 @@
 //! reader; `status`, verify's fast one) and `excludes`, so none of them imports another's
 //! parsers.
 
+use crate::host::refused;
 use std::collections::BTreeMap;
-
-use anyhow::anyhow;
 
 /// The most entries read from one configuration directory (`ld.so.conf.d`, …) of a root.
 pub const MAX_CONFIG_DIR_ENTRIES: usize = 10_000;
@@ -29,15 +28,18 @@ pub fn parse_md5sums(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
         }
         let (sum, path) = line
             .split_once(' ')
-            .ok_or_else(|| anyhow!("line {}: not `<md5>  <path>`", n + 1))?;
+            .ok_or_else(|| refused(format!("line {}: not `<md5>  <path>`", n + 1)))?;
         let path = path.trim_start_matches([' ', '*']);
         if sum.len() != 32 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) || path.is_empty() {
-            anyhow::bail!("line {}: not `<md5>  <path>`: {line:?}", n + 1);
+            return Err(refused(format!(
+                "line {}: not `<md5>  <path>`: {line:?}",
+                n + 1
+            )));
         }
         let abs = format!("/{}", path.trim_start_matches("./").trim_start_matches('/'));
         // A path from inside a root is never used before it is known to stay in it.
         if let Some(why) = crate::host::root::unclean_in_root_path(&abs) {
-            anyhow::bail!("line {}: {why}: {path:?}; refused", n + 1);
+            return Err(refused(format!("line {}: {why}: {path:?}; refused", n + 1)));
         }
         out.insert(abs, sum.to_ascii_lowercase());
     }

@@ -7,6 +7,7 @@
 //! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
 //! it is taken away again when apt fails before dpkg changed anything.
 
+use crate::host::refused;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -89,11 +90,11 @@ fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
     let desc = format!("{cmd:?}");
     let out = cmd.output().with_context(|| format!("cannot run {desc}"))?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(refused(format!(
             "{desc} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(out.stdout)
 }

@@ -6,6 +6,7 @@
 //! The cache file is read directly (`ldcache`), through `ldconfig -p` (read-only; `-C` names
 //! the cache of another root) when it holds what that reader leaves to ldconfig.
 
+use crate::host::refused;
 use crate::host::root::{FileKind, Root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,11 +94,11 @@ fn ldconfig_p(cache: Option<&Path>) -> anyhow::Result<Vec<CacheEntry>> {
         .output()
         .context("cannot run ldconfig -p (is libc-bin installed?)")?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(refused(format!(
             "ldconfig -p failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(parse_ldconfig_p(&String::from_utf8_lossy(&out.stdout)))
 }
@@ -249,11 +250,11 @@ pub fn run_ldconfig(root: &Root) -> anyhow::Result<()> {
     }
     let out = cmd.output().context("cannot run ldconfig")?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(refused(format!(
             "ldconfig failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! (rpgp, `crate::repo`); the source uses `signed-by=`; a preferences file lets only our
 //! package names come from it.
 
+use crate::host::refused;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -59,7 +60,10 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
     repo::publish(&debs, &opts, &crate::progress::Silent)
         .context("publishing our .debs in the local repository")?;
     if !public.exists() {
-        anyhow::bail!("{} is missing after keygen", public.display());
+        return Err(refused(format!(
+            "{} is missing after keygen",
+            public.display()
+        )));
     }
     // apt's gpgv runs as the unprivileged _apt user: the public key goes where it can read it
     // (the secret stays 0600 inside the 0700 key directory).
@@ -105,11 +109,11 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
         || text.contains("\nE: ")
         || text.starts_with("E: ")
     {
-        anyhow::bail!(
+        return Err(refused(format!(
             "apt-get update of the local repository failed ({}):\n{}",
             out.status,
             text.trim()
-        );
+        )));
     }
     Ok(())
 }

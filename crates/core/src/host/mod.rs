@@ -9,6 +9,7 @@ pub mod adopt;
 pub mod apt;
 pub mod dpkgdb;
 pub mod dpkgfmt;
+mod error;
 pub mod excludes;
 #[cfg(test)]
 pub(crate) mod fakehost;
@@ -29,3 +30,6 @@ pub mod root;
 pub mod status;
 pub mod stock_runtime;
 pub mod upgrades;
+
+pub(crate) use error::refused;
+pub use error::HostError;

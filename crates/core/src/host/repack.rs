@@ -4,6 +4,7 @@
 //! in place (the seed's hard-link method) must get a clear refusal, not a "stock" package that
 //! is not stock.
 
+use crate::host::refused;
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -37,16 +38,15 @@ pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
     for (path, want) in sums {
         let (file, _) = match root.open_regular(&path, FileKind::PackagedFile) {
             Err(e) if e.is_missing() && filters.is_excluded(&path) => continue,
-            Err(e) if e.is_missing() => anyhow::bail!("{path} of {} is missing", pkg.package),
+            Err(e) if e.is_missing() => {
+                return Err(refused(format!("{path} of {} is missing", pkg.package)))
+            }
             Err(e) => return Err(crate::error::Error::from(e).into()),
             Ok(opened) => opened,
         };
         let got = crate::digest::md5_reader(file)?;
         if got != want {
-            anyhow::bail!(
-                "{path} no longer matches dpkg's md5sum for {} ({got} ≠ {want}): the stock files were changed in place, so a rebuilt package would not be stock",
-                pkg.package
-            );
+            return Err(refused(format!("{path} no longer matches dpkg's md5sum for {} ({got} ≠ {want}): the stock files were changed in place, so a rebuilt package would not be stock", pkg.package)));
         }
     }
     Ok(())
@@ -83,7 +83,7 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
         // Stored values keep continuation lines as dpkg wrote them.
         control
             .set(k, v)
-            .map_err(|e| anyhow::anyhow!("{}: field {k}: {e}", pkg.package))?;
+            .map_err(|e| refused(format!("{}: field {k}: {e}", pkg.package)))?;
     }
     let work = tempfile::tempdir().context("cannot create a temporary directory")?;
     let tree = work.path().join("tree");
@@ -105,8 +105,18 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
         let meta = match host.as_ref().map(std::fs::symlink_metadata) {
             Ok(Ok(m)) => m,
             Ok(Err(_)) | Err(_) if filters.is_excluded(&path) => continue,
-            Err(e) => anyhow::bail!("{path} of {} is missing: {e}", pkg.package),
-            Ok(Err(e)) => anyhow::bail!("{path} of {} is missing: {e}", pkg.package),
+            Err(e) => {
+                return Err(refused(format!(
+                    "{path} of {} is missing: {e}",
+                    pkg.package
+                )))
+            }
+            Ok(Err(e)) => {
+                return Err(refused(format!(
+                    "{path} of {} is missing: {e}",
+                    pkg.package
+                )))
+            }
         };
         let host = host?;
         if let Some(parent) = dst.parent() {

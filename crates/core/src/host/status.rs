@@ -7,6 +7,7 @@
 //! every Dockerfile and CI job and is benchmarked against `dpkg --verify`: it must not build
 //! more than it reads.
 
+use crate::host::refused;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -140,7 +141,7 @@ pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
 /// line, Provides is joined onto one line.
 pub fn parse_status(text: &str, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
     Paragraph::parse_many(text)
-        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .map_err(|e| refused(format!("{e}")))?
         .iter()
         .enumerate()
         .map(|(i, p)| status_entry(p, extra, i + 1))

@@ -35,12 +35,26 @@ pub enum ImageError {
     /// 128+signal).
     #[error("interrupted by signal {signal}; the temporary image root was removed")]
     Interrupted { signal: i32 },
+    /// A malformed image layout, config or layer, in the words of the check that refused it.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl ImageError {
+    /// Whether the error names the layer or archive it is about (limits, digests and signals
+    /// do; the unpacker adds the place to the others).
+    pub fn names_its_place(&self) -> bool {
+        !matches!(self, ImageError::Invalid(_))
+    }
+
     /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         // Interrupted ends with 128+signal ([`crate::error::Error::exit_code`]), not a kind.
         ExitKind::Usage
     }
+}
+
+/// A malformed image, as an `anyhow::Error` carrying [`ImageError::Invalid`] (exit 2).
+pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
+    crate::error::Error::Image(ImageError::Invalid(message.into())).into()
 }

@@ -12,13 +12,14 @@
 //! its parent) and no directory may be named like a whiteout. Every entry is counted against
 //! the unpack's [`Budget`] before anything of it is written.
 
+use crate::image::invalid;
 use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 
 use super::limits::{Budget, ImageLimits, Limit};
 use crate::deb::tar::{components, read_raw, RawEntry};
@@ -100,7 +101,7 @@ pub fn apply_layer_within(
     match (result, failure) {
         (Ok(()), _) => Ok(applier.stats),
         (Err(_), Some(e)) => Err(e),
-        (Err(e), None) => Err(anyhow!("reading the layer tar: {e}")),
+        (Err(e), None) => Err(invalid(format!("reading the layer tar: {e}"))),
     }
 }
 
@@ -134,11 +135,11 @@ impl Applier<'_, '_> {
                 .into());
         }
         if parts.iter().any(|p| p.len() > NAME_MAX) || raw.name.len() > PATH_MAX {
-            bail!("layer entry refused: {shown:?} has a name longer than Linux allows ({NAME_MAX} bytes a component, {PATH_MAX} a path)");
+            return Err(invalid(format!("layer entry refused: {shown:?} has a name longer than Linux allows ({NAME_MAX} bytes a component, {PATH_MAX} a path)")));
         }
         if let Some((_, dirs)) = parts.split_last() {
             if let Some(d) = dirs.iter().find(|d| d.starts_with(WHITEOUT_PREFIX)) {
-                bail!("layer entry refused: {shown:?} goes through {d:?}, a whiteout name used as a directory");
+                return Err(invalid(format!("layer entry refused: {shown:?} goes through {d:?}, a whiteout name used as a directory")));
             }
         }
         Ok(())
@@ -146,7 +147,8 @@ impl Applier<'_, '_> {
 
     fn apply(&mut self, raw: &RawEntry, content: &mut dyn Read) -> anyhow::Result<()> {
         let shown = String::from_utf8_lossy(&raw.name).into_owned();
-        let parts = components(&raw.name).map_err(|e| anyhow!("layer entry refused: {e}"))?;
+        let parts =
+            components(&raw.name).map_err(|e| invalid(format!("layer entry refused: {e}")))?;
         self.admit(raw, &shown, &parts)?;
         self.stats.entries += 1;
         let Some((base, dirs)) = parts.split_last() else {
@@ -170,7 +172,9 @@ impl Applier<'_, '_> {
         if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
             // `.wh.` would remove the directory itself, `.wh..` too, `.wh...` its parent.
             if matches!(hidden, "" | "." | "..") {
-                bail!("layer entry refused: whiteout {shown:?} does not name one plain entry");
+                return Err(invalid(format!(
+                    "layer entry refused: whiteout {shown:?} does not name one plain entry"
+                )));
             }
             self.stats.whiteouts += 1;
             if let Some(dir) = self.existing_dir(&rel_parent, &shown)? {
@@ -206,18 +210,24 @@ impl Applier<'_, '_> {
                 fs::set_permissions(&dest, fs::Permissions::from_mode(mode | 0o700))?;
             }
             b'2' => {
-                let target = String::from_utf8(raw.link.clone())
-                    .map_err(|_| anyhow!("symlink {shown:?} has a target that is not UTF-8"))?;
+                let target = String::from_utf8(raw.link.clone()).map_err(|_| {
+                    invalid(format!("symlink {shown:?} has a target that is not UTF-8"))
+                })?;
                 check_symlink_target(dirs.len(), &target).map_err(|e| {
-                    anyhow!("layer entry refused: symlink {shown:?} -> {target:?} {e}")
+                    invalid(format!(
+                        "layer entry refused: symlink {shown:?} -> {target:?} {e}"
+                    ))
                 })?;
                 remove_any(&dest)?;
                 std::os::unix::fs::symlink(&target, &dest)
                     .with_context(|| format!("creating symlink {}", dest.display()))?;
             }
             b'1' => {
-                let tparts = components(&raw.link)
-                    .map_err(|e| anyhow!("layer entry refused: hard link {shown:?} target: {e}"))?;
+                let tparts = components(&raw.link).map_err(|e| {
+                    invalid(format!(
+                        "layer entry refused: hard link {shown:?} target: {e}"
+                    ))
+                })?;
                 let target = self.existing_file(&tparts, &shown)?;
                 if target != dest {
                     remove_any(&dest)?;
@@ -230,10 +240,12 @@ impl Applier<'_, '_> {
                 self.stats.skipped_special += 1;
                 return Ok(());
             }
-            other => bail!(
-                "layer entry refused: {shown:?} has unsupported tar type {:?}",
-                char::from(other)
-            ),
+            other => {
+                return Err(invalid(format!(
+                    "layer entry refused: {shown:?} has unsupported tar type {:?}",
+                    char::from(other)
+                )))
+            }
         }
         self.written.insert(rel);
         Ok(())
@@ -245,10 +257,12 @@ impl Applier<'_, '_> {
         for c in rel.components() {
             p.push(c);
             match fs::symlink_metadata(&p) {
-                Ok(m) if m.file_type().is_symlink() => bail!(
-                    "layer entry refused: {shown:?} goes through the symlink {}",
-                    p.display()
-                ),
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(invalid(format!(
+                        "layer entry refused: {shown:?} goes through the symlink {}",
+                        p.display()
+                    )))
+                }
                 Ok(m) if m.is_dir() => {}
                 _ => return Ok(None),
             }
@@ -263,15 +277,9 @@ impl Applier<'_, '_> {
         for c in rel.components() {
             p.push(c);
             match fs::symlink_metadata(&p) {
-                Ok(m) if m.file_type().is_symlink() => bail!(
-                    "layer entry refused: {shown:?} goes through the symlink {} (a write through it could leave the image root)",
-                    p.display()
-                ),
+                Ok(m) if m.file_type().is_symlink() => return Err(invalid(format!("layer entry refused: {shown:?} goes through the symlink {} (a write through it could leave the image root)", p.display()))),
                 Ok(m) if m.is_dir() => {}
-                Ok(_) => bail!(
-                    "layer entry refused: {shown:?} needs {} to be a directory, but it is a file",
-                    p.display()
-                ),
+                Ok(_) => return Err(invalid(format!("layer entry refused: {shown:?} needs {} to be a directory, but it is a file", p.display()))),
                 Err(_) => {
                     fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?;
                     fs::set_permissions(&p, fs::Permissions::from_mode(0o755))?;
@@ -284,22 +292,21 @@ impl Applier<'_, '_> {
     /// The regular file a hard link names, already in the tree and reached without symlinks.
     fn existing_file(&self, parts: &[String], shown: &str) -> anyhow::Result<PathBuf> {
         let Some((base, dirs)) = parts.split_last() else {
-            bail!("layer entry refused: hard link {shown:?} points at the root");
+            return Err(invalid(format!(
+                "layer entry refused: hard link {shown:?} points at the root"
+            )));
         };
         let rel: PathBuf = dirs.iter().collect();
         let dir = self.existing_dir(&rel, shown)?.ok_or_else(|| {
-            anyhow!(
+            invalid(format!(
                 "layer entry refused: hard link {shown:?} points at {}, which is not in the image",
                 parts.join("/")
-            )
+            ))
         })?;
         let target = dir.join(base);
         match fs::symlink_metadata(&target) {
             Ok(m) if m.is_file() => Ok(target),
-            _ => bail!(
-                "layer entry refused: hard link {shown:?} points at {}, which is not a regular file in the image",
-                parts.join("/")
-            ),
+            _ => Err(invalid(format!("layer entry refused: hard link {shown:?} points at {}, which is not a regular file in the image", parts.join("/")))),
         }
     }
 }
@@ -358,7 +365,7 @@ fn remove_any(p: &Path) -> anyhow::Result<()> {
         }
         Ok(_) => fs::remove_file(p).with_context(|| format!("removing {}", p.display())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(anyhow!("inspecting {}: {e}", p.display())),
+        Err(e) => Err(invalid(format!("inspecting {}: {e}", p.display()))),
     }
 }
 

@@ -14,6 +14,7 @@ mod error;
 pub mod layer;
 pub mod limits;
 
+pub(crate) use error::invalid;
 pub use error::ImageError;
 
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 use sha2::Digest as _;
 
 use crate::deb::tar::components;
@@ -126,10 +127,10 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
     } else if layout.join("manifest.json").is_file() {
         docker_plan(&layout)?
     } else {
-        bail!(
+        return Err(invalid(format!(
             "{} is neither an OCI layout (index.json) nor a docker-archive (manifest.json)",
             source.describe()
-        );
+        )));
     };
     let root = dir.path().join("rootfs");
     fs::create_dir(&root)?;
@@ -142,7 +143,7 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
         budget.set_place(place.clone());
         apply_blob(&root, layer, &mut budget, &place).map_err(|e| {
             match crate::error::find(&e) {
-                Some(Error::Image(_)) => e, // the image's own errors name the layer already
+                Some(Error::Image(i)) if i.names_its_place() => e,
                 _ => e.context(place),
             }
         })?;
@@ -216,17 +217,19 @@ enum Hasher {
 fn parse_digest(digest: &str) -> anyhow::Result<(&str, &str)> {
     let (alg, hex) = digest
         .split_once(':')
-        .ok_or_else(|| anyhow!("malformed digest {digest:?}"))?;
+        .ok_or_else(|| invalid(format!("malformed digest {digest:?}")))?;
     let len = match alg {
         "sha256" => 64,
         "sha512" => 128,
-        _ => bail!(
+        _ => {
+            return Err(invalid(format!(
             "unsupported digest algorithm in {digest:?}: only sha256 and sha512 (the OCI image \
              spec's registered algorithms) can be checked, so the blob is refused"
-        ),
+        )))
+        }
     };
     if hex.len() != len || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        bail!("malformed digest {digest:?}");
+        return Err(invalid(format!("malformed digest {digest:?}")));
     }
     Ok((alg, hex))
 }
@@ -322,7 +325,9 @@ fn skopeo_fetch(reference: &str, layout: &Path, budget: &Budget<'_>) -> anyhow::
         .stderr(log)
         .spawn()
         .map_err(|e| {
-            anyhow!("cannot run skopeo ({e}): apt-get install skopeo (scripts/install-deps)")
+            invalid(format!(
+                "cannot run skopeo ({e}): apt-get install skopeo (scripts/install-deps)"
+            ))
         })?;
     // Wait, but end skopeo when a signal asks us to end (it may not have received it).
     let status = loop {
@@ -343,7 +348,10 @@ fn skopeo_fetch(reference: &str, layout: &Path, budget: &Budget<'_>) -> anyhow::
         fs::File::open(&log_path)
             .and_then(|f| f.take(64 << 10).read_to_string(&mut text))
             .ok();
-        bail!("skopeo copy {src} failed ({status}): {}", text.trim());
+        return Err(invalid(format!(
+            "skopeo copy {src} failed ({status}): {}",
+            text.trim()
+        )));
     }
     Ok(())
 }
@@ -370,16 +378,12 @@ fn extract_archive(path: &Path, dest: &Path, budget: &mut Budget<'_>) -> anyhow:
             // docker-archive's legacy `<id>/layer.tar` links to the `<digest>.tar` that
             // manifest.json names: never followed, not needed.
             EntryKind::Symlink(_) => {}
-            other => bail!(
-                "{}: entry {} is a {other:?}; an image archive holds only files, directories and symlinks",
-                path.display(),
-                entry.path
-            ),
+            other => return Err(invalid(format!("{}: entry {} is a {other:?}; an image archive holds only files, directories and symlinks", path.display(), entry.path))),
         }
         Ok(())
     })
     .map_err(|e| match crate::error::find(&e) {
-        Some(Error::Image(_)) => e, // the image's own errors name the archive already
+        Some(Error::Image(i)) if i.names_its_place() => e,
         _ => e.context(format!("reading the image archive {}", path.display())),
     })
 }
@@ -395,10 +399,7 @@ fn read_json(path: &Path, digest: Option<&str>, what: &str) -> anyhow::Result<se
         .read_to_end(&mut bytes)
         .with_context(|| format!("reading {what} ({})", path.display()))?;
     if bytes.len() as u64 > MAX_JSON_BYTES {
-        bail!(
-            "{what} ({}) is larger than {MAX_JSON_BYTES} bytes, the most an image's JSON document may be (skopeo's limit too)",
-            path.display()
-        );
+        return Err(invalid(format!("{what} ({}) is larger than {MAX_JSON_BYTES} bytes, the most an image's JSON document may be (skopeo's limit too)", path.display())));
     }
     if let Some(want) = digest {
         r.check(want, what)?;
@@ -420,7 +421,7 @@ fn check_size(path: &Path, declared: Option<u64>, digest: &str) -> anyhow::Resul
         })?
         .len();
     if len != declared {
-        bail!("the blob {digest} is {len} bytes but its descriptor says {declared}: the image is corrupt or was tampered with");
+        return Err(invalid(format!("the blob {digest} is {len} bytes but its descriptor says {declared}: the image is corrupt or was tampered with")));
     }
     Ok(())
 }
@@ -448,17 +449,17 @@ fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
     for _ in 0..4 {
         let manifests = index["manifests"]
             .as_array()
-            .ok_or_else(|| anyhow!("index.json has no manifests"))?;
+            .ok_or_else(|| invalid("index.json has no manifests"))?;
         if manifests.len() != 1 {
-            bail!(
+            return Err(invalid(format!(
                 "the OCI layout holds {} manifests; give an archive of exactly one image",
                 manifests.len()
-            );
+            )));
         }
         let desc = &manifests[0];
         let digest = desc["digest"]
             .as_str()
-            .ok_or_else(|| anyhow!("a manifest descriptor has no digest"))?;
+            .ok_or_else(|| invalid("a manifest descriptor has no digest"))?;
         let path = blob_path(layout, digest)?;
         let doc = read_json(&path, Some(digest), &format!("the manifest {digest}"))?;
         if doc["manifests"].is_array() {
@@ -467,7 +468,7 @@ fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
         }
         let config_digest = doc["config"]["digest"]
             .as_str()
-            .ok_or_else(|| anyhow!("manifest {digest} has no config digest"))?;
+            .ok_or_else(|| invalid(format!("manifest {digest} has no config digest")))?;
         let config_path = blob_path(layout, config_digest)?;
         let config = read_json(
             &config_path,
@@ -478,7 +479,7 @@ fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
         for l in doc["layers"].as_array().into_iter().flatten() {
             let d = l["digest"]
                 .as_str()
-                .ok_or_else(|| anyhow!("a layer of manifest {digest} has no digest"))?;
+                .ok_or_else(|| invalid(format!("a layer of manifest {digest} has no digest")))?;
             let path = blob_path(layout, d)?;
             check_size(&path, l["size"].as_u64(), d)?;
             layers.push(LayerRef {
@@ -492,7 +493,7 @@ fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
             layers,
         });
     }
-    bail!("index.json nests image indexes too deeply")
+    Err(invalid("index.json nests image indexes too deeply"))
 }
 
 /// A docker-archive: manifest.json names the config and the layer tars by path.
@@ -500,26 +501,27 @@ fn docker_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
     let manifest = read_json(&layout.join("manifest.json"), None, "manifest.json")?;
     let images = manifest
         .as_array()
-        .ok_or_else(|| anyhow!("manifest.json is not a list"))?;
+        .ok_or_else(|| invalid("manifest.json is not a list"))?;
     if images.len() != 1 {
-        bail!(
+        return Err(invalid(format!(
             "the docker-archive holds {} images; give an archive of exactly one image",
             images.len()
-        );
+        )));
     }
     let in_archive = |name: &str| -> anyhow::Result<PathBuf> {
-        let parts = components(name.as_bytes()).map_err(|e| anyhow!("manifest.json: {e}"))?;
+        let parts =
+            components(name.as_bytes()).map_err(|e| invalid(format!("manifest.json: {e}")))?;
         Ok(parts.iter().fold(layout.to_path_buf(), |p, c| p.join(c)))
     };
     let config_name = images[0]["Config"]
         .as_str()
-        .ok_or_else(|| anyhow!("manifest.json has no Config"))?;
+        .ok_or_else(|| invalid("manifest.json has no Config"))?;
     let config = read_json(&in_archive(config_name)?, None, "the config")?;
     let mut paths = Vec::new();
     for l in images[0]["Layers"].as_array().into_iter().flatten() {
         let name = l
             .as_str()
-            .ok_or_else(|| anyhow!("manifest.json has a layer that is not a path"))?;
+            .ok_or_else(|| invalid("manifest.json has a layer that is not a path"))?;
         paths.push(in_archive(name)?);
     }
     // The layers are named by path only: the config's diff_ids are their digests (skopeo
@@ -529,18 +531,14 @@ fn docker_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
         .cloned()
         .unwrap_or_default();
     if diff_ids.len() != paths.len() {
-        bail!(
-            "the docker-archive's manifest.json lists {} layers but its config's rootfs.diff_ids {}: \
-             inconsistent image, refused",
-            paths.len(),
-            diff_ids.len()
-        );
+        return Err(invalid(format!("the docker-archive's manifest.json lists {} layers but its config's rootfs.diff_ids {}: \
+             inconsistent image, refused", paths.len(), diff_ids.len())));
     }
     let mut layers = Vec::new();
     for (path, diff_id) in paths.into_iter().zip(&diff_ids) {
         let diff_id = diff_id
             .as_str()
-            .ok_or_else(|| anyhow!("the config has a diff_id that is not a string"))?;
+            .ok_or_else(|| invalid("the config has a diff_id that is not a string"))?;
         parse_digest(diff_id)?;
         layers.push(LayerRef {
             path,

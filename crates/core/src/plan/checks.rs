@@ -1,7 +1,7 @@
 //! Refusals a plan makes before anything is written: inputs that cannot give a clean
 //! replacement, and paths an unrelated installed package already owns.
 
-use anyhow::{anyhow, bail};
+use crate::plan::refused;
 
 use super::{Content, ReplacementPlan, StockPackage, Target};
 use crate::plan::staging::Staging;
@@ -23,7 +23,7 @@ pub fn check_inputs(
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     {
-        bail!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.flavor);
+        return Err(refused(format!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.flavor)));
     }
 
     // Every staged family must have a stock owner; every required family a staged library.
@@ -35,26 +35,19 @@ pub fn check_inputs(
             })
         });
         if owner.is_none() {
-            bail!(
-                "staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly",
-                lib.file_name, fam.stem, fam.stem
-            );
+            return Err(refused(format!("staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly", lib.file_name, fam.stem, fam.stem)));
         }
     }
     let hsa_lib = staging.family("libhsa-runtime64").ok_or_else(|| {
-        anyhow!(
+        refused(format!(
             "staging {} has no libhsa-runtime64 library in lib/",
             staging.dir.display()
-        )
+        ))
     })?;
     let backport_check_skipped = staging.backport_check_skipped();
     if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
         if !backport_check_skipped {
-            bail!(
-                "staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it",
-                hsa_lib.source.display(),
-                rocm::BACKPORT_SYMBOL
-            );
+            return Err(refused(format!("staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it", hsa_lib.source.display(), rocm::BACKPORT_SYMBOL)));
         }
         // Built with --no-backport-check: both controls and the marker say so, and verify
         // fails on it unless told it is accepted.
@@ -67,10 +60,10 @@ pub fn check_inputs(
         ));
     }
     if staging.family("libamdhip64").is_none() {
-        bail!(
+        return Err(refused(format!(
             "staging {} has no libamdhip64 library in lib/",
             staging.dir.display()
-        );
+        )));
     }
 
     Ok(())
@@ -95,13 +88,7 @@ pub fn check_target_owners(
                     })
                     .collect();
                 if !owners.is_empty() {
-                    bail!(
-                        "{} ({} in {}) is already owned by {} on the target; dpkg would refuse to overwrite it",
-                        f.path,
-                        f.role.word(),
-                        p.package,
-                        owners.join(", ")
-                    );
+                    return Err(refused(format!("{} ({} in {}) is already owned by {} on the target; dpkg would refuse to overwrite it", f.path, f.role.word(), p.package, owners.join(", "))));
                 }
             }
         }

@@ -2,9 +2,8 @@
 //! the rebuilt library under its own name, the stock versioned names as hard links to it,
 //! the SONAME link, and the stock's other links following the SONAME chain.
 
+use crate::plan::refused;
 use std::collections::BTreeSet;
-
-use anyhow::{anyhow, bail};
 
 use super::{
     Content, PlanOptions, PlannedFile, PlannedLibrary, Role, StockFile, StockKind, StockPackage,
@@ -53,11 +52,10 @@ pub fn plan_families(
             .collect();
         let Some(staged) = staging.family(fam.stem) else {
             if fam.required {
-                bail!(
+                return Err(refused(format!(
                     "stock {} ships {} but the staging has none",
-                    s.name,
-                    fam.stem
-                );
+                    s.name, fam.stem
+                )));
             }
             warnings.push(format!(
                 "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt libamdhip64 with a stock {} can fail at JIT time)",
@@ -93,10 +91,10 @@ fn plan_family(
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let staged_soname = staged.elf.soname.clone().ok_or_else(|| {
-        anyhow!(
+        refused(format!(
             "staged {} has no SONAME (DT_SONAME); it cannot stand in for a stock library",
             staged.source.display()
-        )
+        ))
     })?;
     let stock_real: Vec<&StockFile> = stock_family
         .iter()
@@ -107,11 +105,8 @@ fn plan_family(
     for so in &stock_sonames {
         if rocm::soname_major(so) != rocm::soname_major(&staged_soname) && !opts.allow_soname_change
         {
-            bail!(
-                "SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
-                 Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended",
-                s.name, staged.file_name
-            );
+            return Err(refused(format!("SONAME change: stock {} ships {so}, the staged {} has SONAME {staged_soname}. \
+                 Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended", s.name, staged.file_name)));
         }
     }
     let real_path = format!("{lib_dir}/{}", staged.file_name);

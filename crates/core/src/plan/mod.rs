@@ -9,16 +9,18 @@
 //! - [`templates`]: maintainer scripts, pin file and documents rendered from debian-templates/.
 
 mod checks;
+mod error;
 mod families;
 pub mod staging;
 pub mod stock;
 pub mod templates;
 mod vendored;
 
+pub(crate) use error::refused;
+pub use error::PlanError;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-
-use anyhow::{anyhow, bail};
 
 use crate::deb::control::{format_relations, parse_relations, Relation, RelationOp, Relations};
 use crate::deb::version::Version;
@@ -222,10 +224,7 @@ pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, St
         for f in db.files(&key)? {
             if let Some(fam) = rocm::runtime_library_family_at(prefix, &f) {
                 if !p.is_installed() {
-                    bail!(
-                        "stock package {} owns {f} but is in state `{}`, not installed; finish it first (dpkg --configure -a)",
-                        p.name, p.state
-                    );
+                    return Err(refused(format!("stock package {} owns {f} but is in state `{}`, not installed; finish it first (dpkg --configure -a)", p.name, p.state)));
                 }
                 found.entry(fam.half).or_default().insert(key.clone());
             }
@@ -260,28 +259,24 @@ fn collect_halves(
     where_: &str,
 ) -> anyhow::Result<Vec<(Half, String)>> {
     if found.is_empty() {
-        bail!(
-            "no stock packages own a ROCm runtime library in {prefix}/lib/ in {where_}; \
-             check --prefix (the real versioned prefix, e.g. /opt/rocm-7.2.4) and that the stock runtime is installed"
-        );
+        return Err(refused(format!("no stock packages own a ROCm runtime library in {prefix}/lib/ in {where_}; \
+             check --prefix (the real versioned prefix, e.g. /opt/rocm-7.2.4) and that the stock runtime is installed")));
     }
     let mut out = vec![];
     for half in [Half::Hsa, Half::Hip] {
         match found.get(&half) {
             None => {
                 let have: Vec<&String> = found.values().flatten().collect();
-                bail!(
-                    "only half of the runtime pair found in {prefix}/lib/ ({where_}): {} present, but no package owns the {} libraries; \
-                     replacing one half alone would mix a patched and a stock runtime",
-                    have.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
-                    rocm::stock_base_name(half)
-                );
+                return Err(refused(format!("only half of the runtime pair found in {prefix}/lib/ ({where_}): {} present, but no package owns the {} libraries; \
+                     replacing one half alone would mix a patched and a stock runtime", have.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "), rocm::stock_base_name(half))));
             }
-            Some(names) if names.len() > 1 => bail!(
-                "several packages own {} libraries in {prefix}/lib/: {}; expected one",
-                rocm::stock_base_name(half),
-                names.iter().cloned().collect::<Vec<_>>().join(", ")
-            ),
+            Some(names) if names.len() > 1 => {
+                return Err(refused(format!(
+                    "several packages own {} libraries in {prefix}/lib/: {}; expected one",
+                    rocm::stock_base_name(half),
+                    names.iter().cloned().collect::<Vec<_>>().join(", ")
+                )))
+            }
             Some(names) => out.push((half, names.iter().next().cloned().unwrap_or_default())),
         }
     }
@@ -294,11 +289,13 @@ fn collect_halves(
         {
             continue;
         }
-        bail!("unexpected owners for {half:?}: {names:?}");
+        return Err(refused(format!(
+            "unexpected owners for {half:?}: {names:?}"
+        )));
     }
     let hsa = &out[0].1;
     if out[1].1 == *hsa {
-        bail!("package {hsa} owns both HSA and HIP runtime libraries in {prefix}/lib/; refusing to guess how to split it");
+        return Err(refused(format!("package {hsa} owns both HSA and HIP runtime libraries in {prefix}/lib/; refusing to guess how to split it")));
     }
     Ok(out)
 }
@@ -330,7 +327,7 @@ pub fn plan(
         let name = names
             .iter()
             .find(|n| n.stock == s.name)
-            .ok_or_else(|| anyhow!("internal: no name for {}", s.name))?;
+            .ok_or_else(|| refused(format!("internal: no name for {}", s.name)))?;
         plans.push(plan_package(
             *half,
             s,
@@ -391,10 +388,10 @@ fn replacement_names(
     for (half, s) in stock {
         let version = replacement_version(&s.version, staging.commit_time, &staging.commit);
         if version <= s.version {
-            bail!(
+            return Err(refused(format!(
                 "replacement version {version} does not sort above stock {}",
                 s.version
-            );
+            )));
         }
         names.push(ReplacementName {
             half: *half,
@@ -546,12 +543,12 @@ fn finish_packages(
                 p.version.to_string(),
             )
         })
-        .ok_or_else(|| anyhow!("internal: no HSA plan"))?;
+        .ok_or_else(|| refused("internal: no HSA plan"))?;
     for p in plans.iter_mut() {
         let s = &stock
             .iter()
             .find(|(_, s)| s.name == p.stock_name)
-            .ok_or_else(|| anyhow!("internal: no stock package {}", p.stock_name))?
+            .ok_or_else(|| refused(format!("internal: no stock package {}", p.stock_name)))?
             .1;
         p.control = control_for(p, s, &hsa_ref, names, target_deps, staging, opts)?;
         p.scripts = templates::scripts(p, prefix, &hsa_ref.1)?;
@@ -568,7 +565,10 @@ fn finish_packages(
         let mut seen = BTreeSet::new();
         for f in &p.files {
             if !seen.insert(f.path.clone()) {
-                bail!("internal: {} planned twice in {}", f.path, p.package);
+                return Err(refused(format!(
+                    "internal: {} planned twice in {}",
+                    f.path, p.package
+                )));
             }
         }
     }
@@ -581,11 +581,7 @@ pub fn check_disjoint(plans: &[ReplacementPlan]) -> anyhow::Result<()> {
     for p in plans {
         for f in p.files.iter().filter(|f| f.content != Content::Dir) {
             if let Some(other) = owner.insert(f.path.as_str(), p.package.as_str()) {
-                bail!(
-                    "{} would be shipped by both {other} and {}; dpkg would abort the swap with \"trying to overwrite\"",
-                    f.path,
-                    p.package
-                );
+                return Err(refused(format!("{} would be shipped by both {other} and {}; dpkg would abort the swap with \"trying to overwrite\"", f.path, p.package)));
             }
         }
     }
@@ -655,21 +651,12 @@ fn resolve_needed(
                     continue;
                 }
                 let (Some(db), Some(dirs)) = (target.db, dirs.as_ref()) else {
-                    bail!(
-                        "{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against ({}); \
-                         run on the target system, or give --stock-root DIR for a ROCm image tree",
-                        lib.file_name,
-                        target.db_error.as_deref().unwrap_or("none was read")
-                    );
+                    return Err(refused(format!("{} NEEDs {needed}, which the replacement packages do not ship, and there is no target dpkg database to resolve it against ({}); \
+                         run on the target system, or give --stock-root DIR for a ROCm image tree", lib.file_name, target.db_error.as_deref().unwrap_or("none was read"))));
                 };
                 let Some((found, owners)) = db.find_library_owner(needed, dirs)? else {
-                    bail!(
-                        "{} NEEDs {needed}: not shipped by the replacement packages and not found in any installed package on the target ({}; searched {}). \
-                         Install the package that provides it on the target, or vendor it in the staging",
-                        lib.file_name,
-                        db.root().display(),
-                        dirs.join(", ")
-                    );
+                    return Err(refused(format!("{} NEEDs {needed}: not shipped by the replacement packages and not found in any installed package on the target ({}; searched {}). \
+                         Install the package that provides it on the target, or vendor it in the staging", lib.file_name, db.root().display(), dirs.join(", "))));
                 };
                 let owner = owners[0].clone();
                 let bare = owner.split(':').next().unwrap_or(&owner).to_string();
@@ -679,7 +666,7 @@ fn resolve_needed(
                 let version = db
                     .installed(&owner)
                     .map(|i| i.version.clone())
-                    .ok_or_else(|| anyhow!("{found} is owned by {owner}, which is not fully installed on the target"))?;
+                    .ok_or_else(|| refused(format!("{found} is owned by {owner}, which is not fully installed on the target")))?;
                 let list = out.entry(p.package.clone()).or_default();
                 if !list.iter().any(|(n, _)| *n == bare) {
                     list.push((bare, version));
@@ -701,7 +688,10 @@ fn control_for(
     opts: &PlanOptions,
 ) -> anyhow::Result<Paragraph> {
     let err = |field: &str, e: crate::deb::control::ControlError| {
-        anyhow!("stock {} ({}): field {field}: {e}", s.name, s.origin)
+        refused(format!(
+            "stock {} ({}): field {field}: {e}",
+            s.name, s.origin
+        ))
     };
     let mut fields: BTreeMap<&str, Relations> = BTreeMap::new();
     for f in RELATION_FIELDS {
@@ -759,7 +749,8 @@ fn control_for(
 
     let mut c = Paragraph::new();
     let set = |c: &mut Paragraph, k: &str, v: &str| {
-        c.set(k, v).map_err(|e| anyhow!("control field {k}: {e}"))
+        c.set(k, v)
+            .map_err(|e| refused(format!("control field {k}: {e}")))
     };
     set(&mut c, "Package", &p.package)?;
     set(&mut c, "Version", &p.version.to_string())?;

@@ -3,9 +3,10 @@
 //! With a `rocm-pin-build.json` manifest the commit comes from it and each library's sha256 is
 //! checked against it (a staging changed after the build is refused).
 
+use crate::plan::refused;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 
 use crate::build::manifest::{BuildManifest, MANIFEST_FILE};
 use crate::build::patches::PatchRecord;
@@ -98,10 +99,7 @@ pub struct CommitOverride {
 pub fn load(dir: &Path, over: &CommitOverride) -> anyhow::Result<Staging> {
     let lib = dir.join("lib");
     if !lib.is_dir() {
-        bail!(
-            "staging {} has no lib/ directory (expected the output of `rocm-pin build` or a `cmake --install` tree)",
-            dir.display()
-        );
+        return Err(refused(format!("staging {} has no lib/ directory (expected the output of `rocm-pin build` or a `cmake --install` tree)", dir.display())));
     }
     let manifest_path = dir.join(MANIFEST_FILE);
     let manifest = read_manifest(&manifest_path)?;
@@ -134,7 +132,9 @@ pub fn adopted(
 ) -> anyhow::Result<Staging> {
     let commit = checked_commit(commit)?;
     if commit_time <= 0 {
-        bail!("commit time {commit_time} is not a positive Unix timestamp");
+        return Err(refused(format!(
+            "commit time {commit_time} is not a positive Unix timestamp"
+        )));
     }
     Ok(Staging {
         dir: dir.to_path_buf(),
@@ -190,17 +190,10 @@ fn commit_of(
     manifest_path: &Path,
 ) -> anyhow::Result<String> {
     let commit = match (&over.commit, manifest) {
-        (Some(c), Some(m)) if *c != m.commit => bail!(
-            "--commit {c} differs from the staging manifest's commit {} ({})",
-            m.commit,
-            manifest_path.display()
-        ),
+        (Some(c), Some(m)) if *c != m.commit => return Err(refused(format!("--commit {c} differs from the staging manifest's commit {} ({})", m.commit, manifest_path.display()))),
         (_, Some(m)) => m.commit.clone(),
         (Some(c), None) => c.clone(),
-        (None, None) => bail!(
-            "staging {} has no {MANIFEST_FILE}: give --commit <full sha> and --commit-time (or SOURCE_DATE_EPOCH)",
-            dir.display()
-        ),
+        (None, None) => return Err(refused(format!("staging {} has no {MANIFEST_FILE}: give --commit <full sha> and --commit-time (or SOURCE_DATE_EPOCH)", dir.display()))),
     };
     checked_commit(&commit)
 }
@@ -208,7 +201,9 @@ fn commit_of(
 /// `commit` in lower case, when it is a hexadecimal git commit id of at least 7 digits.
 fn checked_commit(commit: &str) -> anyhow::Result<String> {
     if commit.len() < 7 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("commit {commit:?} is not a hexadecimal git commit id (at least 7 digits)");
+        return Err(refused(format!(
+            "commit {commit:?} is not a hexadecimal git commit id (at least 7 digits)"
+        )));
     }
     Ok(commit.to_ascii_lowercase())
 }
@@ -222,13 +217,12 @@ fn commit_time_of(
     let commit_time = match (manifest, over.commit_time) {
         (Some(m), _) => m.commit_time,
         (None, Some(t)) => t,
-        (None, None) => bail!(
-            "staging {} has no {MANIFEST_FILE}: the commit time is needed to order package versions; give --commit-time or SOURCE_DATE_EPOCH",
-            dir.display()
-        ),
+        (None, None) => return Err(refused(format!("staging {} has no {MANIFEST_FILE}: the commit time is needed to order package versions; give --commit-time or SOURCE_DATE_EPOCH", dir.display()))),
     };
     if commit_time <= 0 {
-        bail!("commit time {commit_time} is not a positive Unix timestamp");
+        return Err(refused(format!(
+            "commit time {commit_time} is not a positive Unix timestamp"
+        )));
     }
     Ok(commit_time)
 }
@@ -242,7 +236,7 @@ fn list_dir_sorted(lib: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
             let name = e
                 .file_name()
                 .into_string()
-                .map_err(|n| anyhow!("{}: non-UTF-8 file name {n:?}", lib.display()))?;
+                .map_err(|n| refused(format!("{}: non-UTF-8 file name {n:?}", lib.display())))?;
             Ok((name, e.path()))
         })
         .collect::<anyhow::Result<_>>()?;
@@ -281,7 +275,7 @@ fn read_lib_entry(lib: &Path, name: &str, path: &Path) -> anyhow::Result<Option<
     let head = read_head(path)?;
     if !crate::elf::is_elf(&head) {
         if family.is_some() || meta.len() == 0 {
-            bail!(
+            return Err(refused(format!(
                 "staged library {} is {} — not an ELF shared object; rebuild the staging",
                 path.display(),
                 if meta.len() == 0 {
@@ -289,17 +283,17 @@ fn read_lib_entry(lib: &Path, name: &str, path: &Path) -> anyhow::Result<Option<
                 } else {
                     "not ELF".to_string()
                 }
-            );
+            )));
         }
         return Ok(None);
     }
     let elf = crate::elf::read_elf(path)?;
     if !elf.shared_object {
         if family.is_some() {
-            bail!(
+            return Err(refused(format!(
                 "staged library {} is not a shared object (ET_DYN)",
                 path.display()
-            );
+            )));
         }
         return Ok(None);
     }
@@ -317,22 +311,22 @@ fn read_lib_entry(lib: &Path, name: &str, path: &Path) -> anyhow::Result<Option<
 /// Resolve the symlink `lib/<name>`; it must not dangle nor lead out of `lib/`.
 fn read_staged_link(lib: &Path, name: &str, path: &Path) -> anyhow::Result<StagedLink> {
     let real = std::fs::canonicalize(path).map_err(|_| {
-        anyhow!(
+        refused(format!(
             "staged link {} dangles (-> {}); rebuild the staging",
             path.display(),
             std::fs::read_link(path)
                 .map(|t| t.display().to_string())
                 .unwrap_or_default()
-        )
+        ))
     })?;
     let lib_real = std::fs::canonicalize(lib)?;
     if real.parent() != Some(lib_real.as_path()) {
         // A link out of lib/ (e.g. into the builder's /usr/lib) is not ours to ship.
-        bail!(
+        return Err(refused(format!(
             "staged link {} points outside the staging lib/ ({}); refusing to package it",
             path.display(),
             real.display()
-        );
+        )));
     }
     let target = real
         .file_name()
@@ -353,11 +347,11 @@ fn check_one_file_per_family(lib: &Path, libraries: &[StagedLibrary]) -> anyhow:
             .filter(|l| l.family.is_some_and(|f| f.stem == fam.stem))
             .count();
         if n > 1 {
-            bail!(
+            return Err(refused(format!(
                 "staging {} holds {n} real files of {}; expected one (remove the stale one)",
                 lib.display(),
                 fam.stem
-            );
+            )));
         }
     }
     Ok(())
@@ -374,11 +368,7 @@ fn check_manifest_hashes(
         let actual = sha256_file(&p)
             .with_context(|| format!("manifest {} lists {}", manifest_path.display(), ml.path))?;
         if actual != ml.sha256 {
-            bail!(
-                "staged {} changed since the build (sha256 {actual}, manifest {}); rebuild or restore the staging",
-                p.display(),
-                ml.sha256
-            );
+            return Err(refused(format!("staged {} changed since the build (sha256 {actual}, manifest {}); rebuild or restore the staging", p.display(), ml.sha256)));
         }
     }
     Ok(())

@@ -2,10 +2,11 @@
 //! regular file is checked against dpkg's md5sums here, so a later step never carries a file
 //! that is not what the stock package shipped.
 
+use crate::plan::refused;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 
 use crate::deb::version::Version;
 use crate::deb::Paragraph;
@@ -76,7 +77,7 @@ pub fn from_dpkg_db_allowing(
 ) -> anyhow::Result<StockPackage> {
     let pkg = db
         .installed(name)
-        .ok_or_else(|| anyhow!("stock package {name} is not installed (state must be `installed`) in the dpkg database under {}", db.root().display()))?;
+        .ok_or_else(|| refused(format!("stock package {name} is not installed (state must be `installed`) in the dpkg database under {}", db.root().display())))?;
     let listed = db.files(name)?;
     let sums = db.md5sums(name)?;
     let conffile_sums: BTreeMap<String, String> = db
@@ -105,11 +106,13 @@ pub fn from_dpkg_db_allowing(
                 });
                 continue;
             }
-            Err(e) => bail!(
+            Err(e) => {
+                return Err(refused(format!(
                 "stock file {path} of {name} is missing under {} ({e}); dpkg -L {name} lists it. \
                  Reinstall the stock package (apt-get install --reinstall {name}) before packaging",
                 db.root().display()
-            ),
+            )))
+            }
         };
         let prefix = format!("{}/", path.trim_end_matches('/'));
         let has_children = listed.iter().any(|p| p.starts_with(&prefix));
@@ -130,14 +133,9 @@ pub fn from_dpkg_db_allowing(
                 ));
             }
             match sums.get(path) {
-                Some(expected) if *expected != actual && !replaced_in_place(path) => bail!(
-                    "stock file {path} of {name} was modified on disk: md5 {actual}, dpkg recorded {expected} \
-                     (a previous in-place replacement?). Restore it with apt-get install --reinstall {name}"
-                ),
-                None if !is_conffile => bail!(
-                    "stock file {path} of {name} has no md5sum in dpkg's database ({}); cannot prove it is unmodified",
-                    db.info_file(name, "md5sums").map(|p| p.display().to_string()).unwrap_or_else(|| format!("info/{name}.md5sums missing"))
-                ),
+                Some(expected) if *expected != actual && !replaced_in_place(path) => return Err(refused(format!("stock file {path} of {name} was modified on disk: md5 {actual}, dpkg recorded {expected} \
+                     (a previous in-place replacement?). Restore it with apt-get install --reinstall {name}"))),
+                None if !is_conffile => return Err(refused(format!("stock file {path} of {name} has no md5sum in dpkg's database ({}); cannot prove it is unmodified", db.info_file(name, "md5sums").map(|p| p.display().to_string()).unwrap_or_else(|| format!("info/{name}.md5sums missing"))))),
                 _ => {}
             }
             StockKind::File {
@@ -145,7 +143,9 @@ pub fn from_dpkg_db_allowing(
                 md5: actual,
             }
         } else {
-            bail!("stock path {path} of {name} is neither a file, a directory nor a symlink");
+            return Err(refused(format!(
+                "stock path {path} of {name} is neither a file, a directory nor a symlink"
+            )));
         };
         files.push(StockFile {
             path: path.clone(),
@@ -204,7 +204,8 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
     let entries = extract_data(deb, extract_to, &limits)
         .with_context(|| format!("extracting stock {}", deb.display()))?;
     let get = |f: &str| info.control.get(f).map(str::to_string);
-    let name = get("Package").ok_or_else(|| anyhow!("{}: no Package field", deb.display()))?;
+    let name =
+        get("Package").ok_or_else(|| refused(format!("{}: no Package field", deb.display())))?;
     let mut files = vec![];
     for e in &entries {
         let rel = e.path.trim_start_matches("./").trim_end_matches('/');
@@ -220,10 +221,10 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
                 let actual = md5_file(&source)?;
                 if let Some(expected) = sums.get(&path) {
                     if *expected != actual {
-                        bail!(
+                        return Err(refused(format!(
                             "{}: {path} does not match the package's own md5sums (corrupt .deb)",
                             deb.display()
-                        );
+                        )));
                     }
                 }
                 StockKind::File {
@@ -236,7 +237,8 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
     }
     Ok(StockPackage {
         version: parse_version(
-            &get("Version").ok_or_else(|| anyhow!("{}: no Version field", deb.display()))?,
+            &get("Version")
+                .ok_or_else(|| refused(format!("{}: no Version field", deb.display())))?,
             &deb.display().to_string(),
         )?,
         architecture: get("Architecture").unwrap_or_else(|| "all".into()),

@@ -2,9 +2,8 @@
 //! description, copyright (with years), changelog, lintian overrides. `{{key}}` placeholders;
 //! an unknown or unfilled placeholder is an error, never silently left in a package.
 
+use crate::plan::refused;
 use std::collections::BTreeMap;
-
-use anyhow::bail;
 
 use super::{ReplacementPlan, StockPackage};
 use crate::rocm::{self, Half};
@@ -33,7 +32,9 @@ pub fn render(template: &str, vars: &[(&str, &str)]) -> anyhow::Result<String> {
     }
     if let Some(i) = out.find("{{") {
         let rest: String = out[i..].chars().take(40).collect();
-        bail!("template placeholder left unfilled: {rest:?}");
+        return Err(refused(format!(
+            "template placeholder left unfilled: {rest:?}"
+        )));
     }
     Ok(out)
 }

@@ -60,6 +60,9 @@ pub enum RepoError {
         fingerprint: String,
         problem: KeyValidityProblem,
     },
+    /// Any other refusal of `rocm-pin repo`, in the words of the check that refused it.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl RepoError {
@@ -125,4 +128,9 @@ fn join_lines(conflicts: &[RepoConflict]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n  ")
+}
+
+/// Any other refusal of `rocm-pin repo`, as an `anyhow::Error` carrying [`RepoError::Refused`] (exit 2).
+pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
+    crate::error::Error::Repo(RepoError::Refused(message.into())).into()
 }
