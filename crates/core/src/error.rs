@@ -4,11 +4,13 @@
 //! 2 usage or environment error (bad input, missing tool, refused operation);
 //! 3 the ROCm version gate skipped this host (verify after an `auto` skip).
 //!
-//! Refusals that callers and tests tell apart are variants with the facts as fields; the
-//! rest carry their message in [`Error::Usage`], [`Error::CheckFailed`] or [`Error::Skipped`].
-//! Each variant's text is what the user reads on stderr (`rocm-pin: error: …`). Functions
-//! return `anyhow::Result` so context can be added on the way up; [`exit_code_for`] finds our
-//! error anywhere in the chain.
+//! Each domain owns its errors and their wording (`build::BuildError`, `host::gate::GateError`,
+//! `repo::RepoError`, `deb::DebError`, …), each with `kind()`; [`Error`] wraps them, next to
+//! plain-message [`Error::Usage`], [`Error::CheckFailed`] and [`Error::Skipped`]. Each text is
+//! what the user reads on stderr (`rocm-pin: error: …`). [`ExitKind::code`] is the one table of
+//! exit numbers and [`exit_code_for`], which `main` calls, finds our error anywhere in an
+//! `anyhow` chain. Whether an operation had changed the host when it failed is a fact carried
+//! by [`Error::AfterChange`] ([`HostChange`]), never read from an exit code.
 
 use std::fmt;
 
