@@ -3,7 +3,6 @@
 //! algorithms, docker-archive diff_ids), whiteouts that name no plain entry, the unpack limits,
 //! and the temporary root removed when SIGINT, SIGTERM or SIGHUP ends `verify --image-archive`.
 
-use rocm_pin::image::ImageError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +14,7 @@ use rocm_pin::deb::compress::{Compression, Encoder};
 use rocm_pin::deb::tar::{TarWriter, WriteKind};
 use rocm_pin::error::Error;
 use rocm_pin::image::limits::ImageLimits;
+use rocm_pin::image::ImageError;
 use rocm_pin::image::{unpack, unpack_within, ImageSource};
 use sha2::Digest as _;
 

@@ -5,7 +5,6 @@
 //! from that content, build the .debs. All work happens in a temporary directory; `--out`
 //! receives the finished .debs only at the very end, so a refusal leaves nothing behind.
 
-use crate::plan::refused;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +18,7 @@ use crate::deb::{
 };
 use crate::host::dpkgdb::DpkgDb;
 use crate::host::root::Root;
+use crate::plan::refused;
 use crate::plan::staging::{self, CommitOverride};
 use crate::plan::stock::{self, sha256_file, StockPackage};
 use crate::plan::{

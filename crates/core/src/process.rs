@@ -1,10 +1,11 @@
 //! Helpers for the programs rocm-pin runs (apt, dpkg, cmake, git, …): their output, and the
 //! path of rocm-pin's own executable (which the guard's hooks and install's checks need).
 
-use crate::error::usage;
 use std::path::PathBuf;
 
 use anyhow::Context;
+
+use crate::error::usage;
 
 /// The last `n` lines of a program's output, for error messages that quote what it said last.
 pub fn tail_lines(bytes: &[u8], n: usize) -> String {

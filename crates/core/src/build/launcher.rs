@@ -7,11 +7,11 @@
 //! (program, version, cache configuration with any credentials removed) but is not part of the
 //! staging's cache key.
 
-use crate::build::BuildError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::prereq::{self, ProbeEnv};
+use crate::build::BuildError;
 use crate::error::{usage, Error};
 
 /// Which launcher.

@@ -2,10 +2,10 @@
 //! missing item is collected and reported in ONE error with the package that provides it, before
 //! anything compiles. Knows nothing of ROCm: the list comes from [`super::recipe`].
 
-use crate::build::BuildError;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::build::BuildError;
 use crate::build::MissingItem;
 use crate::error::Error;
 

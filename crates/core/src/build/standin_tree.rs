@@ -3,11 +3,12 @@
 //! commits it with a fixed identity and date, so its commit id is the same on every machine.
 //! Goes through exactly the same build code path as the real tree (see the fixture's README).
 
-use crate::build::refused;
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::Context;
+
+use crate::build::refused;
 
 /// Committer/author date of the stand-in commit (fixed: the commit id must not depend on when
 /// or where it was made).

@@ -2,7 +2,6 @@
 //! given tree and options, so `--dry-run` prints exactly what [`run_step`] runs. Generic CMake
 //! orchestration; the ROCm specifics (options, LLVM wiring) come from [`super::recipe`].
 
-use crate::build::refused;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,6 +10,7 @@ use std::process::{Command, Stdio};
 use anyhow::Context;
 
 use super::recipe::{self, ConfigureInputs, TreeKind};
+use crate::build::refused;
 
 /// Lines of a failed step's log quoted in the error.
 pub const LOG_TAIL_LINES: usize = 40;

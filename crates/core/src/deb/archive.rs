@@ -8,7 +8,6 @@
 //! built in memory; then the ar is assembled into a second temporary file (copying data.tar's
 //! compressed bytes, which the kernel does without a userspace pass) and renamed into place.
 
-use crate::deb::invalid;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
@@ -27,6 +26,7 @@ use super::content::{
 };
 use super::tar::{TarWriter, WriteKind};
 use super::{Compression, Paragraph};
+use crate::deb::invalid;
 use crate::progress::{self, Listener};
 
 #[derive(Debug, Clone)]

@@ -10,7 +10,6 @@
 //! parent directories are added (0755), and of a set of hard links the first path in that
 //! order carries the bytes while the others link to it.
 
-use crate::deb::invalid;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
@@ -18,6 +17,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::Paragraph;
+use crate::deb::invalid;
 
 /// Where a regular file's bytes come from.
 #[derive(Debug, Clone)]

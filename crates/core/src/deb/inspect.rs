@@ -3,7 +3,6 @@
 //! shared object described (SONAME, NEEDED, whether one named symbol is exported). Knows nothing
 //! of ROCm: the caller names the symbol to look for.
 
-use crate::deb::invalid;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
@@ -12,6 +11,7 @@ use md5::{Digest, Md5};
 
 use super::reader::{self, DebInfo, MemberInfo, ReadLimits};
 use super::tar::{Entry, EntryKind};
+use crate::deb::invalid;
 
 /// What to inspect beyond the structure.
 #[derive(Debug, Clone, Copy)]

@@ -3,13 +3,13 @@
 //! is refused before a byte is written: the finished package is renamed into place, which would
 //! silently replace a device node such as `/dev/null` with a regular file.
 
-use crate::deb::DebError;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::deb::DebError;
 use crate::error::Error;
 
 /// The path the finished package is renamed onto for the output `out`: `out` itself when it is

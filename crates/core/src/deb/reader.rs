@@ -4,7 +4,6 @@
 //! Every error is one line naming the file, the member and the problem, e.g.
 //! `pkg.deb: data.tar.xz: entry "./a/../../x" contains a '..' component`.
 
-use crate::deb::invalid;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -14,6 +13,7 @@ use anyhow::Context;
 use super::ar::ArReader;
 use super::tar::{self, Entry, EntryKind};
 use super::{Compression, Paragraph};
+use crate::deb::invalid;
 
 /// Limits that make a hostile archive fail instead of exhausting the machine.
 #[derive(Debug, Clone, Copy)]

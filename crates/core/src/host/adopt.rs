@@ -7,7 +7,6 @@
 //! is completed by the next `rocm-pin adopt` (install is idempotent and finishes an interrupted
 //! dpkg run); a run killed before it changed nothing but files under the state directory.
 
-use crate::host::refused;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -17,6 +16,7 @@ use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport}
 use super::root::{FileKind, Root};
 use super::status;
 use crate::error::{host_change, usage, Error, HostChange};
+use crate::host::refused;
 use crate::package::{self, PackageRequest, StagingInput, StockInput};
 use crate::plan::staging::{self, Staging};
 use crate::plan::PlanOptions;

@@ -6,7 +6,6 @@
 //! (`/opt/rocm-7.2.4/lib/libamdhip64.so.7`), and every read goes through [`Root::read_file`],
 //! so a hostile root cannot point a read outside itself or make it unbounded.
 
-use crate::host::refused;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,6 +15,7 @@ use anyhow::Context;
 use crate::deb::Paragraph;
 use crate::host::excludes::{fnmatch, PathFilters};
 use crate::host::loader;
+use crate::host::refused;
 use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::{bad_package_name, check_listed_paths, is_package_name};
 // The formats live below both dpkg readers; kept importable from here for callers.

@@ -3,8 +3,9 @@
 //! reader; `status`, verify's fast one) and `excludes`, so none of them imports another's
 //! parsers.
 
-use crate::host::refused;
 use std::collections::BTreeMap;
+
+use crate::host::refused;
 
 /// The most entries read from one configuration directory (`ld.so.conf.d`, …) of a root.
 pub const MAX_CONFIG_DIR_ENTRIES: usize = 10_000;

@@ -7,7 +7,6 @@
 //! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
 //! it is taken away again when apt fails before dpkg changed anything.
 
-use crate::host::refused;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +21,7 @@ use super::ourdebs::{read_debs, DebFacts};
 use super::root::Root;
 use super::status::{self, StatusEntry};
 use crate::error::{usage, Error, HostChange};
+use crate::host::refused;
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};

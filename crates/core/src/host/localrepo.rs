@@ -4,13 +4,13 @@
 //! (rpgp, `crate::repo`); the source uses `signed-by=`; a preferences file lets only our
 //! package names come from it.
 
-use crate::host::refused;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use super::ourdebs::DebFacts;
 use super::root::Root;
+use crate::host::refused;
 use crate::repo::{self, RepoOptions};
 use crate::rocm;
 

@@ -2,7 +2,6 @@
 //! provenance marker one of them ships, read with our own streaming .deb reader. Shared by
 //! install and the local repository (which would otherwise reach into each other).
 
-use crate::host::install_error::InstallError;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -11,6 +10,7 @@ use super::status;
 use crate::deb::{EntryKind, ReadLimits};
 use crate::error::Error;
 use crate::host::install_error::DebSetProblem;
+use crate::host::install_error::InstallError;
 use crate::rocm::{self, Marker};
 
 /// Facts of one replacement .deb given on the command line.

@@ -1,11 +1,11 @@
 //! The commit pin moves: a newer pin replaces the installed one through apt (same package
 //! names, higher version); going back to an older pin is an explicit decision.
 
-use crate::host::install_error::InstallError;
 use std::cmp::Ordering;
 
 use super::status::StatusEntry;
 use crate::error::{usage, Error};
+use crate::host::install_error::InstallError;
 use crate::rocm;
 
 /// Refuse installing `version` over the installed `ours` when it is older: a downgrade to an

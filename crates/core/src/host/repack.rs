@@ -4,7 +4,6 @@
 //! in place (the seed's hard-link method) must get a clear refusal, not a "stock" package that
 //! is not stock.
 
-use crate::host::refused;
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -15,6 +14,7 @@ use super::excludes::PathFilters;
 use super::root::{FileKind, Root};
 use super::status::{self, StatusEntry};
 use crate::deb::control::Paragraph;
+use crate::host::refused;
 
 /// Fields dpkg adds to the status database that are not part of a binary control file.
 const STATUS_ONLY: &[&str] = &["Status", "Conffiles", "Config-Version", "Installed-Size"];

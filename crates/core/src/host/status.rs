@@ -7,7 +7,6 @@
 //! every Dockerfile and CI job and is benchmarked against `dpkg --verify`: it must not build
 //! more than it reads.
 
-use crate::host::refused;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -16,6 +15,7 @@ use anyhow::Context;
 use crate::deb::Paragraph;
 use crate::error::Error;
 use crate::host::dpkgfmt::parse_conffiles_field;
+use crate::host::refused;
 use crate::host::root::{FileKind, Root};
 
 /// The status database, inside a root.

@@ -12,7 +12,6 @@
 //! its parent) and no directory may be named like a whiteout. Every entry is counted against
 //! the unpack's [`Budget`] before anything of it is written.
 
-use crate::image::invalid;
 use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read};
@@ -23,6 +22,7 @@ use anyhow::Context;
 
 use super::limits::{Budget, ImageLimits, Limit};
 use crate::deb::tar::{components, read_raw, RawEntry};
+use crate::image::invalid;
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE: &str = ".wh..wh..opq";

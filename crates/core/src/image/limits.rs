@@ -10,7 +10,6 @@
 //! ~300k entries; its paths far fewer than 128 components deep) and far below a full disk's worth of
 //! damage; `verify --image-limit KEY=VALUE` raises any of them.
 
-use crate::image::ImageError;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -19,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
+use crate::image::ImageError;
 
 /// One bound on unpacking an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

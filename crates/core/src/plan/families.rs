@@ -2,12 +2,12 @@
 //! the rebuilt library under its own name, the stock versioned names as hard links to it,
 //! the SONAME link, and the stock's other links following the SONAME chain.
 
-use crate::plan::refused;
 use std::collections::BTreeSet;
 
 use super::{
     Content, PlanOptions, PlannedFile, PlannedLibrary, Role, StockFile, StockKind, StockPackage,
 };
+use crate::plan::refused;
 use crate::plan::staging::{StagedLibrary, Staging};
 use crate::rocm;
 

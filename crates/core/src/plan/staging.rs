@@ -3,7 +3,6 @@
 //! With a `rocm-pin-build.json` manifest the commit comes from it and each library's sha256 is
 //! checked against it (a staging changed after the build is refused).
 
-use crate::plan::refused;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -11,6 +10,7 @@ use anyhow::Context;
 use crate::build::manifest::{BuildManifest, MANIFEST_FILE};
 use crate::build::patches::PatchRecord;
 use crate::elf::ElfInfo;
+use crate::plan::refused;
 use crate::rocm::LibraryFamily;
 
 use super::stock::sha256_file;

@@ -2,7 +2,6 @@
 //! regular file is checked against dpkg's md5sums here, so a later step never carries a file
 //! that is not what the stock package shipped.
 
-use crate::plan::refused;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -12,6 +11,7 @@ use crate::deb::version::Version;
 use crate::deb::Paragraph;
 pub use crate::digest::{md5_file, sha256_file};
 use crate::host::dpkgdb::{parse_md5sums, DpkgDb};
+use crate::plan::refused;
 
 /// What one path of a stock package is.
 #[derive(Debug, Clone, PartialEq, Eq)]

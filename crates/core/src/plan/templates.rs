@@ -2,10 +2,10 @@
 //! description, copyright (with years), changelog, lintian overrides. `{{key}}` placeholders;
 //! an unknown or unfilled placeholder is an error, never silently left in a package.
 
-use crate::plan::refused;
 use std::collections::BTreeMap;
 
 use super::{ReplacementPlan, StockPackage};
+use crate::plan::refused;
 use crate::rocm::{self, Half};
 
 pub const DEFAULT_MAINTAINER: &str = "rocm-pin packager <rocm-pin@example.com>";
