@@ -151,7 +151,7 @@ pub enum GateError {
 }
 
 impl GateError {
-    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         match self {
             GateError::GateRefused { .. } => ExitKind::Usage,

@@ -493,7 +493,7 @@ pub enum GuardError {
 }
 
 impl GuardError {
-    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         ExitKind::Usage
     }

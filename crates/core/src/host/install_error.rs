@@ -70,7 +70,7 @@ pub enum InstallError {
 }
 
 impl InstallError {
-    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         ExitKind::Usage
     }

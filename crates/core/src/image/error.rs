@@ -47,7 +47,7 @@ impl ImageError {
         !matches!(self, ImageError::Invalid(_))
     }
 
-    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         // Interrupted ends with 128+signal ([`crate::error::Error::exit_code`]), not a kind.
         ExitKind::Usage

@@ -10,7 +10,7 @@ pub enum PlanError {
 }
 
 impl PlanError {
-    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         ExitKind::Usage
     }

@@ -23,7 +23,7 @@ pub enum VerifyError {
 }
 
 impl VerifyError {
-    /// How a run this error ends exits ([`ExitKind::code`] maps it to the number).
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
         match self {
             VerifyError::VerifyFailed { .. } => ExitKind::CheckFailed,
