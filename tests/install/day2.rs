@@ -348,17 +348,12 @@ fn adopt_killed_half_way_completes_on_the_next_run() {
     for hook in ["DPkg::Pre-Invoke", "DPkg::Post-Invoke"] {
         let sb = fresh_with_proc(a, &a.stock_snapshot);
         patch_in_place(&sb, a, &our_commit(a));
-        sb.write(
-            "/usr/local/bin/kill-adopt",
+        apt_hook(
+            &sb,
+            "kill-adopt",
+            hook,
             "#!/bin/sh\n# Walk up from this hook to rocm-pin (apt-get and a sh -c lie between) and\n# SIGKILL it and its apt-get, by pid.\npid=$$\nwhile [ \"$pid\" -gt 1 ]; do\n  pid=$(awk '{print $4}' /proc/$pid/stat)\n  case \"$(cat /proc/$pid/comm)\" in\n    apt-get) apt=$pid ;;\n    rocm-pin) kill -KILL \"$pid\" $apt; exit 0 ;;\n  esac\ndone\nexit 1\n",
-        )
-        .unwrap();
-        sb.sh_ok("chmod +x /usr/local/bin/kill-adopt").unwrap();
-        sb.write(
-            "/etc/apt/apt.conf.d/99kill-adopt",
-            format!("{hook} {{ \"/usr/local/bin/kill-adopt\"; }};\n"),
-        )
-        .unwrap();
+        );
         let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
         // Killed by the signal (no exit code), not an error exit of its own.
         assert!(
@@ -396,17 +391,12 @@ fn adopt_failing_after_apt_keeps_its_resume_record() {
     let a = artifacts("bookworm");
     let sb = fresh_with_proc(a, &a.stock_snapshot);
     patch_in_place(&sb, a, &our_commit(a));
-    sb.write(
-        "/usr/local/bin/break-ldconfig",
+    apt_hook(
+        &sb,
+        "break-ldconfig",
+        "DPkg::Post-Invoke",
         "#!/bin/sh\n# Replace ldconfig by one that fails (once: /sbin may be /usr/sbin).\nfor l in /sbin/ldconfig /usr/sbin/ldconfig; do\n  [ -e \"$l\" ] && [ ! -e \"$l.real\" ] || continue\n  mv \"$l\" \"$l.real\"\n  printf '#!/bin/sh\\necho ldconfig broken by the test >&2\\nexit 1\\n' > \"$l\"\n  chmod +x \"$l\"\ndone\nexit 0\n",
-    )
-    .unwrap();
-    sb.sh_ok("chmod +x /usr/local/bin/break-ldconfig").unwrap();
-    sb.write(
-        "/etc/apt/apt.conf.d/99break-ldconfig",
-        "DPkg::Post-Invoke { \"/usr/local/bin/break-ldconfig\"; };\n",
-    )
-    .unwrap();
+    );
     let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
     assert_eq!(
         rc(&out),
@@ -824,4 +814,17 @@ fn a_new_stock_release_is_kept_back_until_the_admin_chooses() {
     for suite in CONFIGS.iter().copied() {
         stock_moves(suite, &r725);
     }
+}
+
+/// Install `script` as `/usr/local/bin/<name>` and run it from apt's `hook` (e.g.
+/// `DPkg::Post-Invoke`) through `/etc/apt/apt.conf.d/99<name>`.
+fn apt_hook(sb: &Sandbox, name: &str, hook: &str, script: &str) {
+    let bin = format!("/usr/local/bin/{name}");
+    sb.write(&bin, script).unwrap();
+    sb.sh_ok(&format!("chmod +x {bin}")).unwrap();
+    sb.write(
+        &format!("/etc/apt/apt.conf.d/99{name}"),
+        format!("{hook} {{ \"{bin}\"; }};\n"),
+    )
+    .unwrap();
 }
