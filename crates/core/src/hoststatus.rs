@@ -65,10 +65,9 @@ pub struct HostStatus {
     /// "broken" (exit 1: patched in place, or ours installed and verify failing), "skipped"
     /// (exit 3: the version gate skipped this host).
     pub health: String,
-    /// `ExitKind::code_of(verdict)`.
-    pub exit_code: i32,
-    /// How `rocm-pin status` ends: None healthy or not installed, else the health's kind.
-    #[serde(skip)]
+    /// How `rocm-pin status` ends: None healthy or not installed, else the health's kind. The
+    /// JSON carries it as its exit code (`exit_code`).
+    #[serde(rename = "exit_code", serialize_with = "serialize_exit_code")]
     pub verdict: Option<ExitKind>,
     /// Every hop of the `/opt/rocm` chain, None when it does not resolve.
     pub rocm_path_chain: Option<Vec<String>>,
@@ -113,6 +112,14 @@ pub struct HostStatus {
     pub stock_runtime: Vec<stock_runtime::StockRuntime>,
     /// Runtime libraries owned by packages no stock flavour names.
     pub stock_unrecognised: Vec<String>,
+}
+
+/// `HostStatus::verdict` as the JSON's `exit_code` number.
+fn serialize_exit_code<S: serde::Serializer>(
+    verdict: &Option<ExitKind>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_i32(ExitKind::code_of(*verdict))
 }
 
 /// The first line of a version file inside the root (None when it cannot be read safely).
@@ -372,7 +379,6 @@ pub fn host_status_with(
     Ok(HostStatus {
         schema: 1,
         health: health.to_string(),
-        exit_code: ExitKind::code_of(verdict),
         verdict,
         rocm_path_chain: chain.map(|(_, h)| h.iter().map(|p| p.display().to_string()).collect()),
         rocm_version,
@@ -528,7 +534,7 @@ impl HostStatus {
         s.push_str(&format!(
             "health:      {} (exit {})\n",
             self.health.to_uppercase(),
-            self.exit_code
+            ExitKind::code_of(self.verdict)
         ));
         s
     }
@@ -619,6 +625,15 @@ impl HostStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_json_exit_code_is_the_verdicts_code() {
+        let code = |v| serialize_exit_code(&v, serde_json::value::Serializer).unwrap();
+        assert_eq!(code(None), 0);
+        assert_eq!(code(Some(ExitKind::CheckFailed)), 1);
+        assert_eq!(code(Some(ExitKind::Usage)), 2);
+        assert_eq!(code(Some(ExitKind::Skipped)), 3);
+    }
 
     #[test]
     fn maps_pathname_keeps_spaces_and_skips_anonymous_mappings() {
