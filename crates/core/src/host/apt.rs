@@ -573,6 +573,32 @@ mod tests {
         assert!(!host.exists("/var/cache/apt/srcpkgcache.bin"));
     }
 
+    /// Both of apt's caches are copied (a stale pkgcache.bin is then brought up to date from
+    /// srcpkgcache.bin, not rebuilt from every list), and an absent one stays apt's in-memory build.
+    #[test]
+    fn both_caches_are_copied_and_a_missing_one_is_built_in_memory() {
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
+        host.write("/var/cache/apt/srcpkgcache.bin", "src\n");
+        let cache = PrivateCache::of(&host.root);
+        let [_, pkg, _, src] = cache.options();
+        let copy = |opt: &str, key: &str| std::fs::read(opt.strip_prefix(key).unwrap()).unwrap();
+        assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
+        assert_eq!(copy(&src, "Dir::Cache::srcpkgcache="), b"src\n");
+        assert!(!pkg.contains(host.root.path().to_str().unwrap()), "{pkg}");
+
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
+        let [_, pkg, _, src] = PrivateCache::of(&host.root).options();
+        assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
+        assert_eq!(src, "Dir::Cache::srcpkgcache=");
+
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        let options = PrivateCache::of(&host.root).options();
+        assert_eq!(options[1], "Dir::Cache::pkgcache=");
+        assert_eq!(options[3], "Dir::Cache::srcpkgcache=");
+    }
+
     #[test]
     fn parses_policy_blocks() {
         let p = parse_policy(POLICY);
