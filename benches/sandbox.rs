@@ -1,6 +1,7 @@
 //! Benchmark (not a test): how long a fresh chroot sandbox takes, per backend, against what a
 //! person would otherwise run — unpacking the cached image with `tar --zstd -xf` into a new
-//! directory and `rm -rf` after. Medians of RUNS (default 5) alternating runs, as ratios.
+//! directory and `rm -rf` after. RUNS (default 5) runs of each, the order of the three rotated
+//! every run; min/median/max per side, and each ratio's median with its per-run min and max.
 //! Run by `scripts/bench-sandbox` (needs root and the cached bookworm image). Under
 //! `cargo test --all-targets` it only says how to run it.
 
@@ -11,9 +12,15 @@ use std::time::Instant;
 use rocm_pin_kit::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_testkit::cache_dir as test_cache_dir;
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// `min/median/max` of `v` in seconds (or as ratios), three decimals.
+fn spread(mut v: Vec<f64>) -> String {
     v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    format!("{:.3}/{:.3}/{:.3}", v[0], v[v.len() / 2], v[v.len() - 1])
+}
+
+/// Per-run ratios `a[i] / b[i]` (the runs of one round share the machine's state).
+fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y).collect()
 }
 
 /// `tar --zstd -xf` of the image into a fresh directory, then `rm -rf`: (create, remove) seconds.
@@ -69,33 +76,40 @@ fn main() {
     let image = ChrootImage::existing("bookworm", &cache).unwrap_or_else(|e| panic!("{e:#}"));
     // Warm the overlay's unpacked lower layer, as every test run after the first has it.
     let _warm = sandbox(&image, Backend::Overlay);
-    let mut tar = (Vec::new(), Vec::new());
-    let mut ours: Vec<(Backend, Vec<f64>, Vec<f64>)> = [Backend::Overlay, Backend::Copy]
-        .into_iter()
-        .map(|b| (b, Vec::new(), Vec::new()))
-        .collect();
-    for _ in 0..runs {
-        let (c, r) = plain_tar(&tarball);
-        tar.0.push(c);
-        tar.1.push(r);
-        for (backend, create, remove) in &mut ours {
-            let (c, r) = sandbox(&image, *backend);
-            create.push(c);
-            remove.push(r);
+    // Side 0 is the tar baseline, 1 and 2 the two backends: (create, remove) seconds per run.
+    let backends = [Backend::Overlay, Backend::Copy];
+    let mut times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); 3];
+    for run in 0..runs {
+        for k in 0..3 {
+            let side = (k + run) % 3;
+            let (c, r) = match side {
+                0 => plain_tar(&tarball),
+                _ => sandbox(&image, backends[side - 1]),
+            };
+            times[side].0.push(c);
+            times[side].1.push(r);
         }
     }
-    let (tar_c, tar_r) = (median(tar.0), median(tar.1));
     println!(
-        "sandbox bench: {runs} alternating runs, medians; baseline `tar --zstd -xf` + `rm -rf`"
+        "sandbox bench: {runs} runs per side, order rotated every run; seconds min/median/max; \
+         baseline `tar --zstd -xf` + `rm -rf`"
     );
-    println!("  tar --zstd -xf      create {tar_c:.3}s  remove {tar_r:.3}s");
-    for (backend, create, remove) in ours {
-        let (c, r) = (median(create), median(remove));
+    let (tar_c, tar_r) = &times[0];
+    println!(
+        "  tar --zstd -xf      create {}  remove {}",
+        spread(tar_c.clone()),
+        spread(tar_r.clone())
+    );
+    let tar_total: Vec<f64> = tar_c.iter().zip(tar_r).map(|(c, r)| c + r).collect();
+    for (backend, (create, remove)) in backends.iter().zip(&times[1..]) {
+        let total: Vec<f64> = create.iter().zip(remove).map(|(c, r)| c + r).collect();
         println!(
-            "  sandbox {:<11} create {c:.3}s  remove {r:.3}s  create ratio {:.2}  total ratio {:.2}",
+            "  sandbox {:<11} create {}  remove {}  create ratio {}  total ratio {} (per-run min/median/max)",
             format!("{backend:?}"),
-            c / tar_c,
-            (c + r) / (tar_c + tar_r)
+            spread(create.clone()),
+            spread(remove.clone()),
+            spread(ratios(create, tar_c)),
+            spread(ratios(&total, &tar_total))
         );
     }
 }

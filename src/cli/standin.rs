@@ -22,6 +22,10 @@ pub struct StockArgs {
     /// ROCm release the set claims to be (its prefix /opt/rocm-<V> and .info/version)
     #[arg(long, default_value = rocm_pin::rocm::TARGET_ROCM_VERSION)]
     pub rocm_version: String,
+    /// Pad hsa-rocr's and hip-runtime-amd's libraries to the real 7.2.4 files' sizes (for
+    /// benchmarks; docs/performance.md)
+    #[arg(long)]
+    pub real_sizes: bool,
     /// A new or empty directory
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -48,6 +52,7 @@ pub fn run(cmd: StandinCommand) -> anyhow::Result<()> {
 fn stock(args: StockArgs) -> anyhow::Result<()> {
     let mut spec = StockSetSpec::for_host()?.with_roles(&[StockRole::CustomRccl]);
     spec.rocm_version = args.rocm_version;
+    spec.real_sizes = args.real_sizes;
     let work = args.out.join(".work");
     let set = build_stock_set(&spec, &work, &rocm_pin::progress::Silent)?;
     for (dir, in_repo) in [("debs", true), ("extra", false)] {

@@ -182,15 +182,32 @@ pub fn build_standin_staging(bin: &Path, src: &Path, commit: &str, work: &Path) 
     std::fs::create_dir_all(rocm.join(".info")).unwrap();
     std::fs::write(rocm.join(".info/version"), "7.2.4-93\n").unwrap();
     let staging = work.join("staging");
-    must(
-        std::process::Command::new(bin)
-            .args(["build", "--source"])
-            .arg(src)
-            .args(["--commit", commit, "--rocm-path"])
-            .arg(&rocm)
-            .arg("--out")
-            .arg(&staging)
-            .env_remove("MAX_JOBS"),
-    );
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["build", "--source"])
+        .arg(src)
+        .args(["--commit", commit, "--rocm-path"])
+        .arg(&rocm)
+        .arg("--out")
+        .arg(&staging)
+        .env_remove("MAX_JOBS");
+    // scripts/bench-verify: `HSA,HIP[,HIPRTC,BUILTINS]` bytes of padding for the rebuilt
+    // libraries (the stand-in source's STANDIN_*PAYLOAD_BYTES), so they have the real sizes.
+    if let Ok(payload) = std::env::var("ROCM_PIN_BENCH_PAYLOAD") {
+        let bytes: Vec<&str> = payload.split(',').collect();
+        let options = [
+            "--rocr-cmake-arg=-DSTANDIN_PAYLOAD_BYTES",
+            "--clr-cmake-arg=-DSTANDIN_PAYLOAD_BYTES",
+            "--clr-cmake-arg=-DSTANDIN_HIPRTC_PAYLOAD_BYTES",
+            "--clr-cmake-arg=-DSTANDIN_HIPRTC_BUILTINS_PAYLOAD_BYTES",
+        ];
+        assert!(
+            matches!(bytes.len(), 2 | 4),
+            "ROCM_PIN_BENCH_PAYLOAD is HSA,HIP[,HIPRTC,BUILTINS] bytes, not {payload:?}"
+        );
+        for (option, n) in options.iter().zip(bytes) {
+            cmd.arg(format!("{option}={n}"));
+        }
+    }
+    must(&mut cmd);
     staging
 }

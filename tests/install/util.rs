@@ -185,7 +185,14 @@ fn make_packages() -> Packages {
 
     // 1. The stand-in stock set and its variants.
     let spec = StockSetSpec::for_host().expect("host arch");
-    let stock = standin::build_stock_set(&spec, &w.join("stock"), &listener).expect("stock set");
+    // scripts/bench-verify: the stock libraries at their real sizes (the tests do not need it).
+    let stock_spec = if std::env::var_os("ROCM_PIN_BENCH_REAL_SIZES").is_some() {
+        spec.clone().at_real_sizes()
+    } else {
+        spec.clone()
+    };
+    let stock =
+        standin::build_stock_set(&stock_spec, &w.join("stock"), &listener).expect("stock set");
     let custom = standin::build_stock_set(
         &spec.clone().only(&[StockRole::CustomRccl]),
         &w.join("custom"),

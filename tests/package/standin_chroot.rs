@@ -10,7 +10,8 @@ use rocm_pin_kit::standin::chroot::{
     install_probe, install_stock, prepare_stock_host, publish, run_probe,
 };
 use rocm_pin_kit::standin::{
-    build_loader_probe, build_stock_set, Naming, StockRole, StockSet, StockSetSpec,
+    build_loader_probe, build_stock_set, real_library_size, Naming, StockRole, StockSet,
+    StockSetSpec,
 };
 
 use rocm_pin_testkit::cache_dir;
@@ -197,6 +198,84 @@ fn stock_set_installs_and_behaves_like_rocm() {
     );
     let (lines, _) = run_probe(&sb, &["librccl.so.1"]).unwrap();
     assert_eq!(lines[0].identity.as_deref(), Some("rccl-CUSTOM-70204"));
+}
+
+/// `--real-sizes` (the benchmarks' stock set): every library of hsa-rocr and hip-runtime-amd
+/// is installed at the real 7.2.4 file's size, readelf still reads it, ldconfig still links it
+/// and the dynamic loader still loads it (and librccl, linked against the padded pair).
+#[test]
+fn real_sized_libraries_install_and_load() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let work = tempfile::tempdir().unwrap();
+    let spec = StockSetSpec::for_host().unwrap().at_real_sizes();
+    let set = build(&spec, &work.path().join("real"));
+    let probe = build_loader_probe(&work.path().join("probe")).unwrap();
+    let sb = Sandbox::new(&image()).unwrap();
+    prepare_stock_host(&sb, &set, &probe).unwrap();
+
+    let mut padded = 0;
+    for role in [StockRole::HsaRocr, StockRole::HipRuntime] {
+        for lib in &set.require(role).unwrap().libraries {
+            let name = lib.path.rsplit('/').next().unwrap();
+            let want = real_library_size(name).unwrap_or_else(|| panic!("no real size for {name}"));
+            let installed = sb.path(&lib.path);
+            assert_eq!(
+                std::fs::metadata(&installed).unwrap().len(),
+                want,
+                "{}",
+                lib.path
+            );
+            let out = std::process::Command::new("readelf")
+                .args(["-h", "-S", "-W"])
+                .arg(&installed)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && out.stderr.is_empty(),
+                "readelf {}: {}",
+                lib.path,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("DYN (Shared object file)") && text.contains(".standin_pad"),
+                "{text}"
+            );
+            padded += 1;
+        }
+    }
+    assert_eq!(
+        padded, 4,
+        "libhsa-runtime64, libamdhip64, libhiprtc, libhiprtc-builtins"
+    );
+    // The libraries other packages ship keep their stand-in size.
+    let rccl = &set.require(StockRole::Rccl).unwrap().libraries[0];
+    assert!(std::fs::metadata(sb.path(&rccl.path)).unwrap().len() < 100_000);
+
+    assert_eq!(
+        ldconfig_target(&sb, "libamdhip64.so.7").as_deref(),
+        Some("/opt/rocm-7.2.4/lib/libamdhip64.so.7")
+    );
+    let sonames = [
+        "libamdhip64.so.7",
+        "libhsa-runtime64.so.1",
+        "libhiprtc.so.7",
+        "libhiprtc-builtins.so.7",
+        "librccl.so.1",
+    ];
+    let (lines, ok) = run_probe(&sb, &sonames).unwrap();
+    assert!(ok, "{lines:?}");
+    let identities: Vec<_> = lines.iter().map(|l| l.identity.as_deref()).collect();
+    assert_eq!(
+        identities,
+        [
+            Some("hip-STOCK-70204"),
+            Some("hsa-STOCK-70204"),
+            Some("hiprtc-STOCK-70204"),
+            Some("hiprtc-builtins-STOCK-70204"),
+            Some("rccl-STOCK-70204"),
+        ]
+    );
 }
 
 #[test]

@@ -182,6 +182,29 @@ pub struct StockSetSpec {
     pub roles: BTreeSet<StockRole>,
     /// mtime of every archive member.
     pub source_date_epoch: u64,
+    /// Pad every library of hsa-rocr and hip-runtime-amd (the stock files rocm-pin's packages
+    /// carry or replace) to the size of the real 7.2.4 file ([`REAL_LIBRARY_SIZES`]), with a
+    /// non-loaded ELF section of seeded pseudo-random bytes: for benchmarks, where the tiny
+    /// stand-ins would leave only fixed costs to measure.
+    pub real_sizes: bool,
+}
+
+/// Sizes of the real ROCm 7.2.4 runtime libraries, by file name before the release
+/// (`libamdhip64.so.7.2.` + release), as measured with `dpkg-deb -c` on Debian's 7.2.4
+/// packages (docs/performance.md lists where each comes from).
+pub const REAL_LIBRARY_SIZES: &[(&str, u64)] = &[
+    ("libamdhip64.so.", 27_490_168),
+    ("libhsa-runtime64.so.", 4_370_616),
+    ("libhiprtc.so.", 869_672),
+    ("libhiprtc-builtins.so.", 603_704),
+];
+
+/// The real size of the stock library `file_name` (`libhiprtc.so.7.2.70204`), if known.
+pub fn real_library_size(file_name: &str) -> Option<u64> {
+    REAL_LIBRARY_SIZES
+        .iter()
+        .find(|(stem, _)| file_name.starts_with(stem))
+        .map(|&(_, size)| size)
 }
 
 impl StockSetSpec {
@@ -201,6 +224,7 @@ impl StockSetSpec {
             loader_entry_name: "rocr-runtime.conf".to_string(),
             roles: StockRole::DEFAULT_SET.iter().copied().collect(),
             source_date_epoch: DEFAULT_SOURCE_DATE_EPOCH,
+            real_sizes: false,
         }
     }
 
@@ -268,6 +292,12 @@ impl StockSetSpec {
         ]
         .into();
         other
+    }
+
+    /// Builder: this spec with the carried libraries at their real sizes (see `real_sizes`).
+    pub fn at_real_sizes(mut self) -> Self {
+        self.real_sizes = true;
+        self
     }
 
     /// Builder: this spec with `roles` added.
@@ -837,6 +867,12 @@ impl<'a> StockCompiler<'a> {
         install_dir: Option<String>,
     ) -> anyhow::Result<()> {
         let built = csrc::compile_library(&lib, dir)?;
+        let carried = matches!(role, StockRole::HsaRocr | StockRole::HipRuntime);
+        if let Some(size) = real_library_size(&lib.file_name) {
+            if self.spec.real_sizes && carried {
+                csrc::pad_library(&built, size)?;
+            }
+        }
         // Only Debian's decoy lives outside the prefix, and it ships no dev link (Debian's
         // libhsa-runtime-dev is another package).
         let ship_dev_link = role != StockRole::DebianHsaDecoy;

@@ -110,8 +110,8 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     let mut cmd = apt_command(root, "apt-cache");
     // verify changes nothing (and adds no bytes to an image layer), so apt must not (re)write
     // /var/cache/apt/*.bin. Pointing pkgcache at nothing made apt rebuild its cache in memory
-    // on every run, 4.7 ms of verify's 17 (scripts/bench-verify). A private copy of the root's
-    // cache is used as is when apt finds it current, and rewritten (in the copy) when not.
+    // on every run, 4.7 ms of verify's 17 (scripts/bench-verify). Private copies of the root's
+    // caches are used as is when apt finds them current, and rewritten (the copies) when not.
     // On a root that is not `/`, apt reads the root's preferences, sources and lists through
     // a view whose every entry was found inside the root (see [`AptView`]).
     let _view = if root.is_system() {
@@ -122,9 +122,7 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
         Some(view)
     };
     let cache = PrivateCache::of(root);
-    cmd.arg("-o")
-        .arg(format!("Dir::Cache::pkgcache={}", cache.pkgcache()))
-        .args(["-o", "Dir::Cache::srcpkgcache="]);
+    cmd.args(cache.options());
     cmd.arg("policy").args(names);
     let out = cmd
         .output()
@@ -253,38 +251,67 @@ fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadE
     Err(refuse(ReadProblem::NotRegular { what }))
 }
 
-/// A copy of the root's `pkgcache.bin` in a directory of our own, removed on drop.
+/// Copies of the root's `pkgcache.bin` and `srcpkgcache.bin` in a directory of our own, removed
+/// on drop. Both, because apt rebuilds a stale pkgcache.bin (the dpkg status changed since it
+/// was written, as after any dpkg run) from srcpkgcache.bin in a few milliseconds, but without
+/// one from every package list: 0.5 s of CPU with full Debian lists, on every verify, since
+/// the rebuilt copy is thrown away (scripts/bench-verify, docs/performance.md).
 struct PrivateCache {
     dir: Option<tempfile::TempDir>,
+    /// Whether the root had a srcpkgcache.bin that was copied.
+    has_src: bool,
 }
 
 impl PrivateCache {
     const FILE: &'static str = "pkgcache.bin";
+    const SRC_FILE: &'static str = "srcpkgcache.bin";
 
     fn of(root: &Root) -> PrivateCache {
-        // Read inside the root, a regular file under its cap: a link to the host's /dev/zero
-        // or a FIFO in an image must not fill the disk or hang verify.
-        let copy = || -> std::io::Result<tempfile::TempDir> {
-            let kind = FileKind::AptCache;
-            let (file, _) = root
-                .open_regular("/var/cache/apt/pkgcache.bin", kind)
-                .map_err(std::io::Error::other)?;
-            let dir = tempfile::Builder::new().prefix("rocm-pin-apt-").tempdir()?;
-            let mut out = std::fs::File::create(dir.path().join(Self::FILE))?;
-            std::io::copy(&mut std::io::Read::take(file, kind.cap()), &mut out)?;
-            Ok(dir)
+        let Ok(dir) = tempfile::Builder::new().prefix("rocm-pin-apt-").tempdir() else {
+            // No room for a copy: apt builds one in memory.
+            return PrivateCache {
+                dir: None,
+                has_src: false,
+            };
         };
-        // No cache to copy (or no room for it): apt builds one in memory, as before.
-        PrivateCache { dir: copy().ok() }
+        let copied = |name: &str| copy_apt_cache(root, name, &dir.path().join(name)).is_ok();
+        let has_pkg = copied(Self::FILE);
+        let has_src = copied(Self::SRC_FILE);
+        PrivateCache {
+            dir: (has_pkg || has_src).then_some(dir),
+            has_src,
+        }
     }
 
-    /// The value for `Dir::Cache::pkgcache`: the copy, or empty (in memory).
-    fn pkgcache(&self) -> String {
-        self.dir
-            .as_ref()
-            .map(|d| d.path().join(Self::FILE).display().to_string())
-            .unwrap_or_default()
+    /// The `-o` options for apt's two cache files: the copies, or empty (built in memory).
+    fn options(&self) -> [String; 4] {
+        let at = |name: &str, present: bool| match &self.dir {
+            Some(d) if present => d.path().join(name).display().to_string(),
+            _ => String::new(),
+        };
+        [
+            "-o".to_string(),
+            format!("Dir::Cache::pkgcache={}", at(Self::FILE, true)),
+            "-o".to_string(),
+            format!(
+                "Dir::Cache::srcpkgcache={}",
+                at(Self::SRC_FILE, self.has_src)
+            ),
+        ]
     }
+}
+
+/// Copy `/var/cache/apt/<name>` of `root` to `to`, read inside the root, a regular file under
+/// its cap: a link to the host's /dev/zero or a FIFO in an image must not fill the disk or hang
+/// verify.
+fn copy_apt_cache(root: &Root, name: &str, to: &Path) -> std::io::Result<()> {
+    let kind = FileKind::AptCache;
+    let (file, _) = root
+        .open_regular(&format!("/var/cache/apt/{name}"), kind)
+        .map_err(std::io::Error::other)?;
+    let mut out = std::fs::File::create(to)?;
+    std::io::copy(&mut std::io::Read::take(file, kind.cap()), &mut out)?;
+    Ok(())
 }
 
 /// One pin stanza from an apt preferences file.
@@ -549,6 +576,32 @@ mod tests {
         let after = std::fs::read(host.root.host_path("/var/cache/apt/pkgcache.bin")).unwrap();
         assert_eq!(after, b"not a cache\n");
         assert!(!host.exists("/var/cache/apt/srcpkgcache.bin"));
+    }
+
+    /// Both of apt's caches are copied (a stale pkgcache.bin is then brought up to date from
+    /// srcpkgcache.bin, not rebuilt from every list), and an absent one stays apt's in-memory build.
+    #[test]
+    fn both_caches_are_copied_and_a_missing_one_is_built_in_memory() {
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
+        host.write("/var/cache/apt/srcpkgcache.bin", "src\n");
+        let cache = PrivateCache::of(&host.root);
+        let [_, pkg, _, src] = cache.options();
+        let copy = |opt: &str, key: &str| std::fs::read(opt.strip_prefix(key).unwrap()).unwrap();
+        assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
+        assert_eq!(copy(&src, "Dir::Cache::srcpkgcache="), b"src\n");
+        assert!(!pkg.contains(host.root.path().to_str().unwrap()), "{pkg}");
+
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
+        let [_, pkg, _, src] = PrivateCache::of(&host.root).options();
+        assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
+        assert_eq!(src, "Dir::Cache::srcpkgcache=");
+
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        let options = PrivateCache::of(&host.root).options();
+        assert_eq!(options[1], "Dir::Cache::pkgcache=");
+        assert_eq!(options[3], "Dir::Cache::srcpkgcache=");
     }
 
     #[test]

@@ -127,6 +127,79 @@ pub(crate) fn compile_library(lib: &LibraryBuild, dir: &Path) -> anyhow::Result<
     Ok(dir.join(&lib.file_name))
 }
 
+/// The section [`pad_library`] adds: not allocated, so the loader never maps it.
+pub(crate) const PAD_SECTION: &str = ".standin_pad";
+
+/// Grow the shared library at `path` to exactly `size` bytes with a `.standin_pad` section of
+/// pseudo-random bytes seeded by its file name (same name, same bytes): `objcopy --add-section`
+/// keeps it a valid ELF file whose loadable segments are untouched. objcopy's overhead (the
+/// section header, its name) is measured by a first pass and the second pass lands exactly.
+pub(crate) fn pad_library(path: &Path, size: u64) -> anyhow::Result<()> {
+    let original = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if original.len() as u64 >= size {
+        bail!(
+            "{} is {} bytes, over the {size} to pad it to",
+            path.display(),
+            original.len()
+        );
+    }
+    let seed = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let scratch = path.with_extension("padding");
+    let mut guess = size.saturating_sub(original.len() as u64 + 256);
+    for _ in 0..2 {
+        std::fs::write(path, &original).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&scratch, pseudo_random_bytes(&seed, guess))
+            .with_context(|| format!("writing {}", scratch.display()))?;
+        let mut cmd = Command::new("objcopy");
+        cmd.arg("--add-section")
+            .arg(format!("{PAD_SECTION}={}", scratch.display()))
+            .args(["--set-section-flags", &format!("{PAD_SECTION}=readonly")])
+            .arg(path);
+        run(
+            &mut cmd,
+            &format!("padding {} to {size} bytes", path.display()),
+        )?;
+        let got = std::fs::metadata(path)?.len();
+        if got == size {
+            std::fs::remove_file(&scratch).ok();
+            return Ok(());
+        }
+        // A library already larger than its real size, or objcopy's overhead moved.
+        guess = (guess + size).checked_sub(got).with_context(|| {
+            format!(
+                "{} is {got} bytes, over the {size} to pad it to",
+                path.display()
+            )
+        })?;
+    }
+    std::fs::remove_file(&scratch).ok();
+    bail!(
+        "padding {} did not reach exactly {size} bytes",
+        path.display()
+    )
+}
+
+/// `len` bytes of xorshift64* output seeded by `seed`'s FNV-1a hash: incompressible, like
+/// machine code is not, so compressed sizes of padded packages are upper bounds.
+fn pseudo_random_bytes(seed: &str, len: u64) -> Vec<u8> {
+    let mut x = seed.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) | 1;
+    let mut out = Vec::with_capacity(len as usize + 8);
+    while (out.len() as u64) < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+    }
+    out.truncate(len as usize);
+    out
+}
+
 /// Source of the loader probe: `probe SONAME...` dlopens each soname the way a program would
 /// and prints one tab-separated line per soname:
 /// `<soname> <path the loader used (link_map l_name)> <identity> <realpath of that file>`.
@@ -302,5 +375,80 @@ mod tests {
         assert!(map.contains("rocm_pin_identity;"));
         assert!(map.contains("x_other;"));
         assert!(map.contains("local: *;"));
+    }
+
+    /// A library without calls to other libraries, so it links and loads on its own.
+    fn standalone() -> LibraryBuild {
+        LibraryBuild {
+            calls: vec![],
+            ..sample()
+        }
+    }
+
+    fn readelf(args: &[&str], path: &Path) -> String {
+        let out = Command::new("readelf")
+            .args(args)
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "readelf {args:?} {}", path.display());
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn padding_reaches_the_exact_size_and_keeps_a_loadable_elf() {
+        let dir = tempfile::tempdir().unwrap();
+        let built = compile_library(&standalone(), dir.path()).unwrap();
+        let before = std::fs::metadata(&built).unwrap().len();
+        pad_library(&built, 300_001).unwrap();
+        assert_eq!(std::fs::metadata(&built).unwrap().len(), 300_001);
+        assert!(before < 300_001);
+        // The pad is a section that is not allocated: the loader never maps it.
+        let sections = readelf(&["-S", "-W"], &built);
+        assert!(sections.contains(PAD_SECTION), "{sections}");
+        let out = Command::new("objdump")
+            .arg("-h")
+            .arg(&built)
+            .output()
+            .unwrap();
+        let headers = String::from_utf8(out.stdout).unwrap();
+        let mut lines = headers.lines().skip_while(|l| !l.contains(PAD_SECTION));
+        let flags = lines.nth(1).unwrap_or_else(|| panic!("{headers}"));
+        assert!(
+            flags.contains("READONLY") && !flags.contains("ALLOC"),
+            "{flags}"
+        );
+        assert!(readelf(&["--dyn-syms", "-W"], &built).contains("x_other"));
+        // The dynamic loader accepts it and its code still runs.
+        let c = std::ffi::CString::new(built.to_str().unwrap()).unwrap();
+        // SAFETY: a library built above, with no constructors; the handle is closed below.
+        unsafe {
+            let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW);
+            assert!(!h.is_null(), "dlopen of the padded library failed");
+            let f = libc::dlsym(h, c"x_other".as_ptr());
+            assert!(!f.is_null());
+            let x_other: extern "C" fn() -> i32 = std::mem::transmute(f);
+            assert_eq!(x_other(), 1);
+            libc::dlclose(h);
+        }
+    }
+
+    #[test]
+    fn padding_is_deterministic_and_refuses_to_shrink() {
+        let dir = tempfile::tempdir().unwrap();
+        let built = compile_library(&standalone(), dir.path()).unwrap();
+        let original = std::fs::read(&built).unwrap();
+        pad_library(&built, 100_000).unwrap();
+        let first = std::fs::read(&built).unwrap();
+        std::fs::write(&built, &original).unwrap();
+        pad_library(&built, 100_000).unwrap();
+        assert_eq!(
+            first,
+            std::fs::read(&built).unwrap(),
+            "same name, same bytes"
+        );
+        std::fs::write(&built, &original).unwrap();
+        let err = pad_library(&built, original.len() as u64 - 1).unwrap_err();
+        assert!(format!("{err:#}").contains("over the"), "{err:#}");
     }
 }
