@@ -237,13 +237,15 @@ fn installed(sb: &Sandbox, names: &[&str]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The sha256 the marker of our installed packages records per SONAME. The marker is found
-/// through dpkg (`dpkg -L` of the packages that Provide the stock names), wherever the flavour
-/// puts it.
+/// The sha256 the marker(s) of our installed packages record per SONAME. The markers are
+/// found through dpkg (`dpkg -L` of the packages that Provide the stock names: the JSON files
+/// they ship, `<prefix>/.info/rocm-pin.json` or rocm-pin's state directory), wherever the
+/// flavour puts them.
 fn marker_sha_by_soname(sb: &Sandbox) -> BTreeMap<String, String> {
     let ours = sh_ok(
         sb,
-        "dpkg-query -W -f '${Package}\\t${Provides}\\n' | awk -F'\\t' '$2 ~ /libamdhip64-6|libhsa-runtime64-1/ {print $1}'",
+        "dpkg-query -W -f '${Package}\\t${Provides}\\n' | \
+         awk -F'\\t' '$2 ~ /libamdhip64-6|libhsa-runtime64-1/ {print $1}'",
     );
     let ours: Vec<&str> = ours.split_whitespace().collect();
     assert!(
@@ -253,23 +255,21 @@ fn marker_sha_by_soname(sb: &Sandbox) -> BTreeMap<String, String> {
     let files = sh_ok(
         sb,
         &format!(
-            "dpkg -L {} | grep '/rocm-pin.json$' | sort -u",
+            "dpkg -L {} | grep -E '/rocm-pin[^ ]*\\.json$' | sort -u",
             ours.join(" ")
         ),
     );
-    let files: Vec<&str> = files.lines().collect();
-    assert_eq!(
-        files.len(),
-        1,
-        "expected one marker among {ours:?}: {files:?}"
-    );
-    let marker: rocm_pin::rocm::Marker =
-        serde_json::from_str(&sb.read_to_string(files[0]).unwrap()).unwrap();
-    marker
-        .libraries
-        .iter()
-        .map(|l| (l.soname.clone(), l.sha256.clone()))
-        .collect()
+    assert!(!files.trim().is_empty(), "{ours:?} ship no marker");
+    let mut sha_by_soname = BTreeMap::new();
+    for file in files.lines() {
+        let marker: rocm_pin::rocm::Marker =
+            serde_json::from_str(&sb.read_to_string(file).unwrap())
+                .unwrap_or_else(|e| panic!("{file} is not a marker: {e}"));
+        for l in marker.libraries {
+            sha_by_soname.insert(l.soname, l.sha256);
+        }
+    }
+    sha_by_soname
 }
 
 #[track_caller]
