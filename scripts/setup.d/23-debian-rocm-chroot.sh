@@ -5,7 +5,7 @@
 #   "$ROCM_PIN_CACHE/chroot/sid-debian-rocm.tar.zst"      ROCm 7.2.4 from experimental (enabled at
 #       experimental's own default priority, 1: NotAutomatic), libamdhip64.so.7
 #   "$ROCM_PIN_CACHE/chroot/sid-debian-rocm6.tar.zst"     ROCm 6.4.3 from sid only, libamdhip64.so.6
-# Each holds the HIP half (libamdhip64-N, and for 7: libhiprtc7, libhiprtc-builtins7), the HSA half
+# The 7.2.4 image also has dpkg-dev (dpkg-shlibdeps, dpkg-gensymbols). Each holds the HIP half (libamdhip64-N, and for 7: libhiprtc7, libhiprtc-builtins7), the HSA half
 # (libhsa-runtime64-1) and three real dependants: rocminfo (HSA) and the two smallest HIP libraries
 # whose closure stays small, librocfft0 and libhipfft0 (librocrand1 alone is 490 MB installed).
 # The package names are the facts of docs/flavours.md; the archive moves, so versions are not
@@ -21,6 +21,9 @@ ROCM_PIN_CACHE="${ROCM_PIN_CACHE:-$PWD/.cache}"
 . scripts/lib/chroot-image.sh
 
 dependants="rocminfo librocfft0 libhipfft0"
+# What a Debian maintainer builds with: tests/package/debian_stock.rs runs dpkg-shlibdeps and
+# dpkg-gensymbols against rocm-pin's installed replacements in the 7.2.4 image.
+build_tools="dpkg-dev"
 # Debian's Release files carry a Valid-Until date, and the archive snapshot these machines reach
 # is past it (see 22-rocm-toolchain-chroot.sh); the option is also written into the image so a
 # later `apt-get update` inside it accepts the same archive.
@@ -36,7 +39,7 @@ for major in "${series[@]}"; do
     # shellcheck disable=SC2016 # "$1" is mmdebstrap's: the hook's own shell expands it
     CHROOT_IMAGE_OPTS=(
       "$valid_until"
-      "--customize-hook=chroot \"\$1\" apt-get install -y -q --no-install-recommends -t experimental $runtime $dependants"
+      "--customize-hook=chroot \"\$1\" apt-get install -y -q --no-install-recommends -t experimental $runtime $dependants $build_tools"
       '--customize-hook=chroot "$1" apt-get clean'
     )
     CHROOT_IMAGE_MIRRORS=(

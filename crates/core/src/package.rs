@@ -422,6 +422,15 @@ fn layout_of_debs(pkgs: &[StockPackage]) -> anyhow::Result<rocm::RuntimeLayout> 
         .collect();
     found.sort_by(|a, b| a.lib_dir.cmp(&b.lib_dir));
     found.dedup();
+    // A layout holding both halves wins over one holding a stray half (a decoy such as a
+    // Debian `libhsa-runtime64-1` beside AMD's pair).
+    let complete: Vec<&rocm::RuntimeLayout> = found
+        .iter()
+        .filter(|l| discover_in_packages(pkgs, l).is_ok())
+        .collect();
+    if let [one] = complete.as_slice() {
+        return versioned_or_multiarch(one);
+    }
     match found.as_slice() {
         [one] => versioned_or_multiarch(one),
         [] => bail!("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix"),

@@ -882,6 +882,18 @@ pub const MULTIARCH_PREFIX: &str = "/usr";
 /// with different contents per architecture).
 pub const MARKER_STATE_DIR: &str = "/var/lib/rocm-pin/marker";
 
+/// Is `path` (as dpkg lists it, or a data member `./…`) where a flavour puts our marker:
+/// `<prefix>/.info/rocm-pin.json`, or `/var/lib/rocm-pin/marker/<arch>.json`?
+pub fn is_marker_path(path: &str) -> bool {
+    let path = path.trim_start_matches('.');
+    path.ends_with(&format!("/{MARKER_RELPATH}"))
+        || path
+            .strip_prefix(MARKER_STATE_DIR)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|name| name.strip_suffix(".json"))
+            .is_some_and(|arch| !arch.is_empty() && !arch.contains('/'))
+}
+
 impl RuntimeLayout {
     /// AMD's layout: `<prefix>/lib`.
     pub fn versioned_prefix(prefix: &str) -> Self {
@@ -916,6 +928,17 @@ impl RuntimeLayout {
         }
     }
 
+    /// The layout a library directory belongs to (from an installed marker's library path):
+    /// a multiarch directory is Debian's, anything else `<prefix>/lib` of AMD's.
+    pub fn of_library_dir(dir: &str) -> Self {
+        let dir = dir.trim_end_matches('/');
+        if is_multiarch_lib_dir(dir) {
+            RuntimeLayout::multiarch(dir)
+        } else {
+            RuntimeLayout::versioned_prefix(dir.strip_suffix("/lib").unwrap_or(dir))
+        }
+    }
+
     /// Is the library directory one ldconfig manages the SONAME links of (the multiarch
     /// directory)? There, one file per SONAME: ours takes the stock file's name.
     pub fn one_file_per_soname(&self) -> bool {
@@ -947,6 +970,14 @@ mod layout_tests {
             "/var/lib/rocm-pin/marker/amd64.json"
         );
         assert!(deb.one_package_per_library());
+        assert!(is_marker_path(&deb.marker_path("arm64")));
+        assert_eq!(RuntimeLayout::of_library_dir(&deb.lib_dir), deb);
+        assert_eq!(RuntimeLayout::of_library_dir(&amd.lib_dir), amd);
+        assert!(is_marker_path(&amd.marker_path("amd64")));
+        assert!(is_marker_path("./var/lib/rocm-pin/marker/amd64.json"));
+        assert!(!is_marker_path("/var/lib/rocm-pin/marker/x/amd64.json"));
+        assert!(!is_marker_path("/var/lib/rocm-pin/marker/.json"));
+        assert!(!is_marker_path("/var/lib/rocm-pin/skip.json"));
         assert_eq!(
             runtime_library_family_in(&deb.lib_dir, "/usr/lib/x86_64-linux-gnu/libhiprtc.so.7")
                 .unwrap()
