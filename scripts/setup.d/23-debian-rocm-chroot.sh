@@ -8,7 +8,7 @@
 #   "$ROCM_PIN_CACHE/chroot/sid-debian-rocm6-dev.tar.zst" the same plus Debian's HIP headers
 #       (libamdhip64-dev) and gcc: the real build (tests/build/real.rs) replaces this stock and a
 #       HIP program compiled here against Debian's headers must load ours
-# Each holds the HIP half (libamdhip64-N, and for 7: libhiprtc7, libhiprtc-builtins7), the HSA half
+# The 7.2.4 image also has dpkg-dev (dpkg-shlibdeps, dpkg-gensymbols). Each holds the HIP half (libamdhip64-N, and for 7: libhiprtc7, libhiprtc-builtins7), the HSA half
 # (libhsa-runtime64-1) and three real dependants: rocminfo (HSA) and the two smallest HIP libraries
 # whose closure stays small, librocfft0 and libhipfft0 (librocrand1 alone is 490 MB installed).
 # The package names are the facts of docs/flavours.md; the archive moves, so versions are not
@@ -24,6 +24,9 @@ ROCM_PIN_CACHE="${ROCM_PIN_CACHE:-$PWD/.cache}"
 . scripts/lib/chroot-image.sh
 
 dependants="rocminfo librocfft0 libhipfft0"
+# What a Debian maintainer builds with: tests/package/debian_stock.rs runs dpkg-shlibdeps and
+# dpkg-gensymbols against rocm-pin's installed replacements in the 7.2.4 image.
+build_tools="dpkg-dev"
 # Debian's Release files carry a Valid-Until date, and the archive snapshot these machines reach
 # is past it (see 22-rocm-toolchain-chroot.sh); the option is also written into the image so a
 # later `apt-get update` inside it accepts the same archive.
@@ -39,7 +42,7 @@ for major in "${series[@]}"; do
     # shellcheck disable=SC2016 # "$1" is mmdebstrap's: the hook's own shell expands it
     CHROOT_IMAGE_OPTS=(
       "$valid_until"
-      "--customize-hook=chroot \"\$1\" apt-get install -y -q --no-install-recommends -t experimental $runtime $dependants"
+      "--customize-hook=chroot \"\$1\" apt-get install -y -q --no-install-recommends -t experimental $runtime $dependants $build_tools"
       '--customize-hook=chroot "$1" apt-get clean'
     )
     CHROOT_IMAGE_MIRRORS=(
