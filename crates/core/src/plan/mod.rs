@@ -206,6 +206,17 @@ pub fn replacement_version(stock_version: &Version, commit_time: i64, commit: &s
     v
 }
 
+/// The family of a runtime library `path` that makes its owner a stock runtime package: any
+/// family member directly in `lib_dir` except the bare development link (`libamdhip64.so`).
+/// Debian's -dev packages (`libamdhip64-dev`, `libhsa-runtime-dev`) own only that link next to
+/// the runtime; they depend on the runtime with `=` and stay installed, never replaced.
+fn runtime_owner_family(lib_dir: &str, path: &str) -> Option<&'static rocm::LibraryFamily> {
+    if path.ends_with(".so") {
+        return None;
+    }
+    rocm::runtime_library_family_in(lib_dir, path)
+}
+
 /// The library-directory discovery: which installed packages own a runtime library of a staged
 /// family directly in the layout's library directory (`<prefix>/lib/`, or the multiarch
 /// directory). Returns (half, package name) sorted HSA first.
@@ -227,7 +238,7 @@ pub fn discover_in_db(
             p.name.clone()
         };
         for f in db.files(&key)? {
-            if let Some(fam) = rocm::runtime_library_family_in(&layout.lib_dir, &f) {
+            if let Some(fam) = runtime_owner_family(&layout.lib_dir, &f) {
                 if !p.is_installed() {
                     bail!(
                         "stock package {} owns {f} but is in state `{}`, not installed; finish it first (dpkg --configure -a)",
@@ -253,7 +264,7 @@ pub fn discover_in_packages(
     let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
     for p in pkgs {
         for f in &p.files {
-            if let Some(fam) = rocm::runtime_library_family_in(&layout.lib_dir, &f.path) {
+            if let Some(fam) = runtime_owner_family(&layout.lib_dir, &f.path) {
                 found.entry(fam.half).or_default().insert(p.name.clone());
             }
         }
@@ -1080,5 +1091,34 @@ mod tests {
         // AMD's layout finds none of Debian's packages, and Debian's none of AMD's.
         let amd = &rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
         assert!(discover_in_packages(&pkgs[..5], amd).is_err());
+    }
+
+    /// Debian's -dev packages own the bare development link next to the runtime
+    /// (`libamdhip64.so`, `libhsa-runtime64.so`): they are dependants, not stock to replace.
+    #[test]
+    fn debian_discovery_leaves_the_dev_packages() {
+        let lib = "/usr/lib/x86_64-linux-gnu";
+        let layout = &rocm::RuntimeLayout::multiarch(lib);
+        let pkgs = vec![
+            stock_pkg(
+                "libamdhip64-6",
+                &[
+                    &format!("{lib}/libamdhip64.so.6"),
+                    &format!("{lib}/libamdhip64.so.6.4.43484"),
+                ],
+            ),
+            stock_pkg(
+                "libhsa-runtime64-1",
+                &[&format!("{lib}/libhsa-runtime64.so.1.15.0")],
+            ),
+            stock_pkg("libamdhip64-dev", &[&format!("{lib}/libamdhip64.so")]),
+            stock_pkg(
+                "libhsa-runtime-dev",
+                &[&format!("{lib}/libhsa-runtime64.so")],
+            ),
+        ];
+        let found = discover_in_packages(&pkgs, layout).unwrap();
+        let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(names, vec!["libhsa-runtime64-1", "libamdhip64-6"]);
     }
 }
