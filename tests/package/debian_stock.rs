@@ -234,6 +234,10 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
         );
     }
 
+    // Keep the stock .debs where `rocm-pin install` keeps them (rollback reads them there),
+    // repacked from the chroot's dpkg database as install does.
+    let kept = keep_stock_debs(&sb, work.path());
+
     // Install with apt from the chroot's own view: stock out, ours in, dependants stay.
     // sid's apt 3 stops with "Pathname to install is not absolute" on a local .deb whose
     // file name holds `~` and `+` (ours: `7.2.4-1~exp2+pin…`): each goes in as <stock>.deb.
@@ -312,4 +316,114 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
         "{report}"
     );
     check_shlibdeps_and_gensymbols(&sb, &work.path().join("staging/lib"));
+    downstream_keeps_ours(&sb, &debs, &kept, work.path());
+    rollback_restores_stock(&sb);
+}
+
+/// Repack each stock package from the chroot's dpkg database into rocm-pin's kept-stock
+/// directory and a host copy for a local repository; (stock name, path in the chroot).
+fn keep_stock_debs(sb: &Sandbox, w: &Path) -> Vec<(String, String)> {
+    use rocm_pin::host::{install, repack, root::Root, status};
+    let root = Root::new(sb.root());
+    let entries = status::read_status(&root).unwrap();
+    let host_dir = w.join("stock-repo");
+    std::fs::create_dir_all(&host_dir).unwrap();
+    let mut kept = vec![];
+    for stock in STOCK {
+        let e = entries.iter().find(|e| e.package == *stock).unwrap();
+        let name = install::deb_file_name(&e.package, &e.version, &e.architecture);
+        let at = install::stock_dir().join(&name);
+        std::fs::create_dir_all(sb.path(install::stock_dir())).unwrap();
+        repack::repack(&root, e, &sb.path(&at)).unwrap();
+        std::fs::copy(sb.path(&at), host_dir.join(&name)).unwrap();
+        kept.push((stock.to_string(), at.display().to_string()));
+    }
+    kept
+}
+
+/// Ours installed, every dependant installed, and verify passing (it checks the loader maps
+/// ours by content): the state every downstream step must leave.
+fn assert_ours_hold(sb: &Sandbox, after: &str) {
+    for stock in STOCK {
+        assert!(
+            is_installed(sb, &format!("{stock}-pinned")),
+            "after {after}: {stock}-pinned gone"
+        );
+    }
+    for d in DEPENDANTS {
+        assert!(is_installed(sb, d), "after {after}: dependant {d} removed");
+    }
+    let v = rocm_pin()
+        .args(["verify", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "verify after {after}:\n{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}
+
+/// The downstream commands that used to put stock back, with stock and ours both published.
+fn downstream_keeps_ours(
+    sb: &Sandbox,
+    debs: &[(String, PathBuf)],
+    kept: &[(String, String)],
+    w: &Path,
+) {
+    let ours_dir = w.join("ours-repo");
+    std::fs::create_dir_all(&ours_dir).unwrap();
+    for (_, deb) in debs {
+        std::fs::copy(deb, ours_dir.join(deb.file_name().unwrap())).unwrap();
+    }
+    sb.add_local_repo("ours", &ours_dir).unwrap();
+    sb.add_local_repo("stock", &w.join("stock-repo")).unwrap();
+    sb.apt_update().unwrap();
+    for stock in STOCK {
+        let step = format!("apt-get install --reinstall -y {stock}");
+        let out = sb.sh(&step).unwrap();
+        eprintln!("debian_stock: `{step}` rc {:?}", out.status.code());
+        assert_ours_hold(sb, &step);
+    }
+    let step = "apt-get -f install -y";
+    let out = sb.sh(step).unwrap();
+    assert!(
+        out.status.success(),
+        "{step}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ours_hold(sb, step);
+    let (stock, at) = &kept[1];
+    let step = format!("dpkg -i --force-all {at} || true; apt --fix-broken install -y");
+    let out = sb.sh(&step).unwrap();
+    eprintln!(
+        "debian_stock: `{step}` rc {:?}; {stock}: {}",
+        out.status.code(),
+        query(sb, "${db:Status-Abbrev} ${Version}", stock)
+    );
+    assert_ours_hold(sb, &step);
+}
+
+/// `rocm-pin rollback` inside the chroot puts Debian's packages back from the kept .debs.
+fn rollback_restores_stock(sb: &Sandbox) {
+    sb.install_rocm_pin(&bin()).unwrap();
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    assert!(
+        out.status.success(),
+        "rollback:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for stock in STOCK {
+        assert!(is_installed(sb, stock), "rollback did not restore {stock}");
+        assert!(
+            !is_installed(sb, &format!("{stock}-pinned")),
+            "{stock}-pinned left"
+        );
+    }
+    for d in DEPENDANTS {
+        assert!(is_installed(sb, d), "rollback removed dependant {d}");
+    }
 }
