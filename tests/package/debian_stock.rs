@@ -427,3 +427,46 @@ fn rollback_restores_stock(sb: &Sandbox) {
         assert!(is_installed(sb, d), "rollback removed dependant {d}");
     }
 }
+
+/// `rocm-pin install` on the Debian-flavour host: the gate reads the release from the stock
+/// packages' versions, the swap keeps the dependants, verify passes.
+#[test]
+fn rocm_pin_install_on_a_debian_host() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball() else { return };
+    let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let debs = package_against(&sb, work.path());
+    sb.install_rocm_pin(&bin()).unwrap();
+    let mut argv = vec!["rocm-pin".to_string(), "install".into()];
+    for (stock, deb) in &debs {
+        let at = format!("/tmp/ours/{stock}-pinned.deb");
+        sb.copy_in(deb, &at).unwrap();
+        argv.push(at);
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = sb.run(&argv).unwrap();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "rocm-pin install:\n{said}");
+    let release = query(
+        &sb,
+        "${source:Upstream-Version}",
+        "libhsa-runtime64-1-pinned",
+    );
+    assert!(
+        said.contains("from the package versions") && said.contains("matches"),
+        "the gate reads the package versions ({release}):\n{said}"
+    );
+    // Debian's library directory is the loader's own: no ld.so.conf.d entry of ours.
+    let entries = sb.run_ok(&["ls", "/etc/ld.so.conf.d"]).unwrap();
+    assert!(
+        !entries.contains("pinned"),
+        "a loader entry was written: {entries}"
+    );
+    assert!(!said.contains("/etc/ld.so.conf.d"), "{said}");
+    assert_ours_hold(&sb, "rocm-pin install");
+}

@@ -301,6 +301,18 @@ pub struct Marker {
     pub source: Option<String>,
 }
 
+impl Marker {
+    /// The layout the marker's libraries were installed into (from the first library's
+    /// directory): Debian's multiarch directory, else AMD's `<prefix>/lib`.
+    pub fn layout(&self) -> RuntimeLayout {
+        self.libraries
+            .first()
+            .and_then(|l| l.path.rsplit_once('/'))
+            .map(|(dir, _)| RuntimeLayout::of_library_dir(dir))
+            .unwrap_or_else(|| RuntimeLayout::versioned_prefix(&self.prefix))
+    }
+}
+
 /// The source of a staging made by `rocm-pin adopt` (recorded in the marker) starts with this.
 pub const ADOPTED_SOURCE: &str = "adopted from an in-place patch";
 
@@ -520,6 +532,10 @@ pub struct StockFlavourSpec {
     pub shlibs_and_symbols: bool,
     /// The flavour has a `/opt/rocm-*` prefix with an `.info/` directory for our marker.
     pub opt_prefix: bool,
+    /// The release hold also holds the exact-`=` dependants themselves at their installed
+    /// versions (Debian's `libamdhip64-dev`, `libhsa-runtime-dev`: a newer one needs a newer
+    /// stock). AMD's metas stay unpinned so apt lists them as kept back.
+    pub hold_exact_dependants: bool,
     /// `rocm-pin install` installs replacements for this flavour today. Debian's: not yet
     /// (issue 23): `package` makes them, discovery, status and verify recognise the flavour.
     pub replaceable: bool,
@@ -540,6 +556,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: false,
         shlibs_and_symbols: false,
         opt_prefix: true,
+        hold_exact_dependants: false,
         replaceable: true,
     },
     StockFlavourSpec {
@@ -552,6 +569,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: true,
         shlibs_and_symbols: true,
         opt_prefix: false,
+        hold_exact_dependants: true,
         replaceable: false,
     },
 ];
@@ -937,6 +955,12 @@ impl RuntimeLayout {
         } else {
             RuntimeLayout::versioned_prefix(dir.strip_suffix("/lib").unwrap_or(dir))
         }
+    }
+
+    /// Does rocm-pin write its own `/etc/ld.so.conf.d` entry for this layout? Not where the
+    /// library directory is the loader's own (the ldconfig trigger refreshes the cache).
+    pub fn needs_loader_entry(&self) -> bool {
+        self.spec().loader == LoaderRegistration::LdSoConfEntry
     }
 
     /// Is the library directory one ldconfig manages the SONAME links of (the multiarch
