@@ -4,7 +4,7 @@
 //! own packages in a sid chroot that has them installed with real dependants
 //! (scripts/setup.d/23-debian-rocm-chroot.sh, image `sid-debian-rocm6-dev`: libamdhip64-6,
 //! libhiprtc6, libhiprtc-builtins6, libhsa-runtime64-1, rocminfo, librocfft0, libhipfft0 and
-//! libamdhip64-dev with gcc), installed (see `install_ours`), and then two real programs
+//! libamdhip64-dev with gcc), installed with `rocm-pin install`, and then two real programs
 //! show through the dynamic loader whose libraries they run on:
 //!
 //! - `rocminfo`, Debian's binary, with a preloaded shim that copies `/proc/self/maps` at exit;
@@ -322,20 +322,14 @@ fn compile_programs(sb: &Sandbox) {
     );
 }
 
-/// Our packages installed in place of Debian's. `rocm-pin install`'s version gate still reads
-/// `/opt/rocm-*/.info/version` only (Debian's flavour has none; docs/flavours.md, "State"), so
-/// they go in with apt, as tests/package/debian_stock.rs installs them: one `apt-get install`
-/// of every .deb, which swaps the stock out (Conflicts/Replaces/Provides) and keeps the
-/// dependants. sid's apt 3 refuses a local .deb path holding `+` or `~` ("Pathname to install is
-/// not absolute"), so each is copied to `<package>.deb` first. `rocm-pin verify` then checks
-/// the result like an install's own verify does.
+/// Our packages installed in place of Debian's with `rocm-pin install` (the gate reads the
+/// release from Debian's package versions; the skipped backport check of the real build is
+/// accepted, as in tests/build/real.rs), which ends in its own verify.
 fn install_ours(sb: &Sandbox) {
     let out = sh(
         sb,
         &format!(
-            "mkdir -p /tmp/ours && for d in {DEBS}/*.deb; do \
-             cp \"$d\" \"/tmp/ours/$(dpkg-deb -f \"$d\" Package).deb\"; done && \
-             apt-get install -y -q /tmp/ours/*.deb 2>&1"
+            "rocm-pin install --mode require --accept-skipped-backport-check $(ls {DEBS}/*.deb) 2>&1"
         ),
     );
     assert!(out.status.success(), "install:\n{}", labeled(&out));
