@@ -29,6 +29,10 @@
 #   MAX_JOBS            parallel compile jobs (rocm-pin build reads it)     [all CPUs]
 #   ROCM_PIN_BUILD_ARGS more `rocm-pin build` arguments, split on blanks, e.g.
 #                       "--clr-cmake-arg=-DHIP_ENABLE_ROCPROFILER_REGISTER=OFF"  [none]
+#   ROCM_PIN_STAGING    package this existing staging instead of building one (the output of
+#                       an earlier `rocm-pin build`; a `cmake --install` tree without its
+#                       rocm-pin-build.json also needs ROCM_PIN_COMMIT and SOURCE_DATE_EPOCH,
+#                       the commit's time)                                       [build]
 set -euo pipefail
 
 say() { printf 'build-runtime: %s\n' "$*" >&2; }
@@ -44,7 +48,6 @@ suite=${ROCM_PIN_SUITE:-stable}
 
 command -v rocm-pin >/dev/null || die "rocm-pin is not on PATH: install it first (apt-get install ./rocm-pin_*.deb)"
 command -v dpkg-deb >/dev/null || die "dpkg-deb is not on PATH (package dpkg)"
-[ -e "$rocm_path" ] || die "ROCM_PATH=$rocm_path does not exist: this stage must run on the ROCm 7.2.4 image"
 
 mkdir -p "$work" "$out"
 staging=$work/staging
@@ -55,14 +58,27 @@ commit_args=()
 if [ -n "$commit" ]; then
   commit_args=(--commit "$commit")
 fi
-read -r -a extra_args <<<"${ROCM_PIN_BUILD_ARGS:-}"
-
-say "rocm-pin build from $source_url ${commit:-(pinned commit)} against $rocm_path ${extra_args[*]}"
-rocm-pin build --source "$source_url" "${commit_args[@]}" --rocm-path "$rocm_path" --out "$staging" \
-  "${extra_args[@]}"
+package_args=()
+if [ -n "${ROCM_PIN_STAGING:-}" ]; then
+  staging=$ROCM_PIN_STAGING
+  [ -d "$staging/lib" ] || die "ROCM_PIN_STAGING=$staging has no lib/: give the output of rocm-pin build (or a cmake --install tree)"
+  if [ ! -f "$staging/rocm-pin-build.json" ]; then
+    if [ -z "$commit" ] || [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+      die "ROCM_PIN_STAGING=$staging has no rocm-pin-build.json: set ROCM_PIN_COMMIT and SOURCE_DATE_EPOCH (the commit and its time)"
+    fi
+    package_args=(--commit "$commit" --commit-time "$SOURCE_DATE_EPOCH")
+  fi
+  say "packaging the existing staging $staging (ROCM_PIN_STAGING: no build)"
+else
+  [ -e "$rocm_path" ] || die "ROCM_PATH=$rocm_path does not exist: this stage must run on the ROCm 7.2.4 image (Debian's ROCm packages: ROCM_PATH=/usr)"
+  read -r -a extra_args <<<"${ROCM_PIN_BUILD_ARGS:-}"
+  say "rocm-pin build from $source_url ${commit:-(pinned commit)} against $rocm_path ${extra_args[*]}"
+  rocm-pin build --source "$source_url" "${commit_args[@]}" --rocm-path "$rocm_path" --out "$staging" \
+    "${extra_args[@]}"
+fi
 
 say "rocm-pin package against the stock packages installed in this image"
-rocm-pin package --quiet --staging "$staging" --flavor "$flavor" --out "$debs"
+rocm-pin package --quiet --staging "$staging" "${package_args[@]}" --flavor "$flavor" --out "$debs"
 shopt -s nullglob
 built=("$debs"/*.deb)
 shopt -u nullglob

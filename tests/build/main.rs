@@ -8,5 +8,6 @@ mod dry_run;
 mod package_from_build;
 mod patches;
 mod real;
+mod real_debian;
 mod refusals;
 mod standin;

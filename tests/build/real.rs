@@ -8,9 +8,11 @@
 //! 7), packages against a stand-in set shaped like AMD's 6.3 packages, `rocm-pin install`s
 //! into the chroot, `verify` passes only with the skipped backport check accepted, and a small
 //! C program loads OUR libamdhip64.so.6 and libhsa-runtime64.so.1 — also after
-//! `apt-get install --reinstall` of the stock names.
+//! `apt-get install --reinstall` of the stock names. The same staging, not built again, then
+//! replaces Debian's own ROCm 6.4.3 packages (tests/build/real_debian.rs).
 //!
-//! Needs root, the cached toolchain chroot and the shared sources (`ROCM_PIN_ROCM_SRC`
+//! Needs root, the cached toolchain chroot, the `sid-debian-rocm6-dev` image
+//! (scripts/setup.d/23-debian-rocm-chroot.sh) and the shared sources (`ROCM_PIN_ROCM_SRC`
 //! overrides `$CARGO_MANIFEST_DIR/../shared/rocm-src`). The compile cache persists in
 //! `ROCM_PIN_COMPILE_CACHE` (default /var/cache/rocm-pin/compile-cache: redis' dump.rdb); the
 //! test passes cold too (measured: about 12 minutes cold on 2 busy CPUs, see docs/building.md).
@@ -484,12 +486,9 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
 fn real_rocm_runtime_builds_packages_installs_and_loads() {
     rocm_pin_testkit::needs_root!("a chroot");
     let t0 = Instant::now();
-    let tarball = rocm_pin_testkit::cache_dir().join("chroot/sid-rocm-toolchain.tar.zst");
-    assert!(
-        tarball.is_file(),
-        "{} is missing: run scripts/test-setup (scripts/setup.d/22-rocm-toolchain-chroot.sh)",
-        tarball.display()
-    );
+    let tarball = rocm_pin_testkit::needs_setup!("chroot/sid-rocm-toolchain.tar.zst");
+    // Checked before the build, which takes minutes: the Debian step needs it at the end.
+    let debian_tarball = rocm_pin_testkit::needs_setup!(crate::real_debian::IMAGE);
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-build-real-")
         .tempdir()
@@ -553,7 +552,46 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
     assert!(out.status.success(), "{}", labeled(&out));
     install_and_load(&sb, &stock63);
     eprintln!(
+        "build_real: AMD-shaped chain in {:.0}s",
+        t0.elapsed().as_secs_f64()
+    );
+
+    // The same staging, not built again, replacing Debian's own packages (issue 23, item 5).
+    let staging = keep_staging(&sb, work.path());
+    drop(sb);
+    crate::real_debian::replaces_debian_stock(&crate::util::bin(), &staging, &debian_tarball);
+    eprintln!(
         "build_real: whole chain in {:.0}s",
         t0.elapsed().as_secs_f64()
     );
+}
+
+/// The build's staging copied out of the build chroot (into `work`, removed with it), and also
+/// to `ROCM_PIN_REAL_STAGING_KEEP` when set: the input of the Debian step alone
+/// (`kept_real_staging_replaces_debian_stock`, `ROCM_PIN_REAL_STAGING`) without a rebuild.
+fn keep_staging(sb: &Sandbox, work: &Path) -> PathBuf {
+    let copy = |dest: &Path| {
+        let out = Command::new("cp")
+            .arg("-a")
+            .arg(sb.path(OUT))
+            .arg(dest)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "copy the staging out:\n{}",
+            labeled(&out)
+        );
+    };
+    let staging = work.join("staging");
+    copy(&staging);
+    if let Some(keep) = std::env::var_os("ROCM_PIN_REAL_STAGING_KEEP").filter(|v| !v.is_empty()) {
+        let keep = PathBuf::from(keep);
+        if keep.exists() {
+            std::fs::remove_dir_all(&keep).unwrap();
+        }
+        copy(&keep);
+        eprintln!("build_real: staging kept in {}", keep.display());
+    }
+    staging
 }

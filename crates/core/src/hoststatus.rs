@@ -367,7 +367,8 @@ pub fn host_status_with(
     let release_hold_missing: Vec<String> = match &marker {
         Some(m) => {
             let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
-            crate::host::hold::held_packages(root, &names)
+            let dependants = m.layout().spec().hold_exact_dependants;
+            crate::host::hold::held_packages(root, &names, dependants)
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|h| !held.contains(h))

@@ -174,7 +174,7 @@ fn plan_packages(
     work: &Path,
     listener: &dyn Listener,
 ) -> anyhow::Result<PackagePlan> {
-    let (prefix, stock, target_db) =
+    let (layout, stock, target_db) =
         crate::progress::step(listener, "read stock packages", || load_stock(req, work))?;
     for (half, s) in &stock {
         listener.info(&format!(
@@ -189,7 +189,7 @@ fn plan_packages(
     let target = Target {
         db: target_db.as_ref().ok(),
         db_error: target_db.as_ref().err().cloned(),
-        prefix: prefix.clone(),
+        layout,
     };
     let plan = crate::progress::step(listener, "plan replacements", || {
         plan(staging, &stock, &target, &req.options)
@@ -292,30 +292,30 @@ fn deliver_debs(
     Ok(())
 }
 
-/// The prefix, the stock packages, and the target's dpkg database or why it could not be read.
-type LoadedStock = (String, Vec<(Half, StockPackage)>, Result<DpkgDb, String>);
+/// The layout, the stock packages, and the target's dpkg database or why it could not be read.
+type LoadedStock = (
+    rocm::RuntimeLayout,
+    Vec<(Half, StockPackage)>,
+    Result<DpkgDb, String>,
+);
 
 fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> {
     match &req.stock {
         StockInput::Root(root) | StockInput::PatchedInPlace(root) => {
             let db = DpkgDb::open(root)?;
-            let asked = req.prefix.as_deref().unwrap_or(rocm::DEFAULT_ROCM_PATH);
-            let (resolved, hops) = rocm::resolve_rocm_path(root, Path::new(asked))
-                .with_context(|| no_rocm_prefix_hint(root, req.prefix.as_deref()))?;
-            let prefix = resolved.display().to_string();
-            // Paths always go into the real versioned prefix, never through a symlink.
-            let _ = hops;
-            let found = discover_in_db(&db, &prefix)?;
+            let layout = layout_in_root(root, req.prefix.as_deref())?;
+            let found = discover_in_db(&db, &layout)?;
             let mut stock = vec![];
             let in_place = matches!(req.stock, StockInput::PatchedInPlace(_));
             let replaced = |path: &str| {
                 in_place
-                    && rocm::runtime_library_family_at(&prefix, path).is_some_and(|f| f.required)
+                    && rocm::runtime_library_family_in(&layout.lib_dir, path)
+                        .is_some_and(|f| f.required)
             };
             for (half, name) in found {
                 stock.push((half, stock::from_dpkg_db_allowing(&db, &name, &replaced)?));
             }
-            Ok((prefix, stock, Ok(db)))
+            Ok((layout, stock, Ok(db)))
         }
         StockInput::Debs { debs, target_root } => {
             if debs.is_empty() {
@@ -327,27 +327,14 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
                 std::fs::create_dir_all(&dir)?;
                 pkgs.push(stock::from_deb(deb, &dir)?);
             }
-            let prefix = match &req.prefix {
-                Some(p) => p.trim_end_matches('/').to_string(),
-                None => {
-                    let mut found: Vec<String> = pkgs
-                        .iter()
-                        .flat_map(|p| p.files.iter())
-                        .filter_map(|f| rocm::prefix_of_runtime_path(&f.path))
-                        .collect();
-                    found.sort();
-                    found.dedup();
-                    match found.as_slice() {
-                        [one] => one.clone(),
-                        [] => return Err(refused("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix")),
-                        many => return Err(refused(format!("the stock .debs install runtime libraries into several prefixes ({}); give --prefix", many.join(", ")))),
-                    }
+            let layout = match &req.prefix {
+                Some(p) if rocm::is_multiarch_lib_dir(p.trim_end_matches('/')) => {
+                    rocm::RuntimeLayout::multiarch(p)
                 }
+                Some(p) => versioned_prefix_layout(p)?,
+                None => layout_of_debs(&pkgs)?,
             };
-            if prefix.ends_with("/opt/rocm") {
-                return Err(refused(format!("--prefix {prefix} is the /opt/rocm symlink; give the real versioned prefix (e.g. /opt/rocm-7.2.4)")));
-            }
-            let found = discover_in_packages(&pkgs, &prefix)?;
+            let found = discover_in_packages(&pkgs, &layout)?;
             let mut stock = vec![];
             for (half, name) in found {
                 let idx = pkgs
@@ -357,8 +344,108 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
                 stock.push((half, pkgs.remove(idx)));
             }
             let db = DpkgDb::open(target_root).map_err(|e| format!("{e:#}"));
-            Ok((prefix, stock, db))
+            Ok((layout, stock, db))
         }
+    }
+}
+
+/// Where the stock runtime is in a root: `--prefix` (a versioned prefix, or a multiarch
+/// library directory for Debian's flavour); else `/opt/rocm` resolved (AMD's flavour); else,
+/// with no `/opt/rocm` at all, the one multiarch directory where Debian's runtime packages put
+/// their libraries.
+fn layout_in_root(root: &Root, asked: Option<&str>) -> anyhow::Result<rocm::RuntimeLayout> {
+    if let Some(p) = asked.filter(|p| rocm::is_multiarch_lib_dir(p.trim_end_matches('/'))) {
+        return Ok(rocm::RuntimeLayout::multiarch(p));
+    }
+    let path = asked.unwrap_or(rocm::DEFAULT_ROCM_PATH);
+    match rocm::resolve_rocm_path(root, Path::new(path)) {
+        // Paths always go into the real versioned prefix, never through a symlink.
+        Ok((resolved, _hops)) => Ok(rocm::RuntimeLayout::versioned_prefix(
+            &resolved.display().to_string(),
+        )),
+        Err(e) => {
+            if asked.is_none() {
+                if let Some(layout) = multiarch_layout_in_root(root)? {
+                    return Ok(layout);
+                }
+            }
+            Err(e.context(no_rocm_prefix_hint(root, asked)))
+        }
+    }
+}
+
+/// The multiarch directory of the one complete Debian-flavour runtime in `root` (discovery by
+/// SONAME through the dpkg database); None when there is none. Several are refused: the
+/// user says which with `--prefix /usr/lib/<triplet>`.
+fn multiarch_layout_in_root(root: &Root) -> anyhow::Result<Option<rocm::RuntimeLayout>> {
+    let entries = crate::host::status::read_status(root)?;
+    let found = crate::host::stock_runtime::discover(root, &entries);
+    let mut dirs: Vec<String> = found
+        .runtimes
+        .iter()
+        .filter(|r| r.flavour == rocm::StockFlavour::Debian && r.is_complete())
+        .flat_map(|r| r.library_dirs.iter().cloned())
+        .filter(|d| rocm::is_multiarch_lib_dir(d))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    match dirs.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(rocm::RuntimeLayout::multiarch(one))),
+        many => Err(refused(format!(
+            "Debian's ROCm runtime is installed in several library directories under {} ({}); give --prefix with the one to replace",
+            root.display(),
+            many.join(", ")
+        ))),
+    }
+}
+
+/// `--prefix` for stock .debs of AMD's flavour: the real versioned prefix.
+fn versioned_prefix_layout(prefix: &str) -> anyhow::Result<rocm::RuntimeLayout> {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.ends_with("/opt/rocm") {
+        return Err(refused(format!("--prefix {prefix} is the /opt/rocm symlink; give the real versioned prefix (e.g. /opt/rocm-7.2.4)")));
+    }
+    Ok(rocm::RuntimeLayout::versioned_prefix(prefix))
+}
+
+/// The layout the stock .debs install into: the one `/opt/rocm-*` prefix (AMD's flavour) or
+/// the one multiarch directory (Debian's) holding runtime libraries.
+fn layout_of_debs(pkgs: &[StockPackage]) -> anyhow::Result<rocm::RuntimeLayout> {
+    let mut found: Vec<rocm::RuntimeLayout> = pkgs
+        .iter()
+        .flat_map(|p| p.files.iter())
+        .filter_map(|f| match rocm::runtime_library_location(&f.path)? {
+            (rocm::StockFlavour::Amd, _, _) => rocm::prefix_of_runtime_path(&f.path)
+                .map(|p| rocm::RuntimeLayout::versioned_prefix(&p)),
+            (rocm::StockFlavour::Debian, _, dir) => Some(rocm::RuntimeLayout::multiarch(dir)),
+        })
+        .collect();
+    found.sort_by(|a, b| a.lib_dir.cmp(&b.lib_dir));
+    found.dedup();
+    // A layout holding both halves wins over one holding a stray half (a decoy such as a
+    // Debian `libhsa-runtime64-1` beside AMD's pair).
+    let complete: Vec<&rocm::RuntimeLayout> = found
+        .iter()
+        .filter(|l| discover_in_packages(pkgs, l).is_ok())
+        .collect();
+    if let [one] = complete.as_slice() {
+        return versioned_or_multiarch(one);
+    }
+    match found.as_slice() {
+        [one] => versioned_or_multiarch(one),
+        [] => Err(refused("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix".to_string())),
+        many => Err(refused(format!(
+            "the stock .debs install runtime libraries into several prefixes ({}); give --prefix",
+            many.iter().map(|l| if l.flavour == rocm::StockFlavour::Amd { l.prefix.clone() } else { l.lib_dir.clone() }).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+fn versioned_or_multiarch(layout: &rocm::RuntimeLayout) -> anyhow::Result<rocm::RuntimeLayout> {
+    match layout.flavour {
+        rocm::StockFlavour::Amd => versioned_prefix_layout(&layout.prefix),
+        rocm::StockFlavour::Debian => Ok(layout.clone()),
     }
 }
 
@@ -437,7 +524,9 @@ fn package_content(p: &ReplacementPlan, stripped: &Path) -> anyhow::Result<Packa
         ));
     }
     for (name, text) in &p.scripts {
-        let mode = if name == "triggers" { 0o644 } else { 0o755 };
+        // Maintainer scripts are executable; triggers, shlibs and symbols are data.
+        let data = ["triggers", "shlibs", "symbols"].contains(&name.as_str());
+        let mode = if data { 0o644 } else { 0o755 };
         control_files.push(control_file(name, text.clone(), mode));
     }
     Ok(PackageContent {

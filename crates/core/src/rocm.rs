@@ -301,6 +301,18 @@ pub struct Marker {
     pub source: Option<String>,
 }
 
+impl Marker {
+    /// The layout the marker's libraries were installed into (from the first library's
+    /// directory): Debian's multiarch directory, else AMD's `<prefix>/lib`.
+    pub fn layout(&self) -> RuntimeLayout {
+        self.libraries
+            .first()
+            .and_then(|l| l.path.rsplit_once('/'))
+            .map(|(dir, _)| RuntimeLayout::of_library_dir(dir))
+            .unwrap_or_else(|| RuntimeLayout::versioned_prefix(&self.prefix))
+    }
+}
+
 /// The source of a staging made by `rocm-pin adopt` (recorded in the marker) starts with this.
 pub const ADOPTED_SOURCE: &str = "adopted from an in-place patch";
 
@@ -309,8 +321,13 @@ pub const ADOPTED_SOURCE: &str = "adopted from an in-place patch";
 /// `/opt/rocm-*` tree) and named like a family member. This is the stock-discovery rule: a
 /// package owning such a path is a replacement target.
 pub fn runtime_library_family_at(prefix: &str, path: &str) -> Option<&'static LibraryFamily> {
-    let lib_dir = format!("{}/lib/", prefix.trim_end_matches('/'));
-    let name = path.strip_prefix(&lib_dir)?;
+    runtime_library_family_in(&format!("{}/lib", prefix.trim_end_matches('/')), path)
+}
+
+/// [`runtime_library_family_at`] for a library directory given as it is (`/opt/rocm-7.2.4/lib`,
+/// `/usr/lib/x86_64-linux-gnu`): the family of `path` when it lies directly in `lib_dir`.
+pub fn runtime_library_family_in(lib_dir: &str, path: &str) -> Option<&'static LibraryFamily> {
+    let name = path.strip_prefix(&format!("{}/", lib_dir.trim_end_matches('/')))?;
     if name.contains('/') {
         return None;
     }
@@ -515,8 +532,12 @@ pub struct StockFlavourSpec {
     pub shlibs_and_symbols: bool,
     /// The flavour has a `/opt/rocm-*` prefix with an `.info/` directory for our marker.
     pub opt_prefix: bool,
-    /// `rocm-pin package` / `install` make and install replacements for this flavour today.
-    /// Debian's: not yet (issue 23); discovery, status and verify already recognise it.
+    /// The release hold also holds the exact-`=` dependants themselves at their installed
+    /// versions (Debian's `libamdhip64-dev`, `libhsa-runtime-dev`: a newer one needs a newer
+    /// stock). AMD's metas stay unpinned so apt lists them as kept back.
+    pub hold_exact_dependants: bool,
+    /// `rocm-pin install` installs replacements for this flavour today. Debian's: not yet
+    /// (issue 23): `package` makes them, discovery, status and verify recognise the flavour.
     pub replaceable: bool,
 }
 
@@ -535,6 +556,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: false,
         shlibs_and_symbols: false,
         opt_prefix: true,
+        hold_exact_dependants: false,
         replaceable: true,
     },
     StockFlavourSpec {
@@ -547,6 +569,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: true,
         shlibs_and_symbols: true,
         opt_prefix: false,
+        hold_exact_dependants: true,
         replaceable: false,
     },
 ];
@@ -617,7 +640,7 @@ pub fn stock_package_by_name(name: &str) -> Option<StockPackageName> {
 
 /// Is `dir` a multiarch library directory, `/usr/lib/<cpu>-linux-<abi>` (x86_64-linux-gnu,
 /// aarch64-linux-gnu, arm-linux-gnueabihf)? `/usr/lib/x86_64` or `/usr/lib/foo/bar` are not.
-fn is_multiarch_lib_dir(dir: &str) -> bool {
+pub fn is_multiarch_lib_dir(dir: &str) -> bool {
     dir.strip_prefix("/usr/lib/").is_some_and(|triplet| {
         let parts: Vec<&str> = triplet.split('-').collect();
         parts.len() >= 3
@@ -858,4 +881,137 @@ pub fn version_file(target_prefix: &str) -> String {
         target_prefix.trim_end_matches('/'),
         VERSION_RELPATH
     )
+}
+
+/// Where the stock runtime of one replacement set lives: its flavour, its prefix (the marker's
+/// `prefix`: `/opt/rocm-7.2.4` for AMD's, `/usr` for Debian's) and its library directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeLayout {
+    pub flavour: StockFlavour,
+    pub prefix: String,
+    pub lib_dir: String,
+}
+
+/// The prefix Debian's flavour reports: its libraries are in `/usr/lib/<triplet>`.
+pub const MULTIARCH_PREFIX: &str = "/usr";
+
+/// Where a flavour without an `/opt` prefix keeps our provenance marker: rocm-pin's state
+/// directory, one file per architecture (a `Multi-Arch: same` package may not ship one path
+/// with different contents per architecture).
+pub const MARKER_STATE_DIR: &str = "/var/lib/rocm-pin/marker";
+
+/// Is `path` (as dpkg lists it, or a data member `./…`) where a flavour puts our marker:
+/// `<prefix>/.info/rocm-pin.json`, or `/var/lib/rocm-pin/marker/<arch>.json`?
+pub fn is_marker_path(path: &str) -> bool {
+    let path = path.trim_start_matches('.');
+    path.ends_with(&format!("/{MARKER_RELPATH}"))
+        || path
+            .strip_prefix(MARKER_STATE_DIR)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|name| name.strip_suffix(".json"))
+            .is_some_and(|arch| !arch.is_empty() && !arch.contains('/'))
+}
+
+impl RuntimeLayout {
+    /// AMD's layout: `<prefix>/lib`.
+    pub fn versioned_prefix(prefix: &str) -> Self {
+        let prefix = prefix.trim_end_matches('/').to_string();
+        RuntimeLayout {
+            flavour: StockFlavour::Amd,
+            lib_dir: format!("{prefix}/lib"),
+            prefix,
+        }
+    }
+
+    /// Debian's layout: the multiarch directory `lib_dir`.
+    pub fn multiarch(lib_dir: &str) -> Self {
+        RuntimeLayout {
+            flavour: StockFlavour::Debian,
+            prefix: MULTIARCH_PREFIX.to_string(),
+            lib_dir: lib_dir.trim_end_matches('/').to_string(),
+        }
+    }
+
+    pub fn spec(&self) -> &'static StockFlavourSpec {
+        flavour_spec(self.flavour)
+    }
+
+    /// The marker's installed path: `<prefix>/.info/rocm-pin.json` where the flavour has an
+    /// `/opt` prefix, else `/var/lib/rocm-pin/marker/<architecture>.json`.
+    pub fn marker_path(&self, architecture: &str) -> String {
+        if self.spec().opt_prefix {
+            format!("{}/{MARKER_RELPATH}", self.prefix)
+        } else {
+            format!("{MARKER_STATE_DIR}/{architecture}.json")
+        }
+    }
+
+    /// The layout a library directory belongs to (from an installed marker's library path):
+    /// a multiarch directory is Debian's, anything else `<prefix>/lib` of AMD's.
+    pub fn of_library_dir(dir: &str) -> Self {
+        let dir = dir.trim_end_matches('/');
+        if is_multiarch_lib_dir(dir) {
+            RuntimeLayout::multiarch(dir)
+        } else {
+            RuntimeLayout::versioned_prefix(dir.strip_suffix("/lib").unwrap_or(dir))
+        }
+    }
+
+    /// Does rocm-pin write its own `/etc/ld.so.conf.d` entry for this layout? Not where the
+    /// library directory is the loader's own (the ldconfig trigger refreshes the cache).
+    pub fn needs_loader_entry(&self) -> bool {
+        self.spec().loader == LoaderRegistration::LdSoConfEntry
+    }
+
+    /// Is the library directory one ldconfig manages the SONAME links of (the multiarch
+    /// directory)? There, one file per SONAME: ours takes the stock file's name.
+    pub fn one_file_per_soname(&self) -> bool {
+        self.spec().library_dir == RuntimeLibraryDir::Multiarch
+    }
+
+    /// May a half have several stock packages (one per library, replaced together)?
+    pub fn one_package_per_library(&self) -> bool {
+        self.spec().naming == StockNaming::PerLibrary
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn layouts_put_the_marker_where_the_flavour_allows() {
+        let amd = RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4/");
+        assert_eq!(amd.lib_dir, "/opt/rocm-7.2.4/lib");
+        assert_eq!(
+            amd.marker_path("amd64"),
+            "/opt/rocm-7.2.4/.info/rocm-pin.json"
+        );
+        assert!(!amd.one_package_per_library());
+        let deb = RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu");
+        assert_eq!(
+            deb.marker_path("amd64"),
+            "/var/lib/rocm-pin/marker/amd64.json"
+        );
+        assert!(deb.one_package_per_library());
+        assert!(is_marker_path(&deb.marker_path("arm64")));
+        assert_eq!(RuntimeLayout::of_library_dir(&deb.lib_dir), deb);
+        assert_eq!(RuntimeLayout::of_library_dir(&amd.lib_dir), amd);
+        assert!(is_marker_path(&amd.marker_path("amd64")));
+        assert!(is_marker_path("./var/lib/rocm-pin/marker/amd64.json"));
+        assert!(!is_marker_path("/var/lib/rocm-pin/marker/x/amd64.json"));
+        assert!(!is_marker_path("/var/lib/rocm-pin/marker/.json"));
+        assert!(!is_marker_path("/var/lib/rocm-pin/skip.json"));
+        assert_eq!(
+            runtime_library_family_in(&deb.lib_dir, "/usr/lib/x86_64-linux-gnu/libhiprtc.so.7")
+                .unwrap()
+                .stem,
+            "libhiprtc"
+        );
+        assert!(runtime_library_family_in(
+            &deb.lib_dir,
+            "/usr/lib/x86_64-linux-gnu/x/libhiprtc.so.7"
+        )
+        .is_none());
+    }
 }

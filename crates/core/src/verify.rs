@@ -290,11 +290,10 @@ fn read_marker(
             Err(err) => c.add("packages", &e.package, false, format!("{err:#}")),
         }
     }
-    let marker_suffix = format!("/{}", rocm::MARKER_RELPATH);
     let marker_path = lists
         .values()
         .flatten()
-        .find(|p| p.ends_with(&marker_suffix))
+        .find(|p| rocm::is_marker_path(p))
         .cloned();
     let marker = match &marker_path {
         None => {
@@ -1120,11 +1119,26 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
         c.add("loader-entry", "", false, "the marker names no HSA library");
         return;
     };
-    let entry = rocm::loader_entry_path(&hsa.package);
     let dir = Path::new(&hsa.path)
         .parent()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    let layout = rocm::RuntimeLayout::of_library_dir(&dir);
+    if layout.spec().loader == rocm::LoaderRegistration::LdconfigTrigger {
+        // Debian's flavour: the multiarch directory is the loader's own; the `loader` checks
+        // above show ld.so opening ours, and no package of ours ships an entry to check.
+        c.add(
+            "loader-entry",
+            &dir,
+            true,
+            format!(
+                "{dir} is on the loader's default path ({}: no ld.so.conf.d entry, the ldconfig trigger)",
+                layout.spec().title
+            ),
+        );
+        return;
+    }
+    let entry = rocm::loader_entry_path(&hsa.package);
     let (ok, detail) = match loader::loader_entry_lists(root, &entry, &dir) {
         Ok(true) => (true, format!("lists {dir}")),
         Ok(false) => (false, format!("does not list {dir}")),

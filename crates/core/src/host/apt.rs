@@ -307,7 +307,7 @@ impl PrivateCache {
 fn copy_apt_cache(root: &Root, name: &str, to: &Path) -> std::io::Result<()> {
     let kind = FileKind::AptCache;
     let (file, _) = root
-        .open_regular(&format!("/var/cache/apt/{name}"), kind)
+        .open_regular(format!("/var/cache/apt/{name}"), kind)
         .map_err(std::io::Error::other)?;
     let mut out = std::fs::File::create(to)?;
     std::io::copy(&mut std::io::Read::take(file, kind.cap()), &mut out)?;

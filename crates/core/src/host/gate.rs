@@ -102,6 +102,77 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
     }
 }
 
+/// The gate for a flavour whose release is its packages' versions (Debian's, no
+/// `.info/version`): the release each stock package replaced carries on this host (its
+/// installed version, or the stock version ours Provides when ours is installed), against the
+/// release the replacements were made for (the marker's stock versions).
+pub fn evaluate_by_package_versions(
+    root: &Root,
+    marker: &rocm::Marker,
+    mode: GateMode,
+) -> anyhow::Result<GateDecision> {
+    let entries = super::status::read_status(root)?;
+    let wanted = marker
+        .replaced
+        .first()
+        .and_then(|r| rocm::release_of_package_version(&r.stock_version))
+        .unwrap_or_else(|| rocm::TARGET_ROCM_VERSION.to_string());
+    let mut found: Vec<(String, Option<String>)> = Vec::new();
+    for r in &marker.replaced {
+        let installed = |name: &str| {
+            entries
+                .iter()
+                .find(|e| e.package == name && e.status.ends_with(" installed"))
+        };
+        let version = match (installed(&r.stock_name), installed(&r.package)) {
+            (Some(stock), _) => Some(stock.version.clone()),
+            (None, Some(_)) => Some(r.stock_version.clone()),
+            (None, None) => None,
+        };
+        let release = version
+            .as_deref()
+            .and_then(rocm::release_of_package_version);
+        found.push((r.stock_name.clone(), release));
+    }
+    let releases: Vec<&str> = found.iter().filter_map(|(_, r)| r.as_deref()).collect();
+    let all_same = !releases.is_empty()
+        && releases.len() == found.len()
+        && releases.iter().all(|r| *r == releases[0]);
+    let found_release = all_same.then(|| releases[0].to_string());
+    let matches = found_release.as_deref() == Some(wanted.as_str());
+    let names: Vec<String> = found
+        .iter()
+        .map(|(n, r)| format!("{n} {}", r.as_deref().unwrap_or("not installed")))
+        .collect();
+    let mut reason = match &found_release {
+        Some(v) if matches => format!(
+            "ROCm {v} from the package versions ({}) matches {wanted}",
+            names.join(", ")
+        ),
+        _ => format!(
+            "ROCm from the package versions ({}) does not match {wanted}",
+            names.join(", ")
+        ),
+    };
+    match mode {
+        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
+        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
+        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
+        _ => {}
+    }
+    Ok(GateDecision {
+        mode,
+        target_prefix: marker.prefix.clone(),
+        found_version: found_release,
+        wanted_version: wanted,
+        rocm_path_chain: None,
+        rocm_path_elsewhere: false,
+        rocm_path_other: None,
+        matches,
+        reason,
+    })
+}
+
 pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
     let p = root.host_path(skip_record_path());
     if let Some(d) = p.parent() {

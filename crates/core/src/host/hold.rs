@@ -37,8 +37,13 @@ fn exact_relations(depends: &str) -> Vec<(String, String)> {
 }
 
 /// The installed packages to hold: every exact `=` dependency (other than the stock pair) of
-/// an installed package that depends with `=` on the stock pair, at its installed version.
-pub fn held_packages(root: &Root, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+/// an installed package that depends with `=` on the stock pair, at its installed version;
+/// with `hold_dependants` (the flavour's `hold_exact_dependants`), that package itself too.
+pub fn held_packages(
+    root: &Root,
+    stock_names: &[String],
+    hold_dependants: bool,
+) -> anyhow::Result<Vec<(String, String)>> {
     let entries = status::read_status_with(root, &["Depends"])?;
     let installed = |name: &str| {
         entries
@@ -51,6 +56,9 @@ pub fn held_packages(root: &Root, stock_names: &[String]) -> anyhow::Result<Vec<
         let rels = exact_relations(e.extra.get("Depends").map(String::as_str).unwrap_or(""));
         if !rels.iter().any(|(n, _)| stock_names.contains(n)) {
             continue;
+        }
+        if hold_dependants && !held.iter().any(|(h, _)| *h == e.package) {
+            held.push((e.package.clone(), e.version.clone()));
         }
         for (n, v) in rels {
             if stock_names.contains(&n) || held.iter().any(|(h, _)| *h == n) {
@@ -66,8 +74,12 @@ pub fn held_packages(root: &Root, stock_names: &[String]) -> anyhow::Result<Vec<
 }
 
 /// Write (or refresh) the hold for the stock pair `stock_names`. Returns what it holds.
-pub fn write(root: &Root, stock_names: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let held = held_packages(root, stock_names)?;
+pub fn write(
+    root: &Root,
+    stock_names: &[String],
+    hold_dependants: bool,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let held = held_packages(root, stock_names, hold_dependants)?;
     let path = root.host_path(hold_path());
     if held.is_empty() {
         remove(root)?;
@@ -124,6 +136,47 @@ mod tests {
                 ("rocm-core".to_string(), "7.2.4.70204-93~24.04".to_string()),
                 ("bar".to_string(), "1".to_string()),
             ]
+        );
+    }
+
+    /// Debian's -dev package pins the runtime, hiprtc and builtins with `=`: with all three
+    /// replaced, the hold keeps the -dev package itself (Debian's flavour) and the siblings it
+    /// shares with the replaced set that are not replaced; AMD's flavour holds the siblings only.
+    #[test]
+    fn debian_flavour_holds_the_exact_dependant_and_its_unreplaced_siblings() {
+        let d = tempfile::tempdir().unwrap();
+        let admin = d.path().join("var/lib/dpkg");
+        std::fs::create_dir_all(&admin).unwrap();
+        let para = |name: &str, version: &str, depends: &str| {
+            format!(
+                "Package: {name}\nStatus: install ok installed\nArchitecture: amd64\nVersion: {version}\n{depends}\n"
+            )
+        };
+        let status = [
+            para("libamdhip64-7-pinned", "7.2.4-1~exp2+pin1.gabc", ""),
+            para("libhiprtc7", "7.2.4-1~exp2", ""),
+            para(
+                "libamdhip64-dev",
+                "7.2.4-1~exp2",
+                "Depends: libamdhip64-7 (= 7.2.4-1~exp2), libhiprtc7 (= 7.2.4-1~exp2), libhsa-runtime-dev",
+            ),
+            para("rocminfo", "7.2.4-1", "Depends: libhsa-runtime64-1 (>= 6.4.3~)"),
+        ]
+        .join("\n");
+        std::fs::write(admin.join("status"), status).unwrap();
+        let root = Root::new(d.path());
+        let stock = vec!["libamdhip64-7".to_string()];
+        let v = |n: &str, v: &str| (n.to_string(), v.to_string());
+        assert_eq!(
+            held_packages(&root, &stock, true).unwrap(),
+            vec![
+                v("libamdhip64-dev", "7.2.4-1~exp2"),
+                v("libhiprtc7", "7.2.4-1~exp2")
+            ]
+        );
+        assert_eq!(
+            held_packages(&root, &stock, false).unwrap(),
+            vec![v("libhiprtc7", "7.2.4-1~exp2")]
         );
     }
 }

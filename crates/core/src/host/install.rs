@@ -299,7 +299,8 @@ fn install_steps(
         keep_stock_for_rollback(root, opts, &tx, &mut report, listener)?;
     }
 
-    // 5. Our loader entry before apt: never a moment without the libraries in the cache.
+    // 5. Our loader entry before apt: never a moment without the libraries in the cache
+    // (none where the library directory is the loader's own: Debian's multiarch directory).
     let entry_host = root.host_path(&tx.loader_entry);
     let entry_existed = entry_host.exists();
     let mut before_apt = BeforeApt {
@@ -307,7 +308,10 @@ fn install_steps(
         entry_existed,
         entry_written: false,
     };
-    if !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false) {
+    let layout = rocm::RuntimeLayout::of_library_dir(&tx.lib_dir);
+    if layout.needs_loader_entry()
+        && !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false)
+    {
         *changed = HostChange::Changed;
         before_apt.entry_written = true;
         loader::write_loader_entry(root, &tx.loader_entry, &tx.lib_dir)?;
@@ -347,8 +351,15 @@ fn gate_step(
     listener: &dyn Listener,
 ) -> anyhow::Result<Option<Outcome>> {
     // The release the packages were made against (their prefix), 7.2.4 for the pinned runtime.
-    let wanted = rocm::release_of_prefix(&marker.prefix);
-    let g = gate::evaluate(root, &marker.prefix, opts.mode, &wanted);
+    let g = match marker.layout().spec().release_source {
+        rocm::ReleaseSource::VersionFile => {
+            let wanted = rocm::release_of_prefix(&marker.prefix);
+            gate::evaluate(root, &marker.prefix, opts.mode, &wanted)
+        }
+        rocm::ReleaseSource::PackageVersions => {
+            gate::evaluate_by_package_versions(root, marker, opts.mode)?
+        }
+    };
     // Said once: when the gate stops the install, the reason is the refusal (require) or the
     // command's result line (auto, off), so it is only reported here when the install goes on.
     if g.proceed() {
@@ -737,12 +748,15 @@ fn finish_host(
     report: &mut InstallReport,
     listener: &dyn Listener,
 ) -> anyhow::Result<()> {
-    if !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false) {
+    let layout = rocm::RuntimeLayout::of_library_dir(&tx.lib_dir);
+    if layout.needs_loader_entry()
+        && !loader::loader_entry_lists(root, &tx.loader_entry, &tx.lib_dir).unwrap_or(false)
+    {
         loader::write_loader_entry(root, &tx.loader_entry, &tx.lib_dir)?;
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
-    let held = super::hold::write(root, &tx.stock_names)?;
+    let held = super::hold::write(root, &tx.stock_names, layout.spec().hold_exact_dependants)?;
     if !held.is_empty() {
         report.actions.push(format!(
             "holds {} at the installed release ({})",

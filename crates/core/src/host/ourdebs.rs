@@ -31,10 +31,9 @@ pub struct DebFacts {
 /// with our own streaming reader: no `dpkg-deb -c` listing to split into columns (a name with
 /// a space in it broke that), no tar process.
 fn marker_member(deb: &Path) -> anyhow::Result<Option<(String, Vec<u8>)>> {
-    let suffix = format!("/{}", rocm::MARKER_RELPATH);
     let mut found = None;
     crate::deb::reader::for_each_data_entry(deb, &ReadLimits::default(), &mut |entry, body| {
-        if found.is_none() && entry.kind == EntryKind::File && entry.path.ends_with(&suffix) {
+        if found.is_none() && entry.kind == EntryKind::File && rocm::is_marker_path(&entry.path) {
             let mut bytes = Vec::new();
             body.read_to_end(&mut bytes)?;
             found = Some((entry.path.clone(), bytes));

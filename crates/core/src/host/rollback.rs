@@ -42,11 +42,10 @@ pub fn installed_pin(root: &Root) -> anyhow::Result<Option<(Vec<StatusEntry>, Op
     if ours.is_empty() {
         return Ok(None);
     }
-    let suffix = format!("/{}", rocm::MARKER_RELPATH);
     let mut marker = None;
     for e in &ours {
         if let Ok(list) = status::package_list(root, &e.package, &e.architecture) {
-            if let Some(p) = list.iter().find(|p| p.ends_with(&suffix)) {
+            if let Some(p) = list.iter().find(|p| rocm::is_marker_path(p)) {
                 marker = root
                     .read_file(p, crate::host::root::FileKind::Marker)
                     .ok()

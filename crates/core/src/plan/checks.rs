@@ -12,11 +12,10 @@ use crate::rocm::{self, Half};
 pub fn check_inputs(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
-    prefix: &str,
+    lib_dir: &str,
     opts: &super::PlanOptions,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    let lib_dir = format!("{prefix}/lib");
     if opts.flavor.is_empty()
         || !opts
             .flavor
@@ -31,7 +30,8 @@ pub fn check_inputs(
         let Some(fam) = lib.family else { continue };
         let owner = stock.iter().find(|(_, s)| {
             s.files.iter().any(|f| {
-                rocm::runtime_library_family_at(prefix, &f.path).is_some_and(|x| x.stem == fam.stem)
+                rocm::runtime_library_family_in(lib_dir, &f.path)
+                    .is_some_and(|x| x.stem == fam.stem)
             })
         });
         if owner.is_none() {

@@ -23,20 +23,21 @@ pub fn plan_families(
     s: &StockPackage,
     ours: &str,
     staging: &Staging,
-    prefix: &str,
+    layout: &rocm::RuntimeLayout,
     opts: &PlanOptions,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<FamilyPlan> {
-    let lib_dir = format!("{prefix}/lib");
+    let lib_dir = layout.lib_dir.as_str();
+    let one_file_per_soname = layout.one_file_per_soname();
     let mut plan = FamilyPlan {
         files: vec![],
         libraries: vec![],
         handled: BTreeSet::new(),
     };
-    // Families this stock package owns in <prefix>/lib/.
+    // Families this stock package owns in its library directory.
     let mut families: Vec<&'static rocm::LibraryFamily> = vec![];
     for f in &s.files {
-        if let Some(fam) = rocm::runtime_library_family_at(prefix, &f.path) {
+        if let Some(fam) = rocm::runtime_library_family_in(lib_dir, &f.path) {
             if !families.iter().any(|x| x.stem == fam.stem) {
                 families.push(fam);
             }
@@ -47,7 +48,8 @@ pub fn plan_families(
             .files
             .iter()
             .filter(|f| {
-                rocm::runtime_library_family_at(prefix, &f.path).is_some_and(|x| x.stem == fam.stem)
+                rocm::runtime_library_family_in(lib_dir, &f.path)
+                    .is_some_and(|x| x.stem == fam.stem)
             })
             .collect();
         let Some(staged) = staging.family(fam.stem) else {
@@ -69,7 +71,7 @@ pub fn plan_families(
             ours,
             &stock_family,
             staged,
-            &lib_dir,
+            (lib_dir, one_file_per_soname),
             opts,
             warnings,
         )?;
@@ -86,7 +88,7 @@ fn plan_family(
     ours: &str,
     stock_family: &[&StockFile],
     staged: &StagedLibrary,
-    lib_dir: &str,
+    (lib_dir, one_file_per_soname): (&str, bool),
     opts: &PlanOptions,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<()> {
@@ -109,7 +111,13 @@ fn plan_family(
                  Everything linked against {so} would stop loading it; pass --allow-soname-change if this ABI change is intended", s.name, staged.file_name)));
         }
     }
-    let real_path = format!("{lib_dir}/{}", staged.file_name);
+    // In a directory ldconfig manages, two files with one SONAME make ldconfig pick the link's
+    // target: the rebuilt library takes the stock file's name there, with no alias.
+    let real_name = match stock_real.as_slice() {
+        [one] if one_file_per_soname => one.path.rsplit('/').next().unwrap_or_default(),
+        _ => staged.file_name.as_str(),
+    };
+    let real_path = format!("{lib_dir}/{real_name}");
     plan.files.push(PlannedFile {
         path: real_path.clone(),
         role: Role::Rebuilt,
@@ -140,7 +148,7 @@ fn plan_family(
         plan.files.push(PlannedFile {
             path: soname_path.clone(),
             role: Role::Link,
-            content: Content::Symlink(staged.file_name.clone()),
+            content: Content::Symlink(real_name.to_string()),
             from: None,
         });
         plan.handled.insert(soname_path.clone());

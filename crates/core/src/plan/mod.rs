@@ -11,6 +11,7 @@
 mod checks;
 mod error;
 mod families;
+mod library_info;
 pub mod staging;
 pub mod stock;
 pub mod templates;
@@ -146,7 +147,7 @@ pub struct ReplacementPlan {
     pub control: Paragraph,
     pub files: Vec<PlannedFile>,
     pub conffiles: Vec<String>,
-    /// DEBIAN/<name> → contents (maintainer scripts 0755, triggers 0644).
+    /// DEBIAN/<name> → contents (maintainer scripts 0755; triggers, shlibs, symbols 0644).
     pub scripts: BTreeMap<String, String>,
     pub libraries: Vec<PlannedLibrary>,
     /// Stock maintainer scripts that are not carried (ours replace them), for the report.
@@ -162,6 +163,8 @@ impl ReplacementPlan {
 #[derive(Debug, Clone)]
 pub struct PackagePlan {
     pub prefix: String,
+    /// The stock flavour and library directory the replacements install into.
+    pub layout: rocm::RuntimeLayout,
     pub commit: String,
     pub commit_time: i64,
     pub flavor: String,
@@ -205,9 +208,24 @@ pub fn replacement_version(stock_version: &Version, commit_time: i64, commit: &s
     v
 }
 
-/// The prefix-relative discovery: which installed packages own a runtime library of a staged
-/// family directly in `<prefix>/lib/`. Returns (half, package name) sorted HSA first.
-pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, String)>> {
+/// The family of a runtime library `path` that makes its owner a stock runtime package: any
+/// family member directly in `lib_dir` except the bare development link (`libamdhip64.so`).
+/// Debian's -dev packages (`libamdhip64-dev`, `libhsa-runtime-dev`) own only that link next to
+/// the runtime; they depend on the runtime with `=` and stay installed, never replaced.
+fn runtime_owner_family(lib_dir: &str, path: &str) -> Option<&'static rocm::LibraryFamily> {
+    if path.ends_with(".so") {
+        return None;
+    }
+    rocm::runtime_library_family_in(lib_dir, path)
+}
+
+/// The library-directory discovery: which installed packages own a runtime library of a staged
+/// family directly in the layout's library directory (`<prefix>/lib/`, or the multiarch
+/// directory). Returns (half, package name) sorted HSA first.
+pub fn discover_in_db(
+    db: &DpkgDb,
+    layout: &rocm::RuntimeLayout,
+) -> anyhow::Result<Vec<(Half, String)>> {
     let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
     for p in db.packages().iter().filter(|p| p.has_files()) {
         let key = if db
@@ -222,7 +240,7 @@ pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, St
             p.name.clone()
         };
         for f in db.files(&key)? {
-            if let Some(fam) = rocm::runtime_library_family_at(prefix, &f) {
+            if let Some(fam) = runtime_owner_family(&layout.lib_dir, &f) {
                 if !p.is_installed() {
                     return Err(refused(format!("stock package {} owns {f} but is in state `{}`, not installed; finish it first (dpkg --configure -a)", p.name, p.state)));
                 }
@@ -232,7 +250,7 @@ pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, St
     }
     collect_halves(
         found,
-        prefix,
+        layout,
         &format!("the dpkg database under {}", db.root().display()),
     )
 }
@@ -240,24 +258,33 @@ pub fn discover_in_db(db: &DpkgDb, prefix: &str) -> anyhow::Result<Vec<(Half, St
 /// The same rule over stock packages already loaded (from .debs).
 pub fn discover_in_packages(
     pkgs: &[StockPackage],
-    prefix: &str,
+    layout: &rocm::RuntimeLayout,
 ) -> anyhow::Result<Vec<(Half, String)>> {
     let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
     for p in pkgs {
         for f in &p.files {
-            if let Some(fam) = rocm::runtime_library_family_at(prefix, &f.path) {
+            if let Some(fam) = runtime_owner_family(&layout.lib_dir, &f.path) {
                 found.entry(fam.half).or_default().insert(p.name.clone());
             }
         }
     }
-    collect_halves(found, prefix, "the given stock .debs")
+    collect_halves(found, layout, "the given stock .debs")
 }
 
+/// The owners found, HSA first. AMD's flavour has one package per half; Debian's one per
+/// library (HIP: libamdhip64-N, libhiprtcN, libhiprtc-builtinsN), all replaced together.
 fn collect_halves(
     found: BTreeMap<Half, BTreeSet<String>>,
-    prefix: &str,
+    layout: &rocm::RuntimeLayout,
     where_: &str,
 ) -> anyhow::Result<Vec<(Half, String)>> {
+    let prefix = layout
+        .lib_dir
+        .strip_suffix("/lib")
+        .unwrap_or(&layout.lib_dir);
+    if layout.one_package_per_library() {
+        return collect_per_library(found, &layout.lib_dir, where_);
+    }
     if found.is_empty() {
         return Err(refused(format!("no stock packages own a ROCm runtime library in {prefix}/lib/ in {where_}; \
              check --prefix (the real versioned prefix, e.g. /opt/rocm-7.2.4) and that the stock runtime is installed")));
@@ -300,12 +327,42 @@ fn collect_halves(
     Ok(out)
 }
 
+/// [`collect_halves`] for a flavour with one package per library: every owner of each half,
+/// HSA first; a package owning libraries of both halves is refused.
+fn collect_per_library(
+    found: BTreeMap<Half, BTreeSet<String>>,
+    lib_dir: &str,
+    where_: &str,
+) -> anyhow::Result<Vec<(Half, String)>> {
+    let names = |h: Half| found.get(&h).cloned().unwrap_or_default();
+    let (hsa, hip) = (names(Half::Hsa), names(Half::Hip));
+    if hsa.is_empty() || hip.is_empty() {
+        let (have, missing) = if hsa.is_empty() {
+            (&hip, "HSA (libhsa-runtime64)")
+        } else {
+            (&hsa, "HIP (libamdhip64)")
+        };
+        return Err(refused(format!(
+            "only half of the runtime pair found in {lib_dir}/ ({where_}): {} present, but no package owns the {missing} libraries; \
+             replacing one half alone would mix a patched and a stock runtime",
+            if have.is_empty() { "nothing".to_string() } else { have.iter().cloned().collect::<Vec<_>>().join(", ") }
+        )));
+    }
+    if let Some(both) = hsa.intersection(&hip).next() {
+        return Err(refused(format!("package {both} owns both HSA and HIP runtime libraries in {lib_dir}/; refusing to guess how to split it")));
+    }
+    let mut out: Vec<(Half, String)> = hsa.into_iter().map(|n| (Half::Hsa, n)).collect();
+    out.extend(hip.into_iter().map(|n| (Half::Hip, n)));
+    Ok(out)
+}
+
 /// Where NEEDED entries are resolved: the target's dpkg database and loader search path.
 pub struct Target<'a> {
     pub db: Option<&'a DpkgDb>,
     /// Why `db` is absent (the open error), so a refusal that needs it can say so.
     pub db_error: Option<String>,
-    pub prefix: String,
+    /// The stock flavour, prefix and library directory the replacements install into.
+    pub layout: rocm::RuntimeLayout,
 }
 
 /// Plan both replacements. `stock` holds the discovered packages, HSA first. Pure: reads the
@@ -316,11 +373,12 @@ pub fn plan(
     target: &Target<'_>,
     opts: &PlanOptions,
 ) -> anyhow::Result<PackagePlan> {
-    let prefix = target.prefix.trim_end_matches('/').to_string();
+    let layout = &target.layout;
+    let prefix = layout.prefix.clone();
     let mut warnings: Vec<String> = stock.iter().flat_map(|(_, s)| s.notes.clone()).collect();
-    checks::check_inputs(staging, stock, &prefix, opts, &mut warnings)?;
+    checks::check_inputs(staging, stock, &layout.lib_dir, opts, &mut warnings)?;
     let names = replacement_names(staging, stock, opts)?;
-    let provided = provided_sonames(staging, stock, &prefix);
+    let provided = provided_sonames(staging, stock, &layout.lib_dir);
 
     let mut plans = vec![];
     for (half, s) in stock {
@@ -333,12 +391,12 @@ pub fn plan(
             s,
             name,
             staging,
-            &prefix,
+            layout,
             opts,
             &mut warnings,
         )?);
     }
-    vendored::place(staging, &mut plans, &prefix, opts, &mut warnings);
+    vendored::place(staging, &mut plans, &layout.lib_dir, opts, &mut warnings);
 
     let stock_names: Vec<String> = plans.iter().map(|p| p.stock_name.clone()).collect();
     let target_deps = resolve_needed(staging, &plans, &provided, target, &stock_names)?;
@@ -348,7 +406,7 @@ pub fn plan(
         &names,
         &target_deps,
         staging,
-        &prefix,
+        layout,
         opts,
     )?;
     // No path in both packages: dpkg aborts the swap half-way with "trying to overwrite".
@@ -357,6 +415,7 @@ pub fn plan(
 
     Ok(PackagePlan {
         prefix,
+        layout: layout.clone(),
         commit: staging.commit.clone(),
         commit_time: staging.commit_time,
         flavor: opts.flavor.clone(),
@@ -408,7 +467,7 @@ fn replacement_names(
 fn provided_sonames(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
-    prefix: &str,
+    lib_dir: &str,
 ) -> BTreeSet<String> {
     let mut provided: BTreeSet<String> = BTreeSet::new();
     for l in &staging.libraries {
@@ -418,7 +477,7 @@ fn provided_sonames(
     }
     for (_, s) in stock {
         for f in &s.files {
-            if rocm::runtime_library_family_at(prefix, &f.path).is_some() {
+            if rocm::runtime_library_family_in(lib_dir, &f.path).is_some() {
                 if let Some(n) = f.path.rsplit('/').next() {
                     provided.insert(n.to_string());
                 }
@@ -435,12 +494,12 @@ fn plan_package(
     s: &StockPackage,
     name: &ReplacementName,
     staging: &Staging,
-    prefix: &str,
+    layout: &rocm::RuntimeLayout,
     opts: &PlanOptions,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<ReplacementPlan> {
     let ours = name.package.clone();
-    let mut families = families::plan_families(s, &ours, staging, prefix, opts, warnings)?;
+    let mut families = families::plan_families(s, &ours, staging, layout, opts, warnings)?;
     let mut files = std::mem::take(&mut families.files);
     files.extend(carried_unchanged(s, &ours, &families.handled, warnings));
 
@@ -458,7 +517,7 @@ fn plan_package(
     conffiles.push(pin_path);
     if half == Half::Hsa {
         files.push(PlannedFile {
-            path: format!("{prefix}/{}", rocm::MARKER_RELPATH),
+            path: layout.marker_path(&s.architecture),
             role: Role::Generated,
             content: Content::Marker,
             from: None,
@@ -530,7 +589,7 @@ fn finish_packages(
     names: &[ReplacementName],
     target_deps: &BTreeMap<String, Vec<(String, String)>>,
     staging: &Staging,
-    prefix: &str,
+    layout: &rocm::RuntimeLayout,
     opts: &PlanOptions,
 ) -> anyhow::Result<()> {
     let hsa_ref = plans
@@ -550,9 +609,12 @@ fn finish_packages(
             .find(|(_, s)| s.name == p.stock_name)
             .ok_or_else(|| refused(format!("internal: no stock package {}", p.stock_name)))?
             .1;
-        p.control = control_for(p, s, &hsa_ref, names, target_deps, staging, opts)?;
-        p.scripts = templates::scripts(p, prefix, &hsa_ref.1)?;
-        for (path, data) in templates::docs(p, s, staging, opts)? {
+        p.control = control_for(p, s, &hsa_ref, names, target_deps, staging, layout, opts)?;
+        p.scripts = templates::scripts(p, layout, &hsa_ref.1)?;
+        if layout.spec().shlibs_and_symbols {
+            p.scripts.extend(library_info::carried(p, s, staging)?);
+        }
+        for (path, data) in templates::docs(p, s, staging, layout, opts)? {
             p.files.push(PlannedFile {
                 path,
                 role: Role::Generated,
@@ -626,7 +688,7 @@ fn resolve_needed(
 ) -> anyhow::Result<BTreeMap<String, Vec<(String, String)>>> {
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let dirs = target.db.map(|db| {
-        let mut d = vec![format!("{}/lib", target.prefix.trim_end_matches('/'))];
+        let mut d = vec![target.layout.lib_dir.clone()];
         for x in db.library_search_dirs() {
             if !d.contains(&x) {
                 d.push(x);
@@ -639,9 +701,10 @@ fn resolve_needed(
             .libraries
             .iter()
             .filter(|l| {
+                // By source: a rebuilt library may take the stock file's name.
                 p.files.iter().any(|f| {
                     matches!(f.role, Role::Rebuilt | Role::Vendored)
-                        && f.path.ends_with(&format!("/{}", l.file_name))
+                        && matches!(&f.content, Content::Copy { source, .. } if *source == l.source)
                 })
             })
             .collect();
@@ -678,6 +741,7 @@ fn resolve_needed(
 }
 
 /// The control paragraph of one replacement.
+#[allow(clippy::too_many_arguments)]
 fn control_for(
     p: &ReplacementPlan,
     s: &StockPackage,
@@ -685,6 +749,7 @@ fn control_for(
     names: &[ReplacementName],
     needed_deps: &BTreeMap<String, Vec<(String, String)>>,
     staging: &Staging,
+    layout: &rocm::RuntimeLayout,
     opts: &PlanOptions,
 ) -> anyhow::Result<Paragraph> {
     let err = |field: &str, e: crate::deb::control::ControlError| {
@@ -755,6 +820,11 @@ fn control_for(
     set(&mut c, "Package", &p.package)?;
     set(&mut c, "Version", &p.version.to_string())?;
     set(&mut c, "Architecture", &p.architecture)?;
+    // Debian's libraries are co-installable per architecture; a replacement must be too, or
+    // apt would remove every foreign-architecture copy of the stock package with it.
+    if layout.spec().multi_arch_same {
+        set(&mut c, "Multi-Arch", "same")?;
+    }
     set(&mut c, "Maintainer", &opts.maintainer)?;
     for f in RELATION_FIELDS {
         if let Some(rels) = fields.get(f) {
@@ -928,6 +998,7 @@ mod tests {
                 .collect(),
             conffiles: vec![],
             scripts: BTreeMap::new(),
+            library_info: BTreeMap::new(),
             origin: "test".into(),
             notes: vec![],
         }
@@ -935,7 +1006,7 @@ mod tests {
 
     #[test]
     fn discovery_ignores_decoys_and_needs_both_halves() {
-        let p = "/opt/rocm-7.2.4";
+        let p = &rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
         let pkgs = vec![
             stock_pkg(
                 "libhsa-runtime64-1",
@@ -970,5 +1041,75 @@ mod tests {
         assert!(e.contains("only half"), "{e}");
         let e = discover_in_packages(&pkgs[..2], p).unwrap_err().to_string();
         assert!(e.contains("no stock packages"), "{e}");
+    }
+
+    #[test]
+    fn debian_discovery_takes_every_package_of_each_half() {
+        let lib = "/usr/lib/x86_64-linux-gnu";
+        let layout = &rocm::RuntimeLayout::multiarch(lib);
+        let pkgs = vec![
+            stock_pkg("libhiprtc7", &[&format!("{lib}/libhiprtc.so.7.2.53211")]),
+            stock_pkg(
+                "libamdhip64-7",
+                &[&format!("{lib}/libamdhip64.so.7.2.53211")],
+            ),
+            stock_pkg(
+                "libhiprtc-builtins7",
+                &[&format!("{lib}/libhiprtc-builtins.so.7.2.53211")],
+            ),
+            stock_pkg(
+                "libhsa-runtime64-1",
+                &[&format!("{lib}/libhsa-runtime64.so.1.18.0")],
+            ),
+            stock_pkg("librocfft0", &[&format!("{lib}/librocfft.so.0")]),
+            stock_pkg("hsa-rocr", &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1"]),
+        ];
+        let found = discover_in_packages(&pkgs, layout).unwrap();
+        let names: Vec<(Half, &str)> = found.iter().map(|(h, n)| (*h, n.as_str())).collect();
+        assert_eq!(
+            names,
+            vec![
+                (Half::Hsa, "libhsa-runtime64-1"),
+                (Half::Hip, "libamdhip64-7"),
+                (Half::Hip, "libhiprtc-builtins7"),
+                (Half::Hip, "libhiprtc7"),
+            ]
+        );
+        let e = discover_in_packages(&pkgs[..3], layout)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only half") && e.contains("HSA"), "{e}");
+        // AMD's layout finds none of Debian's packages, and Debian's none of AMD's.
+        let amd = &rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
+        assert!(discover_in_packages(&pkgs[..5], amd).is_err());
+    }
+
+    /// Debian's -dev packages own the bare development link next to the runtime
+    /// (`libamdhip64.so`, `libhsa-runtime64.so`): they are dependants, not stock to replace.
+    #[test]
+    fn debian_discovery_leaves_the_dev_packages() {
+        let lib = "/usr/lib/x86_64-linux-gnu";
+        let layout = &rocm::RuntimeLayout::multiarch(lib);
+        let pkgs = vec![
+            stock_pkg(
+                "libamdhip64-6",
+                &[
+                    &format!("{lib}/libamdhip64.so.6"),
+                    &format!("{lib}/libamdhip64.so.6.4.43484"),
+                ],
+            ),
+            stock_pkg(
+                "libhsa-runtime64-1",
+                &[&format!("{lib}/libhsa-runtime64.so.1.15.0")],
+            ),
+            stock_pkg("libamdhip64-dev", &[&format!("{lib}/libamdhip64.so")]),
+            stock_pkg(
+                "libhsa-runtime-dev",
+                &[&format!("{lib}/libhsa-runtime64.so")],
+            ),
+        ];
+        let found = discover_in_packages(&pkgs, layout).unwrap();
+        let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(names, vec!["libhsa-runtime64-1", "libamdhip64-6"]);
     }
 }

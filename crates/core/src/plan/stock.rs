@@ -49,6 +49,9 @@ pub struct StockPackage {
     pub conffiles: Vec<String>,
     /// Maintainer scripts by name (`postinst`, `prerm`, …). Reported, never carried.
     pub scripts: BTreeMap<String, Vec<u8>>,
+    /// The shared-library control members (`shlibs`, `symbols`) by name: carried, rewritten
+    /// for our library (plan::library_info).
+    pub library_info: BTreeMap<String, Vec<u8>>,
     /// Where the facts came from, for messages: `dpkg database /` or the .deb path.
     pub origin: String,
     /// Things worth telling the user (e.g. a conffile carried with local changes).
@@ -161,6 +164,7 @@ pub fn from_dpkg_db_allowing(
         files,
         conffiles,
         scripts: db.maintainer_scripts(name)?,
+        library_info: library_info_in_db(db, name)?,
         origin: format!("dpkg database under {}", db.root().display()),
         notes,
     })
@@ -201,6 +205,10 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
             scripts.insert(s.to_string(), b);
         }
     }
+    let library_info: BTreeMap<String, Vec<u8>> = LIBRARY_INFO_MEMBERS
+        .iter()
+        .filter_map(|m| control_file(m).map(|b| (m.to_string(), b)))
+        .collect();
     let entries = extract_data(deb, extract_to, &limits)
         .with_context(|| format!("extracting stock {}", deb.display()))?;
     let get = |f: &str| info.control.get(f).map(str::to_string);
@@ -247,9 +255,26 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
         files,
         conffiles,
         scripts,
+        library_info,
         origin: deb.display().to_string(),
         notes: vec![],
     })
+}
+
+/// The control members that describe a shared library to dpkg-shlibdeps and dpkg-gensymbols.
+pub const LIBRARY_INFO_MEMBERS: &[&str] = &["shlibs", "symbols"];
+
+/// `info/<pkg>.shlibs` and `.symbols` of an installed package (`<pkg>:<arch>.` for
+/// `Multi-Arch: same`), read inside the root.
+fn library_info_in_db(db: &DpkgDb, name: &str) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for m in LIBRARY_INFO_MEMBERS {
+        // The same bounded reader as the maintainer scripts: an info file is an info file.
+        if let Some(bytes) = db.maintainer_script(name, m)? {
+            out.insert(m.to_string(), bytes);
+        }
+    }
+    Ok(out)
 }
 
 /// The stock version, parsed once: everything after compares and extends the parsed form.

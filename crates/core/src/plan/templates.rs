@@ -23,6 +23,8 @@ const COPYRIGHT_HIP: &str = include_str!("../../../../debian-templates/copyright
 const OVERRIDES: &str = include_str!("../../../../debian-templates/lintian-overrides.in");
 const OVERRIDES_HSA: &str = include_str!("../../../../debian-templates/lintian-overrides-hsa.in");
 const OVERRIDES_HIP: &str = include_str!("../../../../debian-templates/lintian-overrides-hip.in");
+const OVERRIDES_PER_LIBRARY: &str =
+    include_str!("../../../../debian-templates/lintian-overrides-per-library.in");
 
 /// Fill `{{key}}` placeholders from `vars`; any placeholder left is an error.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> anyhow::Result<String> {
@@ -66,12 +68,17 @@ pub fn description(p: &ReplacementPlan, commit: &str) -> anyhow::Result<String> 
 /// DEBIAN/ scripts and triggers for one replacement.
 pub fn scripts(
     p: &ReplacementPlan,
-    prefix: &str,
+    layout: &rocm::RuntimeLayout,
     hsa_package: &str,
 ) -> anyhow::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     out.insert("triggers".to_string(), TRIGGERS.to_string());
-    let libdir = format!("{prefix}/lib");
+    if layout.spec().loader == rocm::LoaderRegistration::LdconfigTrigger {
+        // The library directory is on the loader path already: like the stock packages, no
+        // maintainer scripts, the trigger alone refreshes the cache.
+        return Ok(out);
+    }
+    let libdir = layout.lib_dir.as_str();
     match p.half {
         Half::Hsa => {
             let entry = rocm::loader_entry_path(&p.package).display().to_string();
@@ -79,7 +86,7 @@ pub fn scripts(
                 ("package", p.package.as_str()),
                 ("stock", p.stock_name.as_str()),
                 ("entry", entry.as_str()),
-                ("libdir", libdir.as_str()),
+                ("libdir", libdir),
             ];
             out.insert("preinst".into(), render(PREINST_HSA, &vars)?);
             out.insert("postinst".into(), render(POSTINST_HSA, &vars)?);
@@ -106,6 +113,7 @@ pub fn docs(
     p: &ReplacementPlan,
     s: &StockPackage,
     staging: &super::Staging,
+    layout: &rocm::RuntimeLayout,
     opts: &super::PlanOptions,
 ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let (year, date) = dates(staging.commit_time)?;
@@ -140,6 +148,9 @@ pub fn docs(
         },
         &vars,
     )?);
+    if layout.one_package_per_library() {
+        overrides.push_str(&render(OVERRIDES_PER_LIBRARY, &vars)?);
+    }
     let doc = format!("/usr/share/doc/{}", p.package);
     Ok(vec![
         (format!("{doc}/copyright"), copyright.into_bytes()),

@@ -8,18 +8,17 @@ use crate::rocm::Half;
 pub fn place(
     staging: &Staging,
     plans: &mut [ReplacementPlan],
-    prefix: &str,
+    lib_dir: &str,
     opts: &PlanOptions,
     warnings: &mut Vec<String>,
 ) {
-    let lib_dir = format!("{prefix}/lib");
     for lib in staging.libraries.iter().filter(|l| l.family.is_none()) {
         let needs = |p: &ReplacementPlan| {
             p.libraries.iter().any(|pl| {
                 staging
                     .libraries
                     .iter()
-                    .find(|sl| pl.path.ends_with(&format!("/{}", sl.file_name)))
+                    .find(|sl| sl.family.is_some() && sl.elf.soname.as_deref() == Some(&pl.soname))
                     .is_some_and(|sl| {
                         sl.elf.needed.iter().any(|n| {
                             n == lib.soname() || *n == lib.file_name || lib.links.contains(n)
