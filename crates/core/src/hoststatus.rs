@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::host::gate;
+use crate::host::layout::StateLayout;
 use crate::host::rollback::installed_pin;
 use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;
@@ -237,7 +238,7 @@ fn pin_states(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
     m.replaced
         .iter()
         .map(|r| {
-            let file = rocm::pin_file_path(&r.package);
+            let file = StateLayout::pin_file(&r.package);
             let pinned = root
                 .read_to_string(&file, FileKind::Config)
                 .ok()
@@ -321,9 +322,10 @@ pub fn host_status_with(
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
-    let entries = crate::host::status::read_status(root)?;
+    // The status database, read once for every view below (the hold needs Depends).
+    let entries = crate::host::status::read_status_with_depends(root)?;
     let found = stock_runtime::discover(root, &entries);
-    let pin = installed_pin(root)?;
+    let pin = installed_pin(root, &entries)?;
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
@@ -349,14 +351,13 @@ pub fn host_status_with(
         (None, None, None) => ("not-installed", 0),
         _ => ("broken", 1),
     };
-    let local_repo = Path::new(rocm::STATE_DIR).join("repo");
+    let local_repo = StateLayout::local_repo();
     let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
     let release_hold_missing: Vec<String> = match &marker {
         Some(m) => {
             let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
-            crate::host::hold::held_packages(root, &names)
-                .unwrap_or_default()
+            crate::host::hold::held_packages(&entries, &names)
                 .into_iter()
                 .filter(|h| !held.contains(h))
                 .map(|(n, v)| format!("{n} {v}"))
@@ -405,7 +406,7 @@ pub fn host_status_with(
             .as_ref()
             .map(|m| crate::host::upgrades::available(root, &ours, m)),
         guard: crate::host::guard::guard_status(root).is_ok_and(|g| g.armed),
-        guard_path: crate::host::guard::APT_HOOK.to_string(),
+        guard_path: StateLayout::GUARD_APT_HOOK.to_string(),
         local_repo: root
             .exists(&local_repo)
             .then(|| local_repo.display().to_string()),
@@ -480,7 +481,7 @@ impl HostStatus {
                 } else {
                     self.release_hold.join(", ")
                 },
-                crate::host::hold::hold_path().display(),
+                StateLayout::release_hold().display(),
                 if self.release_hold_missing.is_empty() {
                     String::new()
                 } else {
@@ -599,7 +600,7 @@ impl HostStatus {
                         a.package,
                         a.current,
                         a.newest,
-                        crate::host::hold::hold_path().display()
+                        StateLayout::release_hold().display()
                     ));
                 }
                 for (i, w) in u.ways_forward.iter().enumerate() {

@@ -7,12 +7,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use md5::Digest as _;
 
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
+use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::root::{unclean_in_root_path, FileKind, Root};
 use crate::host::status::{self, StatusEntry};
@@ -142,11 +143,6 @@ fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
     }
 }
 
-/// The skip record the version gate writes (in-root path).
-pub fn skip_record_path() -> PathBuf {
-    crate::host::gate::skip_record_path()
-}
-
 struct Checks(Vec<Check>);
 impl Checks {
     fn add(&mut self, name: &str, subject: &str, ok: bool, detail: impl Into<String>) {
@@ -182,7 +178,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     // The skip record is read inside the root, a regular file under its cap, or it is an
     // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
     if let Some(reason) = root
-        .read_optional(skip_record_path(), FileKind::StateRecord)
+        .read_optional(StateLayout::skip_record(), FileKind::StateRecord)
         .map_err(crate::error::Error::from)?
     {
         report.skipped = Some(reason.trim().to_string());
@@ -479,7 +475,7 @@ fn check_pin_files(
     c: &mut Checks,
 ) {
     for r in &marker.replaced {
-        let pin = rocm::pin_file_path(&r.package);
+        let pin = StateLayout::pin_file(&r.package);
         let res = root
             .read_to_string(&pin, FileKind::Config)
             .map_err(anyhow::Error::from)
@@ -571,7 +567,7 @@ fn check_pins_effective(
                                 .map(|(v, pr)| format!("{v} @{pr}"))
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            rocm::pin_file_path(&format!("{n}-*")).display()
+                            StateLayout::pin_file(&format!("{n}-*")).display()
                         ),
                     ),
                 }
@@ -1017,7 +1013,7 @@ fn check_loader_opens(
             format!(
                 "ld.so finds no {} (not in the ld.so cache: is {} missing, or ldconfig not run?)",
                 lib.soname,
-                rocm::loader_entry_path(&lib.package).display()
+                StateLayout::loader_entry(&lib.package).display()
             ),
         ),
         Some(w) => {
@@ -1088,7 +1084,7 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
         c.add("loader-entry", "", false, "the marker names no HSA library");
         return;
     };
-    let entry = rocm::loader_entry_path(&hsa.package);
+    let entry = StateLayout::loader_entry(&hsa.package);
     let dir = Path::new(&hsa.path)
         .parent()
         .map(|p| p.display().to_string())
@@ -1107,7 +1103,7 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
 /// The local repository (`--local-repo`): when present it must carry exactly the installed
 /// versions of our packages, be signed and not be writable by group or others.
 fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
-    let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
+    let repo_in_root = StateLayout::local_repo();
     // Resolved inside the root: the walk below then starts at the root's own directory.
     let Ok(resolved) = root.resolve(&repo_in_root, crate::host::root::Missing::Fail) else {
         return;
@@ -1189,7 +1185,7 @@ mod tests {
     #[test]
     fn a_malformed_local_repo_index_is_called_malformed_not_lacking() {
         let root = tempfile::tempdir().unwrap();
-        let repo = root.path().join("var/lib/rocm-pin/repo");
+        let repo = Root::new(root.path()).host_path(StateLayout::local_repo());
         std::fs::create_dir_all(&repo).unwrap();
         std::fs::write(repo.join("Packages"), " continuation without a paragraph\n").unwrap();
         std::fs::write(repo.join("Release"), "Origin: rocm-pin\n").unwrap();

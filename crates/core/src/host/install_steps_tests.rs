@@ -31,7 +31,8 @@ fn args(cmd: &Command) -> Vec<String> {
 
 fn plan(host: &FakeHost, opts: &InstallOptions) -> anyhow::Result<Transaction> {
     let facts = fakehost::facts(Path::new("/srv/debs"));
-    Transaction::plan(&host.root, opts, &facts, &fakehost::marker())
+    let before = status::read_status(&host.root).unwrap();
+    Transaction::plan(&host.root, opts, &facts, &fakehost::marker(), &before)
 }
 
 #[test]
@@ -61,7 +62,7 @@ fn the_gate_refuses_another_rocm_release_and_writes_nothing() {
         "{msg}"
     );
     assert!(msg.contains("--mode auto"), "{msg}");
-    assert!(!host.exists(gate::skip_record_path()));
+    assert!(!host.exists(StateLayout::skip_record()));
     assert!(report.actions.is_empty());
 }
 
@@ -114,7 +115,7 @@ fn the_gate_passes_the_target_release_and_off_stops_without_writing() {
     )
     .unwrap();
     assert_eq!(off, Some(Outcome::Off));
-    assert!(!host.exists(gate::skip_record_path()));
+    assert!(!host.exists(StateLayout::skip_record()));
 }
 
 #[test]
@@ -228,7 +229,11 @@ fn ours_in_place_needs_no_apt_and_a_deleted_pin_is_restored_by_reinstall() {
     assert!(!tx.need_apt, "already installed: apt is not run");
     assert!(tx.stock_match.present.is_empty());
 
-    std::fs::remove_file(host.root.host_path(rocm::pin_file_path("hsa-rocr-pinned"))).unwrap();
+    std::fs::remove_file(
+        host.root
+            .host_path(StateLayout::pin_file("hsa-rocr-pinned")),
+    )
+    .unwrap();
     let tx = plan(&host, &o).unwrap();
     assert!(tx.need_apt && tx.reinstall);
     assert_eq!(
@@ -309,6 +314,7 @@ fn apt_and_dpkg_are_refused_on_a_root_that_is_not_the_live_system() {
     host.install_ours("install ok unpacked");
     let e = complete_interrupted_run(
         &host.root,
+        &status::read_status(&host.root).unwrap(),
         &fakehost::facts(Path::new("/srv/debs")),
         &mut InstallReport::default(),
         &Silent,
@@ -337,8 +343,8 @@ fn install_on_a_root_judges_it_then_refuses_apt_with_nothing_changed() {
         status_before
     );
     assert!(!host.exists("/etc/ld.so.conf.d/hsa-rocr-pinned.conf"));
-    assert!(!host.exists(stock_dir()));
-    assert!(!host.exists(gate::skip_record_path()));
+    assert!(!host.exists(StateLayout::stock_dir()));
+    assert!(!host.exists(StateLayout::skip_record()));
 
     // The stock match refuses first when the host's stock pair is not what the .debs replace.
     host.set_status(&[

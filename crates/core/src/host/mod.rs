@@ -17,6 +17,7 @@ pub mod guard;
 pub mod hold;
 pub mod inplace;
 pub mod install;
+pub mod layout;
 pub mod ldcache;
 pub mod loader;
 pub mod localrepo;

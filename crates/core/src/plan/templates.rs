@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::bail;
 
 use super::{ReplacementPlan, StockPackage};
+use crate::host::layout::StateLayout;
 use crate::rocm::{self, Half};
 
 pub const DEFAULT_MAINTAINER: &str = "rocm-pin packager <rocm-pin@example.com>";
@@ -47,7 +48,7 @@ pub fn preferences(stock: &str, package: &str, commit: &str) -> anyhow::Result<S
 
 /// The Description value: synopsis, then continuation lines each starting with a space.
 pub fn description(p: &ReplacementPlan, commit: &str) -> anyhow::Result<String> {
-    let pin = rocm::pin_file_path(&p.package).display().to_string();
+    let pin = StateLayout::pin_file(&p.package).display().to_string();
     let text = render(
         DESCRIPTION,
         &[
@@ -73,7 +74,7 @@ pub fn scripts(
     let libdir = format!("{prefix}/lib");
     match p.half {
         Half::Hsa => {
-            let entry = rocm::loader_entry_path(&p.package).display().to_string();
+            let entry = StateLayout::loader_entry(&p.package).display().to_string();
             let vars = [
                 ("package", p.package.as_str()),
                 ("stock", p.stock_name.as_str()),
