@@ -5,11 +5,8 @@
 //! `dpkg --verify`'s exit code (0 on mismatches): it hashes the files itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-
-use md5::Digest as _;
 
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
@@ -577,30 +574,9 @@ fn check_pins_effective(
 }
 
 /// md5 (and sha256 when `want_sha` ) of a file, read once.
-fn hash_file(
-    mut f: std::fs::File,
-    want_sha: bool,
-) -> std::io::Result<(String, Option<String>, u64)> {
-    let mut md5 = md5::Md5::new();
-    let mut sha = want_sha.then(sha2::Sha256::new);
-    let mut buf = vec![0u8; 1 << 18];
-    let mut total = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        md5.update(&buf[..n]);
-        if let Some(s) = sha.as_mut() {
-            sha2::Digest::update(s, &buf[..n]);
-        }
-    }
-    Ok((
-        hex::encode(md5.finalize()),
-        sha.map(|s| hex::encode(sha2::Digest::finalize(s))),
-        total,
-    ))
+fn hash_file(f: std::fs::File, want_sha: bool) -> std::io::Result<(String, Option<String>, u64)> {
+    let d = crate::digest::digests_reader(f, want_sha)?;
+    Ok((d.md5, d.sha256, d.size))
 }
 
 fn check_files(
