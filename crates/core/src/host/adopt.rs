@@ -140,6 +140,8 @@ fn adopt_locked(
         return finish(root, opts, state, report, listener);
     }
 
+    // The status database, read once for the detection and the stock .debs (install, which
+    // adopt ends in, reads it again: adopt wrote nothing dpkg reads, but install stands alone).
     let entries = status::read_status(root)?;
     let patch = inplace::detect(root, &entries);
     let patch = match patch {
@@ -179,7 +181,7 @@ fn adopt_locked(
     ));
 
     let stock_debs = progress::step(listener, "find the stock .debs for rollback", || {
-        find_stock_debs(root, &patch, opts, report)
+        find_stock_debs(root, &entries, &patch, opts, report)
     })?;
     let out = opts.out.clone().unwrap_or_else(StateLayout::adopted_debs);
     let work_parent = root.host_path(StateLayout::STATE_DIR);
@@ -350,11 +352,11 @@ fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<
 /// The dpkg database cannot rebuild them: the in-place patch overwrote stock files.
 fn find_stock_debs(
     root: &Root,
+    entries: &[status::StatusEntry],
     patch: &InPlacePatch,
     opts: &AdoptOptions,
     report: &mut AdoptReport,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let entries = status::read_status(root)?;
     let keep_dir = root.host_path(StateLayout::stock_dir());
     let mut found = Vec::new();
     let mut missing = Vec::new();
