@@ -41,8 +41,8 @@ pub fn installed_pin(
 ) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
     let ours: Vec<StatusEntry> = entries
         .iter()
-        .cloned()
         .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
+        .cloned()
         .collect();
     if ours.is_empty() {
         return Ok(None);
