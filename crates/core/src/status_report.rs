@@ -615,6 +615,17 @@ impl HostStatus {
 mod tests {
     use super::*;
 
+    /// `status` reads the dpkg status file once for its screen (our pair, the stock states,
+    /// the in-place check, the release hold) and once in the verify it runs (it was 3 + 1).
+    #[test]
+    fn status_reads_the_dpkg_status_file_once_plus_its_verify() {
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        let before = crate::host::status::status_parses();
+        let s = host_status(&host.root, GateMode::Require).unwrap();
+        assert_eq!(crate::host::status::status_parses() - before, 2, "{s:?}");
+    }
+
     #[test]
     fn maps_pathname_keeps_spaces_and_skips_anonymous_mappings() {
         assert_eq!(

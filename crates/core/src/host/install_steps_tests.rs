@@ -332,7 +332,10 @@ fn install_on_a_root_judges_it_then_refuses_apt_with_nothing_changed() {
     let mut o = opts(GateMode::Require);
     o.debs = fakehost::build_debs(debs_dir.path());
     let status_before = std::fs::read(status::status_path(&host.root)).unwrap();
+    let parses_before = status::status_parses();
     let e = install(&host.root, &o, &Silent).unwrap_err();
+    // Read once for the gate, the interrupted-run check and the stock match (it was twice).
+    assert_eq!(status::status_parses() - parses_before, 1);
     assert_eq!(exit_code_for(&e), USAGE);
     assert!(
         format!("{e:#}").contains("rocm-pin install changes packages with apt-get and dpkg"),

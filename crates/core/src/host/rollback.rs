@@ -489,7 +489,10 @@ mod steps_tests {
         host.install_ours("install ok installed");
         keep_stock_debs(&host);
         host.write(StateLayout::GUARD_APT_HOOK, "// guard\n");
+        let parses_before = status::status_parses();
         let e = rollback(&host.root, 60, &Silent).unwrap_err();
+        // One read of the status file for our pair and the before-snapshot (it was two).
+        assert_eq!(status::status_parses() - parses_before, 1);
         assert_eq!(exit_code_for(&e), 2);
         assert!(
             format!("{e:#}").contains("rocm-pin rollback changes packages with apt-get and dpkg"),

@@ -8,9 +8,9 @@
 //! An operation reads the snapshot once and passes it down; it reads again only after apt or
 //! dpkg changed the database. [`status_parses`] counts the parses (the read-once tests use it).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 
@@ -114,13 +114,17 @@ impl StatusEntry {
     }
 }
 
-/// Status files parsed by this process so far.
-static STATUS_PARSES: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Status files read and parsed on this thread so far (per thread, so parallel tests do
+    /// not count each other's reads).
+    static STATUS_PARSES: Cell<usize> = const { Cell::new(0) };
+}
 
-/// How many times this process has read and parsed a dpkg status file: one install reads it
-/// once before apt runs (tests and `ROCM_PIN_COUNT_STATUS_READS` measurements use this).
+/// How many times this thread has read and parsed a dpkg status file. The read-once unit tests
+/// compare it around an operation; tests/install/read_once.rs counts the real binary's opens
+/// with strace.
 pub fn status_parses() -> usize {
-    STATUS_PARSES.load(Ordering::Relaxed)
+    STATUS_PARSES.with(Cell::get)
 }
 
 /// The status file of a root as read at one moment: every paragraph, each with a Package field
@@ -139,7 +143,7 @@ impl StatusSnapshot {
     /// Read the status file at `status_file` (inside the root: dpkg's `--admindir` + `status`).
     /// The read is bounded ([`FileKind::DpkgStatus`]) and stays inside the root.
     pub fn read_at(root: &Root, status_file: &Path) -> anyhow::Result<Self> {
-        STATUS_PARSES.fetch_add(1, Ordering::Relaxed);
+        STATUS_PARSES.with(|n| n.set(n.get() + 1));
         let text = root
             .read_to_string(status_file, FileKind::DpkgStatus)
             .map_err(Error::from)
