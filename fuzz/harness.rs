@@ -165,7 +165,9 @@ pub fn marker(data: &[u8], scratch: &Path) {
         format!("/.\n/opt\n{MARKER_PATH}\n").as_bytes(),
     );
     put(scratch, MARKER_PATH, data);
-    let read = rollback::installed_pin(&Root::new(scratch))
+    let root = Root::new(scratch);
+    let entries = status::read_status(&root).expect("the scratch status file is valid");
+    let read = rollback::installed_pin(&root, &entries)
         .expect("the scratch status file is valid")
         .expect("the scratch root has our package");
     assert_eq!(

@@ -6,8 +6,8 @@ use clap::Args;
 
 use rocm_pin::image::limits::ImageLimits;
 use rocm_pin::image::ImageSource;
-use rocm_pin::image_verify::verify_image;
 use rocm_pin::verify::{verify, VerifyOptions};
+use rocm_pin::verify_image::verify_image;
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
 ///

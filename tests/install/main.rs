@@ -13,4 +13,5 @@ mod first_hour;
 mod guard;
 mod hostile_root;
 mod matrix;
+mod read_once;
 mod verify_fake_root;

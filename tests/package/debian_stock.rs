@@ -323,7 +323,7 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
 /// Repack each stock package from the chroot's dpkg database into rocm-pin's kept-stock
 /// directory and a host copy for a local repository; (stock name, path in the chroot).
 fn keep_stock_debs(sb: &Sandbox, w: &Path) -> Vec<(String, String)> {
-    use rocm_pin::host::{install, repack, root::Root, status};
+    use rocm_pin::host::{install, layout::StateLayout, repack, root::Root, status};
     let root = Root::new(sb.root());
     let entries = status::read_status(&root).unwrap();
     let host_dir = w.join("stock-repo");
@@ -332,8 +332,8 @@ fn keep_stock_debs(sb: &Sandbox, w: &Path) -> Vec<(String, String)> {
     for stock in STOCK {
         let e = entries.iter().find(|e| e.package == *stock).unwrap();
         let name = install::deb_file_name(&e.package, &e.version, &e.architecture);
-        let at = install::stock_dir().join(&name);
-        std::fs::create_dir_all(sb.path(install::stock_dir())).unwrap();
+        let at = StateLayout::stock_dir().join(&name);
+        std::fs::create_dir_all(sb.path(StateLayout::stock_dir())).unwrap();
         repack::repack(&root, e, &sb.path(&at)).unwrap();
         std::fs::copy(sb.path(&at), host_dir.join(&name)).unwrap();
         kept.push((stock.to_string(), at.display().to_string()));

@@ -24,7 +24,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use md5::Md5;
 use sha2::{Digest, Sha256};
 
 use crate::deb::control::{format_many, package_name_problem, Paragraph};
@@ -237,25 +236,13 @@ struct Hashed {
 }
 
 fn hash_file(path: &Path) -> anyhow::Result<Hashed> {
-    let mut file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let (mut md5, mut sha) = (Md5::new(), Sha256::new());
-    let mut buf = vec![0u8; 1 << 16];
-    let mut size = 0u64;
-    loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        md5.update(&buf[..n]);
-        sha.update(&buf[..n]);
-        size += n as u64;
-    }
+    let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let d = crate::digest::digests_reader(file, true)
+        .with_context(|| format!("reading {}", path.display()))?;
     Ok(Hashed {
-        size,
-        md5: hex::encode(md5.finalize()),
-        sha256: hex::encode(sha.finalize()),
+        size: d.size,
+        md5: d.md5,
+        sha256: d.sha256.unwrap_or_default(),
     })
 }
 
@@ -673,12 +660,12 @@ fn write_indices(
     for (rel, bytes) in &indices {
         md5_lines.push_str(&format!(
             "\n {} {:>width$} {rel}",
-            hex::encode(Md5::digest(bytes)),
+            crate::digest::md5_hex(bytes),
             bytes.len()
         ));
         sha_lines.push_str(&format!(
             "\n {} {:>width$} {rel}",
-            hex::encode(Sha256::digest(bytes)),
+            crate::digest::sha256_hex(bytes),
             bytes.len()
         ));
     }

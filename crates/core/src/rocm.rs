@@ -32,8 +32,6 @@ pub const MARKER_RELPATH: &str = ".info/rocm-pin.json";
 pub const VERSION_RELPATH: &str = ".info/version";
 /// Environment variable that sets the install mode.
 pub const MODE_ENV: &str = "ROCM_PIN_MODE";
-/// Host state directory (skip record, kept stock packages, local repository).
-pub const STATE_DIR: &str = "/var/lib/rocm-pin";
 /// Runtime switch: turns the feature off without a reinstall (documented, not used by us).
 pub const DISABLE_ENV: &str = "DEBUG_CLR_DISABLE_ORDERING_EDGE";
 
@@ -232,17 +230,6 @@ pub fn release_of_prefix(prefix: &str) -> String {
 
 pub fn replacement_name(stock_name: &str, flavor: &str) -> String {
     format!("{stock_name}-{flavor}")
-}
-
-/// The apt preferences file a replacement package ships (a conffile) to pin its stock name to -1.
-pub fn pin_file_path(replacement_package: &str) -> PathBuf {
-    PathBuf::from("/etc/apt/preferences.d").join(replacement_package)
-}
-
-/// The loader entry our HSA package's maintainer scripts own. Never the stock entry's name:
-/// a later run of the stock scripts would delete it.
-pub fn loader_entry_path(hsa_replacement_package: &str) -> PathBuf {
-    PathBuf::from("/etc/ld.so.conf.d").join(format!("{hsa_replacement_package}.conf"))
 }
 
 /// One stock package a replacement stands in for.
@@ -895,10 +882,8 @@ pub struct RuntimeLayout {
 /// The prefix Debian's flavour reports: its libraries are in `/usr/lib/<triplet>`.
 pub const MULTIARCH_PREFIX: &str = "/usr";
 
-/// Where a flavour without an `/opt` prefix keeps our provenance marker: rocm-pin's state
-/// directory, one file per architecture (a `Multi-Arch: same` package may not ship one path
-/// with different contents per architecture).
-pub const MARKER_STATE_DIR: &str = "/var/lib/rocm-pin/marker";
+/// Where a flavour without an `/opt` prefix keeps our provenance marker (the state layout's).
+pub const MARKER_STATE_DIR: &str = crate::host::layout::StateLayout::MARKER_DIR;
 
 /// Is `path` (as dpkg lists it, or a data member `./…`) where a flavour puts our marker:
 /// `<prefix>/.info/rocm-pin.json`, or `/var/lib/rocm-pin/marker/<arch>.json`?
@@ -942,7 +927,9 @@ impl RuntimeLayout {
         if self.spec().opt_prefix {
             format!("{}/{MARKER_RELPATH}", self.prefix)
         } else {
-            format!("{MARKER_STATE_DIR}/{architecture}.json")
+            crate::host::layout::StateLayout::prefixless_marker(architecture)
+                .display()
+                .to_string()
         }
     }
 

@@ -10,15 +10,13 @@ pub use error::VerifyError;
 use crate::error::usage;
 use crate::host::gate::GateError;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-
-use md5::Digest as _;
+use std::path::Path;
 
 use crate::error::{Error, ExitKind};
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
+use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::root::{unclean_in_root_path, FileKind, Root};
 use crate::host::status::{self, StatusEntry};
@@ -171,11 +169,6 @@ fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
     }
 }
 
-/// The skip record the version gate writes (in-root path).
-pub fn skip_record_path() -> PathBuf {
-    crate::host::gate::skip_record_path()
-}
-
 struct Checks(Vec<Check>);
 impl Checks {
     fn add(&mut self, name: &str, subject: &str, ok: bool, detail: impl Into<String>) {
@@ -211,7 +204,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     // The skip record is read inside the root, a regular file under its cap, or it is an
     // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
     if let Some(reason) = root
-        .read_optional(skip_record_path(), FileKind::StateRecord)
+        .read_optional(StateLayout::skip_record(), FileKind::StateRecord)
         .map_err(crate::error::Error::from)?
     {
         report.skipped = Some(reason.trim().to_string());
@@ -507,7 +500,7 @@ fn check_pin_files(
     c: &mut Checks,
 ) {
     for r in &marker.replaced {
-        let pin = rocm::pin_file_path(&r.package);
+        let pin = StateLayout::pin_file(&r.package);
         let res = root
             .read_to_string(&pin, FileKind::Config)
             .map_err(anyhow::Error::from)
@@ -599,7 +592,7 @@ fn check_pins_effective(
                                 .map(|(v, pr)| format!("{v} @{pr}"))
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            rocm::pin_file_path(&format!("{n}-*")).display()
+                            StateLayout::pin_file(&format!("{n}-*")).display()
                         ),
                     ),
                 }
@@ -609,30 +602,9 @@ fn check_pins_effective(
 }
 
 /// md5 (and sha256 when `want_sha` ) of a file, read once.
-fn hash_file(
-    mut f: std::fs::File,
-    want_sha: bool,
-) -> std::io::Result<(String, Option<String>, u64)> {
-    let mut md5 = md5::Md5::new();
-    let mut sha = want_sha.then(sha2::Sha256::new);
-    let mut buf = vec![0u8; 1 << 18];
-    let mut total = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        md5.update(&buf[..n]);
-        if let Some(s) = sha.as_mut() {
-            sha2::Digest::update(s, &buf[..n]);
-        }
-    }
-    Ok((
-        hex::encode(md5.finalize()),
-        sha.map(|s| hex::encode(sha2::Digest::finalize(s))),
-        total,
-    ))
+fn hash_file(f: std::fs::File, want_sha: bool) -> std::io::Result<(String, Option<String>, u64)> {
+    let d = crate::digest::digests_reader(f, want_sha)?;
+    Ok((d.md5, d.sha256, d.size))
 }
 
 fn check_files(
@@ -1048,7 +1020,7 @@ fn check_loader_opens(
             format!(
                 "ld.so finds no {} (not in the ld.so cache: is {} missing, or ldconfig not run?)",
                 lib.soname,
-                rocm::loader_entry_path(&lib.package).display()
+                StateLayout::loader_entry(&lib.package).display()
             ),
         ),
         Some(w) => {
@@ -1138,7 +1110,7 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
         );
         return;
     }
-    let entry = rocm::loader_entry_path(&hsa.package);
+    let entry = StateLayout::loader_entry(&hsa.package);
     let (ok, detail) = match loader::loader_entry_lists(root, &entry, &dir) {
         Ok(true) => (true, format!("lists {dir}")),
         Ok(false) => (false, format!("does not list {dir}")),
@@ -1153,7 +1125,7 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
 /// The local repository (`--local-repo`): when present it must carry exactly the installed
 /// versions of our packages, be signed and not be writable by group or others.
 fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
-    let repo_in_root = Path::new(rocm::STATE_DIR).join("repo");
+    let repo_in_root = StateLayout::local_repo();
     // Resolved inside the root: the walk below then starts at the root's own directory.
     let Ok(resolved) = root.resolve(&repo_in_root, crate::host::root::Missing::Fail) else {
         return;
@@ -1235,7 +1207,7 @@ mod tests {
     #[test]
     fn a_malformed_local_repo_index_is_called_malformed_not_lacking() {
         let root = tempfile::tempdir().unwrap();
-        let repo = root.path().join("var/lib/rocm-pin/repo");
+        let repo = Root::new(root.path()).host_path(StateLayout::local_repo());
         std::fs::create_dir_all(&repo).unwrap();
         std::fs::write(repo.join("Packages"), " continuation without a paragraph\n").unwrap();
         std::fs::write(repo.join("Release"), "Origin: rocm-pin\n").unwrap();

@@ -13,6 +13,7 @@ use anyhow::Context;
 
 use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
+use super::layout::StateLayout;
 use super::root::{FileKind, Root};
 use super::status;
 use crate::error::{host_change, usage, Error, HostChange};
@@ -59,24 +60,15 @@ struct AdoptState {
 }
 
 fn state_path(root: &Root) -> PathBuf {
-    root.host_path(format!("{}/adopt-state.json", rocm::STATE_DIR))
-}
-
-/// Where the taken-over in-place markers are kept.
-pub fn taken_over_dir() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("adopted-from")
-}
-
-fn default_out() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("adopted")
+    root.host_path(StateLayout::adopt_record())
 }
 
 /// One adoption at a time: an exclusive flock on `/var/lib/rocm-pin/adopt.lock`, held until
 /// the returned file is dropped. Work directories of killed runs are removed under it.
 fn lock_and_clean(root: &Root) -> anyhow::Result<std::fs::File> {
-    let dir = root.host_path(rocm::STATE_DIR);
+    let dir = root.host_path(StateLayout::STATE_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join("adopt.lock");
+    let path = root.host_path(StateLayout::adopt_lock());
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -90,7 +82,10 @@ fn lock_and_clean(root: &Root) -> anyhow::Result<std::fs::File> {
         )));
     }
     for e in std::fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
-        if e.file_name().to_string_lossy().starts_with(".adopt-") {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with(StateLayout::ADOPT_WORK_PREFIX)
+        {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
@@ -107,9 +102,10 @@ pub fn adopt(
     install::live_system_only(root, "rocm-pin adopt")?;
     let mut report = AdoptReport::default();
     let state_file = state_path(root);
-    let dir = root.host_path(rocm::STATE_DIR);
+    let dir = root.host_path(StateLayout::STATE_DIR);
+    let lock_path = root.host_path(StateLayout::adopt_lock());
     let state_dir_existed = dir.exists();
-    let lock_existed = dir.join("adopt.lock").exists();
+    let lock_existed = lock_path.exists();
     let lock = lock_and_clean(root)?;
     // Before install runs, adoption writes only under the state directory; install and the
     // steps after it state their own fact.
@@ -118,10 +114,10 @@ pub fn adopt(
     drop(lock);
     // A refusal leaves no trace: no lock file, no directory rocm-pin made for nothing.
     if !lock_existed {
-        let _ = std::fs::remove_file(dir.join("adopt.lock"));
+        let _ = std::fs::remove_file(&lock_path);
     }
     if result.is_err() && !state_dir_existed {
-        let _ = std::fs::remove_dir(root.host_path(install::stock_dir()));
+        let _ = std::fs::remove_dir(root.host_path(StateLayout::stock_dir()));
         let _ = std::fs::remove_dir(&dir);
     }
     result.map(|()| report)
@@ -148,6 +144,8 @@ fn adopt_locked(
         return finish(root, opts, state, report, listener);
     }
 
+    // The status database, read once for the detection and the stock .debs (install, which
+    // adopt ends in, reads it again: adopt wrote nothing dpkg reads, but install stands alone).
     let entries = status::read_status(root)?;
     let patch = inplace::detect(root, &entries);
     let patch = match patch {
@@ -187,14 +185,14 @@ fn adopt_locked(
     ));
 
     let stock_debs = progress::step(listener, "find the stock .debs for rollback", || {
-        find_stock_debs(root, &patch, opts, report)
+        find_stock_debs(root, &entries, &patch, opts, report)
     })?;
-    let out = opts.out.clone().unwrap_or_else(default_out);
-    let work_parent = root.host_path(rocm::STATE_DIR);
+    let out = opts.out.clone().unwrap_or_else(StateLayout::adopted_debs);
+    let work_parent = root.host_path(StateLayout::STATE_DIR);
     std::fs::create_dir_all(&work_parent)
         .with_context(|| format!("cannot create {}", work_parent.display()))?;
     let work = tempfile::Builder::new()
-        .prefix(".adopt-")
+        .prefix(StateLayout::ADOPT_WORK_PREFIX)
         .tempdir_in(&work_parent)
         .with_context(|| {
             format!(
@@ -316,7 +314,7 @@ fn finish(
 /// Move the in-place markers into the state directory, after checking they name the commit
 /// that is now installed: they must never be left to disagree with the packages.
 fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<Vec<String>> {
-    let dir = root.host_path(taken_over_dir());
+    let dir = root.host_path(StateLayout::adopted_from());
     let mut done = Vec::new();
     for rel in [rocm::INPLACE_COMMIT_RELPATH, rocm::INPLACE_SONAMES_RELPATH] {
         let from = root.host_path(format!("{prefix}/{rel}"));
@@ -350,7 +348,7 @@ fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<
         std::fs::remove_file(&from).with_context(|| format!("cannot remove {}", from.display()))?;
         done.push(format!(
             "took over the in-place marker {prefix}/{rel} (kept as {})",
-            taken_over_dir().join(name).display()
+            StateLayout::adopted_from().join(name).display()
         ));
     }
     Ok(done)
@@ -361,12 +359,12 @@ fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<
 /// The dpkg database cannot rebuild them: the in-place patch overwrote stock files.
 fn find_stock_debs(
     root: &Root,
+    entries: &[status::StatusEntry],
     patch: &InPlacePatch,
     opts: &AdoptOptions,
     report: &mut AdoptReport,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let entries = status::read_status(root)?;
-    let keep_dir = root.host_path(install::stock_dir());
+    let keep_dir = root.host_path(StateLayout::stock_dir());
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for (name, version) in &patch.stock {
@@ -421,7 +419,7 @@ fn find_stock_debs(
         return Err(usage(format!(
             "no stock .deb for {} (not kept in {}, not in /var/cache/apt/archives, `apt-get download` failed). The dpkg database cannot rebuild it: the in-place patch overwrote its files. Without it `rocm-pin rollback` cannot put stock back offline. Put the .deb into /var/cache/apt/archives (or configure its repository), or accept that with `rocm-pin adopt --no-rollback`. Nothing changed.",
             missing.join(", "),
-            install::stock_dir().display()
+            StateLayout::stock_dir().display()
         )));
     }
     report.warnings.push(format!(

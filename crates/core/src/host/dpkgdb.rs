@@ -17,7 +17,7 @@ use crate::host::excludes::{fnmatch, PathFilters};
 use crate::host::loader;
 use crate::host::refused;
 use crate::host::root::{FileKind, Missing, Root};
-use crate::host::status::{bad_package_name, check_listed_paths, is_package_name};
+use crate::host::status::{check_listed_paths, is_package_name, StatusSnapshot};
 // The formats live below both dpkg readers; kept importable from here for callers.
 pub use crate::host::dpkgfmt::{
     parse_conffiles_field, parse_md5sums, Conffile, MAX_CONFIG_DIR_ENTRIES,
@@ -93,29 +93,19 @@ impl DpkgDb {
 
     /// Open with an explicit admin directory (dpkg's `--admindir`), inside the root.
     pub fn open_admin_dir(root: &Root, admin: &Path) -> anyhow::Result<Self> {
+        let status = StatusSnapshot::read_at(root, &admin.join("status"))?;
+        Ok(Self::from_snapshot(root, admin, status))
+    }
+
+    /// The whole-paragraph view of a status file already read (the one reader is
+    /// [`StatusSnapshot`]; a caller holding a snapshot does not read the file again).
+    pub fn from_snapshot(root: &Root, admin: &Path, status: StatusSnapshot) -> Self {
         let root = root.clone();
-        let status_path = admin.join("status");
-        let text = root
-            .read_to_string(&status_path, FileKind::DpkgStatus)
-            .map_err(crate::error::Error::from)
-            .with_context(|| {
-                format!(
-                    "cannot read the dpkg status file (is {} a Debian system root?)",
-                    root.path().display()
-                )
-            })?;
-        let paragraphs = Paragraph::parse_many(&text)
-            .map_err(|e| refused(format!("{}: {e}", status_path.display())))?;
-        let mut packages = Vec::with_capacity(paragraphs.len());
+        let mut packages = Vec::with_capacity(status.paragraphs().len());
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-        for p in paragraphs {
-            let Some(name) = p.get("Package").map(str::to_string) else {
-                continue;
-            };
-            if !is_package_name(&name) {
-                let file = status_path.display().to_string();
-                return Err(bad_package_name(&root, &file, &name).into());
-            }
+        for p in status.into_paragraphs() {
+            // The reader checked that every paragraph names a package.
+            let name = p.get("Package").unwrap_or("").to_string();
             let status = p.get("Status").unwrap_or("");
             let mut words = status.split_whitespace();
             let want = words.next().unwrap_or("").to_string();
@@ -133,14 +123,14 @@ impl DpkgDb {
             by_name.entry(name).or_default().push(packages.len());
             packages.push(pkg);
         }
-        Ok(DpkgDb {
+        DpkgDb {
             root,
             admin: admin.to_path_buf(),
             packages,
             by_name,
             owners: OnceCell::new(),
             path_filters: OnceCell::new(),
-        })
+        }
     }
 
     pub fn root(&self) -> &Root {

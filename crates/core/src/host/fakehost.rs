@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use super::layout::StateLayout;
 use super::ourdebs::DebFacts;
 use super::root::Root;
 use crate::rocm::{self, Marker, MarkerLibrary, ReplacedPackage};
@@ -134,7 +135,7 @@ impl FakeHost {
         for (stock_name, stock_version, package) in PAIR {
             paragraphs.push(ours(package, stock_name, stock_version, status));
             self.write(
-                &rocm::pin_file_path(package).to_string_lossy(),
+                &StateLayout::pin_file(package).to_string_lossy(),
                 &format!("Package: {stock_name}\nPin: version *\nPin-Priority: -1\n"),
             );
         }
@@ -264,7 +265,7 @@ pub fn build_debs(out: &Path) -> Vec<std::path::PathBuf> {
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, text).unwrap();
             };
-            let pin = rocm::pin_file_path(&f.package);
+            let pin = StateLayout::pin_file(&f.package);
             write(
                 &pin.to_string_lossy(),
                 &format!("Package: {}\nPin: version *\nPin-Priority: -1\n", f.stock_name),

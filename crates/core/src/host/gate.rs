@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::layout::StateLayout;
 use super::root::{FileKind, Root};
 use crate::error::{Error, ExitKind};
 use crate::rocm::{self, GateMode};
@@ -48,11 +49,6 @@ impl GateDecision {
             rocm_path_elsewhere: self.rocm_path_other.clone(),
         }))
     }
-}
-
-/// The skip record path inside the root.
-pub fn skip_record_path() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("skipped")
 }
 
 pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
@@ -174,7 +170,7 @@ pub fn evaluate_by_package_versions(
 }
 
 pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
-    let p = root.host_path(skip_record_path());
+    let p = root.host_path(StateLayout::skip_record());
     if let Some(d) = p.parent() {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
@@ -183,13 +179,13 @@ pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
 }
 
 pub fn read_skip_record(root: &Root) -> Option<String> {
-    root.read_to_string(skip_record_path(), FileKind::StateRecord)
+    root.read_to_string(StateLayout::skip_record(), FileKind::StateRecord)
         .ok()
         .map(|s| s.trim().to_string())
 }
 
 pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
-    let p = root.host_path(skip_record_path());
+    let p = root.host_path(StateLayout::skip_record());
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -27,14 +27,12 @@ use super::root::{FileKind, Root};
 use super::status;
 use crate::error::{Error, ExitKind, HostChange};
 
-/// The apt configuration file of the guard.
-pub const APT_HOOK: &str = "/etc/apt/apt.conf.d/80rocm-pin-guard";
-/// The dpkg configuration file of the guard (dpkg reads every file in `dpkg.cfg.d`).
-pub const DPKG_HOOK: &str = "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard";
-/// Where rocm-pin's own .deb installs the binary (owned by dpkg).
-pub const PACKAGED_BINARY: &str = "/usr/bin/rocm-pin";
-/// The private copy the hooks run when rocm-pin does not come from its .deb.
-pub const PRIVATE_COPY: &str = "/usr/lib/rocm-pin/rocm-pin";
+// The guard's paths, from the one state layout (short names for the hook texts below).
+pub use super::layout::StateLayout;
+pub const APT_HOOK: &str = StateLayout::GUARD_APT_HOOK;
+pub const DPKG_HOOK: &str = StateLayout::GUARD_DPKG_HOOK;
+pub const PACKAGED_BINARY: &str = StateLayout::PACKAGED_BINARY;
+pub const PRIVATE_COPY: &str = StateLayout::GUARD_PRIVATE_COPY;
 /// The package that owns [`PACKAGED_BINARY`].
 const SELF_PACKAGE: &str = "rocm-pin";
 

@@ -11,16 +11,11 @@
 //! Written by `install` (an apt preferences file rocm-pin owns, not a conffile of ours),
 //! removed by `rollback`.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 
+use super::layout::StateLayout;
 use super::root::{FileKind, Root};
-use super::status;
-
-pub fn hold_path() -> PathBuf {
-    PathBuf::from("/etc/apt/preferences.d/rocm-pin-release-hold")
-}
+use super::status::StatusEntry;
 
 /// `name (= version)` relations of a Depends field (alternatives included).
 fn exact_relations(depends: &str) -> Vec<(String, String)> {
@@ -39,12 +34,13 @@ fn exact_relations(depends: &str) -> Vec<(String, String)> {
 /// The installed packages to hold: every exact `=` dependency (other than the stock pair) of
 /// an installed package that depends with `=` on the stock pair, at its installed version;
 /// with `hold_dependants` (the flavour's `hold_exact_dependants`), that package itself too.
+/// `entries` is the status database read with Depends kept
+/// ([`status::read_status_with_depends`]).
 pub fn held_packages(
-    root: &Root,
+    entries: &[StatusEntry],
     stock_names: &[String],
     hold_dependants: bool,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let entries = status::read_status_with(root, &["Depends"])?;
+) -> Vec<(String, String)> {
     let installed = |name: &str| {
         entries
             .iter()
@@ -70,17 +66,19 @@ pub fn held_packages(
         }
     }
     held.sort();
-    Ok(held)
+    held
 }
 
-/// Write (or refresh) the hold for the stock pair `stock_names`. Returns what it holds.
+/// Write (or refresh) the hold for the stock pair `stock_names`, judged on `entries` (the
+/// status database as apt left it, read with Depends). Returns what it holds.
 pub fn write(
     root: &Root,
+    entries: &[StatusEntry],
     stock_names: &[String],
     hold_dependants: bool,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let held = held_packages(root, stock_names, hold_dependants)?;
-    let path = root.host_path(hold_path());
+    let held = held_packages(entries, stock_names, hold_dependants);
+    let path = root.host_path(StateLayout::release_hold());
     if held.is_empty() {
         remove(root)?;
         return Ok(held);
@@ -100,7 +98,7 @@ pub fn write(
 }
 
 pub fn remove(root: &Root) -> anyhow::Result<bool> {
-    let p = root.host_path(hold_path());
+    let p = root.host_path(StateLayout::release_hold());
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -110,7 +108,7 @@ pub fn remove(root: &Root) -> anyhow::Result<bool> {
 
 /// The packages the hold file names (for `status`).
 pub fn read(root: &Root) -> Vec<(String, String)> {
-    let Ok(text) = root.read_to_string(hold_path(), FileKind::Config) else {
+    let Ok(text) = root.read_to_string(StateLayout::release_hold(), FileKind::Config) else {
         return Vec::new();
     };
     super::apt::parse_preferences(&text)
@@ -165,17 +163,18 @@ mod tests {
         .join("\n");
         std::fs::write(admin.join("status"), status).unwrap();
         let root = Root::new(d.path());
+        let entries = crate::host::status::read_status_with_depends(&root).unwrap();
         let stock = vec!["libamdhip64-7".to_string()];
         let v = |n: &str, v: &str| (n.to_string(), v.to_string());
         assert_eq!(
-            held_packages(&root, &stock, true).unwrap(),
+            held_packages(&entries, &stock, true),
             vec![
                 v("libamdhip64-dev", "7.2.4-1~exp2"),
                 v("libhiprtc7", "7.2.4-1~exp2")
             ]
         );
         assert_eq!(
-            held_packages(&root, &stock, false).unwrap(),
+            held_packages(&entries, &stock, false),
             vec![v("libhiprtc7", "7.2.4-1~exp2")]
         );
     }

@@ -204,19 +204,8 @@ fn read_marker(root: &Root, prefix: &str, rel: &str) -> Option<String> {
 /// The md5 of the regular file `path` names inside the root, streamed (None: not readable
 /// safely, reported as "missing").
 fn md5_of(root: &Root, path: &str) -> Option<String> {
-    use md5::Digest as _;
-    use std::io::Read as _;
-    let (mut file, _) = root.open_regular(path, FileKind::PackagedFile).ok()?;
-    let mut md5 = md5::Md5::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        md5.update(&buf[..n]);
-    }
-    Some(hex::encode(md5.finalize()))
+    let (file, _) = root.open_regular(path, FileKind::PackagedFile).ok()?;
+    crate::digest::md5_reader(file).ok()
 }
 
 /// The stock runtime packages installed for `prefix`, with their md5sums of runtime files.

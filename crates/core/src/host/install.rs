@@ -16,6 +16,7 @@ use anyhow::Context;
 use super::apt;
 use super::gate::{self, GateDecision};
 use super::guard::{Guard, GuardFlags, APT_HOOK, DPKG_HOOK, NO_GUARD_ENV};
+use super::layout::StateLayout;
 use super::loader;
 use super::ourdebs::{read_debs, DebFacts};
 use super::root::Root;
@@ -41,7 +42,7 @@ pub struct InstallOptions {
     /// Accept .debs older than the installed pin (going back to a previous commit pin).
     pub allow_downgrade: bool,
     /// Do not keep the stock .debs for an offline rollback (images: the previous image is the
-    /// rollback); recorded in [`stock_not_kept_path`] so `rocm-pin rollback` can say so.
+    /// rollback); recorded in [`StateLayout::stock_not_kept`] so `rocm-pin rollback` can say so.
     pub no_rollback: bool,
 }
 
@@ -101,12 +102,13 @@ fn run_ok(cmd: &mut Command) -> anyhow::Result<Vec<u8>> {
 
 type Snapshot = BTreeMap<String, (String, String)>;
 
-fn snapshot(root: &Root) -> anyhow::Result<Snapshot> {
-    Ok(status::read_status(root)?
-        .into_iter()
+/// Name → (version, state) of every package with files on disk, to compare before and after apt.
+fn snapshot_of(entries: &[StatusEntry]) -> Snapshot {
+    entries
+        .iter()
         .filter(|e| e.has_files())
         .map(|e| (e.package.clone(), (e.version.clone(), e.abbrev())))
-        .collect())
+        .collect()
 }
 
 /// Parse `apt-get -s` output: the packages it would remove (`Remv name [ver]`).
@@ -128,19 +130,9 @@ fn apt_get(root: &Root, lock_timeout: u32) -> Command {
     cmd
 }
 
-/// Where kept stock .debs live.
-pub fn stock_dir() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("stock")
-}
-
-/// The record `rocm-pin install --no-rollback` leaves: no stock .debs were kept on purpose.
-pub fn stock_not_kept_path() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("stock-not-kept")
-}
-
 /// Step 4 with `--no-rollback`: keep nothing, record that (rollback reads it).
 fn record_stock_not_kept(root: &Root, report: &mut InstallReport) -> anyhow::Result<()> {
-    let p = root.host_path(stock_not_kept_path());
+    let p = root.host_path(StateLayout::stock_not_kept());
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -151,7 +143,7 @@ fn record_stock_not_kept(root: &Root, report: &mut InstallReport) -> anyhow::Res
     .with_context(|| format!("cannot write {}", p.display()))?;
     report.actions.push(format!(
         "stock .debs not kept for rollback (--no-rollback; recorded in {})",
-        stock_not_kept_path().display()
+        StateLayout::stock_not_kept().display()
     ));
     Ok(())
 }
@@ -184,7 +176,7 @@ fn keep_stock(
     lock_timeout: u32,
     report: &mut InstallReport,
 ) -> anyhow::Result<()> {
-    let dir = root.host_path(stock_dir());
+    let dir = root.host_path(StateLayout::stock_dir());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let name = deb_file_name(&stock.package, &stock.version, &stock.architecture);
     let dest = dir.join(&name);
@@ -287,10 +279,15 @@ fn install_steps(
         report.outcome = stopped;
         return Ok(report);
     }
-    complete_interrupted_run(root, &facts, &mut report, listener, changed)?;
+    // The status database, read once for every step before apt; read again only when
+    // `dpkg --configure -a` changed it.
+    let mut before = status::read_status_with_depends(root)?;
+    if complete_interrupted_run(root, &before, &facts, &mut report, listener, changed)? {
+        before = status::read_status_with_depends(root)?;
+    }
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
-    let tx = Transaction::plan(root, opts, &facts, &marker)?;
+    let tx = Transaction::plan(root, opts, &facts, &marker, &before)?;
     live_system_only(root, "rocm-pin install")?;
     if tx.need_apt {
         // 3. Simulate: refuse if apt would remove anything but the stock pair.
@@ -323,19 +320,22 @@ fn install_steps(
         ));
     }
 
-    if tx.need_apt {
+    // The database as apt left it: read once after apt, or still `before` when apt did not run.
+    let after = if tx.need_apt {
         *changed = HostChange::Changed;
-        run_apt(root, opts, &tx, &facts, &before_apt, &mut report, listener)?;
+        let after = run_apt(root, opts, &tx, &facts, &before_apt, &mut report, listener)?;
         report.outcome = Outcome::Installed;
+        after
     } else {
         report.outcome = Outcome::AlreadyInstalled;
         report
             .actions
             .push("already installed at these versions: apt not run".into());
-    }
+        before
+    };
     // 6. ldconfig, our entry again (a stock prerm may have run ldconfig without it), the
     // release hold, the guard, the local repository.
-    finish_host(root, opts, &tx, &facts, &mut report, listener)?;
+    finish_host(root, opts, &tx, &facts, &after, &mut report, listener)?;
 
     // 7. verify: workflow::install, above host/.
     Ok(report)
@@ -372,7 +372,7 @@ fn gate_step(
             gate::write_skip_record(root, &g.reason)?;
             report.actions.push(format!(
                 "wrote the skip record {}",
-                gate::skip_record_path().display()
+                StateLayout::skip_record().display()
             ));
             Ok(Some(Outcome::Skipped))
         }
@@ -387,16 +387,18 @@ fn gate_step(
 
 /// An earlier run killed in the middle leaves dpkg interrupted (packages unpacked but not
 /// configured); apt refuses to do anything until `dpkg --configure -a` finishes the job.
-/// Only our own packages' states decide this: anything else is the admin's to fix.
+/// Only our own packages' states decide this: anything else is the admin's to fix. True when
+/// dpkg ran (the status database changed).
 fn complete_interrupted_run(
     root: &Root,
+    before: &[StatusEntry],
     facts: &[DebFacts],
     report: &mut InstallReport,
     listener: &dyn Listener,
     changed: &mut HostChange,
-) -> anyhow::Result<()> {
-    let interrupted: Vec<String> = status::read_status(root)?
-        .into_iter()
+) -> anyhow::Result<bool> {
+    let interrupted: Vec<String> = before
+        .iter()
         .filter(|e| {
             facts
                 .iter()
@@ -435,7 +437,7 @@ fn complete_interrupted_run(
             interrupted.join(", ")
         ));
     }
-    Ok(())
+    Ok(!interrupted.is_empty())
 }
 
 /// What the apt transaction will be, decided before anything changes.
@@ -453,6 +455,8 @@ struct Transaction {
     reinstall: bool,
     /// The stock packages ours replace: the only packages apt may remove.
     stock_names: Vec<String>,
+    /// Name → (version, state) before apt, from the one read of the status database.
+    snapshot_before: Snapshot,
     /// Our .debs, then every stock package still installed removed by name (`name-`), so
     /// neither apt solver has to decide it: apt 3's solver refuses a transaction where a stock
     /// package forced in next to ours would have to go implicitly.
@@ -465,9 +469,9 @@ impl Transaction {
         opts: &InstallOptions,
         facts: &[DebFacts],
         marker: &Marker,
+        before: &[StatusEntry],
     ) -> anyhow::Result<Transaction> {
-        let before = status::read_status(root)?;
-        let stock_match = match_stock(facts, &before, opts.allow_downgrade)?;
+        let stock_match = match_stock(facts, before, opts.allow_downgrade)?;
         let missing_conffiles: Vec<String> = facts
             .iter()
             .filter(|f| {
@@ -475,7 +479,7 @@ impl Transaction {
                     .iter()
                     .any(|e| e.package == f.package && e.has_files())
             })
-            .map(|f| rocm::pin_file_path(&f.package))
+            .map(|f| StateLayout::pin_file(&f.package))
             .filter(|p| !root.host_path(p).exists())
             .map(|p| p.display().to_string())
             .collect();
@@ -510,8 +514,9 @@ impl Transaction {
             stock_match,
             missing_conffiles,
             lib_dir,
-            loader_entry: rocm::loader_entry_path(&hsa_lib.package),
+            loader_entry: StateLayout::loader_entry(&hsa_lib.package),
             need_apt,
+            snapshot_before: snapshot_of(before),
             deb_args,
         })
     }
@@ -590,7 +595,7 @@ fn keep_stock_for_rollback(
     if opts.no_rollback {
         record_stock_not_kept(root, report)?;
     } else {
-        let record = root.host_path(stock_not_kept_path());
+        let record = root.host_path(StateLayout::stock_not_kept());
         let _ = std::fs::remove_file(record);
     }
     for s in tx
@@ -630,15 +635,16 @@ fn run_apt(
     before: &BeforeApt,
     report: &mut InstallReport,
     listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    let snap_before = snapshot(root)?;
+) -> anyhow::Result<Vec<StatusEntry>> {
+    let snap_before = &tx.snapshot_before;
     let mut cmd = tx.apt_command(root, opts, false);
     let out = progress::step(listener, "apt-get install", || {
         cmd.output().context("cannot run apt-get install")
     })?;
-    let snap_after = snapshot(root)?;
+    let after = status::read_status_with_depends(root)?;
+    let snap_after = snapshot_of(&after);
     if !out.status.success() {
-        let changed = snap_before != snap_after;
+        let changed = *snap_before != snap_after;
         if !changed && !before.entry_existed {
             let _ = std::fs::remove_file(root.host_path(&tx.loader_entry));
             let _ = loader::run_ldconfig(root);
@@ -668,7 +674,7 @@ fn run_apt(
         .into());
     }
     report.actions.push(apt_action(tx, facts));
-    Ok(())
+    Ok(after)
 }
 
 fn apt_failure(opts: &InstallOptions, out: &std::process::Output, changed: bool) -> anyhow::Error {
@@ -745,6 +751,7 @@ fn finish_host(
     opts: &InstallOptions,
     tx: &Transaction,
     facts: &[DebFacts],
+    after: &[StatusEntry],
     report: &mut InstallReport,
     listener: &dyn Listener,
 ) -> anyhow::Result<()> {
@@ -756,7 +763,12 @@ fn finish_host(
     }
     loader::run_ldconfig(root)?;
     gate::clear_skip_record(root)?;
-    let held = super::hold::write(root, &tx.stock_names, layout.spec().hold_exact_dependants)?;
+    let held = super::hold::write(
+        root,
+        after,
+        &tx.stock_names,
+        layout.spec().hold_exact_dependants,
+    )?;
     if !held.is_empty() {
         report.actions.push(format!(
             "holds {} at the installed release ({})",
@@ -764,7 +776,7 @@ fn finish_host(
                 .map(|(n, v)| format!("{n} {v}"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            super::hold::hold_path().display()
+            StateLayout::release_hold().display()
         ));
     }
 
@@ -786,9 +798,9 @@ fn finish_host(
         })?;
         report.actions.push(format!(
             "kept our .debs in the signed local repository {} (source {}, pinned by {})",
-            super::localrepo::repo_dir().display(),
-            super::localrepo::sources_path().display(),
-            super::localrepo::preferences_path().display()
+            StateLayout::local_repo().display(),
+            StateLayout::local_repo_sources().display(),
+            StateLayout::local_repo_preferences().display()
         ));
     }
     Ok(())

@@ -32,7 +32,8 @@ fn args(cmd: &Command) -> Vec<String> {
 
 fn plan(host: &FakeHost, opts: &InstallOptions) -> anyhow::Result<Transaction> {
     let facts = fakehost::facts(Path::new("/srv/debs"));
-    Transaction::plan(&host.root, opts, &facts, &fakehost::marker())
+    let before = status::read_status(&host.root).unwrap();
+    Transaction::plan(&host.root, opts, &facts, &fakehost::marker(), &before)
 }
 
 #[test]
@@ -62,7 +63,7 @@ fn the_gate_refuses_another_rocm_release_and_writes_nothing() {
         "{msg}"
     );
     assert!(msg.contains("--mode auto"), "{msg}");
-    assert!(!host.exists(gate::skip_record_path()));
+    assert!(!host.exists(StateLayout::skip_record()));
     assert!(report.actions.is_empty());
 }
 
@@ -115,7 +116,7 @@ fn the_gate_passes_the_target_release_and_off_stops_without_writing() {
     )
     .unwrap();
     assert_eq!(off, Some(Outcome::Off));
-    assert!(!host.exists(gate::skip_record_path()));
+    assert!(!host.exists(StateLayout::skip_record()));
 }
 
 #[test]
@@ -229,7 +230,11 @@ fn ours_in_place_needs_no_apt_and_a_deleted_pin_is_restored_by_reinstall() {
     assert!(!tx.need_apt, "already installed: apt is not run");
     assert!(tx.stock_match.present.is_empty());
 
-    std::fs::remove_file(host.root.host_path(rocm::pin_file_path("hsa-rocr-pinned"))).unwrap();
+    std::fs::remove_file(
+        host.root
+            .host_path(StateLayout::pin_file("hsa-rocr-pinned")),
+    )
+    .unwrap();
     let tx = plan(&host, &o).unwrap();
     assert!(tx.need_apt && tx.reinstall);
     assert_eq!(
@@ -311,6 +316,7 @@ fn apt_and_dpkg_are_refused_on_a_root_that_is_not_the_live_system() {
     let mut changed = crate::error::HostChange::Unchanged;
     let e = complete_interrupted_run(
         &host.root,
+        &status::read_status(&host.root).unwrap(),
         &fakehost::facts(Path::new("/srv/debs")),
         &mut InstallReport::default(),
         &Silent,
@@ -331,7 +337,10 @@ fn install_on_a_root_judges_it_then_refuses_apt_with_nothing_changed() {
     let mut o = opts(GateMode::Require);
     o.debs = fakehost::build_debs(debs_dir.path());
     let status_before = std::fs::read(status::status_path(&host.root)).unwrap();
+    let parses_before = status::status_parses();
     let e = install(&host.root, &o, &Silent).unwrap_err();
+    // Read once for the gate, the interrupted-run check and the stock match (it was twice).
+    assert_eq!(status::status_parses() - parses_before, 1);
     assert_eq!(exit_code_for(&e), USAGE);
     // The fact adopt keeps or drops its resume record by, stated by install itself.
     assert_eq!(
@@ -347,8 +356,8 @@ fn install_on_a_root_judges_it_then_refuses_apt_with_nothing_changed() {
         status_before
     );
     assert!(!host.exists("/etc/ld.so.conf.d/hsa-rocr-pinned.conf"));
-    assert!(!host.exists(stock_dir()));
-    assert!(!host.exists(gate::skip_record_path()));
+    assert!(!host.exists(StateLayout::stock_dir()));
+    assert!(!host.exists(StateLayout::skip_record()));
 
     // The stock match refuses first when the host's stock pair is not what the .debs replace.
     host.set_status(&[

@@ -4,28 +4,15 @@
 //! (rpgp, `crate::repo`); the source uses `signed-by=`; a preferences file lets only our
 //! package names come from it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
+use super::layout::StateLayout;
 use super::ourdebs::DebFacts;
 use super::root::Root;
 use crate::host::refused;
 use crate::repo::{self, RepoOptions};
-use crate::rocm;
-
-pub fn repo_dir() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("repo")
-}
-pub fn key_dir() -> PathBuf {
-    Path::new(rocm::STATE_DIR).join("keys")
-}
-pub fn sources_path() -> PathBuf {
-    PathBuf::from("/etc/apt/sources.list.d/rocm-pin-local.list")
-}
-pub fn preferences_path() -> PathBuf {
-    PathBuf::from("/etc/apt/preferences.d/rocm-pin-local")
-}
 
 /// The preferences that keep everything but our package names from the local repository.
 pub fn preferences(packages: &[String]) -> String {
@@ -37,7 +24,7 @@ pub fn preferences(packages: &[String]) -> String {
 
 /// Publish `facts`' .debs, (re)write the source and the preferences, refresh that source only.
 pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
-    let keys = root.host_path(key_dir());
+    let keys = root.host_path(StateLayout::local_repo_keys());
     std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
     {
         use std::os::unix::fs::PermissionsExt;
@@ -52,7 +39,7 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
         )
         .context("generating the local repository's signing key")?;
     }
-    let out = root.host_path(repo_dir());
+    let out = root.host_path(StateLayout::local_repo());
     let mut opts = RepoOptions::new(&out);
     opts.flat = true;
     opts.sign_key = Some(secret.clone());
@@ -67,7 +54,7 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
     }
     // apt's gpgv runs as the unprivileged _apt user: the public key goes where it can read it
     // (the secret stays 0600 inside the 0700 key directory).
-    let pub_in_root = Path::new(rocm::STATE_DIR).join("repo-key.gpg");
+    let pub_in_root = StateLayout::local_repo_public_key();
     let pub_host = root.host_path(&pub_in_root);
     std::fs::copy(&public, &pub_host)
         .with_context(|| format!("cannot write {}", pub_host.display()))?;
@@ -76,24 +63,27 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
         std::fs::set_permissions(&pub_host, std::fs::Permissions::from_mode(0o644))?;
     }
     let pub_in_root = pub_in_root.display().to_string();
-    let src = root.host_path(sources_path());
+    let src = root.host_path(StateLayout::local_repo_sources());
     std::fs::write(
         &src,
         format!(
             "# rocm-pin --local-repo: our replacement packages, signed by a key made on this host\ndeb [signed-by={pub_in_root}] file:{} ./\n",
-            repo_dir().display()
+            StateLayout::local_repo().display()
         ),
     )
     .with_context(|| format!("cannot write {}", src.display()))?;
     let names: Vec<String> = facts.iter().map(|f| f.package.clone()).collect();
-    let prefs = root.host_path(preferences_path());
+    let prefs = root.host_path(StateLayout::local_repo_preferences());
     std::fs::write(&prefs, preferences(&names))
         .with_context(|| format!("cannot write {}", prefs.display()))?;
     // Refresh only our source.
     let out = super::apt::apt_command(root, "apt-get")
         .args(["update", "-q"])
         .arg("-o")
-        .arg(format!("Dir::Etc::sourcelist={}", sources_path().display()))
+        .arg(format!(
+            "Dir::Etc::sourcelist={}",
+            StateLayout::local_repo_sources().display()
+        ))
         .args([
             "-o",
             "Dir::Etc::sourceparts=-",
@@ -121,14 +111,17 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
 /// Take the local repository away (rollback): source, preferences, repository; the key stays.
 pub fn remove(root: &Root) -> anyhow::Result<bool> {
     let mut any = false;
-    for p in [sources_path(), preferences_path()] {
+    for p in [
+        StateLayout::local_repo_sources(),
+        StateLayout::local_repo_preferences(),
+    ] {
         let h = root.host_path(&p);
         if h.exists() {
             std::fs::remove_file(&h).with_context(|| format!("cannot remove {}", h.display()))?;
             any = true;
         }
     }
-    let r = root.host_path(repo_dir());
+    let r = root.host_path(StateLayout::local_repo());
     if r.exists() {
         std::fs::remove_dir_all(&r).with_context(|| format!("cannot remove {}", r.display()))?;
         any = true;

@@ -19,6 +19,7 @@ pub mod hold;
 pub mod inplace;
 pub mod install;
 pub mod install_error;
+pub mod layout;
 pub mod ldcache;
 pub mod loader;
 pub mod localrepo;

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::guard::Guard;
-use super::install::{deb_file_name, stock_dir, stock_not_kept_path};
+use super::install::deb_file_name;
+use super::layout::StateLayout;
 use super::loader;
 use super::root::Root;
 use super::status::{self, StatusEntry};
@@ -32,12 +33,16 @@ pub struct RollbackReport {
     pub ok: bool,
 }
 
-/// Read our installed packages and the marker.
-pub fn installed_pin(root: &Root) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
-    let entries = status::read_status(root)?;
+/// Our installed packages among `entries` (the status database of `root`, read by the
+/// caller) and the marker.
+pub fn installed_pin(
+    root: &Root,
+    entries: &[StatusEntry],
+) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
     let ours: Vec<StatusEntry> = entries
-        .into_iter()
+        .iter()
         .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
+        .cloned()
         .collect();
     if ours.is_empty() {
         return Ok(None);
@@ -69,9 +74,9 @@ fn missing_stock_message(root: &Root, missing: &[(PathBuf, &rocm::ReplacedPackag
     let download = format!(
         "`apt-get download {}` (apt configured with the stock ROCm repository) into {}, then `rocm-pin rollback` again",
         requests.join(" "),
-        stock_dir().display()
+        StateLayout::stock_dir().display()
     );
-    if root.host_path(stock_not_kept_path()).exists() {
+    if root.host_path(StateLayout::stock_not_kept()).exists() {
         format!(
             "rocm-pin install ran with --no-rollback (as the image recipe's install-runtime.sh does): no stock .debs were kept, so the stock {} cannot be put back offline. In an image, roll back by using the previous image (or the base image without install-runtime.sh); or get the .debs with {download}. Nothing changed.",
             names.join(" and ")
@@ -109,7 +114,9 @@ fn rollback_steps(
     listener: &dyn Listener,
     changed: &mut HostChange,
 ) -> anyhow::Result<RollbackReport> {
-    let Some((ours, marker)) = installed_pin(root)? else {
+    // The status database, read once before apt runs.
+    let entries = status::read_status(root)?;
+    let Some((ours, marker)) = installed_pin(root, &entries)? else {
         return Err(usage(
             "no rocm-pin replacement package is installed: nothing to roll back",
         ));
@@ -123,7 +130,7 @@ fn rollback_steps(
     let mut report = RollbackReport::default();
     let debs = kept_stock_debs(root, &marker)?;
     report.stock_debs = debs.iter().map(|d| d.display().to_string()).collect();
-    let before: BTreeMap<String, String> = status::read_status(root)?
+    let before: BTreeMap<String, String> = entries
         .into_iter()
         .filter(|e| e.has_files())
         .map(|e| (e.package, e.version))
@@ -148,13 +155,13 @@ fn rollback_steps(
     if super::hold::remove(root)? {
         report
             .purged
-            .push(super::hold::hold_path().display().to_string());
+            .push(StateLayout::release_hold().display().to_string());
     }
     // The local repository (--local-repo) holds only our packages: it leaves with them.
     if super::localrepo::remove(root)? {
         report
             .purged
-            .push(super::localrepo::repo_dir().display().to_string());
+            .push(StateLayout::local_repo().display().to_string());
     }
     loader::run_ldconfig(root)?;
     let after_entries = status::read_status(root)?;
@@ -200,7 +207,7 @@ fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>>
     let mut debs: Vec<PathBuf> = Vec::new();
     let mut missing = Vec::new();
     for r in &marker.replaced {
-        let p = root.host_path(stock_dir()).join(deb_file_name(
+        let p = root.host_path(StateLayout::stock_dir()).join(deb_file_name(
             &r.stock_name,
             &r.stock_version,
             &r.architecture,
@@ -310,7 +317,7 @@ fn rollback_checks(
                 if ok { "ii" } else { "not installed" }
             ),
         );
-        let pin = rocm::pin_file_path(&r.package);
+        let pin = StateLayout::pin_file(&r.package);
         let gone = !root.host_path(&pin).exists();
         add(
             "unpinned",
@@ -386,7 +393,7 @@ mod tests {
         ));
         assert!(!m.contains("--no-rollback"), "{m}");
         // After `rocm-pin install --no-rollback`: the record names the reason and the image way.
-        let record = Root::new(root.path()).host_path(stock_not_kept_path());
+        let record = Root::new(root.path()).host_path(StateLayout::stock_not_kept());
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
         std::fs::write(&record, "x\n").unwrap();
         let m = missing_stock_message(&Root::new(root.path()), &missing);
@@ -447,7 +454,7 @@ mod steps_tests {
         for (name, version, _) in PAIR {
             // Only their presence is judged before apt would run.
             host.write(
-                &stock_dir()
+                &StateLayout::stock_dir()
                     .join(deb_file_name(name, version, "amd64"))
                     .to_string_lossy(),
                 "!<arch>\n",
@@ -458,9 +465,10 @@ mod steps_tests {
     #[test]
     fn our_packages_and_the_marker_are_read_from_the_root() {
         let host = FakeHost::new("7.2.4");
-        assert!(installed_pin(&host.root).unwrap().is_none());
+        let read = || status::read_status(&host.root).unwrap();
+        assert!(installed_pin(&host.root, &read()).unwrap().is_none());
         host.install_ours("install ok installed");
-        let (ours, marker) = installed_pin(&host.root).unwrap().unwrap();
+        let (ours, marker) = installed_pin(&host.root, &read()).unwrap().unwrap();
         assert_eq!(
             ours.iter().map(|e| e.package.as_str()).collect::<Vec<_>>(),
             ["hsa-rocr-pinned", "hip-runtime-amd-pinned"]
@@ -493,15 +501,18 @@ mod steps_tests {
         let host = FakeHost::new("7.2.4");
         host.install_ours("install ok installed");
         keep_stock_debs(&host);
-        host.write(super::super::guard::APT_HOOK, "// guard\n");
+        host.write(StateLayout::GUARD_APT_HOOK, "// guard\n");
+        let parses_before = status::status_parses();
         let e = rollback(&host.root, 60, &Silent).unwrap_err();
+        // One read of the status file for our pair and the before-snapshot (it was two).
+        assert_eq!(status::status_parses() - parses_before, 1);
         assert_eq!(exit_code_for(&e), 2);
         assert!(
             format!("{e:#}").contains("rocm-pin rollback changes packages with apt-get and dpkg"),
             "{e:#}"
         );
         // Refused before the guard leaves.
-        assert!(host.exists(super::super::guard::APT_HOOK));
+        assert!(host.exists(StateLayout::GUARD_APT_HOOK));
     }
 
     #[test]
@@ -542,7 +553,7 @@ mod steps_tests {
         // A pin conffile left behind, the metapackage gone with ours, and the loader still
         // finding our library first (a stale copy outside the stock package's files).
         host.write(
-            &rocm::pin_file_path("hsa-rocr-pinned").to_string_lossy(),
+            &StateLayout::pin_file("hsa-rocr-pinned").to_string_lossy(),
             "Package: hsa-rocr\nPin: version *\nPin-Priority: -1\n",
         );
         host.set_status(&[

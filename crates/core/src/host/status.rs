@@ -1,14 +1,16 @@
-//! A narrow, fast reader of the dpkg status database for `verify`, `install` and `status`:
-//! one pass over `var/lib/dpkg/status` keeping the handful of fields these commands judge
-//! (Package, Status, Version, Architecture, Protected, Provides, Conffiles, X-Rocm-Pin-Commit),
-//! plus a package's `info/<pkg>.list` and `.md5sums`. Read-only.
+//! The one reader of the dpkg status database (`var/lib/dpkg/status`): a bounded read through
+//! [`Root`], one deb822 parse, every package name checked — [`StatusSnapshot`]. Its views:
+//! [`StatusEntry`], the handful of fields `verify`, `install` and `status` judge (Package,
+//! Status, Version, Architecture, Protected, Provides, Conffiles, X-Rocm-Pin-Commit), and
+//! `dpkgdb::DpkgDb`, the packaging side's whole-paragraph view with file lists and owners,
+//! built from the same snapshot. Plus a package's `info/<pkg>.list` and `.md5sums`. Read-only.
 //!
-//! Kept separate from `dpkgdb` (the packaging side's full reader) because `verify` runs in
-//! every Dockerfile and CI job and is benchmarked against `dpkg --verify`: it must not build
-//! more than it reads.
+//! An operation reads the snapshot once and passes it down; it reads again only after apt or
+//! dpkg changed the database. [`status_parses`] counts the parses (the read-once tests use it).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -113,19 +115,87 @@ impl StatusEntry {
     }
 }
 
+thread_local! {
+    /// Status files read and parsed on this thread so far (per thread, so parallel tests do
+    /// not count each other's reads).
+    static STATUS_PARSES: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many times this thread has read and parsed a dpkg status file. The read-once unit tests
+/// compare it around an operation; tests/install/read_once.rs counts the real binary's opens
+/// with strace.
+pub fn status_parses() -> usize {
+    STATUS_PARSES.with(Cell::get)
+}
+
+/// The status file of a root as read at one moment: every paragraph, each with a Package field
+/// that is a dpkg package name. Re-read only after apt or dpkg changed the database.
+#[derive(Debug, Clone, Default)]
+pub struct StatusSnapshot {
+    paragraphs: Vec<Paragraph>,
+}
+
+impl StatusSnapshot {
+    /// Read `/var/lib/dpkg/status` under `root`.
+    pub fn read(root: &Root) -> anyhow::Result<Self> {
+        Self::read_at(root, Path::new(STATUS_FILE))
+    }
+
+    /// Read the status file at `status_file` (inside the root: dpkg's `--admindir` + `status`).
+    /// The read is bounded ([`FileKind::DpkgStatus`]) and stays inside the root.
+    pub fn read_at(root: &Root, status_file: &Path) -> anyhow::Result<Self> {
+        STATUS_PARSES.with(|n| n.set(n.get() + 1));
+        let text = root
+            .read_to_string(status_file, FileKind::DpkgStatus)
+            .map_err(Error::from)
+            .with_context(|| {
+                format!(
+                    "cannot read the dpkg status file (is {} a Debian system root?)",
+                    root.path().display()
+                )
+            })?;
+        let in_file = || format!("in {}", root.host_path(status_file).display());
+        let paragraphs =
+            Paragraph::parse_many(&text).map_err(|e| refused(format!("{}: {e}", in_file())))?;
+        for (i, p) in paragraphs.iter().enumerate() {
+            let package = p.get("Package").filter(|v| !v.is_empty()).ok_or_else(|| {
+                refused(format!(
+                    "{}: paragraph {} has no Package field",
+                    in_file(),
+                    i + 1
+                ))
+            })?;
+            if !is_package_name(package) {
+                let file = status_file.display().to_string();
+                return Err(bad_package_name(root, &file, package).into());
+            }
+        }
+        Ok(StatusSnapshot { paragraphs })
+    }
+
+    /// Every paragraph as dpkg wrote it (any state, config-files and not-installed included).
+    pub fn paragraphs(&self) -> &[Paragraph] {
+        &self.paragraphs
+    }
+
+    pub fn into_paragraphs(self) -> Vec<Paragraph> {
+        self.paragraphs
+    }
+
+    /// The narrow view: the standard fields of [`StatusEntry`] and any field named in `extra`
+    /// (compared case-insensitively).
+    pub fn entries(&self, extra: &[&str]) -> Vec<StatusEntry> {
+        self.paragraphs
+            .iter()
+            .map(|p| status_entry(p, extra))
+            .collect()
+    }
+}
+
 /// Read every paragraph of the status file under `root`, keeping the standard fields above and
 /// any field named in `extra` (compared case-insensitively).
 pub fn read_status_with(root: &Root, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
-    let text = root
-        .read_to_string(STATUS_FILE, FileKind::DpkgStatus)
-        .map_err(Error::from)
-        .context("cannot read the dpkg status database")?;
-    let entries = parse_status(&text, extra)
-        .with_context(|| format!("in {}", status_path(root).display()))?;
-    if let Some(bad) = entries.iter().find(|e| !is_package_name(&e.package)) {
-        return Err(bad_package_name(root, STATUS_FILE, &bad.package).into());
-    }
-    Ok(entries)
+    Ok(StatusSnapshot::read(root)?.entries(extra))
 }
 
 /// Read the status file keeping `X-Rocm-Pin-Commit`.
@@ -136,26 +206,37 @@ pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
     )
 }
 
+/// The status file keeping `X-Rocm-Pin-Commit`, the patches field and `Depends`: what install
+/// and status read once for the gate, the stock match, the release hold and the screen.
+pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
+    read_status_with(
+        root,
+        &[
+            crate::rocm::COMMIT_FIELD,
+            crate::rocm::PATCHES_FIELD,
+            "Depends",
+        ],
+    )
+}
+
 /// Parse status-file text (deb822 paragraphs, read by the one deb822 parser in
 /// `deb::control`). Only the fields rocm-pin needs are kept; Conffiles keeps one entry per
 /// line, Provides is joined onto one line.
 pub fn parse_status(text: &str, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
-    Paragraph::parse_many(text)
-        .map_err(|e| refused(format!("{e}")))?
-        .iter()
-        .enumerate()
-        .map(|(i, p)| status_entry(p, extra, i + 1))
-        .collect()
+    let paragraphs = Paragraph::parse_many(text).map_err(|e| refused(format!("{e}")))?;
+    for (i, p) in paragraphs.iter().enumerate() {
+        p.get("Package")
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| refused(format!("paragraph {} has no Package field", i + 1)))?;
+    }
+    Ok(paragraphs.iter().map(|p| status_entry(p, extra)).collect())
 }
 
-fn status_entry(p: &Paragraph, extra: &[&str], number: usize) -> anyhow::Result<StatusEntry> {
-    let package = p
-        .get("Package")
-        .filter(|v| !v.is_empty())
-        .with_context(|| format!("paragraph {number} has no Package field"))?;
+/// The [`StatusEntry`] view of one paragraph (its Package field checked by the reader).
+fn status_entry(p: &Paragraph, extra: &[&str]) -> StatusEntry {
     let field = |name: &str| p.get(name).unwrap_or("").to_string();
-    Ok(StatusEntry {
-        package: package.to_string(),
+    StatusEntry {
+        package: field("Package"),
         version: field("Version"),
         architecture: field("Architecture"),
         status: field("Status")
@@ -179,7 +260,7 @@ fn status_entry(p: &Paragraph, extra: &[&str], number: usize) -> anyhow::Result<
             .into_iter()
             .map(|c| (c.path, c.md5))
             .collect(),
-    })
+    }
 }
 
 /// `info/<pkg>.<suffix>` inside the root, honouring the `<pkg>:<arch>.<suffix>` naming of

@@ -27,6 +27,7 @@ use crate::deb::control::{format_relations, parse_relations, Relation, RelationO
 use crate::deb::version::Version;
 use crate::deb::Paragraph;
 use crate::host::dpkgdb::DpkgDb;
+use crate::host::layout::StateLayout;
 use crate::rocm::{self, Half};
 
 pub use staging::{CommitOverride, StagedLibrary, Staging};
@@ -503,7 +504,7 @@ fn plan_package(
     let mut files = std::mem::take(&mut families.files);
     files.extend(carried_unchanged(s, &ours, &families.handled, warnings));
 
-    let pin_path = rocm::pin_file_path(&ours).display().to_string();
+    let pin_path = StateLayout::pin_file(&ours).display().to_string();
     files.push(PlannedFile {
         path: pin_path.clone(),
         role: Role::Generated,

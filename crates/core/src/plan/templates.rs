@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{ReplacementPlan, StockPackage};
+use crate::host::layout::StateLayout;
 use crate::plan::refused;
 use crate::rocm::{self, Half};
 
@@ -50,7 +51,7 @@ pub fn preferences(stock: &str, package: &str, commit: &str) -> anyhow::Result<S
 
 /// The Description value: synopsis, then continuation lines each starting with a space.
 pub fn description(p: &ReplacementPlan, commit: &str) -> anyhow::Result<String> {
-    let pin = rocm::pin_file_path(&p.package).display().to_string();
+    let pin = StateLayout::pin_file(&p.package).display().to_string();
     let text = render(
         DESCRIPTION,
         &[
@@ -81,7 +82,7 @@ pub fn scripts(
     let libdir = layout.lib_dir.as_str();
     match p.half {
         Half::Hsa => {
-            let entry = rocm::loader_entry_path(&p.package).display().to_string();
+            let entry = StateLayout::loader_entry(&p.package).display().to_string();
             let vars = [
                 ("package", p.package.as_str()),
                 ("stock", p.stock_name.as_str()),

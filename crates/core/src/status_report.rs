@@ -4,6 +4,7 @@ use std::path::Path;
 
 use crate::error::ExitKind;
 use crate::host::gate;
+use crate::host::layout::StateLayout;
 use crate::host::rollback::installed_pin;
 use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;
@@ -249,7 +250,7 @@ fn pin_states(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
     m.replaced
         .iter()
         .map(|r| {
-            let file = rocm::pin_file_path(&r.package);
+            let file = StateLayout::pin_file(&r.package);
             let pinned = root
                 .read_to_string(&file, FileKind::Config)
                 .ok()
@@ -333,9 +334,10 @@ pub fn host_status_with(
     let rocm_version = chain.as_ref().and_then(|(p, _)| {
         first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
-    let entries = crate::host::status::read_status(root)?;
+    // The status database, read once for every view below (the hold needs Depends).
+    let entries = crate::host::status::read_status_with_depends(root)?;
     let found = stock_runtime::discover(root, &entries);
-    let pin = installed_pin(root)?;
+    let pin = installed_pin(root, &entries)?;
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
@@ -361,15 +363,14 @@ pub fn host_status_with(
         (None, None, None) => ("not-installed", None),
         _ => ("broken", Some(ExitKind::CheckFailed)),
     };
-    let local_repo = Path::new(rocm::STATE_DIR).join("repo");
+    let local_repo = StateLayout::local_repo();
     let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
     let release_hold_missing: Vec<String> = match &marker {
         Some(m) => {
             let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
             let dependants = m.layout().spec().hold_exact_dependants;
-            crate::host::hold::held_packages(root, &names, dependants)
-                .unwrap_or_default()
+            crate::host::hold::held_packages(&entries, &names, dependants)
                 .into_iter()
                 .filter(|h| !held.contains(h))
                 .map(|(n, v)| format!("{n} {v}"))
@@ -418,7 +419,7 @@ pub fn host_status_with(
             .as_ref()
             .map(|m| crate::host::upgrades::available(root, &ours, m)),
         guard: crate::host::guard::guard_status(root).is_ok_and(|g| g.armed),
-        guard_path: crate::host::guard::APT_HOOK.to_string(),
+        guard_path: StateLayout::GUARD_APT_HOOK.to_string(),
         local_repo: root
             .exists(&local_repo)
             .then(|| local_repo.display().to_string()),
@@ -493,7 +494,7 @@ impl HostStatus {
                 } else {
                     self.release_hold.join(", ")
                 },
-                crate::host::hold::hold_path().display(),
+                StateLayout::release_hold().display(),
                 if self.release_hold_missing.is_empty() {
                     String::new()
                 } else {
@@ -612,7 +613,7 @@ impl HostStatus {
                         a.package,
                         a.current,
                         a.newest,
-                        crate::host::hold::hold_path().display()
+                        StateLayout::release_hold().display()
                     ));
                 }
                 for (i, w) in u.ways_forward.iter().enumerate() {
@@ -626,6 +627,17 @@ impl HostStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `status` reads the dpkg status file once for its screen (our pair, the stock states,
+    /// the in-place check, the release hold) and once in the verify it runs (it was 3 + 1).
+    #[test]
+    fn status_reads_the_dpkg_status_file_once_plus_its_verify() {
+        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        let before = crate::host::status::status_parses();
+        let s = host_status(&host.root, GateMode::Require).unwrap();
+        assert_eq!(crate::host::status::status_parses() - before, 2, "{s:?}");
+    }
 
     #[test]
     fn the_json_exit_code_is_the_verdicts_code() {
