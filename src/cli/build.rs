@@ -85,6 +85,9 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         patches_dir: args.patches_dir,
         patches: args.patches,
         compiler_launcher: args.compiler_launcher,
+        // The binary carries the test kit (for `rocm-pin demo`), so its build also takes the
+        // stand-in tree, after the real one.
+        trees: vec![build::ROCM_SYSTEMS, rocm_pin_kit::standin::tree::TREE],
     };
     if args.dry_run {
         for line in build::plan(&opts)? {

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use rocm_pin::host::install::{InstallOptions, Outcome};
-use rocm_pin::rocm::{GateMode, MODE_ENV};
+use rocm_pin::rocm::MODE_ENV;
 use rocm_pin::workflow::install;
+
+use super::gate_mode::ModeArg;
 
 /// Gate on the ROCm version, install the replacement .debs through apt, pin, verify.
 ///
@@ -23,7 +25,7 @@ pub struct InstallArgs {
     /// What to do on a host whose ROCm version does not match: require (refuse), auto (skip
     /// with exit 0 and a skip record), off (do nothing)
     #[arg(long, value_enum, env = MODE_ENV, default_value = "require")]
-    pub mode: GateMode,
+    pub mode: ModeArg,
     /// Seconds to wait for another apt/dpkg holding the lock
     #[arg(long, default_value_t = 120)]
     pub lock_timeout: u32,
@@ -59,7 +61,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
     let listener = rocm_pin::progress::for_cli(args.json);
     let opts = InstallOptions {
         debs: args.debs,
-        mode: args.mode,
+        mode: args.mode.into(),
         lock_timeout: args.lock_timeout,
         guard: args.guard,
         local_repo: args.local_repo,

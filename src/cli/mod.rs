@@ -8,6 +8,7 @@ pub mod build;
 pub mod completions;
 pub mod deb;
 pub mod demo;
+pub mod gate_mode;
 pub mod guard;
 pub mod install;
 pub mod manpage;

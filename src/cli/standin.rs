@@ -42,7 +42,7 @@ pub fn run(cmd: StandinCommand) -> anyhow::Result<()> {
     match cmd {
         StandinCommand::Stock(a) => stock(a),
         StandinCommand::Source(a) => {
-            let commit = rocm_pin::build::standin_tree::write_standin_checkout(&a.out)?;
+            let commit = rocm_pin_kit::standin::tree::write_standin_checkout(&a.out)?;
             println!("{commit}");
             Ok(())
         }

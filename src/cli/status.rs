@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use rocm_pin::error::{Error, ExitKind};
-use rocm_pin::rocm::{GateMode, MODE_ENV};
+use rocm_pin::rocm::MODE_ENV;
+
+use super::gate_mode::ModeArg;
 
 /// The sysadmin's one screen: ROCm version and prefix chain, stock packages, ours (commit,
 /// origin), pins and Protected, available upgrades of ours and of stock, guard hook, local
@@ -27,7 +29,7 @@ pub struct StatusArgs {
     /// The gate mode to report the decision for when nothing is installed yet (as `install`
     /// would take it)
     #[arg(long, value_enum, env = MODE_ENV, default_value = "require")]
-    pub mode: GateMode,
+    pub mode: ModeArg,
     /// Accept packages built with --no-backport-check (recorded in them) in the health verdict,
     /// as `verify --accept-skipped-backport-check` does
     #[arg(long)]
@@ -37,7 +39,7 @@ pub struct StatusArgs {
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     let s = rocm_pin::status_report::host_status_with(
         &rocm_pin::host::root::Root::new(&args.root),
-        args.mode,
+        args.mode.into(),
         args.accept_skipped_backport_check,
     )?;
     if args.json {

@@ -437,9 +437,9 @@ fn the_same_commit_built_in_two_places_gives_identical_libraries() {
     let rocm = fake_rocm(tmp.path());
     let a_src = tmp.path().join("a/rocm-systems");
     let b_src = tmp.path().join("somewhere/else/rocm-systems");
-    let commit = rocm_pin::build::standin_tree::write_standin_checkout(&a_src).unwrap();
+    let commit = rocm_pin_kit::standin::tree::write_standin_checkout(&a_src).unwrap();
     assert_eq!(
-        rocm_pin::build::standin_tree::write_standin_checkout(&b_src).unwrap(),
+        rocm_pin_kit::standin::tree::write_standin_checkout(&b_src).unwrap(),
         commit
     );
     let (a_out, b_out) = (tmp.path().join("out-a"), tmp.path().join("staging/b"));

@@ -95,7 +95,7 @@ fn run_builder_stage() -> Built {
     let probe = build_loader_probe(&w.join("probe")).expect("loader probe");
     let src = w.join("src");
     let commit =
-        rocm_pin::build::standin_tree::write_standin_checkout(&src).expect("stand-in checkout");
+        rocm_pin_kit::standin::tree::write_standin_checkout(&src).expect("stand-in checkout");
 
     let tarball = cache_dir().join("chroot/bookworm-builder.tar.zst");
     assert!(

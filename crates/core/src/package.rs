@@ -464,10 +464,11 @@ fn no_rocm_prefix_hint(root: &Root, prefix: Option<&str>) -> String {
         None => format!(
             "no ROCm installation under {}: {} does not resolve. Give the stock packages with {stock_debs}, \
              or --stock-root DIR for a ROCm image tree; on a ROCm host whose {} link is missing, give \
-             --prefix /opt/rocm-X.Y.Z",
+             --prefix {}",
             root.display(),
             rocm::DEFAULT_ROCM_PATH,
             rocm::DEFAULT_ROCM_PATH,
+            rocm::versioned_prefix("X.Y.Z"),
         ),
         Some(p) => format!(
             "--prefix {p} does not exist under {}, so there are no installed stock packages to read there. \

@@ -1,6 +1,12 @@
 //! ALL ROCm knowledge lives here: the pinned commit, the backport symbol, the library families
 //! and the stock packages that own them, prefix and `/opt/rocm` chain resolution, `.info/version`
 //! parsing and the version gate. Nothing else in the crate hard-codes a ROCm name or path.
+//!
+//! Submodules: [`recipe`] (which projects of rocm-systems are built, how, and what the build
+//! machine needs) and [`real_tree`] (the real tree's checks against the toolchain).
+
+pub mod real_tree;
+pub mod recipe;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +24,11 @@ pub const TARGET_ROCM_VERSION: &str = "7.2.4";
 pub const DEFAULT_FLAVOR: &str = "pinned";
 /// Default ROCm install path; always resolved through its symlink chain before use.
 pub const DEFAULT_ROCM_PATH: &str = "/opt/rocm";
+
+/// The versioned prefix of ROCm `release` in AMD's layout (`/opt/rocm-7.2.4`).
+pub fn versioned_prefix(release: &str) -> String {
+    format!("{DEFAULT_ROCM_PATH}-{release}")
+}
 /// Sparse checkout paths the build needs from rocm-systems.
 pub const SOURCE_PATHS: &[&str] = &[
     "projects/rocr-runtime",
@@ -80,6 +91,15 @@ pub const FAMILIES: &[LibraryFamily] = &[
     },
 ];
 
+/// The required family of `half`: the library the pair is named after (`libhsa-runtime64`,
+/// `libamdhip64`).
+pub fn pair_family(half: Half) -> &'static LibraryFamily {
+    FAMILIES
+        .iter()
+        .find(|f| f.required && f.half == half)
+        .expect("FAMILIES has a required family per half")
+}
+
 /// Stock package base names per half. Multi-version installs append the ROCm version
 /// (`hip-runtime-amd7.2.4`); `-asan` packages are never replacement targets.
 pub fn stock_base_name(half: Half) -> &'static str {
@@ -130,7 +150,7 @@ pub fn version_matches(version_file_content: &str, target: &str) -> bool {
 }
 
 /// How `install` treats a host whose ROCm version does not match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GateMode {
     /// No match → refuse, non-zero exit (the default: fail closed).

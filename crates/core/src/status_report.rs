@@ -295,7 +295,7 @@ fn quick_verify(
 fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
     let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
         Ok((prefix, _)) => prefix.display().to_string(),
-        Err(_) => format!("/opt/rocm-{}", rocm::TARGET_ROCM_VERSION),
+        Err(_) => rocm::versioned_prefix(rocm::TARGET_ROCM_VERSION),
     };
     let d = gate::evaluate(root, &target, mode, rocm::TARGET_ROCM_VERSION);
     let verdict = match (mode, d.matches) {

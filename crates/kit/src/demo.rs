@@ -30,7 +30,7 @@ use anyhow::{bail, Context};
 
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
-use rocm_pin::build::{self, standin_tree, BuildOptions};
+use rocm_pin::build::{self, BuildOptions};
 use rocm_pin::error::usage;
 use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
 use rocm_pin::plan::{CommitOverride, PlanOptions};
@@ -613,7 +613,7 @@ fn build_standin_runtime(
     listener: &dyn Listener,
 ) -> anyhow::Result<BuiltRuntime> {
     let src = work.join("src/rocm-systems");
-    let commit = standin_tree::write_standin_checkout(&src)?;
+    let commit = crate::standin::tree::write_standin_checkout(&src)?;
     listener.info(&format!(
         "stand-in rocm-systems checkout {} at commit {commit}",
         src.display()
@@ -629,11 +629,11 @@ fn build_standin_runtime(
         std::fs::write(info.join("version"), v)
             .with_context(|| format!("writing {}", info.join("version").display()))?;
     }
-    let opts = BuildOptions {
+    let opts = crate::standin::tree::accepting_standin(BuildOptions {
         commit: commit.clone(),
         rocm_path,
         ..BuildOptions::new(src.display().to_string(), work.join("staging"))
-    };
+    });
     let verbose = Nested {
         listener,
         quiet: false,

@@ -27,6 +27,7 @@
 pub mod chroot;
 mod csrc;
 pub mod scenarios;
+pub mod tree;
 
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
 

@@ -115,7 +115,7 @@ pub enum BuildError {
          that satisfies it, or carry a patch for that file (--patch) if the tree works with \
          comgr {found}",
         found_in.display(),
-        crate::build::real_tree::COMGR_REQUEST_FILE,
+        crate::rocm::real_tree::COMGR_REQUEST_FILE,
         version_file.display()
     )]
     ComgrIncompatible {

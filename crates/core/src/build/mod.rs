@@ -15,18 +15,15 @@ pub mod launcher;
 pub mod manifest;
 pub mod patches;
 pub mod prereq;
-pub mod real_tree;
-pub mod recipe;
 pub mod source;
 pub mod stage;
-pub mod standin_tree;
 pub mod steps;
 pub mod validate;
 
+pub use crate::rocm::recipe::{TreeKind, ROCM_SYSTEMS};
 pub(crate) use error::refused;
 pub use error::{BadInput, BuildError, MissingItem, TargetGap};
 pub use manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
-pub use recipe::TreeKind;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +33,7 @@ use anyhow::Context;
 
 use crate::error::{usage, Error};
 use crate::progress::{self, Listener};
+use crate::rocm::{real_tree, recipe};
 use prereq::ProbeEnv;
 use source::SourceSpec;
 use steps::{Generator, Layout, Step, StepInputs};
@@ -73,6 +71,9 @@ pub struct BuildOptions {
     pub patches: Vec<PathBuf>,
     /// `--compiler-launcher ccache|sccache`.
     pub compiler_launcher: Option<String>,
+    /// The kinds of tree this build accepts, tried in order: the real rocm-systems tree by
+    /// default; a caller adds its own (the test kit's stand-in).
+    pub trees: Vec<TreeKind>,
 }
 
 impl BuildOptions {
@@ -92,6 +93,7 @@ impl BuildOptions {
             patches_dir: None,
             patches: vec![],
             compiler_launcher: None,
+            trees: vec![recipe::ROCM_SYSTEMS],
         }
     }
 
@@ -232,7 +234,7 @@ fn tool_versions(
         prereq::find_program(env, generator.program()),
         &["--version"],
     );
-    if kind == TreeKind::RocmSystems {
+    if kind.rocm_toolchain {
         let clang = tc.clang();
         add(
             if tc.llvm_dir.is_some() {
@@ -269,6 +271,7 @@ struct Prepared {
     llvm_dir: Option<PathBuf>,
     series: Vec<patches::Patch>,
     launcher: Option<(launcher::Launcher, PathBuf)>,
+    trees: Vec<TreeKind>,
 }
 
 fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
@@ -329,6 +332,7 @@ fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
         llvm_dir,
         series,
         launcher,
+        trees: opts.trees.clone(),
     })
 }
 
@@ -383,14 +387,14 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
     let mut lines = vec![];
     let (kind, epoch) = match &p.spec {
         SourceSpec::Local(dir) => {
-            let kind = local_tree_kind(dir, "")?;
+            let kind = local_tree_kind(dir, &p.trees, "")?;
             let epoch = source::commit_time(dir, &p.commit)
                 .map(|t| t.to_string())
                 .unwrap_or_else(|_| commit_time_substitution(dir, &p.commit));
             (kind, epoch)
         }
         SourceSpec::Url(_) => (
-            TreeKind::RocmSystems,
+            recipe::ROCM_SYSTEMS,
             commit_time_substitution(&p.layout.checkout, &p.commit),
         ),
     };
@@ -455,7 +459,7 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
             .collect::<Vec<_>>()
             .join(" ")
     ));
-    if kind == TreeKind::RocmSystems {
+    if kind.rocm_toolchain {
         lines.push(format!(
             "# then checked on the tree: comgr's version against {} and {}'s AMDGPU targets \
              against ROCr's hard-coded lists",
@@ -686,12 +690,7 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
     }
     let rocm_version = recipe::rocm_version(&p.rocm);
 
-    let tools = tool_versions(
-        &p.env,
-        generator,
-        kind.unwrap_or(TreeKind::RocmSystems),
-        &tc,
-    );
+    let tools = tool_versions(&p.env, generator, kind.unwrap_or(recipe::ROCM_SYSTEMS), &tc);
     let key = cache::CacheKey {
         format: cache::CACHE_FORMAT,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -728,7 +727,7 @@ pub fn build(opts: &BuildOptions, listener: &dyn Listener) -> anyhow::Result<Bui
     let kind = fetch_and_patch(&p, &tc, kind, &src, listener)?;
     let commit_time = source::commit_time(&src, &p.commit)?;
     let mut tools = tools;
-    if kind == TreeKind::RocmSystems {
+    if kind.rocm_toolchain {
         check_tree(&p, &tc, &src, &mut tools, listener)?;
     }
 
@@ -804,7 +803,11 @@ fn building_line(p: &Prepared, kind: TreeKind, rocr_cached: bool) -> String {
 
 /// What a local source tree is; refused when it is not a directory (the message ending with
 /// `not_a_dir_hint`) or lacks a project of rocm-systems.
-fn local_tree_kind(dir: &Path, not_a_dir_hint: &str) -> anyhow::Result<TreeKind> {
+fn local_tree_kind(
+    dir: &Path,
+    trees: &[TreeKind],
+    not_a_dir_hint: &str,
+) -> anyhow::Result<TreeKind> {
     if !dir.is_dir() {
         return Err(usage(format!(
             "source {} is not a directory{not_a_dir_hint}",
@@ -819,7 +822,13 @@ fn local_tree_kind(dir: &Path, not_a_dir_hint: &str) -> anyhow::Result<TreeKind>
             missing.join(", ")
         )));
     }
-    Ok(recipe::tree_kind(dir))
+    recipe::tree_kind(dir, trees).ok_or_else(|| {
+        usage(format!(
+            "source {} {} (not the rocm-systems tree)",
+            dir.display(),
+            recipe::unknown_tree_reason(trees)
+        ))
+    })
 }
 
 /// A local tree: its projects, the prerequisites and its cleanliness (Some(kind)). A URL: the
@@ -831,7 +840,11 @@ fn check_source(
 ) -> anyhow::Result<Option<TreeKind>> {
     match &p.spec {
         SourceSpec::Local(dir) => {
-            let kind = local_tree_kind(dir, " (give a local rocm-systems checkout or a git URL)")?;
+            let kind = local_tree_kind(
+                dir,
+                &p.trees,
+                " (give a local rocm-systems checkout or a git URL)",
+            )?;
             progress::step(listener, "check prerequisites", || {
                 prereq::check(
                     &p.env,
@@ -891,7 +904,9 @@ fn cached_staging(
                         started.elapsed().as_secs_f64()
                     ));
                     // A URL's tree kind is known from the checkout the cached build used.
-                    let tree = kind.unwrap_or_else(|| recipe::tree_kind(&p.layout.checkout));
+                    let tree = kind
+                        .or_else(|| recipe::tree_kind(&p.layout.checkout, &p.trees))
+                        .unwrap_or(recipe::ROCM_SYSTEMS);
                     return Some(BuildOutcome {
                         staging: p.staging.clone(),
                         manifest: *manifest,
@@ -932,7 +947,13 @@ fn fetch_and_patch(
                 missing.join(", ")
             )));
         }
-        let k = recipe::tree_kind(src);
+        let k = recipe::tree_kind(src, &p.trees).ok_or_else(|| {
+            usage(format!(
+                "{url} at {} {} (not the rocm-systems tree)",
+                p.commit,
+                recipe::unknown_tree_reason(&p.trees)
+            ))
+        })?;
         progress::step(listener, "check prerequisites", || {
             prereq::check(
                 &p.env,
@@ -943,7 +964,7 @@ fn fetch_and_patch(
         kind = Some(k);
     }
     stage::checkout_and_patch(p, listener)?;
-    Ok(kind.unwrap_or(TreeKind::RocmSystems))
+    Ok(kind.unwrap_or(recipe::ROCM_SYSTEMS))
 }
 
 /// The real tree against the toolchain, on the patched checkout, before anything compiles.

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use super::recipe::{self, ConfigureInputs, TreeKind};
 use crate::build::refused;
+use crate::rocm::recipe::{self, ConfigureInputs, TreeKind};
 
 /// Lines of a failed step's log quoted in the error.
 pub const LOG_TAIL_LINES: usize = 40;
@@ -231,7 +231,9 @@ pub fn build_steps(i: &StepInputs) -> Vec<Step> {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| i.rocm.join("llvm"));
     let rocr_path = recipe::rocr_path_prepend(i.kind, &llvm_root);
-    let llvm = (i.kind == TreeKind::RocmSystems)
+    let llvm = i
+        .kind
+        .rocm_toolchain
         .then(|| recipe::llvm_wiring(&llvm_root, &l.cmake_dir.join("llvm-shim")));
     let inputs = ConfigureInputs {
         kind: i.kind,

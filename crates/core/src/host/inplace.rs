@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::root::{FileKind, Root};
 use super::status::{self, StatusEntry};
-use crate::rocm;
+use crate::rocm::{self, Half};
 
 /// The most entries read from a ROCm lib directory of a root (a real one has a few hundred).
 const MAX_LIB_DIR_ENTRIES: usize = 100_000;
@@ -418,7 +418,7 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
             ));
         }
     }
-    for stem in ["libhsa-runtime64", "libamdhip64"] {
+    for stem in [Half::Hsa, Half::Hip].map(|h| rocm::pair_family(h).stem) {
         if !patch.libraries.iter().any(|l| l.family == stem) {
             p.push(format!(
                 "no patched {stem} found (only part of the pair is replaced)"
@@ -427,9 +427,10 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
     }
     match &patch.marker_commit {
         None => p.push(format!(
-            "no commit marker {}/{}: the source commit is unknown: write the full 40-digit commit the libraries were built from (libamdhip64's file name ends in its short hash) into that file and run `rocm-pin adopt` again",
+            "no commit marker {}/{}: the source commit is unknown: write the full 40-digit commit the libraries were built from ({}'s file name ends in its short hash) into that file and run `rocm-pin adopt` again",
             patch.prefix,
-            rocm::INPLACE_COMMIT_RELPATH
+            rocm::INPLACE_COMMIT_RELPATH,
+            rocm::pair_family(Half::Hip).stem
         )),
         Some(c) => {
             if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {

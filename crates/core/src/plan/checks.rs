@@ -38,9 +38,10 @@ pub fn check_inputs(
             return Err(refused(format!("staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly", lib.file_name, fam.stem, fam.stem)));
         }
     }
-    let hsa_lib = staging.family("libhsa-runtime64").ok_or_else(|| {
+    let hsa_stem = rocm::pair_family(Half::Hsa).stem;
+    let hsa_lib = staging.family(hsa_stem).ok_or_else(|| {
         refused(format!(
-            "staging {} has no libhsa-runtime64 library in lib/",
+            "staging {} has no {hsa_stem} library in lib/",
             staging.dir.display()
         ))
     })?;
@@ -59,9 +60,10 @@ pub fn check_inputs(
             rocm::BACKPORT_CHECK_FIELD
         ));
     }
-    if staging.family("libamdhip64").is_none() {
+    let hip_stem = rocm::pair_family(Half::Hip).stem;
+    if staging.family(hip_stem).is_none() {
         return Err(refused(format!(
-            "staging {} has no libamdhip64 library in lib/",
+            "staging {} has no {hip_stem} library in lib/",
             staging.dir.display()
         )));
     }

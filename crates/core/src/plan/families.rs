@@ -9,7 +9,7 @@ use super::{
 };
 use crate::plan::refused;
 use crate::plan::staging::{StagedLibrary, Staging};
-use crate::rocm;
+use crate::rocm::{self, Half};
 
 /// What the family plan of one package produced.
 pub struct FamilyPlan {
@@ -60,8 +60,11 @@ pub fn plan_families(
                 )));
             }
             warnings.push(format!(
-                "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt libamdhip64 with a stock {} can fail at JIT time)",
-                ours, fam.stem, fam.stem
+                "{}: the staging has no {}; the stock copy is carried unchanged (a rebuilt {} with a stock {} can fail at JIT time)",
+                ours,
+                fam.stem,
+                rocm::pair_family(Half::Hip).stem,
+                fam.stem
             ));
             continue;
         };

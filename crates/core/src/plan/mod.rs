@@ -287,8 +287,11 @@ fn collect_halves(
         return collect_per_library(found, &layout.lib_dir, where_);
     }
     if found.is_empty() {
-        return Err(refused(format!("no stock packages own a ROCm runtime library in {prefix}/lib/ in {where_}; \
-             check --prefix (the real versioned prefix, e.g. /opt/rocm-7.2.4) and that the stock runtime is installed")));
+        return Err(refused(format!(
+            "no stock packages own a ROCm runtime library in {prefix}/lib/ in {where_}; \
+             check --prefix (the real versioned prefix, e.g. {}) and that the stock runtime is installed",
+            crate::rocm::versioned_prefix(crate::rocm::TARGET_ROCM_VERSION)
+        )));
     }
     let mut out = vec![];
     for half in [Half::Hsa, Half::Hip] {

@@ -1,10 +1,11 @@
 //! The ROCm build recipe: which projects of rocm-systems are built, with which CMake options, and
 //! what the tree needs on the build machine (Debian package names). Everything here is ROCm
-//! knowledge (DESIGN.md §6); the orchestration that runs it ([`super::steps`]) is generic.
+//! knowledge (DESIGN.md §6); the orchestration that runs it ([`crate::build`]'s steps) is
+//! generic.
 
 use std::path::{Path, PathBuf};
 
-use super::prereq::{Probe, Requirement};
+use crate::build::prereq::{Probe, Requirement};
 
 /// ROCr, built first and installed into a private prefix.
 pub const ROCR_PROJECT: &str = "projects/rocr-runtime";
@@ -15,35 +16,50 @@ pub const HIP_PROJECT: &str = "projects/hip";
 /// Paths only CLR's build reads (with a trailing `/`): a patch confined to them leaves ROCr's
 /// cached stage valid.
 pub const CLR_ONLY_PATHS: &[&str] = &["projects/clr/", "projects/hip/"];
-/// Present only in the real CLR: how the real tree is told from the stand-in.
+/// Present only in the real CLR: how the real tree is told from any other.
 pub const REAL_TREE_MARKER: &str = "projects/clr/hipamd";
 
-/// Which rocm-systems tree is being built. Both go through the same steps; they differ in
-/// prerequisites and in the LLVM wiring the real tree needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TreeKind {
-    /// ROCm/rocm-systems itself (has `projects/clr/hipamd`).
-    RocmSystems,
-    /// The stand-in shipped in tests/fixtures (cmake + a C compiler only).
-    StandIn,
+/// A kind of rocm-systems-shaped source tree: how the build recognises it, how messages name
+/// it, and whether it is compiled with ROCm's toolchain. The build knows [`ROCM_SYSTEMS`]; a
+/// caller adds other trees through [`crate::build::BuildOptions::trees`] (the test kit's
+/// stand-in does). Every kind goes through the same steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeKind {
+    /// How messages name it ("the rocm-systems tree").
+    pub description: &'static str,
+    /// A directory only this kind of tree has; None: any tree with the projects the build needs.
+    pub marker: Option<&'static str>,
+    /// Compiled with ROCm's LLVM, comgr and hipamd's options, and checked against them. False:
+    /// CMake and a C compiler are all it needs.
+    pub rocm_toolchain: bool,
 }
+
+/// ROCm/rocm-systems itself (has `projects/clr/hipamd`).
+pub const ROCM_SYSTEMS: TreeKind = TreeKind {
+    description: "the rocm-systems tree",
+    marker: Some(REAL_TREE_MARKER),
+    rocm_toolchain: true,
+};
 
 impl TreeKind {
     pub fn describe(self) -> &'static str {
-        match self {
-            TreeKind::RocmSystems => "the rocm-systems tree",
-            TreeKind::StandIn => "the stand-in rocm-systems tree (no projects/clr/hipamd)",
-        }
+        self.description
+    }
+
+    fn recognises(self, source_dir: &Path) -> bool {
+        self.marker.is_none_or(|m| source_dir.join(m).is_dir())
     }
 }
 
-pub fn tree_kind(source_dir: &Path) -> TreeKind {
-    if source_dir.join(REAL_TREE_MARKER).is_dir() {
-        TreeKind::RocmSystems
-    } else {
-        TreeKind::StandIn
-    }
+/// The first of `trees` that `source_dir` is (tried in order), if any.
+pub fn tree_kind(source_dir: &Path, trees: &[TreeKind]) -> Option<TreeKind> {
+    trees.iter().copied().find(|t| t.recognises(source_dir))
+}
+
+/// Why `source_dir` is none of `trees`, for a refusal: the markers it lacks.
+pub fn unknown_tree_reason(trees: &[TreeKind]) -> String {
+    let markers: Vec<&str> = trees.iter().filter_map(|t| t.marker).collect();
+    format!("lacks {}", markers.join(" and "))
 }
 
 /// Projects the build needs that are missing from `source_dir`.
@@ -151,7 +167,7 @@ pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
 /// What building `kind` with `tc` needs (the base set included).
 pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
     let mut reqs = base_requirements();
-    if kind == TreeKind::StandIn {
+    if !kind.rocm_toolchain {
         return reqs;
     }
     let rocm = tc.rocm;
@@ -245,7 +261,7 @@ pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
     ]);
     if tc.rocprofiler_register() {
         let mut dirs = vec![rocm.join("lib/cmake/rocprofiler-register")];
-        if let Some(t) = super::prereq::multiarch() {
+        if let Some(t) = crate::build::prereq::multiarch() {
             dirs.push(PathBuf::from(format!(
                 "/usr/lib/{t}/cmake/rocprofiler-register"
             )));
@@ -352,7 +368,7 @@ fn prefix_path(head: &[&Path], i: &ConfigureInputs) -> String {
 
 fn launcher_defines(i: &ConfigureInputs) -> Vec<String> {
     i.launcher
-        .map(super::launcher::Launcher::cmake_defines)
+        .map(crate::build::launcher::Launcher::cmake_defines)
         .unwrap_or_default()
 }
 
@@ -403,7 +419,7 @@ pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
         define("CMAKE_INSTALL_PREFIX", p(i.staging)),
         define("CMAKE_INSTALL_LIBDIR", "lib"),
     ];
-    if i.kind == TreeKind::RocmSystems {
+    if i.kind.rocm_toolchain {
         // hipcc/hipconfig are not built here; without this hipamd asks $ROCM/bin/hipconfig.
         d.push(define("HIP_PLATFORM", "amd"));
         let llvm_root = i
@@ -427,9 +443,10 @@ pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
 /// `clang`, which must be ROCm's (it targets amdgcn), not a system clang.
 /// `llvm` is the LLVM root (`<rocm>/llvm` or `--llvm-dir`).
 pub fn rocr_path_prepend(kind: TreeKind, llvm: &Path) -> Vec<PathBuf> {
-    match kind {
-        TreeKind::RocmSystems => vec![llvm.join("bin")],
-        TreeKind::StandIn => vec![],
+    if kind.rocm_toolchain {
+        vec![llvm.join("bin")]
+    } else {
+        vec![]
     }
 }
 
@@ -446,7 +463,7 @@ mod tests {
 
     #[test]
     fn real_tree_needs_the_documented_packages() {
-        let reqs = requirements(TreeKind::RocmSystems, Path::new("/opt/rocm-7.2.4"));
+        let reqs = requirements(ROCM_SYSTEMS, Path::new("/opt/rocm-7.2.4"));
         let packages: Vec<&str> = reqs.iter().map(|r| r.package.as_str()).collect();
         for p in [
             "cmake",
@@ -466,8 +483,13 @@ mod tests {
         ] {
             assert!(packages.contains(&p), "{p} missing from {packages:?}");
         }
-        let standin = requirements(TreeKind::StandIn, Path::new("/opt/rocm"));
-        assert!(standin.iter().all(|r| r.package != "libelf-dev"));
+        let plain = TreeKind {
+            description: "a tree built with CMake and a C compiler only",
+            marker: None,
+            rocm_toolchain: false,
+        };
+        let plain = requirements(plain, Path::new("/opt/rocm"));
+        assert!(plain.iter().all(|r| r.package != "libelf-dev"));
     }
 
     #[test]
@@ -482,7 +504,7 @@ mod tests {
         };
         assert_eq!(tc.clang(), Path::new("/usr/lib/llvm-22/bin/clang"));
         assert!(!tc.image_support());
-        let reqs = requirements_for(TreeKind::RocmSystems, &tc);
+        let reqs = requirements_for(ROCM_SYSTEMS, &tc);
         let packages: Vec<&str> = reqs.iter().map(|r| r.package.as_str()).collect();
         for p in [
             "clang-22 lld-22 llvm-22-dev libclang-22-dev",
@@ -495,7 +517,7 @@ mod tests {
         assert!(reqs
             .iter()
             .all(|r| !r.what.contains("rocprofiler-register")));
-        let rocm = requirements(TreeKind::RocmSystems, Path::new("/opt/rocm-7.2.4"));
+        let rocm = requirements(ROCM_SYSTEMS, Path::new("/opt/rocm-7.2.4"));
         assert!(rocm.iter().any(|r| r.what.contains("rocprofiler-register")));
         assert!(Toolchain::rocm_only(Path::new("/opt/rocm")).image_support());
     }
@@ -508,7 +530,7 @@ mod tests {
         );
         assert_eq!(llvm.shims.len(), 2);
         let i = ConfigureInputs {
-            kind: TreeKind::RocmSystems,
+            kind: ROCM_SYSTEMS,
             source_dir: Path::new("/src"),
             rocm: Path::new("/opt/rocm-7.2.4"),
             rocr_prefix: Path::new("/w/rocr-prefix"),

@@ -1,14 +1,37 @@
 //! The stand-in rocm-systems tree (tests/fixtures/rocm-systems) embedded in the binary, so
 //! `rocm-pin demo` and tests can build it anywhere: [`write_standin_checkout`] writes it out and
 //! commits it with a fixed identity and date, so its commit id is the same on every machine.
-//! Goes through exactly the same build code path as the real tree (see the fixture's README).
+//! Goes through exactly the same build code path as the real tree (see the fixture's README):
+//! the build learns of it only through [`TREE`], which callers add to
+//! [`rocm_pin::build::BuildOptions::trees`].
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::Context;
+use rocm_pin::build::{BuildError, BuildOptions, TreeKind};
 
-use crate::build::refused;
+/// The stand-in as a kind of tree for the build: any rocm-systems-shaped tree without
+/// `projects/clr/hipamd` (so it goes after the real tree in a list), built with CMake and a C
+/// compiler only.
+pub const TREE: TreeKind = TreeKind {
+    description: "the stand-in rocm-systems tree (no projects/clr/hipamd)",
+    marker: None,
+    rocm_toolchain: false,
+};
+
+/// `opts` accepting the stand-in besides the real tree.
+pub fn accepting_standin(mut opts: BuildOptions) -> BuildOptions {
+    if !opts.trees.contains(&TREE) {
+        opts.trees.push(TREE);
+    }
+    opts
+}
+
+/// A refusal of the stand-in checkout, typed like the build's own (exit 2).
+fn refused(message: String) -> anyhow::Error {
+    rocm_pin::error::Error::Build(BuildError::Refused(message)).into()
+}
 
 /// Committer/author date of the stand-in commit (fixed: the commit id must not depend on when
 /// or where it was made).
@@ -200,11 +223,9 @@ mod tests {
         assert_eq!(ca, cb);
         assert_eq!(ca.len(), 40);
         assert!(write_standin_checkout(&a.path().join("src")).is_err());
-        assert!(crate::build::source::check_local(
-            &a.path().join("src"),
-            &ca,
-            crate::rocm::SOURCE_PATHS
-        )
-        .is_ok());
+        let status = git(&a.path().join("src"), &["status", "--porcelain"]).unwrap();
+        assert_eq!(status, "", "the checkout is clean");
+        let head = git(&a.path().join("src"), &["rev-parse", "HEAD"]).unwrap();
+        assert_eq!(head, ca);
     }
 }

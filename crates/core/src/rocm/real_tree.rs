@@ -59,7 +59,7 @@ pub fn comgr_request(text: &str) -> Option<(String, usize)> {
 /// detail; the build log shows what CMake took).
 pub fn comgr_package_dirs(rocm: &Path, llvm_dir: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = vec![rocm.join("lib/cmake/amd_comgr")];
-    if let Some(t) = super::prereq::multiarch() {
+    if let Some(t) = crate::build::prereq::multiarch() {
         dirs.push(rocm.join(format!("lib/{t}/cmake/amd_comgr")));
         dirs.push(PathBuf::from(format!("/usr/lib/{t}/cmake/amd_comgr")));
     }
