@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use rocm_pin::deb::Paragraph;
 use rocm_pin::host::dpkgdb::{parse_md5sums, DpkgDb};
 use rocm_pin::host::root::Root;
-use rocm_pin::host::{ldcache, loader, rollback, status};
+use rocm_pin::host::{ldcache, loader, status};
 use rocm_pin::image::layer::{apply_layer, open_layer};
+use rocm_pin::ops::rollback;
 use rocm_pin::rocm::{self, Marker};
 
 /// The package the scratch root's status file installs; its info files are the fuzzed ones.

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::host::adopt::AdoptOptions;
-use rocm_pin::workflow::adopt;
+use rocm_pin::ops::adopt::AdoptOptions;
+use rocm_pin::ops::workflow::adopt;
 
 /// Turn a host or image patched in place (the old `cp -P` + hard-link method, with
 /// /opt/rocm/.info/atom-rocm-runtime-commit) into the pinned, Protected packages: offline,

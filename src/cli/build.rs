@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::build::{self, BuildOptions};
+use rocm_pin::ops::build::{self, BuildOptions};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \

@@ -3,8 +3,8 @@
 use clap::{Args, Subcommand};
 
 use rocm_pin::error::Error;
-use rocm_pin::host::guard::{self, Guard, GuardFlags, APT_HOOK, DPKG_HOOK};
 use rocm_pin::host::root::Root;
+use rocm_pin::ops::guard::{self, Guard, GuardFlags, APT_HOOK, DPKG_HOOK};
 
 /// The guard: an apt `DPkg::Post-Invoke` hook and a dpkg `post-invoke` hook running `rocm-pin
 /// verify --quiet`, so an apt command or a dpkg run by hand that leaves the patched runtime

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::host::install::{InstallOptions, Outcome};
+use rocm_pin::ops::install::{InstallOptions, Outcome};
+use rocm_pin::ops::workflow::install;
 use rocm_pin::rocm::MODE_ENV;
-use rocm_pin::workflow::install;
 
 use super::gate_mode::ModeArg;
 

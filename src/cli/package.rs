@@ -7,8 +7,8 @@ use clap::Args;
 use rocm_pin::deb::Compression;
 use rocm_pin::error::usage;
 use rocm_pin::host::root::Root;
-use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
-use rocm_pin::plan::{self, CommitOverride, PlanOptions};
+use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
+use rocm_pin::ops::plan::{self, CommitOverride, PlanOptions};
 
 #[derive(Args, Debug)]
 #[command(

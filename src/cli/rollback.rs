@@ -20,7 +20,7 @@ pub struct RollbackArgs {
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
     let listener = rocm_pin::progress::for_cli(args.json);
-    let r = rocm_pin::host::rollback::rollback(
+    let r = rocm_pin::ops::rollback::rollback(
         &rocm_pin::host::root::Root::system(),
         args.lock_timeout,
         listener.as_ref(),

@@ -37,7 +37,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = rocm_pin::status_report::host_status_with(
+    let s = rocm_pin::ops::status_report::host_status_with(
         &rocm_pin::host::root::Root::new(&args.root),
         args.mode.into(),
         args.accept_skipped_backport_check,

@@ -6,8 +6,8 @@ use clap::Args;
 
 use rocm_pin::image::limits::ImageLimits;
 use rocm_pin::image::ImageSource;
-use rocm_pin::verify::{verify, VerifyOptions};
-use rocm_pin::verify_image::verify_image;
+use rocm_pin::ops::verify::{verify, VerifyOptions};
+use rocm_pin::ops::verify_image::verify_image;
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
 ///
@@ -89,8 +89,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use rocm_pin::error::Error;
-    use rocm_pin::host::gate::GateError;
-    use rocm_pin::verify::VerifyError;
+    use rocm_pin::ops::gate::GateError;
+    use rocm_pin::ops::verify::VerifyError;
 
     fn args(root: &std::path::Path) -> VerifyArgs {
         VerifyArgs {
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn a_host_the_gate_skipped_ends_with_exit_3_and_the_skip_record() {
         let d = tempfile::tempdir().unwrap();
-        rocm_pin::host::gate::write_skip_record(
+        rocm_pin::ops::gate::write_skip_record(
             &rocm_pin::host::root::Root::new(d.path()),
             "ROCm 7.2.5 at /opt/rocm-7.2.5",
         )

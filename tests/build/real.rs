@@ -22,7 +22,7 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use crate::util::labeled;
-use rocm_pin::build::BuildManifest;
+use rocm_pin::ops::build::BuildManifest;
 use rocm_pin::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{install_stock, publish};

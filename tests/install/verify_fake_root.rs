@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use md5::Digest;
+use rocm_pin::ops::verify::{verify, VerifyOptions, VerifyReport};
 use rocm_pin::rocm::{Marker, MarkerLibrary, ReplacedPackage};
-use rocm_pin::verify::{verify, VerifyOptions, VerifyReport};
 
 const PREFIX: &str = "/opt/rocm-7.2.4";
 const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";

@@ -344,7 +344,7 @@ fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
 /// the marker (a build's marker has none).
 #[test]
 fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from() {
-    use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
+    use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let set = stock_set(&w.join("stock"), default_spec());
@@ -352,7 +352,7 @@ fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from
     build_staging(&dir, &StagingSpec::default());
     let source = format!("{} of {PREFIX}/lib (test)", rocm_pin::rocm::ADOPTED_SOURCE);
     let staging =
-        rocm_pin::plan::staging::adopted(&dir, COMMIT, COMMIT_TIME, source.clone()).unwrap();
+        rocm_pin::ops::plan::staging::adopted(&dir, COMMIT, COMMIT_TIME, source.clone()).unwrap();
     assert_eq!(staging.adopted_source(), Some(source.as_str()));
     assert!(staging.patches().is_empty() && !staging.backport_check_skipped());
     let out = w.join("out");

@@ -63,16 +63,16 @@ pub enum Error {
     AfterChange(AfterChange),
     /// A build's refusal (prerequisites, source, patches, the tree, staging).
     #[error(transparent)]
-    Build(#[from] crate::build::BuildError),
+    Build(#[from] crate::ops::build::BuildError),
     /// The version gate refused or skipped this host.
     #[error(transparent)]
-    Gate(#[from] crate::host::gate::GateError),
+    Gate(#[from] crate::ops::gate::GateError),
     /// install refused the given .debs.
     #[error(transparent)]
-    Install(#[from] crate::host::install_error::InstallError),
+    Install(#[from] crate::ops::install_error::InstallError),
     /// `rocm-pin repo` refused.
     #[error(transparent)]
-    Repo(#[from] crate::repo::RepoError),
+    Repo(#[from] crate::ops::repo::RepoError),
     /// The format layer refused to write a package.
     #[error(transparent)]
     Deb(#[from] crate::deb::DebError),
@@ -81,16 +81,16 @@ pub enum Error {
     Image(#[from] crate::image::ImageError),
     /// verify's checks failed or could not be made.
     #[error(transparent)]
-    Verify(#[from] crate::verify::VerifyError),
+    Verify(#[from] crate::ops::verify::VerifyError),
     /// The guard was not armed.
     #[error(transparent)]
-    Guard(#[from] crate::host::guard::GuardError),
+    Guard(#[from] crate::ops::guard::GuardError),
     /// A value read from a file inside a root that a sound root cannot hold (exit 2).
     #[error(transparent)]
     BadRootValue(#[from] crate::host::status::BadRootValue),
     /// The plan or the package step refused.
     #[error(transparent)]
-    Plan(#[from] crate::plan::PlanError),
+    Plan(#[from] crate::ops::plan::PlanError),
     /// A host adapter refused.
     #[error(transparent)]
     Host(#[from] crate::host::HostError),
@@ -229,11 +229,11 @@ pub fn exit_code_for(err: &anyhow::Error) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{BadInput, BuildError};
-    use crate::host::gate::GateError;
-    use crate::host::install_error::{DebSetProblem, InstallError};
-    use crate::repo::{RepoConflict, RepoError};
-    use crate::verify::VerifyError;
+    use crate::ops::build::{BadInput, BuildError};
+    use crate::ops::gate::GateError;
+    use crate::ops::install_error::{DebSetProblem, InstallError};
+    use crate::ops::repo::{RepoConflict, RepoError};
+    use crate::ops::verify::VerifyError;
     use anyhow::Context;
     use std::path::{Path, PathBuf};
 

@@ -12,7 +12,6 @@
 // First, so its `out!`/`outln!`/`errln!` macros are in scope in every module below.
 #[macro_use]
 pub mod output;
-pub mod build;
 pub mod deb;
 pub mod digest;
 pub mod elf;
@@ -20,13 +19,7 @@ pub mod error;
 pub mod filetype;
 pub mod host;
 pub mod image;
-pub mod package;
-pub mod plan;
+pub mod ops;
 pub mod process;
 pub mod progress;
-pub mod repo;
 pub mod rocm;
-pub mod status_report;
-pub mod verify;
-pub mod verify_image;
-pub mod workflow;

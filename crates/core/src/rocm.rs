@@ -7,6 +7,7 @@
 
 pub mod real_tree;
 pub mod recipe;
+pub mod stock_runtime;
 
 use std::path::{Path, PathBuf};
 
@@ -224,7 +225,7 @@ pub const PATCHES_FIELD: &str = "X-Rocm-Pin-Patches";
 pub const BACKPORT_CHECK_FIELD: &str = "X-Rocm-Pin-Backport-Check";
 
 /// The [`PATCHES_FIELD`] value for a series (None when empty).
-pub fn patches_field(patches: &[crate::build::patches::PatchRecord]) -> Option<String> {
+pub fn patches_field(patches: &[crate::ops::build::patches::PatchRecord]) -> Option<String> {
     (!patches.is_empty()).then(|| {
         patches
             .iter()
@@ -298,7 +299,7 @@ pub struct Marker {
     pub tool_version: String,
     /// The patch series applied on top of `commit` (from the build manifest), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub patches: Vec<crate::build::patches::PatchRecord>,
+    pub patches: Vec<crate::ops::build::patches::PatchRecord>,
     /// The build ran with `--no-backport-check`: `verify` fails unless told it is accepted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backport_check_skipped: bool,

@@ -30,12 +30,12 @@ use anyhow::{bail, Context};
 
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
-use rocm_pin::build::{self, BuildOptions};
 use rocm_pin::error::usage;
-use rocm_pin::package::{self, PackageRequest, StagingInput, StockInput};
-use rocm_pin::plan::{CommitOverride, PlanOptions};
+use rocm_pin::ops::build::{self, BuildOptions};
+use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
+use rocm_pin::ops::plan::{CommitOverride, PlanOptions};
+use rocm_pin::ops::repo::{self, RepoOptions};
 use rocm_pin::progress::Listener;
-use rocm_pin::repo::{self, RepoOptions};
 use rocm_pin::rocm;
 
 /// Where the chroot image is cached unless `--cache` says otherwise.

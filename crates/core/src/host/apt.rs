@@ -567,7 +567,7 @@ mod tests {
     /// private copy, answers from the root's dpkg status, and the root's file stays as it was.
     #[test]
     fn an_unusable_cache_in_the_root_is_rebuilt_in_the_copy_only() {
-        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         std::fs::create_dir_all(host.root.host_path("/var/lib/apt/lists")).unwrap();
         host.write("/var/cache/apt/pkgcache.bin", "not a cache\n");
         let got = policy(&host.root, &["hsa-rocr".to_string()]).unwrap();
@@ -582,7 +582,7 @@ mod tests {
     /// srcpkgcache.bin, not rebuilt from every list), and an absent one stays apt's in-memory build.
     #[test]
     fn both_caches_are_copied_and_a_missing_one_is_built_in_memory() {
-        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
         host.write("/var/cache/apt/srcpkgcache.bin", "src\n");
         let cache = PrivateCache::of(&host.root);
@@ -592,13 +592,13 @@ mod tests {
         assert_eq!(copy(&src, "Dir::Cache::srcpkgcache="), b"src\n");
         assert!(!pkg.contains(host.root.path().to_str().unwrap()), "{pkg}");
 
-        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
         let [_, pkg, _, src] = PrivateCache::of(&host.root).options();
         assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
         assert_eq!(src, "Dir::Cache::srcpkgcache=");
 
-        let host = crate::host::fakehost::FakeHost::new("7.2.4");
+        let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         let options = PrivateCache::of(&host.root).options();
         assert_eq!(options[1], "Dir::Cache::pkgcache=");
         assert_eq!(options[3], "Dir::Cache::srcpkgcache=");

@@ -5,15 +5,15 @@
 //! targets ROCr's hard-coded lists assemble for against what the compiler supports. ROCm recipe
 //! knowledge, like [`super::recipe`].
 
-use crate::build::refused;
-use crate::build::BuildError;
+use crate::ops::build::refused;
+use crate::ops::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::build::TargetGap;
 use crate::error::{usage, Error};
+use crate::ops::build::TargetGap;
 
 /// CLR's comgr request.
 pub const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
@@ -59,7 +59,7 @@ pub fn comgr_request(text: &str) -> Option<(String, usize)> {
 /// detail; the build log shows what CMake took).
 pub fn comgr_package_dirs(rocm: &Path, llvm_dir: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = vec![rocm.join("lib/cmake/amd_comgr")];
-    if let Some(t) = crate::build::prereq::multiarch() {
+    if let Some(t) = crate::ops::build::prereq::multiarch() {
         dirs.push(rocm.join(format!("lib/{t}/cmake/amd_comgr")));
         dirs.push(PathBuf::from(format!("/usr/lib/{t}/cmake/amd_comgr")));
     }

@@ -1,11 +1,11 @@
 //! The ROCm build recipe: which projects of rocm-systems are built, with which CMake options, and
 //! what the tree needs on the build machine (Debian package names). Everything here is ROCm
-//! knowledge (DESIGN.md §6); the orchestration that runs it ([`crate::build`]'s steps) is
+//! knowledge (DESIGN.md §6); the orchestration that runs it ([`crate::ops::build`]'s steps) is
 //! generic.
 
 use std::path::{Path, PathBuf};
 
-use crate::build::prereq::{Probe, Requirement};
+use crate::ops::build::prereq::{Probe, Requirement};
 
 /// ROCr, built first and installed into a private prefix.
 pub const ROCR_PROJECT: &str = "projects/rocr-runtime";
@@ -21,7 +21,7 @@ pub const REAL_TREE_MARKER: &str = "projects/clr/hipamd";
 
 /// A kind of rocm-systems-shaped source tree: how the build recognises it, how messages name
 /// it, and whether it is compiled with ROCm's toolchain. The build knows [`ROCM_SYSTEMS`]; a
-/// caller adds other trees through [`crate::build::BuildOptions::trees`] (the test kit's
+/// caller adds other trees through [`crate::ops::build::BuildOptions::trees`] (the test kit's
 /// stand-in does). Every kind goes through the same steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TreeKind {
@@ -261,7 +261,7 @@ pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
     ]);
     if tc.rocprofiler_register() {
         let mut dirs = vec![rocm.join("lib/cmake/rocprofiler-register")];
-        if let Some(t) = crate::build::prereq::multiarch() {
+        if let Some(t) = crate::ops::build::prereq::multiarch() {
             dirs.push(PathBuf::from(format!(
                 "/usr/lib/{t}/cmake/rocprofiler-register"
             )));
@@ -368,7 +368,7 @@ fn prefix_path(head: &[&Path], i: &ConfigureInputs) -> String {
 
 fn launcher_defines(i: &ConfigureInputs) -> Vec<String> {
     i.launcher
-        .map(crate::build::launcher::Launcher::cmake_defines)
+        .map(crate::ops::build::launcher::Launcher::cmake_defines)
         .unwrap_or_default()
 }
 

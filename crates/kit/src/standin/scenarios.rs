@@ -13,7 +13,7 @@
 //! the tests then run, taken from verify's own words, and check again).
 
 use rocm_pin::host::apt::Solver;
-use rocm_pin::plan::templates::render;
+use rocm_pin::ops::plan::templates::render;
 use serde::Deserialize;
 
 /// The list, compiled in: the demo runs from an installed binary, far from any checkout.

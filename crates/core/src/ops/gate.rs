@@ -1,0 +1,376 @@
+//! The ROCm version gate as applied to a host: read the target prefix's `.info/version`,
+//! resolve `/opt/rocm`, decide per mode, and keep the skip record.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::error::{Error, ExitKind};
+use crate::host::layout::StateLayout;
+use crate::host::root::{FileKind, Root};
+use crate::rocm::{self, GateMode};
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GateDecision {
+    pub mode: GateMode,
+    /// The prefix our packages install into (from the marker), e.g. `/opt/rocm-7.2.4`.
+    pub target_prefix: String,
+    /// The first line of `<target prefix>/.info/version`, None when missing.
+    pub found_version: Option<String>,
+    pub wanted_version: String,
+    /// Where `/opt/rocm` resolves (every hop), None when it does not resolve.
+    pub rocm_path_chain: Option<Vec<String>>,
+    /// True when `/opt/rocm` resolves to a prefix other than the target (multi-version host).
+    pub rocm_path_elsewhere: bool,
+    /// Where `/opt/rocm` resolves when that is not the target prefix (for the refusal's text).
+    #[serde(skip)]
+    pub rocm_path_other: Option<PathBuf>,
+    pub matches: bool,
+    /// What a person should read: why it matched or not, and what happens.
+    pub reason: String,
+}
+
+impl GateDecision {
+    /// Install proceeds.
+    pub fn proceed(&self) -> bool {
+        self.matches && self.mode != GateMode::Off
+    }
+
+    /// The refusal when mode `require` meets a host that does not match; None otherwise.
+    pub fn refusal(&self) -> Option<Error> {
+        if self.mode != GateMode::Require || self.matches {
+            return None;
+        }
+        Some(Error::Gate(GateError::GateRefused {
+            found: self.found_version.clone(),
+            required: self.wanted_version.clone(),
+            prefix: self.target_prefix.clone(),
+            version_file: rocm::version_file(&self.target_prefix),
+            rocm_path_elsewhere: self.rocm_path_other.clone(),
+        }))
+    }
+}
+
+pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) -> GateDecision {
+    let version_file = rocm::version_file(target_prefix);
+    // Unreadable (absent, not a regular file, over its cap) reads as no version found: the
+    // gate then refuses or skips, never installs.
+    let found = root
+        .read_to_string(&version_file, FileKind::VersionFile)
+        .ok()
+        .map(|t| t.lines().next().unwrap_or("").trim().to_string());
+    let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
+    let elsewhere = chain
+        .as_ref()
+        .map(|(p, _)| p.as_path())
+        .filter(|p| *p != Path::new(target_prefix));
+    let matches = found
+        .as_deref()
+        .is_some_and(|v| rocm::version_matches(v, wanted));
+    let mut reason = rocm::finding_text(
+        found.as_deref(),
+        wanted,
+        target_prefix,
+        &version_file,
+        elsewhere,
+    );
+    let other = elsewhere.map(Path::to_path_buf);
+    match mode {
+        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
+        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
+        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
+        _ => {}
+    }
+    GateDecision {
+        mode,
+        target_prefix: target_prefix.to_string(),
+        found_version: found,
+        wanted_version: wanted.to_string(),
+        rocm_path_chain: chain.map(|(_, hops)| {
+            hops.iter()
+                .map(|h| h.display().to_string())
+                .collect::<Vec<_>>()
+        }),
+        rocm_path_elsewhere: other.is_some(),
+        rocm_path_other: other,
+        matches,
+        reason,
+    }
+}
+
+/// The gate for a flavour whose release is its packages' versions (Debian's, no
+/// `.info/version`): the release each stock package replaced carries on this host (its
+/// installed version, or the stock version ours Provides when ours is installed), against the
+/// release the replacements were made for (the marker's stock versions).
+pub fn evaluate_by_package_versions(
+    root: &Root,
+    marker: &rocm::Marker,
+    mode: GateMode,
+) -> anyhow::Result<GateDecision> {
+    let entries = crate::host::status::read_status(root)?;
+    let wanted = marker
+        .replaced
+        .first()
+        .and_then(|r| rocm::release_of_package_version(&r.stock_version))
+        .unwrap_or_else(|| rocm::TARGET_ROCM_VERSION.to_string());
+    let mut found: Vec<(String, Option<String>)> = Vec::new();
+    for r in &marker.replaced {
+        let installed = |name: &str| {
+            entries
+                .iter()
+                .find(|e| e.package == name && e.status.ends_with(" installed"))
+        };
+        let version = match (installed(&r.stock_name), installed(&r.package)) {
+            (Some(stock), _) => Some(stock.version.clone()),
+            (None, Some(_)) => Some(r.stock_version.clone()),
+            (None, None) => None,
+        };
+        let release = version
+            .as_deref()
+            .and_then(rocm::release_of_package_version);
+        found.push((r.stock_name.clone(), release));
+    }
+    let releases: Vec<&str> = found.iter().filter_map(|(_, r)| r.as_deref()).collect();
+    let all_same = !releases.is_empty()
+        && releases.len() == found.len()
+        && releases.iter().all(|r| *r == releases[0]);
+    let found_release = all_same.then(|| releases[0].to_string());
+    let matches = found_release.as_deref() == Some(wanted.as_str());
+    let names: Vec<String> = found
+        .iter()
+        .map(|(n, r)| format!("{n} {}", r.as_deref().unwrap_or("not installed")))
+        .collect();
+    let mut reason = match &found_release {
+        Some(v) if matches => format!(
+            "ROCm {v} from the package versions ({}) matches {wanted}",
+            names.join(", ")
+        ),
+        _ => format!(
+            "ROCm from the package versions ({}) does not match {wanted}",
+            names.join(", ")
+        ),
+    };
+    match mode {
+        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
+        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
+        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
+        _ => {}
+    }
+    Ok(GateDecision {
+        mode,
+        target_prefix: marker.prefix.clone(),
+        found_version: found_release,
+        wanted_version: wanted,
+        rocm_path_chain: None,
+        rocm_path_elsewhere: false,
+        rocm_path_other: None,
+        matches,
+        reason,
+    })
+}
+
+pub fn write_skip_record(root: &Root, reason: &str) -> anyhow::Result<()> {
+    let p = root.host_path(StateLayout::skip_record());
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    std::fs::write(&p, format!("{reason}\n"))
+        .with_context(|| format!("cannot write the skip record {}", p.display()))
+}
+
+pub fn read_skip_record(root: &Root) -> Option<String> {
+    root.read_to_string(StateLayout::skip_record(), FileKind::StateRecord)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
+    let p = root.host_path(StateLayout::skip_record());
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}
+
+/// The version gate's verdicts that end a run: a refusal (require) or a host it skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// The ROCm version gate refused this host (mode `require`).
+    #[error("{}", gate_refusal_text(found.as_deref(), required, prefix, version_file, rocm_path_elsewhere.as_deref()))]
+    GateRefused {
+        /// First line of the target prefix's version file; None when it is missing.
+        found: Option<String>,
+        /// The ROCm version the packages were built for.
+        required: String,
+        /// The prefix the packages install into.
+        prefix: String,
+        /// The version file read, inside the prefix.
+        version_file: String,
+        /// Where `/opt/rocm` points when that is not the prefix (multi-version host).
+        rocm_path_elsewhere: Option<PathBuf>,
+    },
+    /// The version gate skipped this host earlier; `reason` is its skip record (exit 3).
+    #[error(
+        "the version gate skipped this host ({reason}): the patched runtime is not installed by design"
+    )]
+    GateSkipped { reason: String },
+}
+
+impl GateError {
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        match self {
+            GateError::GateRefused { .. } => ExitKind::Usage,
+            GateError::GateSkipped { .. } => ExitKind::Skipped,
+        }
+    }
+}
+
+fn gate_refusal_text(
+    found: Option<&str>,
+    required: &str,
+    prefix: &str,
+    version_file: &str,
+    rocm_path_elsewhere: Option<&Path>,
+) -> String {
+    let mut text =
+        crate::rocm::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
+    text.push_str(crate::rocm::REQUIRE_REFUSES);
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root_with(version: Option<&str>, link_to: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
+        std::fs::create_dir_all(r.join("etc/alternatives")).unwrap();
+        if let Some(v) = version {
+            std::fs::write(r.join("opt/rocm-7.2.4/.info/version"), v).unwrap();
+        }
+        std::os::unix::fs::symlink(link_to, r.join("etc/alternatives/rocm")).unwrap();
+        std::os::unix::fs::symlink("/etc/alternatives/rocm", r.join("opt/rocm")).unwrap();
+        d
+    }
+
+    #[test]
+    fn gate_matrix_versions_by_modes() {
+        let cases = [
+            (Some("7.2.4\n"), true),
+            (Some("7.2.4-42\n"), true),
+            (Some("7.2.4+123\n"), true),
+            (Some("7.2.40\n"), false),
+            (Some("7.2.3\n"), false),
+            (Some("10.0.0\n"), false),
+            (None, false),
+        ];
+        for (v, want) in cases {
+            let d = root_with(v, "/opt/rocm-7.2.4");
+            for mode in [GateMode::Require, GateMode::Auto, GateMode::Off] {
+                let g = evaluate(&Root::new(d.path()), "/opt/rocm-7.2.4", mode, "7.2.4");
+                assert_eq!(g.matches, want, "{v:?} {mode:?}: {}", g.reason);
+                assert_eq!(g.proceed(), want && mode != GateMode::Off);
+                assert!(!g.rocm_path_elsewhere);
+                if v.is_none() {
+                    assert!(g.reason.contains("missing"), "{}", g.reason);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn says_when_opt_rocm_points_elsewhere() {
+        let d = root_with(Some("7.2.4"), "/opt/rocm-7.2.5");
+        std::fs::create_dir_all(d.path().join("opt/rocm-7.2.5")).unwrap();
+        let g = evaluate(
+            &Root::new(d.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4",
+        );
+        assert!(g.matches && g.rocm_path_elsewhere, "{g:?}");
+        assert!(g.reason.contains("/opt/rocm-7.2.5"));
+        assert_eq!(g.rocm_path_chain.unwrap().len(), 3);
+    }
+
+    #[test]
+    fn require_refuses_naming_the_version_found_and_the_one_required() {
+        let d = root_with(Some("7.2.3\n"), "/opt/rocm-7.2.4");
+        let g = evaluate(
+            &Root::new(d.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4",
+        );
+        let err = anyhow::Error::from(g.refusal().expect("7.2.3 is refused"));
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::Gate(GateError::GateRefused { found: Some(found), required, .. }))
+                    if found == "7.2.3" && required == "7.2.4"),
+            "{err:?}"
+        );
+        assert_eq!(crate::error::exit_code_for(&err), 2);
+        // The refusal says what the decision's reason says, on every kind of host.
+        assert_eq!(err.to_string(), g.reason);
+        let missing = root_with(None, "/opt/rocm-7.2.4");
+        let elsewhere = root_with(Some("7.2.3"), "/opt/rocm-7.2.5");
+        std::fs::create_dir_all(elsewhere.path().join("opt/rocm-7.2.5")).unwrap();
+        for root in [&missing, &elsewhere] {
+            let g = evaluate(
+                &Root::new(root.path()),
+                "/opt/rocm-7.2.4",
+                GateMode::Require,
+                "7.2.4",
+            );
+            let e = g.refusal().expect("refused");
+            assert_eq!(e.to_string(), g.reason);
+            if root.path() == missing.path() {
+                assert!(
+                    matches!(e, Error::Gate(GateError::GateRefused { found: None, .. })),
+                    "{e:?}"
+                );
+            } else {
+                assert!(
+                    matches!(&e, Error::Gate(GateError::GateRefused { rocm_path_elsewhere: Some(p), .. })
+                        if p == Path::new("/opt/rocm-7.2.5")),
+                    "{e:?}"
+                );
+            }
+        }
+        // Only mode require on a host that does not match refuses.
+        for mode in [GateMode::Auto, GateMode::Off] {
+            assert!(
+                evaluate(&Root::new(d.path()), "/opt/rocm-7.2.4", mode, "7.2.4")
+                    .refusal()
+                    .is_none()
+            );
+        }
+        let ok = root_with(Some("7.2.4"), "/opt/rocm-7.2.4");
+        assert!(evaluate(
+            &Root::new(ok.path()),
+            "/opt/rocm-7.2.4",
+            GateMode::Require,
+            "7.2.4"
+        )
+        .refusal()
+        .is_none());
+    }
+
+    #[test]
+    fn skip_record_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(read_skip_record(&Root::new(d.path())).is_none());
+        write_skip_record(&Root::new(d.path()), "why").unwrap();
+        assert_eq!(
+            read_skip_record(&Root::new(d.path())).as_deref(),
+            Some("why")
+        );
+        clear_skip_record(&Root::new(d.path())).unwrap();
+        clear_skip_record(&Root::new(d.path())).unwrap();
+        assert!(read_skip_record(&Root::new(d.path())).is_none());
+    }
+}

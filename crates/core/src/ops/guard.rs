@@ -1,0 +1,709 @@
+//! The guard (`install --guard`, `rocm-pin guard on|off|status`): an apt `DPkg::Post-Invoke`
+//! hook and a dpkg `post-invoke` hook that run `rocm-pin verify --quiet` after every apt
+//! transaction and every dpkg run made by hand, so a command that leaves the patched runtime
+//! broken fails at that command.
+//!
+//! A hook in every later apt and dpkg run must never make apt unusable for something that is
+//! not the runtime's fault, so both hooks are the same `sh -c` one-liner ([`hook_script`]):
+//! - `ROCM_PIN_NO_GUARD=1` skips the check, with a line saying so;
+//! - the binary gone or not executable disarms it, with a line saying why (exit 0);
+//! - verify's exit 1 (the runtime is broken) fails the run; any other failure of verify (exit
+//!   2, an environment error such as `apt-cache policy` failing; a crash) is reported as
+//!   "could not check" and does not fail it: the runtime was not judged, and a hook in every
+//!   apt run must not take apt down for what is not the runtime's fault.
+//!
+//! The binary the hooks run has a stable path: `/usr/bin/rocm-pin` when that is the running
+//! binary and dpkg owns it (rocm-pin's own .deb, whose prerm/postrm remove the hooks), else a
+//! private copy at `/usr/lib/rocm-pin/rocm-pin`, never a build or temp path that may vanish.
+//! The flags the guard was armed with are recorded in the hook files' first line, so a
+//! rollback that has to put the guard back puts it back as it was ([`Guard::suspend`]).
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::error::{Error, ExitKind, HostChange};
+use crate::host::root::{FileKind, Root};
+use crate::host::status;
+
+// The guard's paths, from the one state layout (short names for the hook texts below).
+pub use crate::host::layout::StateLayout;
+pub const APT_HOOK: &str = StateLayout::GUARD_APT_HOOK;
+pub const DPKG_HOOK: &str = StateLayout::GUARD_DPKG_HOOK;
+pub const PACKAGED_BINARY: &str = StateLayout::PACKAGED_BINARY;
+pub const PRIVATE_COPY: &str = StateLayout::GUARD_PRIVATE_COPY;
+/// The package that owns [`PACKAGED_BINARY`].
+const SELF_PACKAGE: &str = "rocm-pin";
+
+/// Set (non-empty, not `0`) in the environment of an apt or dpkg run that must not be checked:
+/// rocm-pin's own `dpkg --configure -a` (it verifies at its end), or an admin's deliberate repair.
+pub const NO_GUARD_ENV: &str = "ROCM_PIN_NO_GUARD";
+
+/// The first line of both hook files: what the guard runs, machine-readable.
+const HEADER: &str = "rocm-pin guard:";
+/// Hook files are a few hundred bytes; anything bigger is not ours.
+const HOOK_FILE_LIMIT: u64 = 64 * 1024;
+
+/// The verify flags the guard was armed with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GuardFlags {
+    /// Packages built with `--no-backport-check` are accepted (verify's flag of that name).
+    pub accept_skipped_backport_check: bool,
+}
+
+impl GuardFlags {
+    /// The verify arguments, each with a leading space (empty when none).
+    pub fn verify_args(self) -> String {
+        if self.accept_skipped_backport_check {
+            " --accept-skipped-backport-check".to_string()
+        } else {
+            String::new()
+        }
+    }
+
+    /// The flags as a list (for `guard status`).
+    pub fn names(self) -> Vec<String> {
+        self.verify_args()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn parse(args: &str) -> GuardFlags {
+        GuardFlags {
+            accept_skipped_backport_check: args.contains("--accept-skipped-backport-check"),
+        }
+    }
+}
+
+/// Which tool runs the hook (the words of its messages, and dpkg's skip of apt's own runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookTool {
+    Apt,
+    Dpkg,
+}
+
+impl HookTool {
+    fn word(self) -> &'static str {
+        match self {
+            HookTool::Apt => "apt",
+            HookTool::Dpkg => "dpkg",
+        }
+    }
+}
+
+/// An armed guard: the binary its hooks run (a path inside the root) and its verify flags.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Guard {
+    pub binary: PathBuf,
+    pub flags: GuardFlags,
+}
+
+/// The hook files taken away for the time of a rollback, kept byte for byte to be put back.
+#[derive(Debug)]
+pub struct Suspended {
+    files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+impl Suspended {
+    /// Put the hook files back exactly as they were (same binary, same flags).
+    pub fn restore(self, root: &Root) -> anyhow::Result<()> {
+        for (path, bytes) in self.files {
+            write_atomically(&root.host_path(&path), &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// The shell one-liner both hooks run (apt and dpkg run it with `sh -c`). No double quote and
+/// no backslash in it: it sits inside an apt configuration string. `binary` is a path of
+/// [`safe_path`] characters, so it needs no quoting.
+pub fn hook_script(tool: HookTool, binary: &str, flags: GuardFlags) -> String {
+    let t = tool.word();
+    // apt sets DPKG_FRONTEND_LOCKED for the dpkg runs of its transaction: those are its steps
+    // (verify would see the middle of it), and apt's own hook checks the end.
+    let skip_apt_steps = match tool {
+        HookTool::Dpkg => "case ${DPKG_FRONTEND_LOCKED:-} in '') ;; *) exit 0;; esac; ",
+        HookTool::Apt => "",
+    };
+    format!(
+        "{skip_apt_steps}case ${{{NO_GUARD_ENV}:-}} in ''|0) ;; *) echo 'rocm-pin --guard: {NO_GUARD_ENV} is set: this {t} run was not checked' >&2; exit 0;; esac; \
+g={binary}; \
+if [ ! -x $g ]; then echo 'rocm-pin --guard: off: '$g' is gone or not executable, so this {t} run was not checked (remove {APT_HOOK} and {DPKG_HOOK})' >&2; exit 0; fi; \
+$g verify --quiet{args}; rc=$?; \
+case $rc in 0) ;; \
+1) echo 'rocm-pin --guard: this {t} run left the patched ROCm runtime broken (the line above says how to repair it); {NO_GUARD_ENV}=1 skips this check' >&2; exit 1;; \
+*) echo 'rocm-pin --guard: could not check (environment error, verify exit '$rc'; the line above says what): the runtime was not judged, this {t} run does not fail for it' >&2;; esac",
+        args = flags.verify_args(),
+    )
+}
+
+/// The apt hook file.
+pub fn apt_hook_text(binary: &str, flags: GuardFlags) -> String {
+    format!(
+        "// {HEADER} binary={binary} flags={}\n// Any apt run that leaves the patched ROCm runtime broken fails here; `rocm-pin guard off` removes this.\nDPkg::Post-Invoke {{ \"{}\"; }};\n",
+        flags.verify_args().trim_start(),
+        hook_script(HookTool::Apt, binary, flags)
+    )
+}
+
+/// The dpkg hook file.
+pub fn dpkg_hook_text(binary: &str, flags: GuardFlags) -> String {
+    format!(
+        "# {HEADER} binary={binary} flags={}\n# A dpkg run by hand (dpkg -i, even with --force-all) that leaves the patched ROCm runtime\n# broken fails; `rocm-pin guard off` removes this.\npost-invoke={}\n",
+        flags.verify_args().trim_start(),
+        hook_script(HookTool::Dpkg, binary, flags)
+    )
+}
+
+/// Only characters a shell takes literally: the hooks name the binary without quotes.
+fn safe_path(p: &str) -> bool {
+    p.starts_with('/')
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._+-".contains(&b))
+}
+
+/// A hook file's bytes: a regular file of at most [`HOOK_FILE_LIMIT`] bytes, or None.
+fn read_hook_file(root: &Root, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    // Through the root's bounded reader: a hook path whose directory links out of a `--root`
+    // is judged inside it, and a FIFO or device there is an error, never a hang.
+    match root.read_file(path, FileKind::Config) {
+        Ok(bytes) => Ok(Some(
+            bytes.into_iter().take(HOOK_FILE_LIMIT as usize).collect(),
+        )),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(anyhow::Error::new(e)
+            .context("remove it (`rocm-pin guard off`) and arm the guard again".to_string())),
+    }
+}
+
+/// The guard a hook file describes: its header line, else (a hook written before the header
+/// existed) the quoted binary of its verify command.
+fn parse_hook(text: &str) -> Option<Guard> {
+    if let Some(rest) = text
+        .lines()
+        .next()
+        .and_then(|l| l.split_once(HEADER))
+        .map(|(_, rest)| rest.trim())
+    {
+        let binary = rest.strip_prefix("binary=")?.split_whitespace().next()?;
+        let flags = rest.split_once("flags=").map_or("", |(_, f)| f);
+        return Some(Guard {
+            binary: PathBuf::from(binary),
+            flags: GuardFlags::parse(flags),
+        });
+    }
+    let line = text.lines().find(|l| l.contains("' verify --quiet"))?;
+    let (before, after) = line.split_once("' verify --quiet")?;
+    let binary = before.rsplit('\'').next()?;
+    Some(Guard {
+        binary: PathBuf::from(binary),
+        flags: GuardFlags::parse(after),
+    })
+}
+
+impl Guard {
+    /// The guard armed in `root`, read from its apt hook (else its dpkg hook); None when off.
+    pub fn read(root: &Root) -> anyhow::Result<Option<Guard>> {
+        for path in [APT_HOOK, DPKG_HOOK] {
+            if let Some(bytes) = read_hook_file(root, path)? {
+                return Ok(parse_hook(&String::from_utf8_lossy(&bytes)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Arm the guard in `root` with `flags`: choose the stable binary ([`stable_binary`],
+    /// copying this executable there when it is not rocm-pin's .deb), then write both hooks.
+    pub fn arm(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
+        let exe = crate::process::self_path()?;
+        let binary = stable_binary(root, &exe)?;
+        let shown = binary.display().to_string();
+        debug_assert!(safe_path(&shown), "{shown}");
+        if binary != Path::new(PRIVATE_COPY) {
+            // The .deb's binary: an older private copy is no longer run by anything.
+            remove_private_copy(root)?;
+        }
+        let apt = root.host_path(APT_HOOK);
+        let dpkg = root.host_path(DPKG_HOOK);
+        for p in [&apt, &dpkg] {
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+        }
+        write_atomically(&apt, apt_hook_text(&shown, flags).as_bytes())?;
+        write_atomically(&dpkg, dpkg_hook_text(&shown, flags).as_bytes())?;
+        Ok(Guard { binary, flags })
+    }
+
+    /// Turn the guard off: both hooks and the private copy removed. True when there was one.
+    /// An error counts as a changed host: a hook may be gone already.
+    pub fn disarm(root: &Root) -> anyhow::Result<bool> {
+        let remove_all = || -> anyhow::Result<bool> {
+            let mut removed = false;
+            for path in [APT_HOOK, DPKG_HOOK] {
+                removed |= remove_if_present(&root.host_path(path))?;
+            }
+            removed |= remove_private_copy(root)?;
+            Ok(removed)
+        };
+        remove_all().map_err(|e| HostChange::Changed.attach(e))
+    }
+
+    /// Take both hooks away for the time of an operation the guard would fail half-way (a
+    /// rollback), keeping their bytes; the private copy stays. None when the guard was off.
+    pub fn suspend(root: &Root) -> anyhow::Result<Option<Suspended>> {
+        let mut files = Vec::new();
+        for path in [APT_HOOK, DPKG_HOOK] {
+            if let Some(bytes) = read_hook_file(root, path)? {
+                files.push((PathBuf::from(path), bytes));
+            }
+        }
+        for (path, _) in &files {
+            remove_if_present(&root.host_path(path))?;
+        }
+        Ok((!files.is_empty()).then_some(Suspended { files }))
+    }
+}
+
+/// `rocm-pin guard on`: verify first, and arm only when the runtime passes (or only checks that
+/// could not be made fail, exit 2). A guard armed over a failing runtime would fail every later
+/// apt and dpkg run, the repair included; over a host the gate skipped it would guard nothing.
+/// An error carries whether the host had changed ([`HostChange`]): only arming changes it.
+pub fn guard_on(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
+    let report = crate::ops::verify::verify(&crate::ops::verify::VerifyOptions {
+        root: root.clone(),
+        accept_skipped_backport_check: flags.accept_skipped_backport_check,
+        ..crate::ops::verify::VerifyOptions::default()
+    })
+    .map_err(|e| HostChange::Unchanged.attach(e))?;
+    if matches!(
+        report.exit_kind(),
+        Some(ExitKind::CheckFailed | ExitKind::Skipped)
+    ) {
+        let mut failed: Vec<String> = report.failed().map(|c| c.name.clone()).collect();
+        failed.dedup();
+        return Err(HostChange::Unchanged.attach(
+            Error::Guard(GuardError::GuardRefused {
+                failed,
+                skipped: report.skipped.clone(),
+            })
+            .into(),
+        ));
+    }
+    Guard::arm(root, flags).map_err(|e| HostChange::Changed.attach(e))
+}
+
+/// A hook file written whole or not at all (apt and dpkg must never read half of one).
+fn write_atomically(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = p.with_extension(format!("rocm-pin-tmp.{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, p))
+        .with_context(|| format!("cannot write {}", p.display()))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+}
+
+fn remove_if_present(p: &Path) -> anyhow::Result<bool> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}
+
+fn remove_private_copy(root: &Root) -> anyhow::Result<bool> {
+    let removed = remove_if_present(&root.host_path(PRIVATE_COPY))?;
+    if let Some(dir) = Path::new(PRIVATE_COPY).parent() {
+        // Only when empty: anything else there is not ours to remove.
+        let _ = std::fs::remove_dir(root.host_path(dir));
+    }
+    Ok(removed)
+}
+
+/// True when dpkg's database in `root` has rocm-pin's own package installed with
+/// [`PACKAGED_BINARY`] among its files.
+fn packaged_by_dpkg(root: &Root) -> bool {
+    let Ok(entries) = status::read_status(root) else {
+        return false;
+    };
+    entries
+        .iter()
+        .filter(|e| e.package == SELF_PACKAGE && e.is_installed_ok())
+        .any(|e| {
+            status::package_list(root, &e.package, &e.architecture)
+                .is_ok_and(|files| files.iter().any(|f| f == PACKAGED_BINARY))
+        })
+}
+
+/// The binary the hooks run (a path inside `root`): [`PACKAGED_BINARY`] when `exe` is that
+/// file and dpkg owns it; else [`PRIVATE_COPY`], `exe` copied there (temp file + rename, mode
+/// 0755) unless it already is that file.
+pub fn stable_binary(root: &Root, exe: &Path) -> anyhow::Result<PathBuf> {
+    let same_file = |in_root: &str| -> bool {
+        match (
+            std::fs::canonicalize(exe),
+            std::fs::canonicalize(root.host_path(in_root)),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    };
+    if same_file(PACKAGED_BINARY) && packaged_by_dpkg(root) {
+        return Ok(PathBuf::from(PACKAGED_BINARY));
+    }
+    if !same_file(PRIVATE_COPY) {
+        copy_atomically(exe, &root.host_path(PRIVATE_COPY))?;
+    }
+    Ok(PathBuf::from(PRIVATE_COPY))
+}
+
+/// `from` copied to `to` through a temp file in `to`'s directory and a rename, so a hook never
+/// runs a half-written binary. A root-owned 0755 file on the same filesystem is hard-linked
+/// instead (an image keeping rocm-pin in /usr/local/bin pays no second 8 MB); anything another
+/// user could write is copied, so root's hooks never run a file that user can change.
+fn copy_atomically(from: &Path, to: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = to.parent().context("the private copy has no directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tmp = dir.join(format!(".rocm-pin.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let linkable = std::fs::metadata(from)
+        .is_ok_and(|m| m.is_file() && m.uid() == 0 && m.mode() & 0o7777 == 0o755);
+    let placed = if linkable && std::fs::hard_link(from, &tmp).is_ok() {
+        Ok(())
+    } else {
+        std::fs::copy(from, &tmp)
+            .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
+    };
+    if let Err(e) = placed.and_then(|()| std::fs::rename(&tmp, to)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| {
+            format!(
+                "cannot copy {} to {} for the guard",
+                from.display(),
+                to.display()
+            )
+        });
+    }
+    // rename(2) does nothing when both names are links of one file (a second `guard on`).
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// `rocm-pin guard status` (and `status`'s guard line): is it armed, what does it run.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct GuardStatus {
+    /// Both hooks in place and their binary executable: apt and dpkg runs are checked.
+    pub armed: bool,
+    pub apt_hook: Option<String>,
+    pub dpkg_hook: Option<String>,
+    /// The binary the hooks run (inside the root), when they are there.
+    pub binary: Option<String>,
+    /// That binary exists and is executable.
+    pub binary_present: bool,
+    /// The verify flags the guard runs with.
+    pub flags: Vec<String>,
+    /// One line for the sysadmin.
+    pub summary: String,
+}
+
+impl GuardStatus {
+    /// None armed; a failed check when hooks are present but not working (binary gone, one
+    /// hook missing, unreadable); skipped when off (nothing to check, as verify's "skipped").
+    pub fn exit_kind(&self) -> Option<ExitKind> {
+        match (
+            self.armed,
+            self.apt_hook.is_some() || self.dpkg_hook.is_some(),
+        ) {
+            (true, _) => None,
+            (false, true) => Some(ExitKind::CheckFailed),
+            (false, false) => Some(ExitKind::Skipped),
+        }
+    }
+}
+
+/// The guard of `root` as it stands.
+pub fn guard_status(root: &Root) -> anyhow::Result<GuardStatus> {
+    let present = |p: &str| root.symlink_metadata(p).is_ok().then(|| p.to_string());
+    let mut s = GuardStatus {
+        apt_hook: present(APT_HOOK),
+        dpkg_hook: present(DPKG_HOOK),
+        ..GuardStatus::default()
+    };
+    if s.apt_hook.is_none() && s.dpkg_hook.is_none() {
+        s.summary = "off: no hook (`rocm-pin guard on` arms it)".into();
+        return Ok(s);
+    }
+    let Some(g) = Guard::read(root)? else {
+        s.summary = format!("broken: the hooks ({APT_HOOK}, {DPKG_HOOK}) name no rocm-pin binary; run `rocm-pin guard on` again");
+        return Ok(s);
+    };
+    s.binary_present = root
+        .metadata(&g.binary)
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    s.binary = Some(g.binary.display().to_string());
+    s.flags = g.flags.names();
+    s.armed = s.binary_present && s.apt_hook.is_some() && s.dpkg_hook.is_some();
+    s.summary = if s.armed {
+        format!(
+            "on: apt and dpkg runs are checked by {}",
+            g.binary.display()
+        )
+    } else if !s.binary_present {
+        format!(
+            "off: {} is gone or not executable, so the hooks let every apt and dpkg run through unchecked; `rocm-pin guard on` arms it again, `rocm-pin guard off` removes the hooks",
+            g.binary.display()
+        )
+    } else {
+        format!(
+            "half: only {} is in place; `rocm-pin guard on` writes both hooks",
+            s.apt_hook
+                .as_deref()
+                .or(s.dpkg_hook.as_deref())
+                .unwrap_or("")
+        )
+    };
+    Ok(s)
+}
+
+/// Why the guard was not armed.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// `rocm-pin guard on` on a host whose runtime fails verify (or that the gate skipped):
+    /// the guard would fail every later apt and dpkg run, so it is not armed.
+    #[error(
+        "the guard was not armed: {}; armed now it would fail every later apt and dpkg run. Repair first (`rocm-pin verify` names how; `rocm-pin install` reinstalls), then `rocm-pin guard on`",
+        match skipped {
+            Some(reason) => format!("the version gate skipped this host ({reason}), there is no patched runtime to guard"),
+            None => format!("verify fails now ({})", failed.join(", ")),
+        }
+    )]
+    GuardRefused {
+        /// The names of the failed checks, in the order run.
+        failed: Vec<String>,
+        /// The skip record's reason when the gate skipped this host.
+        skipped: Option<String>,
+    },
+}
+
+impl GuardError {
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        ExitKind::Usage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hooks_hold_no_double_quote_or_backslash_and_name_the_flags() {
+        let flags = GuardFlags {
+            accept_skipped_backport_check: true,
+        };
+        for tool in [HookTool::Apt, HookTool::Dpkg] {
+            let s = hook_script(tool, PRIVATE_COPY, flags);
+            assert!(!s.contains('"') && !s.contains('\\'), "{s}");
+            assert!(s.contains("verify --quiet --accept-skipped-backport-check"));
+        }
+    }
+
+    /// dpkg reads its configuration files in lines of at most 1024 bytes (MAX_CONFIG_LINE in
+    /// dpkg's src/common/options.c): a longer `post-invoke=` line is cut and dpkg refuses to
+    /// start ("unknown option"), which would brick dpkg and apt.
+    #[test]
+    fn the_dpkg_hook_line_fits_dpkg_s_line_limit() {
+        let flags = GuardFlags {
+            accept_skipped_backport_check: true,
+        };
+        for binary in [PRIVATE_COPY, PACKAGED_BINARY] {
+            for line in dpkg_hook_text(binary, flags).lines() {
+                assert!(line.len() < 1000, "{} bytes: {line}", line.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_hook_file_is_read_back_as_the_guard_it_was_written_with() {
+        for accept in [true, false] {
+            let flags = GuardFlags {
+                accept_skipped_backport_check: accept,
+            };
+            for text in [
+                apt_hook_text(PACKAGED_BINARY, flags),
+                dpkg_hook_text(PACKAGED_BINARY, flags),
+            ] {
+                assert_eq!(
+                    parse_hook(&text),
+                    Some(Guard {
+                        binary: PACKAGED_BINARY.into(),
+                        flags
+                    })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_hook_written_before_the_header_is_read_too() {
+        let old = "// rocm-pin --guard: x\nDPkg::Post-Invoke { \"'/root/target/release/rocm-pin' verify --quiet --accept-skipped-backport-check\"; };\n";
+        assert_eq!(
+            parse_hook(old),
+            Some(Guard {
+                binary: "/root/target/release/rocm-pin".into(),
+                flags: GuardFlags {
+                    accept_skipped_backport_check: true
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn arm_copies_the_binary_and_disarm_takes_everything_away() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::new(d.path());
+        let g = Guard::arm(&root, GuardFlags::default()).unwrap();
+        assert_eq!(g.binary, Path::new(PRIVATE_COPY));
+        let copy = root.host_path(PRIVATE_COPY);
+        assert_eq!(
+            std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert_eq!(Guard::read(&root).unwrap(), Some(g));
+        assert_eq!(guard_status(&root).unwrap().exit_kind(), None);
+        std::fs::remove_file(&copy).unwrap();
+        let s = guard_status(&root).unwrap();
+        assert_eq!(s.exit_kind(), Some(ExitKind::CheckFailed), "{s:?}");
+        assert!(s.summary.contains("is gone"), "{s:?}");
+        assert!(Guard::disarm(&root).unwrap());
+        assert_eq!(
+            guard_status(&root).unwrap().exit_kind(),
+            Some(ExitKind::Skipped)
+        );
+        assert!(!root.host_path("/usr/lib/rocm-pin").exists());
+    }
+
+    #[test]
+    fn a_suspended_guard_comes_back_with_its_flags() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::new(d.path());
+        let flags = GuardFlags {
+            accept_skipped_backport_check: true,
+        };
+        Guard::arm(&root, flags).unwrap();
+        let s = Guard::suspend(&root).unwrap().unwrap();
+        assert_eq!(Guard::read(&root).unwrap(), None);
+        s.restore(&root).unwrap();
+        assert_eq!(Guard::read(&root).unwrap().unwrap().flags, flags);
+    }
+
+    /// The hook as `sh -c` runs it, with a stand-in binary exiting `verify_exit` (None: gone).
+    fn run_hook(tool: HookTool, verify_exit: Option<i32>, env: &[(&str, &str)]) -> (i32, String) {
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("rocm-pin");
+        if let Some(code) = verify_exit {
+            std::fs::write(
+                &bin,
+                format!("#!/bin/sh\necho \"verify said $*\" >&2\nexit {code}\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(hook_script(
+                tool,
+                &bin.display().to_string(),
+                GuardFlags::default(),
+            ))
+            .env_remove(NO_GUARD_ENV)
+            .env_remove("DPKG_FRONTEND_LOCKED");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_hook_fails_only_a_broken_runtime_and_says_why_it_let_a_run_through() {
+        for tool in [HookTool::Apt, HookTool::Dpkg] {
+            let t = tool.word();
+            assert_eq!(
+                run_hook(tool, Some(0), &[]),
+                (0, "verify said verify --quiet\n".into())
+            );
+            let (rc, said) = run_hook(tool, Some(1), &[]);
+            assert!(
+                rc == 1
+                    && said.contains(&format!(
+                        "this {t} run left the patched ROCm runtime broken"
+                    )),
+                "{said}"
+            );
+            let (rc, said) = run_hook(tool, Some(2), &[]);
+            assert!(
+                rc == 0
+                    && said.contains("could not check (environment error")
+                    && said.contains("the runtime was not judged"),
+                "{said}"
+            );
+            assert!(!said.contains("broken"), "{said}");
+            let (rc, said) = run_hook(tool, None, &[]);
+            assert!(
+                rc == 0 && said.contains("is gone or not executable") && said.contains(APT_HOOK),
+                "{said}"
+            );
+            let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "1")]);
+            assert!(
+                rc == 0
+                    && said.contains("ROCM_PIN_NO_GUARD is set")
+                    && !said.contains("verify said"),
+                "{said}"
+            );
+            let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "0")]);
+            assert_eq!(rc, 1, "{said}");
+        }
+        // apt's own dpkg runs are steps of its transaction: the dpkg hook leaves them to apt's.
+        assert_eq!(
+            run_hook(HookTool::Dpkg, Some(1), &[("DPKG_FRONTEND_LOCKED", "1")]),
+            (0, String::new())
+        );
+    }
+
+    /// A file another user owns or can write is copied (root's hooks must not run what that
+    /// user can change); a root-owned 0755 file is hard-linked. Needs root for the chown.
+    #[test]
+    fn only_a_root_owned_binary_is_hard_linked() {
+        use std::os::unix::fs::MetadataExt as _;
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to chown");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let (src, dest) = (d.path().join("src"), d.path().join("lib/rocm-pin"));
+        std::fs::write(&src, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy_atomically(&src, &dest).unwrap();
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(ino(&src), ino(&dest), "a root-owned 0755 binary is linked");
+        std::os::unix::fs::chown(&src, Some(1000), Some(1000)).unwrap();
+        copy_atomically(&src, &dest).unwrap();
+        assert_ne!(ino(&src), ino(&dest), "another user's file must be copied");
+        let m = std::fs::metadata(&dest).unwrap();
+        assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o755));
+        assert_eq!(
+            std::fs::read_dir(d.path().join("lib")).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+}

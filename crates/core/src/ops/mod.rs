@@ -1,0 +1,24 @@
+//! Operations: what a subcommand does, above the layers it uses. Each reads and writes a host
+//! only through `host`, knows ROCm only through `rocm`, and writes packages only through `deb`.
+
+pub mod adopt;
+pub mod build;
+#[cfg(test)]
+pub(crate) mod fakehost;
+pub mod gate;
+pub mod guard;
+pub mod inplace;
+pub mod install;
+pub mod install_error;
+pub mod localrepo;
+pub mod ourdebs;
+pub mod package;
+pub mod pinmove;
+pub mod plan;
+pub mod repo;
+pub mod rollback;
+pub mod status_report;
+pub mod upgrades;
+pub mod verify;
+pub mod verify_image;
+pub mod workflow;

@@ -1,0 +1,250 @@
+//! Our replacement .debs as given on the command line: their control facts and the
+//! provenance marker one of them ships, read with our own streaming .deb reader. Shared by
+//! install and the local repository (which would otherwise reach into each other).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::deb::{EntryKind, ReadLimits};
+use crate::error::Error;
+use crate::host::status;
+use crate::ops::install_error::DebSetProblem;
+use crate::ops::install_error::InstallError;
+use crate::rocm::{self, Marker};
+
+/// Facts of one replacement .deb given on the command line.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DebFacts {
+    pub path: PathBuf,
+    pub package: String,
+    pub version: String,
+    pub architecture: String,
+    pub commit: String,
+    pub protected: bool,
+    /// The stock package it replaces and the exact version its Provides carries.
+    pub stock_name: String,
+    pub stock_version: String,
+}
+
+/// The provenance marker inside one of our .debs, if it ships one (`(member, bytes)`), read
+/// with our own streaming reader: no `dpkg-deb -c` listing to split into columns (a name with
+/// a space in it broke that), no tar process.
+fn marker_member(deb: &Path) -> anyhow::Result<Option<(String, Vec<u8>)>> {
+    let mut found = None;
+    crate::deb::reader::for_each_data_entry(deb, &ReadLimits::default(), &mut |entry, body| {
+        if found.is_none() && entry.kind == EntryKind::File && rocm::is_marker_path(&entry.path) {
+            let mut bytes = Vec::new();
+            body.read_to_end(&mut bytes)?;
+            found = Some((entry.path.clone(), bytes));
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// Read our .debs: control fields, and the marker from the one that ships it.
+pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
+    let mut facts = Vec::new();
+    let mut marker: Option<Marker> = None;
+    for deb in debs {
+        let abs = std::fs::canonicalize(deb)
+            .with_context(|| format!("{}: no such .deb", deb.display()))?;
+        let (_, control_files) = crate::deb::reader::read_control(&abs, &ReadLimits::default())
+            .with_context(|| format!("{} is not a readable .deb", deb.display()))?;
+        let ctl = control_files
+            .iter()
+            .find(|(name, _)| name == "control")
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .with_context(|| format!("{}: no control file", deb.display()))?;
+        let e = status::parse_status(&ctl, &[rocm::COMMIT_FIELD])
+            .with_context(|| format!("{}: bad control file", deb.display()))?;
+        let e = e
+            .into_iter()
+            .next()
+            .with_context(|| format!("{}: empty control file", deb.display()))?;
+        let Some(commit) = e.extra.get(rocm::COMMIT_FIELD).cloned() else {
+            return Err(Error::Install(InstallError::DebSet(DebSetProblem::NotOurs {
+                deb: deb.clone(),
+                package: e.package,
+            }))
+            .into());
+        };
+        if let Some((member, bytes)) = marker_member(&abs)? {
+            let m: Marker = serde_json::from_slice(&bytes)
+                .with_context(|| format!("{}: bad marker {member}", deb.display()))?;
+            marker = Some(m);
+        }
+        facts.push(DebFacts {
+            path: abs,
+            package: e.package.clone(),
+            version: e.version.clone(),
+            architecture: e.architecture.clone(),
+            commit,
+            protected: e.protected,
+            stock_name: String::new(),
+            stock_version: String::new(),
+        });
+    }
+    let marker = marker.ok_or(Error::Install(InstallError::DebSet(
+        DebSetProblem::NoMarker,
+    )))?;
+    for f in &mut facts {
+        let Some(r) = marker.replaced.iter().find(|r| r.package == f.package) else {
+            return Err(
+                Error::Install(InstallError::DebSet(DebSetProblem::NotInMarker {
+                    deb: f.path.clone(),
+                    package: f.package.clone(),
+                    marker_commit: marker.commit.clone(),
+                }))
+                .into(),
+            );
+        };
+        if r.version != f.version || f.commit != marker.commit {
+            return Err(
+                Error::Install(InstallError::DebSet(DebSetProblem::DisagreesWithMarker {
+                    deb: f.path.clone(),
+                    version: f.version.clone(),
+                    commit: f.commit.clone(),
+                    marker_version: r.version.clone(),
+                    marker_commit: marker.commit.clone(),
+                }))
+                .into(),
+            );
+        }
+        f.stock_name = r.stock_name.clone();
+        f.stock_version = r.stock_version.clone();
+    }
+    for r in &marker.replaced {
+        if !facts.iter().any(|f| f.package == r.package) {
+            return Err(
+                Error::Install(InstallError::DebSet(DebSetProblem::NotGiven {
+                    package: r.package.clone(),
+                    version: r.version.clone(),
+                }))
+                .into(),
+            );
+        }
+    }
+    Ok((facts, marker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rocm::ReplacedPackage;
+
+    const PREFIX: &str = "/opt/rocm-7.2.4";
+
+    fn marker(commit: &str) -> Marker {
+        let replaced = |stock: &str, package: &str| ReplacedPackage {
+            stock_name: stock.into(),
+            stock_version: "1.0".into(),
+            architecture: "amd64".into(),
+            package: package.into(),
+            version: "1.0+pin1".into(),
+        };
+        Marker {
+            commit: commit.into(),
+            commit_time: 0,
+            flavor: "test".into(),
+            prefix: PREFIX.into(),
+            replaced: vec![
+                replaced("hsa-rocr", "hsa-rocr-pinned"),
+                replaced("hip-runtime-amd", "hip-runtime-amd-pinned"),
+            ],
+            libraries: vec![],
+            files: Default::default(),
+            tool_version: "0".into(),
+            patches: vec![],
+            backport_check_skipped: false,
+            source: None,
+        }
+    }
+
+    /// One of our .debs: `package` at `version`, with our commit field when `commit` is given
+    /// and the marker when `marker` is.
+    fn deb(
+        dir: &Path,
+        package: &str,
+        version: &str,
+        commit: Option<&str>,
+        marker: Option<&Marker>,
+    ) -> PathBuf {
+        let extra = commit
+            .map(|c| format!("{}: {c}\n", rocm::COMMIT_FIELD))
+            .unwrap_or_default();
+        let marker_path = format!("{}/{}", &PREFIX[1..], rocm::MARKER_RELPATH);
+        let marker_bytes = marker.map(|m| serde_json::to_vec(m).unwrap());
+        let mut files: Vec<(&str, &[u8])> = vec![("opt/rocm-7.2.4/.info/README", b"x\n")];
+        if let Some(bytes) = &marker_bytes {
+            files.push((&marker_path, bytes));
+        }
+        crate::ops::repo::tests::small_deb(dir, package, version, &extra, &files)
+    }
+
+    fn problem(debs: &[PathBuf]) -> DebSetProblem {
+        let err = read_debs(debs).unwrap_err();
+        assert_eq!(crate::error::exit_code_for(&err), 2, "{err}");
+        match err.downcast_ref::<Error>() {
+            Some(Error::Install(InstallError::DebSet(p))) => p.clone(),
+            other => panic!("not DebSet: {other:?} ({err})"),
+        }
+    }
+
+    #[test]
+    fn only_one_matching_pair_from_one_package_run_is_accepted() {
+        let d = tempfile::tempdir().unwrap();
+        let m = marker("c1");
+        let hsa = deb(
+            d.path(),
+            "hsa-rocr-pinned",
+            "1.0+pin1",
+            Some("c1"),
+            Some(&m),
+        );
+        let hip = deb(
+            d.path(),
+            "hip-runtime-amd-pinned",
+            "1.0+pin1",
+            Some("c1"),
+            None,
+        );
+        let (facts, got) = read_debs(&[hsa.clone(), hip.clone()]).unwrap();
+        assert_eq!((facts.len(), got.commit.as_str()), (2, "c1"));
+        assert_eq!(facts[1].stock_name, "hip-runtime-amd");
+
+        let stock = deb(d.path(), "hsa-rocr", "1.0", None, None);
+        assert!(matches!(
+            problem(std::slice::from_ref(&stock)),
+            DebSetProblem::NotOurs { deb, package } if deb == stock && package == "hsa-rocr"
+        ));
+        assert_eq!(problem(std::slice::from_ref(&hip)), DebSetProblem::NoMarker);
+        assert_eq!(
+            problem(std::slice::from_ref(&hsa)),
+            DebSetProblem::NotGiven {
+                package: "hip-runtime-amd-pinned".into(),
+                version: "1.0+pin1".into()
+            }
+        );
+        let other = deb(d.path(), "other-pinned", "1.0+pin1", Some("c1"), None);
+        assert!(matches!(
+            problem(&[hsa.clone(), other]),
+            DebSetProblem::NotInMarker { package, marker_commit, .. }
+                if package == "other-pinned" && marker_commit == "c1"
+        ));
+        let newer = deb(
+            d.path(),
+            "hip-runtime-amd-pinned",
+            "1.0+pin2",
+            Some("c2"),
+            None,
+        );
+        assert!(matches!(
+            problem(&[hsa, newer]),
+            DebSetProblem::DisagreesWithMarker { version, commit, marker_version, marker_commit, .. }
+                if version == "1.0+pin2" && commit == "c2" && marker_version == "1.0+pin1"
+                    && marker_commit == "c1"
+        ));
+    }
+}

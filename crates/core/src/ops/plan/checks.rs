@@ -1,0 +1,100 @@
+//! Refusals a plan makes before anything is written: inputs that cannot give a clean
+//! replacement, and paths an unrelated installed package already owns.
+
+use crate::ops::plan::refused;
+
+use super::{Content, ReplacementPlan, StockPackage, Target};
+use crate::ops::plan::staging::Staging;
+use crate::rocm::{self, Half};
+
+/// The flavor makes a package name; every staged family has a stock owner; the staging holds
+/// the patched ROCr (backport symbol) and a libamdhip64.
+pub fn check_inputs(
+    staging: &Staging,
+    stock: &[(Half, StockPackage)],
+    lib_dir: &str,
+    opts: &super::PlanOptions,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    if opts.flavor.is_empty()
+        || !opts
+            .flavor
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
+        return Err(refused(format!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.flavor)));
+    }
+
+    // Every staged family must have a stock owner; every required family a staged library.
+    for lib in &staging.libraries {
+        let Some(fam) = lib.family else { continue };
+        let owner = stock.iter().find(|(_, s)| {
+            s.files.iter().any(|f| {
+                rocm::runtime_library_family_in(lib_dir, &f.path)
+                    .is_some_and(|x| x.stem == fam.stem)
+            })
+        });
+        if owner.is_none() {
+            return Err(refused(format!("staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly", lib.file_name, fam.stem, fam.stem)));
+        }
+    }
+    let hsa_stem = rocm::pair_family(Half::Hsa).stem;
+    let hsa_lib = staging.family(hsa_stem).ok_or_else(|| {
+        refused(format!(
+            "staging {} has no {hsa_stem} library in lib/",
+            staging.dir.display()
+        ))
+    })?;
+    let backport_check_skipped = staging.backport_check_skipped();
+    if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
+        if !backport_check_skipped {
+            return Err(refused(format!("staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it", hsa_lib.source.display(), rocm::BACKPORT_SYMBOL)));
+        }
+        // Built with --no-backport-check: both controls and the marker say so, and verify
+        // fails on it unless told it is accepted.
+        warnings.push(format!(
+            "staged {} does not export {}: accepted because the build recorded --no-backport-check \
+             ({} and the marker carry it)",
+            hsa_lib.file_name,
+            rocm::BACKPORT_SYMBOL,
+            rocm::BACKPORT_CHECK_FIELD
+        ));
+    }
+    let hip_stem = rocm::pair_family(Half::Hip).stem;
+    if staging.family(hip_stem).is_none() {
+        return Err(refused(format!(
+            "staging {} has no {hip_stem} library in lib/",
+            staging.dir.display()
+        )));
+    }
+
+    Ok(())
+}
+
+/// No file of ours may be owned by an installed package other than the stock pair: dpkg
+/// would refuse to overwrite it half-way through the swap.
+pub fn check_target_owners(
+    plans: &[ReplacementPlan],
+    target: &Target<'_>,
+    stock_names: &[String],
+) -> anyhow::Result<()> {
+    if let Some(db) = target.db {
+        for p in plans {
+            for f in p.files.iter().filter(|f| f.content != Content::Dir) {
+                let owners: Vec<String> = db
+                    .owner_of(&f.path)?
+                    .into_iter()
+                    .filter(|o| {
+                        let bare = o.split(':').next().unwrap_or(o);
+                        !stock_names.iter().any(|s| s == bare)
+                    })
+                    .collect();
+                if !owners.is_empty() {
+                    return Err(refused(format!("{} ({} in {}) is already owned by {} on the target; dpkg would refuse to overwrite it", f.path, f.role.word(), p.package, owners.join(", "))));
+                }
+            }
+        }
+    }
+
+    Ok(())
+}

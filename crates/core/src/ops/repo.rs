@@ -1,0 +1,1140 @@
+//! Apt repository writer and OpenPGP signing. (Issue 6.)
+//!
+//! Layout (the one Debian archives and `apt-ftparchive` use):
+//! ```text
+//! pool/<component>/<first letter>/<source>/<name>_<version>_<arch>.deb
+//! dists/<suite>/<component>/binary-<arch>/Packages{,.gz,.xz}
+//! dists/<suite>/Release, InRelease, Release.gpg
+//! ```
+//! or, with `flat`, `Packages{,.gz,.xz}` and `Release`/`InRelease`/`Release.gpg` at the top (the
+//! `.deb` files still go under `pool/`). The repository is regenerated from the union of the
+//! packages it already lists and the new ones, so adding keeps what is there; the same
+//! name + version + architecture with different bytes is refused before anything is written.
+//!
+//! Signing uses rpgp (pure Rust). Keys are v4 EdDSA (Ed25519, "legacy" encoding): the
+//! algorithm GnuPG 2.2 (bookworm's gpgv, which apt uses) and Sequoia's sqv (trixie) both verify.
+
+mod error;
+use error::refused;
+pub use error::{KeyValidityProblem, RepoConflict, RepoError};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use sha2::{Digest, Sha256};
+
+use crate::deb::control::{format_many, package_name_problem, Paragraph};
+use crate::deb::Version;
+use crate::error::{usage, Error};
+use crate::progress::{step, Listener};
+
+pub const DEFAULT_SUITE: &str = "stable";
+pub const DEFAULT_COMPONENT: &str = "main";
+/// Public key files written into a signed repository, for clients that fetch the key with it.
+pub const REPO_KEY_ASC: &str = "archive-key.asc";
+pub const REPO_KEY_GPG: &str = "archive-key.gpg";
+
+#[derive(Debug, Clone)]
+pub struct RepoOptions {
+    pub out: PathBuf,
+    pub suite: String,
+    pub component: String,
+    /// Armored OpenPGP secret key (unprotected) to sign Release with.
+    pub sign_key: Option<PathBuf>,
+    pub flat: bool,
+    pub origin: String,
+    pub label: String,
+}
+
+impl RepoOptions {
+    pub fn new(out: impl Into<PathBuf>) -> Self {
+        RepoOptions {
+            out: out.into(),
+            suite: DEFAULT_SUITE.to_string(),
+            component: DEFAULT_COMPONENT.to_string(),
+            sign_key: None,
+            flat: false,
+            origin: "rocm-pin".to_string(),
+            label: "rocm-pin".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PublishSummary {
+    /// `name_version_arch` of packages copied into the pool by this run.
+    pub added: Vec<String>,
+    /// Packages given again with identical bytes (nothing to do).
+    pub unchanged: Vec<String>,
+    /// Packages in the repository after this run.
+    pub total: usize,
+    pub architectures: Vec<String>,
+    /// The Release file (InRelease / Release.gpg beside it when signed).
+    pub release: PathBuf,
+    /// Fingerprint of the signing key, when signed.
+    pub signed_by: Option<String>,
+}
+
+/// One package as listed in the index: its Packages stanza and where the .deb lives.
+#[derive(Debug, Clone)]
+struct Listed {
+    stanza: Paragraph,
+    name: String,
+    version: String,
+    arch: String,
+    sha256: String,
+}
+
+impl Listed {
+    fn id(&self) -> String {
+        format!("{}_{}_{}", self.name, self.version, self.arch)
+    }
+}
+
+/// Suite and component names become path components and Release values.
+fn check_name(what: &'static str, name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+    if !ok {
+        return Err(Error::Repo(RepoError::BadName {
+            what,
+            name: name.to_string(),
+        })
+        .into());
+    }
+    Ok(())
+}
+
+/// Where the index files (Packages, Release) of this repository live.
+fn index_root(opts: &RepoOptions) -> PathBuf {
+    if opts.flat {
+        opts.out.clone()
+    } else {
+        opts.out.join("dists").join(&opts.suite)
+    }
+}
+
+/// Path of a Packages file relative to `index_root`.
+fn packages_rel(opts: &RepoOptions, arch: &str) -> String {
+    if opts.flat {
+        "Packages".to_string()
+    } else {
+        format!("{}/binary-{arch}/Packages", opts.component)
+    }
+}
+
+/// Read the packages an existing repository already lists (nothing when `out` is new).
+fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
+    let root = index_root(opts);
+    let mut files = Vec::new();
+    if opts.flat {
+        files.push(root.join("Packages"));
+    } else {
+        let comp = root.join(&opts.component);
+        if comp.is_dir() {
+            for entry in
+                fs::read_dir(&comp).with_context(|| format!("reading {}", comp.display()))?
+            {
+                let entry = entry?;
+                let name = entry.file_name();
+                if name.to_string_lossy().starts_with("binary-") {
+                    files.push(entry.path().join("Packages"));
+                }
+            }
+        }
+    }
+    let mut by_id: BTreeMap<String, Listed> = BTreeMap::new();
+    for file in files {
+        if !file.exists() {
+            continue;
+        }
+        let text = fs::read_to_string(&file)
+            .with_context(|| format!("reading the existing index {}", file.display()))?;
+        let stanzas = Paragraph::parse_many(&text)
+            .with_context(|| format!("parsing the existing index {}", file.display()))?;
+        for stanza in stanzas {
+            let listed = listed_from_stanza(stanza)
+                .with_context(|| format!("in the existing index {}", file.display()))?;
+            let filename = listed.stanza.get("Filename").unwrap_or_default();
+            check_index_filename(filename).map_err(|why| {
+                usage(format!(
+                    "{} lists {} with Filename {filename:?}, which {why}: refusing to read or \
+                     publish outside the repository; fix the index or start a new repository",
+                    file.display(),
+                    listed.id()
+                ))
+            })?;
+            let deb = opts.out.join(filename);
+            let size: u64 = listed
+                .stanza
+                .get("Size")
+                .unwrap_or_default()
+                .parse()
+                .unwrap_or(0);
+            match fs::metadata(&deb) {
+                Ok(m) if m.len() == size => {}
+                Ok(m) => return Err(refused(format!("{} lists {} with Size {size}, but {} has {} bytes: the repository is inconsistent; \
+                     restore the file or start a new repository", file.display(), listed.id(), deb.display(), m.len()))),
+                Err(e) => return Err(refused(format!("{} lists {}, but {} is missing ({e}): restore the pool or start a new repository", file.display(), listed.id(), deb.display()))),
+            }
+            // Arch-all packages appear once per binary-<arch>; keep one.
+            by_id.entry(listed.id()).or_insert(listed);
+        }
+    }
+    Ok(by_id.into_values().collect())
+}
+
+/// Why an index's `Filename:` does not name a file inside the repository, or Ok: it must be
+/// relative and made of plain names (no `..`, `.` or empty component), as apt resolves it
+/// against the repository's base URL.
+fn check_index_filename(filename: &str) -> Result<(), &'static str> {
+    if filename.starts_with('/') {
+        return Err("is absolute");
+    }
+    if filename
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err("has an empty, '.' or '..' component");
+    }
+    Ok(())
+}
+
+fn listed_from_stanza(stanza: Paragraph) -> anyhow::Result<Listed> {
+    let field = |name: &str| -> anyhow::Result<String> {
+        stanza
+            .get(name)
+            .map(str::to_string)
+            .with_context(|| format!("a stanza has no {name} field"))
+    };
+    let name = field("Package")?;
+    let version = field("Version")?;
+    let arch = field("Architecture")?;
+    let sha256 = field("SHA256")?;
+    field("Filename")?;
+    field("Size")?;
+    Ok(Listed {
+        stanza,
+        name,
+        version,
+        arch,
+        sha256,
+    })
+}
+
+struct Hashed {
+    size: u64,
+    md5: String,
+    sha256: String,
+}
+
+fn hash_file(path: &Path) -> anyhow::Result<Hashed> {
+    let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let d = crate::digest::digests_reader(file, true)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(Hashed {
+        size: d.size,
+        md5: d.md5,
+        sha256: d.sha256.unwrap_or_default(),
+    })
+}
+
+/// Control paragraph of a .deb.
+fn deb_control(path: &Path) -> anyhow::Result<Paragraph> {
+    let info = crate::deb::reader::read_deb(path, &crate::deb::ReadLimits::default())?;
+    Ok(info.control)
+}
+
+/// `pool/<component>/<first letter>/<source>/<name>_<version without epoch>_<arch>.deb`
+fn pool_path(
+    component: &str,
+    control: &Paragraph,
+    name: &str,
+    version: &Version,
+    arch: &str,
+) -> String {
+    // Source may read "src (1.2-3)" when the binary version differs.
+    let source = control
+        .get("Source")
+        .and_then(|s| s.split_whitespace().next())
+        .filter(|s| package_name_problem(s).is_none())
+        .unwrap_or(name);
+    let letter = &source[..1];
+    let mut file_version = version.upstream.clone();
+    if !version.revision.is_empty() {
+        file_version.push('-');
+        file_version.push_str(&version.revision);
+    }
+    format!("pool/{component}/{letter}/{source}/{name}_{file_version}_{arch}.deb")
+}
+
+/// Packages fields that say where the file is and what it hashes to, which the repository
+/// writes; `Description-md5` is derived from the description (apt looks translations up by it),
+/// so a copied one could only be wrong.
+const INDEX_OWNED_FIELDS: &[&str] = &[
+    "Filename",
+    "Size",
+    "MD5sum",
+    "SHA1",
+    "SHA256",
+    "SHA512",
+    "Description-md5",
+];
+
+/// A new package: checked and hashed, not yet copied.
+struct Incoming {
+    source: PathBuf,
+    listed: Listed,
+    pool_rel: String,
+}
+
+fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
+    let control = deb_control(deb)
+        .with_context(|| format!("reading the control file of {}", deb.display()))?;
+    control
+        .validate_binary()
+        .with_context(|| format!("{}: invalid control file", deb.display()))?;
+    let name = control.get("Package").unwrap_or_default().to_string();
+    let version_text = control.get("Version").unwrap_or_default().to_string();
+    let arch = control.get("Architecture").unwrap_or_default().to_string();
+    if !arch.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(refused(format!(
+            "{}: invalid Architecture {arch:?}",
+            deb.display()
+        )));
+    }
+    let version: Version = version_text.parse()?;
+    let hashed = hash_file(deb)?;
+    let pool_rel = pool_path(component, &control, &name, &version, &arch);
+    // The Packages stanza: the control fields, then where and what the file is. Description
+    // stays last, as dpkg-scanpackages writes it. The fields that describe the file in the
+    // repository are ours alone: a control carrying its own SHA512 (say) would otherwise reach
+    // the index and make apt refuse the download with "Hash Sum mismatch".
+    let mut stanza = Paragraph::new();
+    for (field, value) in control.fields() {
+        let index_owned = INDEX_OWNED_FIELDS
+            .iter()
+            .any(|owned| field.eq_ignore_ascii_case(owned));
+        if !index_owned && !field.eq_ignore_ascii_case("Description") {
+            stanza.set(field, value)?;
+        }
+    }
+    stanza.set("Filename", &pool_rel)?;
+    stanza.set("Size", &hashed.size.to_string())?;
+    stanza.set("MD5sum", &hashed.md5)?;
+    stanza.set("SHA256", &hashed.sha256)?;
+    if let Some(description) = control.get("Description") {
+        stanza.set("Description", description)?;
+    }
+    Ok(Incoming {
+        source: deb.to_path_buf(),
+        listed: Listed {
+            stanza,
+            name,
+            version: version_text,
+            arch,
+            sha256: hashed.sha256,
+        },
+        pool_rel,
+    })
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent directory", path.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.as_file().sync_all().ok();
+    tmp.persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    set_mode(path, 0o644)?;
+    Ok(())
+}
+
+/// Copy `from` to `to` through a temporary file beside `to` (streamed: ROCm packages are
+/// hundreds of megabytes) and a rename. The bytes copied must still have the SHA-256 the index
+/// will list; a file changed since it was read is refused.
+fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
+    let dir = to
+        .parent()
+        .with_context(|| format!("{} has no parent directory", to.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut source = fs::File::open(from).with_context(|| format!("opening {}", from.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = source
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", from.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .with_context(|| format!("writing {}", to.display()))?;
+    }
+    if hex::encode(hasher.finalize()) != sha256 {
+        return Err(refused(format!(
+            "{} changed while it was being published; run again",
+            from.display()
+        )));
+    }
+    tmp.as_file().sync_all().ok();
+    tmp.persist(to)
+        .with_context(|| format!("renaming into {}", to.display()))?;
+    set_mode(to, 0o644)
+}
+
+fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+fn gzip(data: &[u8]) -> anyhow::Result<Vec<u8>> {
+    // No file name and mtime 0 in the header: the same index gives the same bytes.
+    let mut enc = flate2::GzBuilder::new().write(Vec::new(), flate2::Compression::best());
+    enc.write_all(data)?;
+    Ok(enc.finish()?)
+}
+
+fn xz(data: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 6);
+    enc.write_all(data)?;
+    Ok(enc.finish()?)
+}
+
+/// Seconds since the epoch: SOURCE_DATE_EPOCH when set (reproducible builds), else now.
+pub fn release_time() -> anyhow::Result<i64> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(text) => text.trim().parse::<i64>().map_err(|_| {
+            usage(format!(
+                "SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970-01-01"
+            ))
+        }),
+        Err(_) => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)),
+    }
+}
+
+/// Write (or extend) a repository with `debs`.
+pub fn publish(
+    debs: &[PathBuf],
+    opts: &RepoOptions,
+    listener: &dyn Listener,
+) -> anyhow::Result<PublishSummary> {
+    check_name("suite", &opts.suite)?;
+    check_name("component", &opts.component)?;
+    if debs.is_empty() {
+        return Err(usage("no .deb files given: rocm-pin repo DEB... --out DIR"));
+    }
+    // Everything that can fail on bad input is checked before the first write.
+    let key = opts
+        .sign_key
+        .as_deref()
+        .map(signing::load_secret_key)
+        .transpose()?;
+    // One instant for Release's Date and the signatures' creation time: with SOURCE_DATE_EPOCH
+    // set, InRelease and Release.gpg are then byte-identical from run to run (EdDSA signatures
+    // are deterministic; only the creation time subpacket would differ).
+    let released_at = release_time()?;
+    let date = crate::deb::date::release_date(released_at)?;
+    // One writer at a time per repository: an existing one is locked before it is read; a new
+    // one is created (exclusively) and locked only once the inputs have been checked.
+    let existing_lock = match fs::metadata(&opts.out) {
+        Ok(m) if m.is_dir() => Some(lock_repository(&opts.out, listener)?),
+        Ok(_) => {
+            return Err(usage(format!(
+                "--out {} exists and is not a directory",
+                opts.out.display()
+            )))
+        }
+        Err(_) => None,
+    };
+    let (mut by_id, incoming, unchanged) =
+        step(listener, "read the repository and the new packages", || {
+            plan_additions(debs, opts)
+        })?;
+    let _lock = match existing_lock {
+        Some(lock) => lock,
+        None => {
+            if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            fs::create_dir(&opts.out).with_context(|| {
+                format!(
+                    "creating {} (if another rocm-pin repo created it meanwhile, run again)",
+                    opts.out.display()
+                )
+            })?;
+            lock_repository(&opts.out, listener)?
+        }
+    };
+    let added = step(listener, "copy packages into the pool", || {
+        let mut added = Vec::new();
+        for new in incoming {
+            let target = opts.out.join(&new.pool_rel);
+            if !target.exists() {
+                copy_atomic(&new.source, &target, &new.listed.sha256)?;
+            }
+            listener.info(&format!("added {}", new.pool_rel));
+            added.push(new.listed.id());
+            by_id.insert(new.listed.id(), new.listed);
+        }
+        anyhow::Ok(added)
+    })?;
+    let release = step(listener, "write the indices and Release", || {
+        write_indices(opts, &by_id, &date, released_at, key.as_ref())
+    })?;
+    let architectures = index_architectures(&by_id);
+    Ok(PublishSummary {
+        added,
+        unchanged,
+        total: by_id.len(),
+        architectures,
+        release,
+        signed_by: key.as_ref().map(signing::fingerprint),
+    })
+}
+
+/// An exclusive flock on the repository directory, released when the returned file is dropped.
+fn lock_repository(dir: &Path, listener: &dyn Listener) -> anyhow::Result<fs::File> {
+    let file =
+        fs::File::open(dir).with_context(|| format!("opening {} to lock it", dir.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            listener.info(&format!(
+                "waiting for another rocm-pin repo writing {}",
+                dir.display()
+            ));
+            file.lock()
+                .with_context(|| format!("locking {}", dir.display()))?;
+        }
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", dir.display()))
+        }
+    }
+    Ok(file)
+}
+
+type Plan = (BTreeMap<String, Listed>, Vec<Incoming>, Vec<String>);
+
+/// What is already published, what is new, what is given again unchanged; refuses conflicts.
+fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> {
+    let existing = existing_packages(opts)?;
+    let by_id: BTreeMap<String, Listed> = existing.into_iter().map(|l| (l.id(), l)).collect();
+    let mut incoming: Vec<Incoming> = Vec::new();
+    let mut unchanged = Vec::new();
+    let mut conflicts = Vec::new();
+    for deb in debs {
+        let new = read_incoming(deb, &opts.component)?;
+        let id = new.listed.id();
+        let earlier = by_id
+            .get(&id)
+            .map(|l| (l.sha256.clone(), "the repository"))
+            .or_else(|| {
+                incoming
+                    .iter()
+                    .find(|i| i.listed.id() == id)
+                    .map(|i| (i.listed.sha256.clone(), "an earlier argument"))
+            });
+        match earlier {
+            Some((sha, _)) if sha == new.listed.sha256 => unchanged.push(id),
+            Some((sha, place)) => conflicts.push(RepoConflict::ChangedVersion {
+                deb: deb.clone(),
+                name: new.listed.name.clone(),
+                version: new.listed.version.clone(),
+                arch: new.listed.arch.clone(),
+                place,
+                published_sha256: sha,
+                sha256: new.listed.sha256.clone(),
+            }),
+            None => {
+                let target = opts.out.join(&new.pool_rel);
+                if target.exists() && hash_file(&target)?.sha256 != new.listed.sha256 {
+                    conflicts.push(RepoConflict::StrayPoolFile { path: target });
+                }
+                incoming.push(new);
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(Error::Repo(RepoError::RepoConflicts(conflicts)).into());
+    }
+    Ok((by_id, incoming, unchanged))
+}
+
+/// The binary-<arch> indices to write: every concrete architecture (arch-all packages go into
+/// each of them, as apt expects), or `all` alone when there is no other.
+fn index_architectures(by_id: &BTreeMap<String, Listed>) -> Vec<String> {
+    let concrete: BTreeSet<&str> = by_id
+        .values()
+        .map(|l| l.arch.as_str())
+        .filter(|a| *a != "all")
+        .collect();
+    if concrete.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        concrete.into_iter().map(str::to_string).collect()
+    }
+}
+
+fn write_indices(
+    opts: &RepoOptions,
+    by_id: &BTreeMap<String, Listed>,
+    date: &str,
+    released_at: i64,
+    key: Option<&pgp::composed::SignedSecretKey>,
+) -> anyhow::Result<PathBuf> {
+    let root = index_root(opts);
+    let mut listed: Vec<&Listed> = by_id.values().collect();
+    listed.sort_by(|a, b| {
+        a.name
+            .cmp(&b.name)
+            .then_with(|| {
+                crate::deb::version::compare(&a.version, &b.version)
+                    .unwrap_or(a.version.cmp(&b.version))
+            })
+            .then_with(|| a.arch.cmp(&b.arch))
+    });
+    let arches = index_architectures(by_id);
+    // (relative path, bytes) of every index file, for the Release checksums.
+    let mut indices: Vec<(String, Vec<u8>)> = Vec::new();
+    if opts.flat {
+        let all: Vec<Paragraph> = listed.iter().map(|l| l.stanza.clone()).collect();
+        push_packages(&mut indices, "Packages", &all)?;
+    } else {
+        for arch in &arches {
+            let stanzas: Vec<Paragraph> = listed
+                .iter()
+                .filter(|l| l.arch == *arch || l.arch == "all")
+                .map(|l| l.stanza.clone())
+                .collect();
+            push_packages(&mut indices, &packages_rel(opts, arch), &stanzas)?;
+        }
+    }
+    for (rel, bytes) in &indices {
+        write_atomic(&root.join(rel), bytes)?;
+    }
+    if !opts.flat {
+        remove_stale_indices(&root.join(&opts.component), &arches)?;
+    }
+
+    let mut release = Paragraph::new();
+    release.set("Origin", &opts.origin)?;
+    release.set("Label", &opts.label)?;
+    release.set("Suite", &opts.suite)?;
+    release.set("Codename", &opts.suite)?;
+    release.set("Date", date)?;
+    release.set("Architectures", &arches.join(" "))?;
+    if !opts.flat {
+        release.set("Components", &opts.component)?;
+    }
+    release.set("Description", "apt repository written by rocm-pin")?;
+    let width = indices
+        .iter()
+        .map(|(_, b)| b.len().to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(8);
+    let mut md5_lines = String::new();
+    let mut sha_lines = String::new();
+    for (rel, bytes) in &indices {
+        md5_lines.push_str(&format!(
+            "\n {} {:>width$} {rel}",
+            crate::digest::md5_hex(bytes),
+            bytes.len()
+        ));
+        sha_lines.push_str(&format!(
+            "\n {} {:>width$} {rel}",
+            crate::digest::sha256_hex(bytes),
+            bytes.len()
+        ));
+    }
+    release.set("MD5Sum", &md5_lines)?;
+    release.set("SHA256", &sha_lines)?;
+    let release_text = release.to_string();
+    let release_path = root.join("Release");
+    write_atomic(&release_path, release_text.as_bytes())?;
+
+    let inrelease = root.join("InRelease");
+    let detached = root.join("Release.gpg");
+    match key {
+        Some(key) => {
+            let (clear, det) = signing::sign_release(key, &release_text, released_at)?;
+            write_atomic(&inrelease, clear.as_bytes())?;
+            write_atomic(&detached, det.as_bytes())?;
+            let (asc, gpg) = signing::public_key_bytes(key)?;
+            write_atomic(&opts.out.join(REPO_KEY_ASC), &asc)?;
+            write_atomic(&opts.out.join(REPO_KEY_GPG), &gpg)?;
+        }
+        None => {
+            // Signatures over an older Release would make apt refuse the repository.
+            for stale in [&inrelease, &detached] {
+                if stale.exists() {
+                    fs::remove_file(stale)
+                        .with_context(|| format!("removing the stale {}", stale.display()))?;
+                }
+            }
+        }
+    }
+    Ok(release_path)
+}
+
+/// A `binary-all` index written while the repository held only arch-all packages is replaced by
+/// the per-architecture indices once a concrete architecture arrives: remove it, so no index
+/// outside Release is left to be read back.
+fn remove_stale_indices(component_dir: &Path, arches: &[String]) -> anyhow::Result<()> {
+    let entries = fs::read_dir(component_dir)
+        .with_context(|| format!("reading {}", component_dir.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(arch) = name.strip_prefix("binary-") else {
+            continue;
+        };
+        if arches.iter().any(|a| a == arch) {
+            continue;
+        }
+        for file in ["Packages", "Packages.gz", "Packages.xz"] {
+            let path = entry.path().join(file);
+            if path.exists() {
+                fs::remove_file(&path)
+                    .with_context(|| format!("removing the stale index {}", path.display()))?;
+            }
+        }
+        // Only if nothing else is in there.
+        let _ = fs::remove_dir(entry.path());
+    }
+    Ok(())
+}
+
+fn push_packages(
+    indices: &mut Vec<(String, Vec<u8>)>,
+    rel: &str,
+    stanzas: &[Paragraph],
+) -> anyhow::Result<()> {
+    let mut text = format_many(stanzas);
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    let bytes = text.into_bytes();
+    indices.push((format!("{rel}.gz"), gzip(&bytes)?));
+    indices.push((format!("{rel}.xz"), xz(&bytes)?));
+    indices.push((rel.to_string(), bytes));
+    Ok(())
+}
+
+/// Files written by [`keygen`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KeyFiles {
+    /// Armored secret key (mode 0600, no passphrase): give it to `--sign-key`.
+    pub secret: PathBuf,
+    /// Armored public key.
+    pub public_asc: PathBuf,
+    /// Binary public key, for `signed-by=` in an apt sources entry.
+    pub public_gpg: PathBuf,
+    pub fingerprint: String,
+}
+
+/// Make a signing key. `out` names the secret key (`KEY.asc`); the public key goes beside it as
+/// `KEY.pub.asc` and `KEY.pub.gpg`. Refuses to overwrite any of them.
+pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
+    let file_name = out
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} is not a file name", out.display()))?;
+    let stem = file_name.strip_suffix(".asc").unwrap_or(file_name);
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let files = KeyFiles {
+        secret: out.to_path_buf(),
+        public_asc: out.with_file_name(format!("{stem}.pub.asc")),
+        public_gpg: out.with_file_name(format!("{stem}.pub.gpg")),
+        fingerprint: String::new(),
+    };
+    for path in [&files.secret, &files.public_asc, &files.public_gpg] {
+        if path.exists() {
+            return Err(Error::Repo(RepoError::KeyExists { path: path.clone() }).into());
+        }
+    }
+    if !dir.is_dir() {
+        return Err(usage(format!("directory {} does not exist", dir.display())));
+    }
+    let key = signing::generate(user_id)?;
+    let secret = key
+        .to_armored_string(pgp::composed::ArmorOptions::default())
+        .context("armoring the secret key")?;
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&files.secret)
+            .with_context(|| format!("creating {}", files.secret.display()))?;
+        f.write_all(secret.as_bytes())
+            .with_context(|| format!("writing {}", files.secret.display()))?;
+    }
+    let (asc, gpg) = signing::public_key_bytes(&key)?;
+    fs::write(&files.public_asc, asc)
+        .with_context(|| format!("writing {}", files.public_asc.display()))?;
+    fs::write(&files.public_gpg, gpg)
+        .with_context(|| format!("writing {}", files.public_gpg.display()))?;
+    Ok(KeyFiles {
+        fingerprint: signing::fingerprint(&key),
+        ..files
+    })
+}
+
+/// OpenPGP through rpgp.
+pub mod signing {
+    use std::path::Path;
+
+    use anyhow::Context;
+    use pgp::composed::{
+        ArmorOptions, CleartextSignedMessage, Deserializable, DetachedSignature, KeyType,
+        SecretKeyParamsBuilder, SignedSecretKey, SubpacketConfig,
+    };
+    use pgp::crypto::hash::HashAlgorithm;
+    use pgp::packet::{SignatureConfig, SignatureType, Subpacket, SubpacketData};
+    use pgp::ser::Serialize;
+    use pgp::types::{KeyDetails, Password, Timestamp};
+
+    use super::{refused, KeyValidityProblem};
+
+    /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
+    pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
+        let mut params = SecretKeyParamsBuilder::default();
+        params
+            .key_type(KeyType::Ed25519Legacy)
+            .can_certify(true)
+            .can_sign(true)
+            .primary_user_id(user_id.to_string())
+            .preferred_hash_algorithms(
+                [HashAlgorithm::Sha256, HashAlgorithm::Sha512]
+                    .into_iter()
+                    .collect(),
+            );
+        let params = params.build().context("key parameters")?;
+        let key = params
+            .generate(rand::thread_rng())
+            .context("generating the key")?;
+        Ok(key)
+    }
+
+    pub fn load_secret_key(path: &Path) -> anyhow::Result<SignedSecretKey> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the signing key {}", path.display()))?;
+        let (key, _) = SignedSecretKey::from_string(&text).with_context(|| {
+            format!(
+                "{} is not an armored OpenPGP secret key (make one with `rocm-pin repo keygen --out KEY.asc`)",
+                path.display()
+            )
+        })?;
+        key.verify_bindings().with_context(|| {
+            format!(
+                "{}: the key's self-signatures do not verify",
+                path.display()
+            )
+        })?;
+        // apt (gpgv) judges the key at the time it verifies, so the clock decides, not
+        // SOURCE_DATE_EPOCH: a key that is expired, revoked or not yet valid now would make every
+        // `apt-get update` fail with EXPKEYSIG/REVKEYSIG.
+        if let Some(problem) = validity_problem(&key, Timestamp::now().as_secs()) {
+            return Err(crate::error::Error::Repo(
+                crate::ops::repo::RepoError::SigningKeyUnusable {
+                    path: path.to_path_buf(),
+                    fingerprint: fingerprint(&key),
+                    problem,
+                },
+            )
+            .into());
+        }
+        // Fail now, not half-way through writing, if the key cannot sign without a passphrase.
+        DetachedSignature::sign_binary_data(
+            rand::thread_rng(),
+            &key.primary_key,
+            &Password::empty(),
+            HashAlgorithm::Sha256,
+            &b"probe"[..],
+        )
+        .with_context(|| {
+            format!(
+                "{}: cannot sign with this key (passphrase-protected keys are not supported)",
+                path.display()
+            )
+        })?;
+        Ok(key)
+    }
+
+    /// Why the primary key (the one that signs) cannot make signatures apt accepts at `now`
+    /// (seconds since the epoch), or None. Its expiry is the one its newest self-signature gives,
+    /// as GnuPG reads it; any verified revocation signature revokes it.
+    pub fn validity_problem(key: &SignedSecretKey, now: u32) -> Option<KeyValidityProblem> {
+        let created = key.primary_key.created_at().as_secs();
+        if let Some(revocation) = key.details.revocation_signatures.first() {
+            return Some(KeyValidityProblem::Revoked {
+                at: revocation.created().map(|t| i64::from(t.as_secs())),
+            });
+        }
+        if created > now {
+            return Some(KeyValidityProblem::NotYetValid {
+                from: i64::from(created),
+            });
+        }
+        let newest_self_signature = key
+            .details
+            .users
+            .iter()
+            .flat_map(|u| &u.signatures)
+            .chain(&key.details.direct_signatures)
+            .max_by_key(|sig| sig.created().map(|t| t.as_secs()).unwrap_or(0))?;
+        let lifetime = newest_self_signature.key_expiration_time()?.as_secs();
+        // A zero lifetime means the key does not expire (RFC 9580 §5.2.3.13).
+        if lifetime == 0 {
+            return None;
+        }
+        let expires = u64::from(created) + u64::from(lifetime);
+        (expires <= u64::from(now)).then_some(KeyValidityProblem::Expired { at: expires as i64 })
+    }
+
+    pub fn fingerprint(key: &SignedSecretKey) -> String {
+        hex::encode_upper(key.fingerprint().as_bytes())
+    }
+
+    /// (InRelease: cleartext-signed Release, Release.gpg: armored detached signature), both
+    /// created at `created` (seconds since the epoch; Release's Date) — or at the key's own
+    /// creation time if that is later, since gpgv (and so apt) refuses a signature older than
+    /// its key ("Time conflict"). The subpackets are the ones rpgp writes by default (issuer
+    /// fingerprint, creation time; issuer key id unhashed), with the creation time given instead
+    /// of the clock, so equal inputs and key give equal bytes.
+    pub fn sign_release(
+        key: &SignedSecretKey,
+        release: &str,
+        created: i64,
+    ) -> anyhow::Result<(String, String)> {
+        let created = u32::try_from(created).map_err(|_| {
+            refused(format!("signature time {created} is outside OpenPGP's range (1970..2106): check SOURCE_DATE_EPOCH"))
+        })?;
+        let created = created.max(key.primary_key.created_at().as_secs());
+        let hashed = vec![
+            Subpacket::regular(SubpacketData::IssuerFingerprint(key.fingerprint()))?,
+            Subpacket::regular(SubpacketData::SignatureCreationTime(Timestamp::from_secs(
+                created,
+            )))?,
+        ];
+        let unhashed = vec![Subpacket::regular(SubpacketData::IssuerKeyId(
+            key.legacy_key_id(),
+        ))?];
+        // In a cleartext signature the line break before the signature block belongs to the
+        // framing, not the text (RFC 9580 §7.1): sign the text without its final newline so the
+        // InRelease layout and what gpgv verifies are exactly Release, as `gpg --clearsign` does.
+        let mut config = SignatureConfig::v4(
+            SignatureType::Text,
+            key.primary_key.algorithm(),
+            HashAlgorithm::Sha256,
+        );
+        config.hashed_subpackets = hashed.clone();
+        config.unhashed_subpackets = unhashed.clone();
+        let clear = CleartextSignedMessage::new(
+            release.strip_suffix('\n').unwrap_or(release),
+            config,
+            &key.primary_key,
+            &Password::empty(),
+        )
+        .context("signing InRelease")?
+        .to_armored_string(ArmorOptions::default())
+        .context("armoring InRelease")?;
+        let detached = DetachedSignature::sign_binary_data_with_subpackets(
+            rand::thread_rng(),
+            &key.primary_key,
+            &Password::empty(),
+            HashAlgorithm::Sha256,
+            release.as_bytes(),
+            SubpacketConfig::UserDefined { hashed, unhashed },
+        )
+        .context("signing Release.gpg")?
+        .to_armored_string(ArmorOptions::default())
+        .context("armoring Release.gpg")?;
+        Ok((clear, detached))
+    }
+
+    /// (armored, binary) public key.
+    pub fn public_key_bytes(key: &SignedSecretKey) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+        let public = key.to_public_key();
+        let asc = public
+            .to_armored_bytes(ArmorOptions::default())
+            .context("armoring the public key")?;
+        let gpg = public.to_bytes().context("serializing the public key")?;
+        Ok((asc, gpg))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A small .deb made by our own writer in `dir`: `package` at `version` (architecture
+    /// amd64), `extra` appended to its control file, `files` (root-relative path, bytes).
+    pub(crate) fn small_deb(
+        dir: &Path,
+        package: &str,
+        version: &str,
+        extra: &str,
+        files: &[(&str, &[u8])],
+    ) -> PathBuf {
+        let root = dir.join(format!("{package}_{version}.tree"));
+        if root.exists() {
+            fs::remove_dir_all(&root).unwrap();
+        }
+        fs::create_dir_all(root.join("DEBIAN")).unwrap();
+        fs::write(
+            root.join("DEBIAN/control"),
+            format!(
+                "Package: {package}\nVersion: {version}\nArchitecture: amd64\n\
+                 Maintainer: t <t@example.invalid>\nDescription: test\n{extra}"
+            ),
+        )
+        .unwrap();
+        for (path, bytes) in files {
+            let p = root.join(path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, bytes).unwrap();
+        }
+        let out = dir.join(format!("{package}_{version}_amd64.deb"));
+        crate::deb::archive::build_from_dir(
+            &root,
+            &out,
+            &crate::deb::archive::BuildOptions::default(),
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn an_index_filename_must_stay_inside_the_repository() {
+        assert_eq!(check_index_filename("pool/main/a/a/a_1_all.deb"), Ok(()));
+        assert_eq!(
+            check_index_filename("./a.deb").unwrap_err(),
+            "has an empty, '.' or '..' component"
+        );
+        for escape in [
+            "/etc/hostname",
+            "../x.deb",
+            "pool/../../x.deb",
+            "pool//x.deb",
+            "",
+        ] {
+            assert!(check_index_filename(escape).is_err(), "{escape}");
+        }
+    }
+
+    #[test]
+    fn names_are_checked() {
+        for bad in ["", "a/b", "..", "a b", "ü"] {
+            let err = check_name("suite", bad).unwrap_err();
+            assert!(
+                matches!(err.downcast_ref::<Error>(),
+                    Some(Error::Repo(RepoError::BadName { what: "suite", name })) if name == bad),
+                "{bad:?}: {err:?}"
+            );
+        }
+        check_name("suite", "bookworm-rocm_7.2+x").unwrap();
+        let err = publish(
+            &[],
+            &RepoOptions {
+                component: "a b".into(),
+                ..RepoOptions::new("/nonexistent/repo")
+            },
+            &crate::progress::Silent,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::Repo(RepoError::BadName { what: "component", name })) if name == "a b"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_published_version_never_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("repo");
+        let opts = RepoOptions::new(&out);
+        let first = d.path().join("first");
+        let second = d.path().join("second");
+        fs::create_dir_all(&first).unwrap();
+        fs::create_dir_all(&second).unwrap();
+        let a = small_deb(&first, "tool", "1.0", "", &[("usr/share/tool/a", b"one\n")]);
+        let b = small_deb(
+            &second,
+            "tool",
+            "1.0",
+            "",
+            &[("usr/share/tool/a", b"two\n")],
+        );
+        publish(std::slice::from_ref(&a), &opts, &crate::progress::Silent).unwrap();
+        let before = fs::read(out.join("dists/stable/Release")).unwrap();
+
+        let err = publish(std::slice::from_ref(&b), &opts, &crate::progress::Silent).unwrap_err();
+        match err.downcast_ref::<Error>() {
+            Some(Error::Repo(RepoError::RepoConflicts(c))) => assert!(
+                matches!(c.as_slice(), [RepoConflict::ChangedVersion { deb, name, version, place, .. }]
+                    if *deb == b && name == "tool" && version == "1.0" && *place == "the repository"),
+                "{c:?}"
+            ),
+            other => panic!("not RepoConflicts: {other:?} ({err})"),
+        }
+        assert!(
+            err.to_string().starts_with("refused, nothing written:\n  "),
+            "{err}"
+        );
+        assert_eq!(fs::read(out.join("dists/stable/Release")).unwrap(), before);
+
+        // The same clash between two arguments of one run.
+        let fresh = RepoOptions::new(d.path().join("repo2"));
+        let err = publish(&[a, b], &fresh, &crate::progress::Silent).unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(),
+                Some(Error::Repo(RepoError::RepoConflicts(c))) if matches!(c.as_slice(),
+                    [RepoConflict::ChangedVersion { place: "an earlier argument", .. }])),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn keygen_never_overwrites_a_key() {
+        let d = tempfile::tempdir().unwrap();
+        let public = d.path().join("k.pub.asc");
+        fs::write(&public, "keep\n").unwrap();
+        let err = keygen(&d.path().join("k.asc"), "t <t@example.invalid>").unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<Error>(), Some(Error::Repo(RepoError::KeyExists { path })) if *path == public),
+            "{err:?}"
+        );
+        assert!(!d.path().join("k.asc").exists());
+        assert_eq!(fs::read_to_string(&public).unwrap(), "keep\n");
+    }
+}

@@ -1,0 +1,683 @@
+//! `rocm-pin status`: what is on this host, read-only.
+
+use std::path::Path;
+
+use crate::error::ExitKind;
+use crate::host::layout::StateLayout;
+use crate::host::root::{FileKind, Missing, Root};
+use crate::host::status::StatusEntry;
+use crate::ops::gate;
+use crate::ops::rollback::installed_pin;
+use crate::rocm::stock_runtime::{self, StockDiscovery};
+use crate::rocm::{self, GateMode};
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StaleMapping {
+    pub pid: u32,
+    pub command: String,
+    pub path: String,
+}
+
+/// Our installed pair: where it came from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OursInfo {
+    pub commit: String,
+    /// The commit's time (an adoption: when the in-place patch was applied); the package
+    /// build date is this time too (SOURCE_DATE_EPOCH).
+    pub commit_time: i64,
+    pub commit_date: String,
+    /// "built" (`rocm-pin build` + `package`) or "adopted" (`rocm-pin adopt`).
+    pub origin: String,
+    /// The marker's source note (adopted packages only).
+    pub source: Option<String>,
+    /// rocm-pin version that made the packages.
+    pub tool_version: String,
+    /// When dpkg installed them (mtime of their file list), Unix seconds.
+    pub installed_at: Option<i64>,
+}
+
+/// One stock package of the pair.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StockState {
+    pub package: String,
+    /// dpkg's two letters (`ii`, `rc`, …), "absent" when dpkg does not know it.
+    pub state: String,
+    pub version: Option<String>,
+    /// Our package standing in for it (Provides at the exact version), when installed.
+    pub replaced_by: Option<String>,
+}
+
+/// The apt pin of one stock name.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PinState {
+    pub stock_name: String,
+    pub file: String,
+    /// The file exists and pins the stock name below 0.
+    pub pinned: bool,
+    /// Our package carries `Protected: yes`.
+    pub protected: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HostStatus {
+    /// Version of this document (docs/status-json.md).
+    pub schema: u32,
+    /// "healthy" (exit 0), "not-installed" (exit 0: nothing of ours, no in-place patch),
+    /// "broken" (exit 1: patched in place, or ours installed and verify failing), "skipped"
+    /// (exit 3: the version gate skipped this host).
+    pub health: String,
+    /// How `rocm-pin status` ends: None healthy or not installed, else the health's kind. The
+    /// JSON carries it as its exit code (`exit_code`).
+    #[serde(rename = "exit_code", serialize_with = "serialize_exit_code")]
+    pub verdict: Option<ExitKind>,
+    /// Every hop of the `/opt/rocm` chain, None when it does not resolve.
+    pub rocm_path_chain: Option<Vec<String>>,
+    /// `.info/version` of where `/opt/rocm` points.
+    pub rocm_version: Option<String>,
+    /// The prefix our packages installed into (from the marker).
+    pub target_prefix: Option<String>,
+    pub target_version: Option<String>,
+    pub skip_record: Option<String>,
+    pub gate: String,
+    pub flavor: Option<String>,
+    pub commit: Option<String>,
+    /// The patch series the installed build carries on top of `commit` (from the marker).
+    pub patches: Vec<crate::ops::build::patches::PatchRecord>,
+    /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
+    pub backport_check_skipped: bool,
+    pub packages: Vec<String>,
+    pub verify_ok: Option<bool>,
+    pub verify_failed: Vec<String>,
+    pub verify_checks: usize,
+    /// Processes still mapping a deleted copy of a runtime library: they need a restart.
+    pub stale_processes: Vec<StaleMapping>,
+    /// A patch made the old in-place way (files hard-linked over dpkg-owned names).
+    pub in_place: Option<crate::ops::inplace::InPlacePatch>,
+    pub ours: Option<OursInfo>,
+    pub stock: Vec<StockState>,
+    pub pins: Vec<PinState>,
+    /// None when nothing of ours is installed.
+    pub upgrades: Option<crate::ops::upgrades::Upgrades>,
+    /// The guard (`install --guard`, `guard on`) is armed: both hooks in place and the binary
+    /// they run executable (`rocm-pin guard status` says more).
+    pub guard: bool,
+    pub guard_path: String,
+    /// The local repository (`install --local-repo`), when present.
+    pub local_repo: Option<String>,
+    /// The release hold (`/etc/apt/preferences.d/rocm-pin-release-hold`): `package version`
+    /// it holds, and what it should hold but does not (deleted or stale).
+    pub release_hold: Vec<String>,
+    pub release_hold_missing: Vec<String>,
+    /// The stock runtime found by SONAME in the dpkg database, by flavour and release
+    /// (docs/flavours.md); ours are not in it.
+    pub stock_runtime: Vec<stock_runtime::StockRuntime>,
+    /// Runtime libraries owned by packages no stock flavour names.
+    pub stock_unrecognised: Vec<String>,
+}
+
+/// `HostStatus::verdict` as the JSON's `exit_code` number.
+fn serialize_exit_code<S: serde::Serializer>(
+    verdict: &Option<ExitKind>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_i32(ExitKind::code_of(*verdict))
+}
+
+/// The first line of a version file inside the root (None when it cannot be read safely).
+fn first_line_in(root: &Root, p: &str) -> Option<String> {
+    root.read_to_string(p, FileKind::VersionFile)
+        .ok()
+        .map(|t| t.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// The first line of a host file (`/proc/<pid>/comm`).
+fn first_line(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|t| t.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// `/proc/<pid>/maps` lines mapping a deleted file of a runtime library family.
+pub fn stale_mappings(proc_dir: &Path) -> Vec<StaleMapping> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(proc_dir) else {
+        return out;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(maps) = std::fs::read_to_string(e.path().join("maps")) else {
+            continue;
+        };
+        let command = first_line(&e.path().join("comm")).unwrap_or_default();
+        let mut seen = Vec::new();
+        for line in maps.lines() {
+            let Some(path) = line.strip_suffix(" (deleted)") else {
+                continue;
+            };
+            let Some(path) = maps_pathname(path) else {
+                continue;
+            };
+            let name = Path::new(path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if rocm::family_of(&name).is_some() && !seen.contains(&path.to_string()) {
+                seen.push(path.to_string());
+                out.push(StaleMapping {
+                    pid,
+                    command: command.clone(),
+                    path: path.to_string(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
+    out
+}
+
+/// The pathname column of a `/proc/<pid>/maps` line: everything after the five fixed
+/// columns (address, perms, offset, dev, inode), so a path with spaces stays whole.
+fn maps_pathname(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    for _ in 0..5 {
+        let end = rest.find(char::is_whitespace)?;
+        rest = rest[end..].trim_start();
+    }
+    (!rest.is_empty()).then_some(rest)
+}
+
+fn ours_info(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
+    let installed_at = ours
+        .iter()
+        .filter_map(|e| {
+            let list = format!("/var/lib/dpkg/info/{}.list", e.package);
+            let t = root.metadata(list).ok()?.modified().ok()?;
+            t.duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs() as i64)
+        })
+        .max();
+    let adopted = m
+        .source
+        .as_deref()
+        .is_some_and(|s| s.starts_with(rocm::ADOPTED_SOURCE));
+    OursInfo {
+        commit: m.commit.clone(),
+        commit_time: m.commit_time,
+        commit_date: crate::deb::date::changelog_date(m.commit_time)
+            .unwrap_or_else(|e| e.to_string()),
+        origin: if adopted { "adopted" } else { "built" }.to_string(),
+        source: m.source.clone(),
+        tool_version: m.tool_version.clone(),
+        installed_at,
+    }
+}
+
+/// The stock pair's dpkg state: the marker's stock names when ours is installed, else the
+/// stock runtime packages dpkg knows.
+fn stock_states(entries: &[StatusEntry], marker: Option<&rocm::Marker>) -> Vec<StockState> {
+    let names: Vec<(String, Option<String>)> = match marker {
+        Some(m) => m
+            .replaced
+            .iter()
+            .map(|r| (r.stock_name.clone(), Some(r.package.clone())))
+            .collect(),
+        None => entries
+            .iter()
+            .filter(|e| rocm::stock_package_by_name(&e.package).is_some())
+            .map(|e| (e.package.clone(), None))
+            .collect(),
+    };
+    names
+        .into_iter()
+        .map(|(name, ours)| {
+            let e = entries.iter().find(|e| e.package == name);
+            let replaced_by =
+                ours.filter(|o| entries.iter().any(|x| &x.package == o && x.has_files()));
+            StockState {
+                package: name,
+                state: e.map(|e| e.abbrev()).unwrap_or_else(|| "absent".into()),
+                version: e.filter(|e| e.has_files()).map(|e| e.version.clone()),
+                replaced_by,
+            }
+        })
+        .collect()
+}
+
+fn pin_states(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinState> {
+    m.replaced
+        .iter()
+        .map(|r| {
+            let file = StateLayout::pin_file(&r.package);
+            let pinned = root
+                .read_to_string(&file, FileKind::Config)
+                .ok()
+                .and_then(|t| crate::host::apt::parse_preferences(&t).ok())
+                .is_some_and(|st| {
+                    st.iter()
+                        .any(|s| s.priority < 0 && s.packages.iter().any(|p| p == &r.stock_name))
+                });
+            PinState {
+                stock_name: r.stock_name.clone(),
+                file: file.display().to_string(),
+                pinned,
+                protected: ours.iter().any(|e| e.package == r.package && e.protected),
+            }
+        })
+        .collect()
+}
+
+/// (ok, failed lines, number of checks) of a verify run; None when not applicable.
+fn quick_verify(
+    root: &Root,
+    accept_skipped_backport_check: bool,
+) -> (Option<bool>, Vec<String>, usize) {
+    match crate::ops::verify::verify(&crate::ops::verify::VerifyOptions {
+        root: root.clone(),
+        accept_skipped_backport_check,
+        ..Default::default()
+    }) {
+        Ok(v) => (
+            Some(v.ok),
+            v.failed()
+                .map(|c| format!("{} {}: {}", c.name, c.subject, c.detail))
+                .collect(),
+            v.checks.len(),
+        ),
+        Err(e) => (Some(false), vec![format!("{e:#}")], 0),
+    }
+}
+
+/// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
+/// line leads somewhere instead of just saying "not installed".
+fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
+    let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
+        Ok((prefix, _)) => prefix.display().to_string(),
+        Err(_) => rocm::versioned_prefix(rocm::TARGET_ROCM_VERSION),
+    };
+    let d = gate::evaluate(root, &target, mode, rocm::TARGET_ROCM_VERSION);
+    let verdict = match (mode, d.matches) {
+        (GateMode::Off, _) => "would do nothing",
+        (_, true) => "would proceed",
+        (GateMode::Auto, false) => "would skip this host (exit 0)",
+        (GateMode::Require, false) => "would refuse (exit 2)",
+    };
+    let mode_name = match mode {
+        GateMode::Require => "require",
+        GateMode::Auto => "auto",
+        GateMode::Off => "off",
+    };
+    let mut text = format!(
+        "not installed; `rocm-pin install` {verdict} under mode {mode_name}: {}",
+        d.reason
+    );
+    if let Some(note) = stock_runtime::not_replaceable_note(found) {
+        text.push_str(&format!("; {note}"));
+    }
+    text
+}
+
+/// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
+pub fn host_status(root: &Root, mode: GateMode) -> anyhow::Result<HostStatus> {
+    host_status_with(root, mode, false)
+}
+
+/// [`host_status`], its verify accepting a recorded `--no-backport-check` when `accept`.
+pub fn host_status_with(
+    root: &Root,
+    mode: GateMode,
+    accept_skipped_backport_check: bool,
+) -> anyhow::Result<HostStatus> {
+    let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
+    let rocm_version = chain.as_ref().and_then(|(p, _)| {
+        first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
+    });
+    // The status database, read once for every view below (the hold needs Depends).
+    let entries = crate::host::status::read_status_with_depends(root)?;
+    let found = stock_runtime::discover(root, &entries);
+    let pin = installed_pin(root, &entries)?;
+    let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
+    let marker = pin.as_ref().and_then(|(_, m)| m.clone());
+    let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
+    let target_version = target_prefix
+        .as_ref()
+        .and_then(|p| first_line_in(root, &format!("{p}/{}", rocm::VERSION_RELPATH)));
+    let skip = gate::read_skip_record(root);
+    let gate = match (&skip, &pin) {
+        (Some(r), _) => format!("skipped by the version gate: {r}"),
+        (None, Some(_)) => "installed (gate passed)".to_string(),
+        (None, None) => gate_preview(root, mode, &found),
+    };
+    let in_place = crate::ops::inplace::detect(root, &entries);
+    let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
+        quick_verify(root, accept_skipped_backport_check)
+    } else {
+        (None, Vec::new(), 0)
+    };
+    let (health, verdict) = match (&skip, verify_ok, &pin) {
+        (Some(_), _, _) => ("skipped", Some(ExitKind::Skipped)),
+        (None, Some(true), _) => ("healthy", None),
+        // Nothing of ours and no in-place patch: nothing is broken yet.
+        (None, None, None) => ("not-installed", None),
+        _ => ("broken", Some(ExitKind::CheckFailed)),
+    };
+    let local_repo = StateLayout::local_repo();
+    let held = crate::host::hold::read(root);
+    let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
+    let release_hold_missing: Vec<String> = match &marker {
+        Some(m) => {
+            let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
+            let dependants = m.layout().spec().hold_exact_dependants;
+            crate::host::hold::held_packages(&entries, &names, dependants)
+                .into_iter()
+                .filter(|h| !held.contains(h))
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Ok(HostStatus {
+        schema: 1,
+        health: health.to_string(),
+        verdict,
+        rocm_path_chain: chain.map(|(_, h)| h.iter().map(|p| p.display().to_string()).collect()),
+        rocm_version,
+        target_prefix,
+        target_version,
+        skip_record: skip,
+        gate,
+        flavor: marker.as_ref().map(|m| m.flavor.clone()),
+        commit: marker.as_ref().map(|m| m.commit.clone()),
+        patches: marker
+            .as_ref()
+            .map(|m| m.patches.clone())
+            .unwrap_or_default(),
+        backport_check_skipped: marker.as_ref().is_some_and(|m| m.backport_check_skipped),
+        packages: ours
+            .iter()
+            .map(|e| format!("{} {} ({})", e.package, e.version, e.abbrev()))
+            .collect(),
+        verify_ok,
+        verify_failed: failed,
+        verify_checks: n,
+        // The root's own /proc (a chroot's bind mount), resolved inside it: a link to the
+        // host's /proc in an image is a loop there, not the host's processes.
+        stale_processes: root
+            .resolve("/proc", Missing::Fail)
+            .map(|r| stale_mappings(&root.host_path(r.path)))
+            .unwrap_or_default(),
+        in_place,
+        ours: marker.as_ref().map(|m| ours_info(root, &ours, m)),
+        stock: stock_states(&entries, marker.as_ref()),
+        pins: marker
+            .as_ref()
+            .map(|m| pin_states(root, &ours, m))
+            .unwrap_or_default(),
+        upgrades: marker
+            .as_ref()
+            .map(|m| crate::ops::upgrades::available(root, &ours, m)),
+        guard: crate::ops::guard::guard_status(root).is_ok_and(|g| g.armed),
+        guard_path: StateLayout::GUARD_APT_HOOK.to_string(),
+        local_repo: root
+            .exists(&local_repo)
+            .then(|| local_repo.display().to_string()),
+        release_hold,
+        release_hold_missing,
+        stock_runtime: found.runtimes,
+        stock_unrecognised: found.unrecognised,
+    })
+}
+
+impl HostStatus {
+    pub fn to_human(&self) -> String {
+        let mut s = String::new();
+        let chain = self
+            .rocm_path_chain
+            .as_ref()
+            .map(|c| c.join(" -> "))
+            .unwrap_or_else(|| format!("{} does not resolve", rocm::DEFAULT_ROCM_PATH));
+        s.push_str(&format!(
+            "ROCm:        {} ({chain})\n",
+            self.rocm_version.as_deref().unwrap_or("unknown")
+        ));
+        for r in &self.stock_runtime {
+            s.push_str(&format!("stock ROCm:  {}\n", r.describe()));
+        }
+        for u in &self.stock_unrecognised {
+            s.push_str(&format!("stock ROCm:  {u}\n"));
+        }
+        if let Some(p) = &self.target_prefix {
+            s.push_str(&format!(
+                "target:      {p} (ROCm {})\n",
+                self.target_version.as_deref().unwrap_or("unknown")
+            ));
+        }
+        s.push_str(&format!("gate:        {}\n", self.gate));
+        if let Some(p) = &self.in_place {
+            s.push_str(&format!("in place:    {}", p.describe()));
+        }
+        if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
+            s.push_str(&format!("installed:   flavor {f}, commit {c}\n"));
+        }
+        for p in &self.patches {
+            s.push_str(&format!("  + patch    {} (sha256 {})\n", p.name, p.sha256));
+        }
+        if self.backport_check_skipped {
+            s.push_str(
+                "  built with --no-backport-check (verify needs --accept-skipped-backport-check)\n",
+            );
+        }
+        for p in &self.packages {
+            s.push_str(&format!("             {p}\n"));
+        }
+        self.push_ours_and_stock(&mut s);
+        self.push_upgrades(&mut s);
+        s.push_str(&format!(
+            "guard hook:  {}\n",
+            if self.guard {
+                format!("on ({})", self.guard_path)
+            } else {
+                "off (`rocm-pin guard status` says why; `rocm-pin guard on` arms it)".to_string()
+            }
+        ));
+        s.push_str(&format!(
+            "local repo:  {}\n",
+            self.local_repo.as_deref().unwrap_or("none")
+        ));
+        if !self.release_hold.is_empty() || !self.release_hold_missing.is_empty() {
+            s.push_str(&format!(
+                "hold:        {} ({}){}\n",
+                if self.release_hold.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    self.release_hold.join(", ")
+                },
+                StateLayout::release_hold().display(),
+                if self.release_hold_missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; MISSING {}: a new stock release could half-upgrade around the pin — run `rocm-pin install` again",
+                        self.release_hold_missing.join(", ")
+                    )
+                }
+            ));
+        }
+        match self.verify_ok {
+            Some(true) => s.push_str(&format!(
+                "verify:      all {} checks pass\n",
+                self.verify_checks
+            )),
+            Some(false) => {
+                s.push_str(&format!(
+                    "verify:      FAILING ({} of {} checks)\n",
+                    self.verify_failed.len(),
+                    self.verify_checks
+                ));
+                for f in &self.verify_failed {
+                    s.push_str(&format!("             {f}\n"));
+                }
+            }
+            None => s.push_str("verify:      not applicable\n"),
+        }
+        if self.stale_processes.is_empty() {
+            s.push_str("processes:   none maps a deleted runtime library\n");
+        } else {
+            s.push_str("processes still mapping a deleted runtime library (restart them):\n");
+            for p in &self.stale_processes {
+                s.push_str(&format!(
+                    "             {} {} {}\n",
+                    p.pid, p.command, p.path
+                ));
+            }
+        }
+        s.push_str(&format!(
+            "health:      {} (exit {})\n",
+            self.health.to_uppercase(),
+            ExitKind::code_of(self.verdict)
+        ));
+        s
+    }
+
+    fn push_ours_and_stock(&self, s: &mut String) {
+        if let Some(o) = &self.ours {
+            s.push_str(&format!(
+                "origin:      {} — commit time {}, made by rocm-pin {}{}\n",
+                match &o.source {
+                    Some(src) if o.origin == "adopted" => src.clone(),
+                    _ => "built from source (rocm-pin build + package)".to_string(),
+                },
+                o.commit_date,
+                o.tool_version,
+                o.installed_at
+                    .map(|t| format!(
+                        ", installed {}",
+                        crate::deb::date::changelog_date(t).unwrap_or_else(|e| e.to_string())
+                    ))
+                    .unwrap_or_default()
+            ));
+        }
+        for st in &self.stock {
+            let what = match (&st.version, &st.replaced_by) {
+                (Some(v), _) => format!("{} {v}", st.state),
+                (None, Some(o)) => format!("not installed (replaced by {o})"),
+                (None, None) => format!("not installed ({})", st.state),
+            };
+            s.push_str(&format!("stock:       {}: {what}\n", st.package));
+        }
+        for p in &self.pins {
+            s.push_str(&format!(
+                "pin:         {} {} {}{}; Protected: {}\n",
+                p.file,
+                if p.pinned { "pins" } else { "does NOT pin" },
+                p.stock_name,
+                if p.pinned { " away (priority < 0)" } else { "" },
+                if p.protected { "yes" } else { "NO" }
+            ));
+        }
+    }
+
+    fn push_upgrades(&self, s: &mut String) {
+        let Some(u) = &self.upgrades else { return };
+        if let Some(e) = &u.error {
+            s.push_str(&format!("upgrades:    unknown ({e})\n"));
+            return;
+        }
+        if u.ours.is_empty() {
+            s.push_str("upgrades:    ours: none published\n");
+        }
+        for a in &u.ours {
+            s.push_str(&format!(
+                "upgrades:    ours: {} {} -> {} (a new commit pin; `apt-get upgrade` installs it)\n",
+                a.package, a.current, a.newest
+            ));
+        }
+        match &u.stock_release {
+            None => s.push_str("             stock: nothing newer than the replaced versions\n"),
+            Some(rel) => {
+                s.push_str(&format!(
+                    "             stock: ROCm {rel} is available while this pin targets {} — kept back by the pin:\n",
+                    u.target_release.as_deref().unwrap_or("?")
+                ));
+                for a in &u.stock {
+                    s.push_str(&format!(
+                        "               {} {} (replaced: {}, priority {})\n",
+                        a.package, a.newest, a.current, a.priority
+                    ));
+                }
+                for a in &u.held {
+                    s.push_str(&format!(
+                        "               {} held at {} ({} available; {})\n",
+                        a.package,
+                        a.current,
+                        a.newest,
+                        StateLayout::release_hold().display()
+                    ));
+                }
+                for (i, w) in u.ways_forward.iter().enumerate() {
+                    s.push_str(&format!("             way forward {}: {w}\n", i + 1));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `status` reads the dpkg status file once for its screen (our pair, the stock states,
+    /// the in-place check, the release hold) and once in the verify it runs (it was 3 + 1).
+    #[test]
+    fn status_reads_the_dpkg_status_file_once_plus_its_verify() {
+        let host = crate::ops::fakehost::FakeHost::new("7.2.4");
+        host.install_ours("install ok installed");
+        let before = crate::host::status::status_parses();
+        let s = host_status(&host.root, GateMode::Require).unwrap();
+        assert_eq!(crate::host::status::status_parses() - before, 2, "{s:?}");
+    }
+
+    #[test]
+    fn the_json_exit_code_is_the_verdicts_code() {
+        let code = |v| serialize_exit_code(&v, serde_json::value::Serializer).unwrap();
+        assert_eq!(code(None), 0);
+        assert_eq!(code(Some(ExitKind::CheckFailed)), 1);
+        assert_eq!(code(Some(ExitKind::Usage)), 2);
+        assert_eq!(code(Some(ExitKind::Skipped)), 3);
+    }
+
+    #[test]
+    fn maps_pathname_keeps_spaces_and_skips_anonymous_mappings() {
+        assert_eq!(
+            maps_pathname(
+                "7f00-7f01 r-xp 00000000 08:01 123      /opt/my rocm/lib/libamdhip64.so.7"
+            ),
+            Some("/opt/my rocm/lib/libamdhip64.so.7")
+        );
+        assert_eq!(maps_pathname("7f00-7f01 rw-p 00000000 00:00 0 "), None);
+    }
+
+    #[test]
+    fn finds_deleted_runtime_mappings_only() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("4242");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("comm"), "python3\n").unwrap();
+        std::fs::write(
+            p.join("maps"),
+            "7f00-7f01 r-xp 00000000 08:01 123 /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204 (deleted)\n\
+             7f01-7f02 r--p 00001000 08:01 123 /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204 (deleted)\n\
+             7f02-7f03 r-xp 00000000 08:01 124 /usr/lib/libfoo.so.1 (deleted)\n\
+             7f03-7f04 r-xp 00000000 08:01 125 /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(d.path().join("self")).unwrap();
+        let m = stale_mappings(d.path());
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].pid, 4242);
+        assert_eq!(m[0].command, "python3");
+        assert!(m[0].path.ends_with("libamdhip64.so.7.2.70204"));
+    }
+}
