@@ -594,7 +594,9 @@ mod tests {
 
         let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
-        let [_, pkg, _, src] = PrivateCache::of(&host.root).options();
+        // Held: the copies live as long as the cache value.
+        let cache = PrivateCache::of(&host.root);
+        let [_, pkg, _, src] = cache.options();
         assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
         assert_eq!(src, "Dir::Cache::srcpkgcache=");
 
