@@ -490,9 +490,10 @@ pub struct StockLibrary {
     pub sha256: String,
 }
 
-/// One built stand-in package and its facts.
+/// One built stand-in package and its facts (what the kit made; the product's model of a stock
+/// package it replaces is `rocm_pin::ops::plan::stock::StockPackage`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StockPackage {
+pub struct StandinPackage {
     pub role: StockRole,
     pub name: String,
     pub version: String,
@@ -508,7 +509,7 @@ pub struct StockPackage {
     pub in_repository: bool,
 }
 
-impl StockPackage {
+impl StandinPackage {
     /// A control field's value.
     pub fn field(&self, name: &str) -> Option<&str> {
         self.control
@@ -532,16 +533,16 @@ pub struct StockSet {
     /// Where the .debs are.
     pub out_dir: PathBuf,
     /// In build order (libraries before their dependants).
-    pub packages: Vec<StockPackage>,
+    pub packages: Vec<StandinPackage>,
 }
 
 impl StockSet {
-    pub fn package(&self, role: StockRole) -> Option<&StockPackage> {
+    pub fn package(&self, role: StockRole) -> Option<&StandinPackage> {
         self.packages.iter().find(|p| p.role == role)
     }
 
     /// The package for `role`, or an error naming the role that this set does not hold.
-    pub fn require(&self, role: StockRole) -> anyhow::Result<&StockPackage> {
+    pub fn require(&self, role: StockRole) -> anyhow::Result<&StandinPackage> {
         self.package(role).ok_or_else(|| {
             anyhow::anyhow!(
                 "the stand-in set in {} has no {} package (role {role:?})",
@@ -551,7 +552,7 @@ impl StockSet {
         })
     }
 
-    pub fn by_name(&self, name: &str) -> Option<&StockPackage> {
+    pub fn by_name(&self, name: &str) -> Option<&StandinPackage> {
         self.packages.iter().find(|p| p.name == name)
     }
 
@@ -1348,7 +1349,7 @@ fn write_package(
     plan: &PackagePlan,
     out_dir: &Path,
     listener: &dyn Listener,
-) -> anyhow::Result<StockPackage> {
+) -> anyhow::Result<StandinPackage> {
     let mut installed_kib: u64 = 0;
     let mut dirs = BTreeSet::new();
     let mut md5sums = String::new();
@@ -1422,7 +1423,7 @@ fn write_package(
 
     let mut files: Vec<String> = plan.payload.iter().map(|p| p.path().to_string()).collect();
     files.sort();
-    Ok(StockPackage {
+    Ok(StandinPackage {
         role: plan.role,
         name: plan.name.clone(),
         version: plan.version.clone(),
