@@ -14,22 +14,17 @@ use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::root::Root;
 use crate::host::status::{self, StatusEntry};
+use crate::ops::verify::{Check, Checks};
 use crate::progress::{self, Listener};
 use crate::rocm::{self, Marker};
-
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct RollbackCheck {
-    pub name: String,
-    pub ok: bool,
-    pub detail: String,
-}
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RollbackReport {
     pub stock_debs: Vec<String>,
     pub purged: Vec<String>,
     pub removed: Vec<String>,
-    pub checks: Vec<RollbackCheck>,
+    /// The checks after the swap, of the same type as verify's.
+    pub checks: Vec<Check>,
     pub ok: bool,
 }
 
@@ -276,21 +271,17 @@ fn rollback_checks(
     after_entries: &[StatusEntry],
     removed: &[String],
     cache: &[loader::CacheEntry],
-) -> Vec<RollbackCheck> {
-    let mut checks = Vec::new();
-    let mut add = |name: &str, ok: bool, detail: String| {
-        checks.push(RollbackCheck {
-            name: name.into(),
-            ok,
-            detail,
-        })
-    };
+) -> Vec<Check> {
+    let mut checks = Checks::default();
+    let mut add =
+        |name: &str, subject: &str, ok: bool, detail: String| checks.add(name, subject, ok, detail);
     let unexpected: Vec<&String> = removed
         .iter()
         .filter(|n| !ours.iter().any(|e| &&e.package == n))
         .collect();
     add(
         "dependants",
+        "",
         unexpected.is_empty(),
         if unexpected.is_empty() {
             "every other package is still installed".into()
@@ -310,6 +301,7 @@ fn rollback_checks(
         let ok = e.is_some_and(|e| e.is_installed_ok() && e.version == r.stock_version);
         add(
             "stock-installed",
+            &r.stock_name,
             ok,
             format!(
                 "{} {}",
@@ -321,6 +313,7 @@ fn rollback_checks(
         let gone = !root.host_path(&pin).exists();
         add(
             "unpinned",
+            &r.package,
             gone,
             format!(
                 "{} {}",
@@ -348,6 +341,7 @@ fn rollback_checks(
         let ok = winner.as_ref().is_some_and(|w| stock_files.contains(w));
         add(
             "loader",
+            &lib.soname,
             ok,
             format!(
                 "{} → {}{}",
@@ -361,7 +355,7 @@ fn rollback_checks(
             ),
         );
     }
-    checks
+    checks.0
 }
 
 #[cfg(test)]

@@ -169,9 +169,11 @@ fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
     }
 }
 
-struct Checks(Vec<Check>);
+/// The checks of one report, in the order made (verify's, and rollback's after its swap).
+#[derive(Default)]
+pub(crate) struct Checks(pub(crate) Vec<Check>);
 impl Checks {
-    fn add(&mut self, name: &str, subject: &str, ok: bool, detail: impl Into<String>) {
+    pub(crate) fn add(&mut self, name: &str, subject: &str, ok: bool, detail: impl Into<String>) {
         self.0.push(Check {
             name: name.into(),
             subject: subject.into(),

@@ -1,6 +1,6 @@
-//! Workflows that change the host and then check it: `install` and `adopt` end with verify.
-//! Composed here, above both `host` (which changes the host) and `verify` (which checks it),
-//! so that `host/` never calls up into `verify`.
+//! The one place an install-like operation ends in verify: `install` and `adopt` change the
+//! host, then verify judges it, and an installed-but-failing host is exit 1. The operations
+//! themselves stay free of verify, so each can be tested on its own.
 
 use crate::error::Error;
 use crate::host::root::Root;

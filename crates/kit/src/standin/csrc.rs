@@ -135,6 +135,8 @@ pub(crate) const PAD_SECTION: &str = ".standin_pad";
 /// keeps it a valid ELF file whose loadable segments are untouched. objcopy's overhead (the
 /// section header, its name) is measured by a first pass and the second pass lands exactly.
 pub(crate) fn pad_library(path: &Path, size: u64) -> anyhow::Result<()> {
+    /// More than objcopy's alignment of the section header table can move the end by.
+    const ALIGNMENT_SLACK: u64 = 64;
     let original = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if original.len() as u64 >= size {
         bail!(
@@ -150,7 +152,7 @@ pub(crate) fn pad_library(path: &Path, size: u64) -> anyhow::Result<()> {
         .into_owned();
     let scratch = path.with_extension("padding");
     let mut guess = size.saturating_sub(original.len() as u64 + 256);
-    for _ in 0..2 {
+    for _ in 0..3 {
         std::fs::write(path, &original).with_context(|| format!("writing {}", path.display()))?;
         std::fs::write(&scratch, pseudo_random_bytes(&seed, guess))
             .with_context(|| format!("writing {}", scratch.display()))?;
@@ -164,17 +166,23 @@ pub(crate) fn pad_library(path: &Path, size: u64) -> anyhow::Result<()> {
             &format!("padding {} to {size} bytes", path.display()),
         )?;
         let got = std::fs::metadata(path)?.len();
-        if got == size {
+        // objcopy aligns the section header table, so not every size is reachable through the
+        // section alone: the last few bytes go after the table, where no ELF reader looks.
+        if got <= size && size - got < ALIGNMENT_SLACK {
+            append_zeros(path, size - got)?;
             std::fs::remove_file(&scratch).ok();
             return Ok(());
         }
-        // A library already larger than its real size, or objcopy's overhead moved.
-        guess = (guess + size).checked_sub(got).with_context(|| {
-            format!(
-                "{} is {got} bytes, over the {size} to pad it to",
-                path.display()
-            )
-        })?;
+        // A library already larger than its real size, or objcopy's overhead moved: aim a
+        // little under so the alignment cannot push it over.
+        guess = (guess + size)
+            .checked_sub(got + ALIGNMENT_SLACK / 2)
+            .with_context(|| {
+                format!(
+                    "{} is {got} bytes, over the {size} to pad it to",
+                    path.display()
+                )
+            })?;
     }
     std::fs::remove_file(&scratch).ok();
     bail!(
@@ -340,6 +348,17 @@ pub(crate) fn capture(cmd: &mut Command, what: &str) -> anyhow::Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// Append `n` zero bytes to the file at `path`.
+fn append_zeros(path: &Path, n: u64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    f.write_all(&vec![0u8; n as usize])
+        .with_context(|| format!("padding {}", path.display()))
 }
 
 #[cfg(test)]
