@@ -21,12 +21,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use crate::util::labeled;
+use crate::util::{labeled, ChrootLog};
 use rocm_pin::ops::build::BuildManifest;
 use rocm_pin::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{install_stock, publish};
 use rocm_pin_kit::standin::{build_stock_set, StockSet, StockSetSpec};
+
+/// The chroot runs of this module, timed under its name on stderr.
+const CHROOT: ChrootLog = ChrootLog("build_real");
 
 const SRC: &str = "/src/rocm-systems";
 const PATCHES: &str = "/src/patches";
@@ -52,25 +55,6 @@ fn compile_cache() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/cache/rocm-pin/compile-cache"))
 }
 
-fn sh(sb: &Sandbox, script: &str) -> Output {
-    let t = Instant::now();
-    let out = sb.sh(script).expect("run in the chroot");
-    eprintln!(
-        "build_real: [{:.1}s, exit {:?}] {}",
-        t.elapsed().as_secs_f64(),
-        out.status.code(),
-        script.lines().next().unwrap_or("")
-    );
-    out
-}
-
-#[track_caller]
-fn sh_ok(sb: &Sandbox, script: &str) -> String {
-    let out = sh(sb, script);
-    assert!(out.status.success(), "{script}\n{}", labeled(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A free TCP port on 127.0.0.1 for the redis server.
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -92,7 +76,7 @@ impl<'a> CompileCache<'a> {
             std::fs::copy(&dump, sb.path(format!("{REDIS_DIR}/dump.rdb"))).unwrap();
         }
         let port = free_port();
-        sh_ok(
+        CHROOT.sh_ok(
             sb,
             &format!(
                 "redis-server --bind 127.0.0.1 --port {port} --daemonize yes --dir {REDIS_DIR} \
@@ -114,7 +98,7 @@ impl<'a> CompileCache<'a> {
 
     /// Keep the objects for the next run on this machine (atomically replaced).
     fn save(&self) {
-        sh_ok(self.sb, &format!("redis-cli -p {} save", self.port));
+        CHROOT.sh_ok(self.sb, &format!("redis-cli -p {} save", self.port));
         let dir = compile_cache();
         std::fs::create_dir_all(&dir).unwrap();
         let tmp = dir.join(format!(".dump.{}.rdb", std::process::id()));
@@ -138,7 +122,7 @@ fn rocm_pin_build(
     out: &str,
     extra: &str,
 ) -> Output {
-    sh(
+    CHROOT.sh(
         sb,
         &format!(
             "env {} nice -n 10 rocm-pin build --source {SRC} --commit {commit} --rocm-path /usr \
@@ -189,7 +173,7 @@ fn refusals_before_compiling(sb: &Sandbox, cache: &CompileCache, commit: &str) {
 
     // A target clang-22 does not know, added to ROCr's hard-coded trap-handler list.
     let list = "projects/rocr-runtime/runtime/hsa-runtime/core/runtime/trap_handler/CMakeLists.txt";
-    let unknown = sh_ok(
+    let unknown = CHROOT.sh_ok(
         sb,
         &format!(
             "cd /tmp && rm -rf t && git clone -q {SRC} t && cd t && \
@@ -334,7 +318,7 @@ fn package(sb: &Sandbox, stock: &StockSet, tag: &str) -> Output {
         .iter()
         .map(|d| format!("{dir}/{}", d.file_name().unwrap().to_string_lossy()))
         .collect();
-    sh(
+    CHROOT.sh(
         sb,
         &format!(
             "rocm-pin package --staging {OUT} --stock-deb {} --out /debs/{tag} 2>&1",
@@ -344,7 +328,7 @@ fn package(sb: &Sandbox, stock: &StockSet, tag: &str) -> Output {
 }
 
 fn load(sb: &Sandbox) -> (i64, i64, i64, Vec<String>) {
-    let out = sh_ok(sb, "/usr/local/bin/load-hip libamdhip64.so.6");
+    let out = CHROOT.sh_ok(sb, "/usr/local/bin/load-hip libamdhip64.so.6");
     eprintln!("{out}");
     let field = |name: &str, i: usize| -> i64 {
         out.lines()
@@ -414,27 +398,27 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     install_stock(sb, stock63).unwrap();
     // Without the acceptance, install's own verify fails on the recorded skip (exit 1), and the
     // packages stay installed for the operator to judge; with it, verify passes.
-    let out = sh(
+    let out = CHROOT.sh(
         sb,
         "rocm-pin install --mode require $(ls /debs/stock63/*.deb) 2>&1",
     );
     let t = labeled(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("FAIL backport-symbol"), "{t}");
-    let out = sh(
+    let out = CHROOT.sh(
         sb,
         "rocm-pin install --mode require --accept-skipped-backport-check $(ls /debs/stock63/*.deb) 2>&1",
     );
     assert!(out.status.success(), "{}", labeled(&out));
 
-    let out = sh(sb, "rocm-pin verify 2>&1");
+    let out = CHROOT.sh(sb, "rocm-pin verify 2>&1");
     let t = labeled(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
         t.contains("backport-symbol") && t.contains("--accept-skipped-backport-check"),
         "{t}"
     );
-    let out = sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
+    let out = CHROOT.sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
     let t = labeled(&out);
     assert!(out.status.success(), "{t}");
     assert!(
@@ -443,20 +427,20 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     );
     eprintln!("{t}");
     // status: the series and the skip shown; unhealthy unless the skip is accepted.
-    let out = sh(sb, "rocm-pin status 2>&1");
+    let out = CHROOT.sh(sb, "rocm-pin status 2>&1");
     assert_eq!(out.status.code(), Some(1), "{}", labeled(&out));
     assert!(
         labeled(&out).contains("backport-symbol"),
         "{}",
         labeled(&out)
     );
-    let status = sh_ok(sb, "rocm-pin status --accept-skipped-backport-check");
+    let status = CHROOT.sh_ok(sb, "rocm-pin status --accept-skipped-backport-check");
     assert!(
         status.contains("0002-hip-define-wavefront-size-for-llvm-22.patch")
             && status.contains("--no-backport-check"),
         "{status}"
     );
-    let status = sh_ok(sb, "dpkg-query -W -f='${X-Rocm-Pin-Patches}|${X-Rocm-Pin-Backport-Check}\\n' hsa-rocr-pinned hip-runtime-amd-pinned");
+    let status = CHROOT.sh_ok(sb, "dpkg-query -W -f='${X-Rocm-Pin-Patches}|${X-Rocm-Pin-Backport-Check}\\n' hsa-rocr-pinned hip-runtime-amd-pinned");
     for line in status.lines() {
         assert!(
             line.contains("0003-") && line.ends_with("|skipped"),
@@ -469,16 +453,16 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
         "/tmp/load_hip.c",
     )
     .unwrap();
-    sh_ok(sb, "gcc -O1 -o /usr/local/bin/load-hip /tmp/load_hip.c");
+    CHROOT.sh_ok(sb, "gcc -O1 -o /usr/local/bin/load-hip /tmp/load_hip.c");
     assert_ours_loaded(sb);
 
-    let out = sh(
+    let out = CHROOT.sh(
         sb,
         "apt-get install --reinstall -y hip-runtime-amd hsa-rocr 2>&1",
     );
     eprintln!("{}", labeled(&out));
     assert_ours_loaded(sb);
-    let out = sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
+    let out = CHROOT.sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
     assert!(out.status.success(), "{}", labeled(&out));
 }
 

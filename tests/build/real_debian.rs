@@ -23,11 +23,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Output;
 use std::time::Instant;
 
-use crate::util::labeled;
+use crate::util::{labeled, ChrootLog};
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
+
+/// The chroot runs of this module, timed under its name on stderr.
+const CHROOT: ChrootLog = ChrootLog("real_debian");
 
 /// The image (under the test cache) with Debian's ROCm 6.4.3, its dependants and its headers.
 pub const IMAGE: &str = "chroot/sid-debian-rocm6-dev.tar.zst";
@@ -48,25 +50,6 @@ const FIXTURES: &str = "tests/fixtures/real-load";
 
 fn repo() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn sh(sb: &Sandbox, script: &str) -> Output {
-    let t = Instant::now();
-    let out = sb.sh(script).expect("run in the chroot");
-    eprintln!(
-        "real_debian: [{:.1}s, exit {:?}] {}",
-        t.elapsed().as_secs_f64(),
-        out.status.code(),
-        script.lines().next().unwrap_or("")
-    );
-    out
-}
-
-#[track_caller]
-fn sh_ok(sb: &Sandbox, script: &str) -> String {
-    let out = sh(sb, script);
-    assert!(out.status.success(), "{script}\n{}", labeled(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// One file the process had mapped: its path and inode as /proc/<pid>/maps shows them.
@@ -110,7 +93,7 @@ fn mapped_soname<'a>(mapped: &'a [Mapped], soname: &str) -> &'a Mapped {
 
 /// `sha256sum` and `stat -c %i` of a path inside the chroot (the chroot's own tools judge).
 fn identity(sb: &Sandbox, path: &str) -> (String, u64) {
-    let out = sh_ok(
+    let out = CHROOT.sh_ok(
         sb,
         &format!("sha256sum {path} | cut -d' ' -f1 && stat -L -c %i {path}"),
     );
@@ -134,7 +117,7 @@ struct Observed {
 /// the one installed at that path now (same inode).
 fn observe(sb: &Sandbox) -> Observed {
     let mut sha_by_soname = BTreeMap::new();
-    let rocminfo = sh(
+    let rocminfo = CHROOT.sh(
         sb,
         "rm -f /tmp/rocminfo.maps; MAPS_AT_EXIT=/tmp/rocminfo.maps \
          LD_PRELOAD=/usr/local/lib/maps_at_exit.so rocminfo 2>&1",
@@ -158,7 +141,7 @@ fn observe(sb: &Sandbox) -> Observed {
     let rocminfo_mapped = mapped_files(&rocminfo_maps);
     let hsa = mapped_soname(&rocminfo_mapped, "libhsa-runtime64.so.1");
 
-    let hip = sh(sb, "/usr/local/bin/hip-devices 2>&1");
+    let hip = CHROOT.sh(sb, "/usr/local/bin/hip-devices 2>&1");
     let text = labeled(&hip);
     eprintln!(
         "{}",
@@ -252,7 +235,7 @@ fn installed(sb: &Sandbox, names: &[&str]) -> BTreeMap<String, String> {
 /// they ship, `<prefix>/.info/rocm-pin.json` or rocm-pin's state directory), wherever the
 /// flavour puts them.
 fn marker_sha_by_soname(sb: &Sandbox) -> BTreeMap<String, String> {
-    let ours = sh_ok(
+    let ours = CHROOT.sh_ok(
         sb,
         "dpkg-query -W -f '${Package}\\t${Provides}\\n' | \
          awk -F'\\t' '$2 ~ /libamdhip64-6|libhsa-runtime64-1/ {print $1}'",
@@ -262,7 +245,7 @@ fn marker_sha_by_soname(sb: &Sandbox) -> BTreeMap<String, String> {
         !ours.is_empty(),
         "no installed package Provides the stock names"
     );
-    let files = sh_ok(
+    let files = CHROOT.sh_ok(
         sb,
         &format!(
             "dpkg -L {} | grep -E '/rocm-pin[^ ]*\\.json$' | sort -u",
@@ -314,7 +297,7 @@ fn compile_programs(sb: &Sandbox) {
         sb.copy_in(&repo().join(FIXTURES).join(file), &format!("/tmp/{file}"))
             .unwrap();
     }
-    sh_ok(
+    CHROOT.sh_ok(
         sb,
         "gcc -O1 -Wall -Werror -D__HIP_PLATFORM_AMD__ -o /usr/local/bin/hip-devices \
          /tmp/hip_devices.c -lamdhip64 && \
@@ -326,7 +309,7 @@ fn compile_programs(sb: &Sandbox) {
 /// release from Debian's package versions; the skipped backport check of the real build is
 /// accepted, as in tests/build/real.rs), which ends in its own verify.
 fn install_ours(sb: &Sandbox) {
-    let out = sh(
+    let out = CHROOT.sh(
         sb,
         &format!(
             "rocm-pin install --mode require --accept-skipped-backport-check $(ls {DEBS}/*.deb) 2>&1"
@@ -334,7 +317,7 @@ fn install_ours(sb: &Sandbox) {
     );
     assert!(out.status.success(), "install:\n{}", labeled(&out));
     for stock in STOCK {
-        let owner = sh_ok(
+        let owner = CHROOT.sh_ok(
             sb,
             &format!("dpkg-query -W -f '${{db:Status-Abbrev}}' {stock}-pinned"),
         );
@@ -369,7 +352,7 @@ pub fn replaces_debian_stock(rocm_pin: &Path, staging: &Path, tarball: &Path) {
     let stock = observe(&sb);
 
     sb.copy_in(staging, STAGING).unwrap();
-    let out = sh(
+    let out = CHROOT.sh(
         &sb,
         &format!("rocm-pin package --staging {STAGING} --out {DEBS} 2>&1"),
     );
@@ -380,10 +363,10 @@ pub fn replaces_debian_stock(rocm_pin: &Path, staging: &Path, tarball: &Path) {
     );
     install_ours(&sb);
     assert_ours(&sb, &stock, "after install");
-    let out = sh(&sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
+    let out = CHROOT.sh(&sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
     assert!(out.status.success(), "verify:\n{}", labeled(&out));
 
-    let out = sh(
+    let out = CHROOT.sh(
         &sb,
         "apt-get install --reinstall -y libhsa-runtime64-1 libamdhip64-6 2>&1",
     );
@@ -393,10 +376,10 @@ pub fn replaces_debian_stock(rocm_pin: &Path, staging: &Path, tarball: &Path) {
         &stock,
         "after apt-get install --reinstall of Debian's names",
     );
-    let out = sh(&sb, "apt-get --fix-broken install -y 2>&1");
+    let out = CHROOT.sh(&sb, "apt-get --fix-broken install -y 2>&1");
     assert!(out.status.success(), "fix-broken:\n{}", labeled(&out));
     assert_ours(&sb, &stock, "after apt-get --fix-broken install");
-    let out = sh(&sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
+    let out = CHROOT.sh(&sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
     assert!(
         out.status.success(),
         "verify at the end:\n{}",
@@ -432,7 +415,7 @@ fn debian_programs_map_debian_stock_before_replacement() {
         ("libamdhip64.so.6", "libamdhip64-6"),
         ("libhsa-runtime64.so.1", "libhsa-runtime64-1"),
     ] {
-        let file = sh_ok(
+        let file = CHROOT.sh_ok(
             &sb,
             &format!(
                 "f=$(readlink -f /usr/lib/$(gcc -print-multiarch)/{soname}) && \
@@ -447,7 +430,7 @@ fn debian_programs_map_debian_stock_before_replacement() {
             "{soname}: the mapped file is not the installed one: {file}"
         );
     }
-    let verify = sh(&sb, &format!("dpkg --verify {}", STOCK.join(" ")));
+    let verify = CHROOT.sh(&sb, &format!("dpkg --verify {}", STOCK.join(" ")));
     assert!(
         verify.status.success() && verify.stdout.is_empty(),
         "Debian's stock files are modified:\n{}",

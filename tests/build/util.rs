@@ -2,7 +2,10 @@
 //! a fake ROCm install with the /opt/rocm symlink chain, and the rocm-pin binary.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use rocm_pin_kit::sandbox::Sandbox;
 
 pub use rocm_pin_testkit::debs::{contents, debs_in, field};
 pub use rocm_pin_testkit::fixture::{git, standin_repo, COMMIT_EPOCH};
@@ -103,4 +106,30 @@ pub fn readelf_soname(path: &Path) -> Option<String> {
         .find(|l| l.contains("(SONAME)"))
         .and_then(|l| l.split('[').nth(1))
         .map(|s| s.trim_end_matches(']').to_string())
+}
+
+/// Shell runs in a chroot, each timed and logged on stderr under a module's name.
+pub struct ChrootLog(pub &'static str);
+
+impl ChrootLog {
+    pub fn sh(&self, sb: &Sandbox, script: &str) -> Output {
+        let t = Instant::now();
+        let out = sb.sh(script).expect("run in the chroot");
+        eprintln!(
+            "{}: [{:.1}s, exit {:?}] {}",
+            self.0,
+            t.elapsed().as_secs_f64(),
+            out.status.code(),
+            script.lines().next().unwrap_or("")
+        );
+        out
+    }
+
+    /// [`Self::sh`] that must succeed; its stdout.
+    #[track_caller]
+    pub fn sh_ok(&self, sb: &Sandbox, script: &str) -> String {
+        let out = self.sh(sb, script);
+        assert!(out.status.success(), "{script}\n{}", labeled(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
