@@ -32,6 +32,8 @@ bench_init() {
         ;;
     esac
   done
+  # The same busy processes on every machine, or loaded figures do not compare: no fallback.
+  [ "$BENCH_LOAD" -eq 0 ] || bench_need stress-ng
   trap bench_exit EXIT
   trap 'exit 130' INT TERM
 }
@@ -46,30 +48,30 @@ bench_exit() {
   return "$rc"
 }
 
+# bench_package_of TOOL: the Debian package that has TOOL.
+bench_package_of() {
+  case "$1" in
+    xz) echo xz-utils ;;
+    dpkg-deb) echo dpkg ;;
+    *) echo "$1" ;;
+  esac
+}
+
 # bench_need TOOL...: fail with the package to install when a tool is missing.
 bench_need() {
   local t
   for t in "$@"; do
     command -v "$t" >/dev/null ||
-      { echo "${0##*/}: needs $t: run scripts/install-deps $t (or scripts/install-deps)" >&2; exit 2; }
+      { echo "${0##*/}: needs $t, which is not installed: run scripts/install-deps (or apt-get install $(bench_package_of "$t"))" >&2; exit 2; }
   done
 }
 
 # bench_load_start: start BENCH_LOAD busy processes (stress-ng --cpu, one CPU-bound worker each;
-# a shell busy loop each when stress-ng is missing). Stopped by bench_load_stop / the EXIT trap.
+# bench_init made sure stress-ng is there). Stopped by bench_load_stop / the EXIT trap.
 bench_load_start() {
   [ "$BENCH_LOAD" -gt 0 ] || return 0
-  if command -v stress-ng >/dev/null; then
-    stress-ng --quiet --cpu "$BENCH_LOAD" --cpu-method matrixprod --timeout 4h >/dev/null 2>&1 &
-    bench_load_pids+=("$!")
-  else
-    local i
-    for i in $(seq "$BENCH_LOAD"); do
-      bash -c 'while :; do :; done' &
-      bench_load_pids+=("$!")
-      : "$i"
-    done
-  fi
+  stress-ng --quiet --cpu "$BENCH_LOAD" --cpu-method matrixprod --timeout 4h >/dev/null 2>&1 &
+  bench_load_pids+=("$!")
   echo "${0##*/}: started $BENCH_LOAD busy processes (--load $BENCH_LOAD); letting the load average rise for 20 s" >&2
   sleep 20
 }
