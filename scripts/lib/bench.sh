@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by scripts/bench-*: the --load option and its busy processes, the load average, and
 # command-vs-command timing with hyperfine (warm-ups, JSON export) in rounds whose command order
-# rotates — hyperfine 1.15 runs each command's runs back to back and cannot interleave, so the
+# rotates and reverses — hyperfine 1.15 runs each command's runs back to back and cannot interleave, so the
 # rounds are what alternates the order. Spread and ratios come from scripts/lib/bench-summary.py.
 # Source it after `set -euo pipefail`; call bench_init "$@" first.
 
@@ -32,6 +32,8 @@ bench_init() {
         ;;
     esac
   done
+  # The same busy processes on every machine, or loaded figures do not compare: no fallback.
+  [ "$BENCH_LOAD" -eq 0 ] || bench_need stress-ng
   trap bench_exit EXIT
   trap 'exit 130' INT TERM
 }
@@ -46,30 +48,30 @@ bench_exit() {
   return "$rc"
 }
 
+# bench_package_of TOOL: the Debian package that has TOOL.
+bench_package_of() {
+  case "$1" in
+    xz) echo xz-utils ;;
+    dpkg-deb) echo dpkg ;;
+    *) echo "$1" ;;
+  esac
+}
+
 # bench_need TOOL...: fail with the package to install when a tool is missing.
 bench_need() {
   local t
   for t in "$@"; do
     command -v "$t" >/dev/null ||
-      { echo "${0##*/}: needs $t: run scripts/install-deps $t (or scripts/install-deps)" >&2; exit 2; }
+      { echo "${0##*/}: needs $t, which is not installed: run scripts/install-deps (or apt-get install $(bench_package_of "$t"))" >&2; exit 2; }
   done
 }
 
 # bench_load_start: start BENCH_LOAD busy processes (stress-ng --cpu, one CPU-bound worker each;
-# a shell busy loop each when stress-ng is missing). Stopped by bench_load_stop / the EXIT trap.
+# bench_init made sure stress-ng is there). Stopped by bench_load_stop / the EXIT trap.
 bench_load_start() {
   [ "$BENCH_LOAD" -gt 0 ] || return 0
-  if command -v stress-ng >/dev/null; then
-    stress-ng --quiet --cpu "$BENCH_LOAD" --cpu-method matrixprod --timeout 4h >/dev/null 2>&1 &
-    bench_load_pids+=("$!")
-  else
-    local i
-    for i in $(seq "$BENCH_LOAD"); do
-      bash -c 'while :; do :; done' &
-      bench_load_pids+=("$!")
-      : "$i"
-    done
-  fi
+  stress-ng --quiet --cpu "$BENCH_LOAD" --cpu-method matrixprod --timeout 4h >/dev/null 2>&1 &
+  bench_load_pids+=("$!")
   echo "${0##*/}: started $BENCH_LOAD busy processes (--load $BENCH_LOAD); letting the load average rise for 20 s" >&2
   sleep 20
 }
@@ -90,7 +92,8 @@ bench_loadavg() {
 
 # bench_hyperfine DIR ROUNDS RUNS WARMUP PREPARE NAME CMD [NAME CMD]...: ROUNDS hyperfine
 # invocations, each with every command (RUNS timed runs after WARMUP warm-ups, PREPARE before
-# each run; "" for none), the command order rotated by one each round; JSON in DIR/round-K.json.
+# each run; "" for none); round r starts with command r and odd rounds run backwards (so each
+# command comes first once per N rounds and follows different ones); JSON in DIR/round-K.json.
 bench_hyperfine() {
   local dir=$1 rounds=$2 runs=$3 warmup=$4 prepare=$5
   shift 5
@@ -101,11 +104,14 @@ bench_hyperfine() {
   for r in $(seq 0 $((rounds - 1))); do
     args=(--style basic --warmup "$warmup" --runs "$runs" --export-json "$dir/round-$r.json")
     [ -z "$prepare" ] || args+=(--prepare "$prepare")
+    # Round r starts with command r; odd rounds go backwards from it: a rotation alone keeps
+    # every command right after the same one (whose output writeback or cache state it may inherit).
+    local order=()
     for i in $(seq 0 $((n - 1))); do
-      k=$(((i + r) % n))
-      args+=(-n "${names[$k]}" "${cmds[$k]}")
+      if [ $((r % 2)) -eq 0 ]; then order+=($(((r + i) % n))); else order+=($(((r - i + n * n) % n))); fi
     done
-    echo "${0##*/}: round $((r + 1))/$rounds, order: $(for i in $(seq 0 $((n - 1))); do printf '%s ' "${names[$(((i + r) % n))]}"; done)" >&2
+    for k in "${order[@]}"; do args+=(-n "${names[$k]}" "${cmds[$k]}"); done
+    echo "${0##*/}: round $((r + 1))/$rounds, order: $(for k in "${order[@]}"; do printf '%s ' "${names[$k]}"; done)" >&2
     hyperfine "${args[@]}" >&2
   done
 }
