@@ -16,6 +16,7 @@ pub mod deb;
 pub mod digest;
 pub mod elf;
 pub mod error;
+pub mod exit;
 pub mod filetype;
 pub mod host;
 pub mod image;

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::deb::Paragraph;
-use crate::error::Error;
 use crate::host::dpkgfmt::parse_conffiles_field;
 use crate::host::refused;
 use crate::host::root::{FileKind, Root};
@@ -53,13 +52,13 @@ pub fn is_package_name(name: &str) -> bool {
 }
 
 /// `BadRootValue` for a package name that is not one (read from `file` in `root`).
-pub fn bad_package_name(root: &Root, file: &str, name: &str) -> Error {
-    Error::BadRootValue(BadRootValue {
+pub fn bad_package_name(root: &Root, file: &str, name: &str) -> BadRootValue {
+    BadRootValue {
         root: root.path().to_path_buf(),
         file: file.into(),
         value: name.to_string(),
         why: "not a dpkg package name ([a-z0-9][a-z0-9+.-]+)",
-    })
+    }
 }
 
 /// One package paragraph of the status file, with the fields rocm-pin judges.
@@ -147,7 +146,7 @@ impl StatusSnapshot {
         STATUS_PARSES.with(|n| n.set(n.get() + 1));
         let text = root
             .read_to_string(status_file, FileKind::DpkgStatus)
-            .map_err(Error::from)
+            .map_err(anyhow::Error::from)
             .with_context(|| {
                 format!(
                     "cannot read the dpkg status file (is {} a Debian system root?)",
@@ -295,7 +294,7 @@ pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Ve
     })?;
     let text = root
         .read_to_string(&path, FileKind::DpkgList)
-        .map_err(Error::from)?;
+        .map_err(anyhow::Error::from)?;
     let paths: Vec<String> = text
         .lines()
         .filter(|l| !l.is_empty() && *l != "/.")
@@ -313,12 +312,12 @@ pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::
         .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))
     {
         None => Ok(()),
-        Some((p, why)) => Err(Error::BadRootValue(BadRootValue {
+        Some((p, why)) => Err(BadRootValue {
             root: root.path().to_path_buf(),
             file: file.into(),
             value: p.clone(),
             why,
-        })
+        }
         .into()),
     }
 }
@@ -335,7 +334,7 @@ pub fn package_md5sums(
     };
     let text = root
         .read_to_string(&path, FileKind::DpkgMd5sums)
-        .map_err(Error::from)?;
+        .map_err(anyhow::Error::from)?;
     let sums = crate::host::dpkgfmt::parse_md5sums(&text)
         .with_context(|| format!("{path} (in root {}): malformed", root.path().display()))?;
     Ok(Some(sums.into_iter().collect()))
@@ -417,7 +416,7 @@ mod tests {
         assert!(
             matches!(
                 crate::error::find(&e),
-                Some(Error::BadRootValue(BadRootValue { value, .. })) if value == "../../../etc/hostname"
+                Some(BadRootValue { value, .. }) if value == "../../../etc/hostname"
             ),
             "{e:#}"
         );

@@ -16,7 +16,7 @@ use anyhow::Context;
 use super::gate::{self, GateDecision};
 use super::guard::{Guard, GuardFlags, APT_HOOK, DPKG_HOOK, NO_GUARD_ENV};
 use super::ourdebs::{read_debs, DebFacts};
-use crate::error::{usage, Error, HostChange};
+use crate::exit::{usage, Failure, HostChange};
 use crate::host::apt;
 use crate::host::layout::StateLayout;
 use crate::host::loader;
@@ -424,7 +424,7 @@ fn complete_interrupted_run(
             },
         )?;
         if !out.status.success() {
-            return Err(Error::check_failed(format!(
+            return Err(Failure::check_failed(format!(
                 "an earlier run was interrupted ({}) and `dpkg --configure -a` failed ({}):\n{}",
                 interrupted.join(", "),
                 out.status,
@@ -667,7 +667,7 @@ fn run_apt(
         .filter(|n| !tx.stock_names.contains(n))
         .collect();
     if !bad.is_empty() {
-        return Err(Error::check_failed(format!(
+        return Err(Failure::check_failed(format!(
             "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
             bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
         ))
@@ -700,7 +700,7 @@ fn apt_failure(opts: &InstallOptions, out: &std::process::Output, changed: bool)
         tail(&both, 25)
     );
     if changed {
-        Error::check_failed(msg).into()
+        Failure::check_failed(msg).into()
     } else {
         usage(msg)
     }

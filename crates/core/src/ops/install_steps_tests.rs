@@ -52,7 +52,7 @@ fn the_gate_refuses_another_rocm_release_and_writes_nothing() {
     assert!(
         matches!(
             crate::error::find(&e),
-            Some(crate::error::Error::Gate(GateError::GateRefused { found: Some(found), required, .. }))
+            Some(GateError::GateRefused { found: Some(found), required, .. })
                 if found == "7.2.5-42" && required == "7.2.4"
         ),
         "{e:?}"

@@ -9,7 +9,7 @@ use anyhow::Context;
 
 use super::guard::Guard;
 use super::install::deb_file_name;
-use crate::error::{usage, Error, HostChange};
+use crate::exit::{usage, Failure, HostChange};
 use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::root::Root;
@@ -192,7 +192,7 @@ fn rollback_steps(
             .filter(|c| !c.ok)
             .map(|c| format!("{}: {}", c.name, c.detail))
             .collect();
-        return Err(Error::check_failed(format!(
+        return Err(Failure::check_failed(format!(
             "rollback ran but checks fail: {}",
             failed.join("; ")
         ))
@@ -256,7 +256,7 @@ fn swap_back(
     })?;
     if !out.status.success() {
         let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
-        return Err(Error::check_failed(format!(
+        return Err(Failure::check_failed(format!(
             "apt-get failed ({}):\n{}",
             out.status,
             crate::process::tail_lines(&both, 25)

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;

@@ -2,7 +2,7 @@
 //! Composed here, above both `host` (which changes the host) and `verify` (which checks it),
 //! so that `host/` never calls up into `verify`.
 
-use crate::error::Error;
+use crate::exit::Failure;
 use crate::host::root::Root;
 use crate::ops::adopt::{self, AdoptOptions, AdoptReport};
 use crate::ops::install::{self, InstallOptions, InstallReport, Outcome};
@@ -80,5 +80,5 @@ fn fail_unless_ok(done: &str, v: &VerifyReport) -> anyhow::Result<()> {
     if v.ok {
         return Ok(());
     }
-    Err(Error::CheckFailed(format!("{done}, but verify fails:\n{}", v.to_human())).into())
+    Err(Failure::CheckFailed(format!("{done}, but verify fails:\n{}", v.to_human())).into())
 }

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::error::{usage, Error};
+use crate::exit::usage;
 use crate::ops::build::TargetGap;
 
 /// CLR's comgr request.
@@ -160,13 +160,13 @@ pub fn check_comgr(
     };
     let (found, compatible) = evaluate_version_file(&file, &requested, scratch)?;
     if !compatible {
-        return Err(Error::Build(BuildError::ComgrIncompatible {
+        return Err(BuildError::ComgrIncompatible {
             found,
             found_in: dir,
             requested,
             request_line: line,
             version_file: file,
-        })
+        }
         .into());
     }
     Ok(Some(found))
@@ -251,10 +251,10 @@ pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> 
     if gaps.is_empty() {
         return Ok(());
     }
-    Err(Error::Build(BuildError::UnsupportedOffloadTargets {
+    Err(BuildError::UnsupportedOffloadTargets {
         clang: clang.to_path_buf(),
         gaps,
-    })
+    }
     .into())
 }
 
@@ -304,8 +304,8 @@ mod tests {
         let scratch = d.path().join("checks");
         let err = check_comgr(&tree, std::slice::from_ref(&comgr), &scratch).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::ComgrIncompatible { found, found_in, requested, request_line: 2, .. }))
+            matches!(err.downcast_ref::<BuildError>(),
+                Some(BuildError::ComgrIncompatible { found, found_in, requested, request_line: 2, .. })
                     if found == "3.0.0" && *found_in == comgr && requested == "2.8"),
             "{err:?}"
         );
@@ -348,8 +348,8 @@ mod tests {
         );
         write(&tree.join(IMAGE_LIST), "set(TARGET_DEVICES \"gfx1300\")\n");
         let err = check_offload_targets(&tree, &clang, false).unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Build(BuildError::UnsupportedOffloadTargets { clang: c, gaps })) => {
+        match err.downcast_ref::<BuildError>() {
+            Some(BuildError::UnsupportedOffloadTargets { clang: c, gaps }) => {
                 assert_eq!(c, &clang);
                 assert_eq!(
                     gaps,
@@ -370,8 +370,8 @@ mod tests {
         // With image support the image list counts too.
         let err = check_offload_targets(&tree, &clang, true).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::UnsupportedOffloadTargets { gaps, .. })) if gaps.len() == 2),
+            matches!(err.downcast_ref::<BuildError>(),
+                Some(BuildError::UnsupportedOffloadTargets { gaps, .. }) if gaps.len() == 2),
             "{err:?}"
         );
     }

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 /// One build prerequisite that was looked for and not found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,5 +275,5 @@ fn patch_does_not_apply_text(e: &BuildError) -> String {
 
 /// Any other refusal of the build, as an `anyhow::Error` carrying [`BuildError::Refused`] (exit 2).
 pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Build(BuildError::Refused(message.into())).into()
+    BuildError::Refused(message.into()).into()
 }

@@ -5,7 +5,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
 use crate::ops::build::BuildError;
 use crate::ops::build::MissingItem;
 
@@ -182,7 +181,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
     if missing.is_empty() {
         return Ok(());
     }
-    Err(Error::Build(BuildError::MissingPrerequisites {
+    Err(BuildError::MissingPrerequisites {
         context: context.to_string(),
         missing: missing
             .iter()
@@ -193,7 +192,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
                 note: r.note.clone(),
             })
             .collect(),
-    })
+    }
     .into())
 }
 
@@ -252,8 +251,8 @@ mod tests {
                 .with_note("GL"),
         ];
         let err = check(&env, &reqs, "the test tree").unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Build(BuildError::MissingPrerequisites { context, missing })) => {
+        match err.downcast_ref::<BuildError>() {
+            Some(BuildError::MissingPrerequisites { context, missing }) => {
                 assert_eq!(context, "the test tree");
                 let packages: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
                 assert_eq!(packages, ["cmake", "libnuma-dev", "libglvnd-dev"]);
