@@ -12,6 +12,7 @@ pub mod stock_runtime;
 use std::path::{Path, PathBuf};
 
 use crate::host::root::{Missing, Root};
+use crate::host::status::{self, StatusEntry};
 
 /// ROCm/rocm-systems commit whose ROCr + CLR carry the ordering-edge backport.
 pub const PIN_COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
@@ -223,6 +224,20 @@ pub const COMMIT_FIELD: &str = "X-Rocm-Pin-Commit";
 pub const PATCHES_FIELD: &str = "X-Rocm-Pin-Patches";
 /// Control field present (`skipped`) when the build ran with `--no-backport-check`.
 pub const BACKPORT_CHECK_FIELD: &str = "X-Rocm-Pin-Backport-Check";
+
+/// The fields of rocm-pin's own packages a dpkg status reader keeps besides dpkg's.
+pub const PIN_FIELDS: [&str; 2] = [COMMIT_FIELD, PATCHES_FIELD];
+
+/// The dpkg status file under `root`, keeping [`PIN_FIELDS`].
+pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
+    status::read_status_with(root, &PIN_FIELDS)
+}
+
+/// The dpkg status file keeping [`PIN_FIELDS`] and `Depends`: what install and status read
+/// once for the gate, the stock match, the release hold and the screen.
+pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
+    status::read_status_with(root, &[COMMIT_FIELD, PATCHES_FIELD, "Depends"])
+}
 
 /// The [`PATCHES_FIELD`] value for a series (None when empty).
 pub fn patches_field(patches: &[crate::ops::build::patches::PatchRecord]) -> Option<String> {

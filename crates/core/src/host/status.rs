@@ -71,7 +71,8 @@ pub struct StatusEntry {
     pub status: String,
     pub protected: bool,
     pub provides: String,
-    /// `X-Rocm-Pin-Commit` (or any field named by [`read_status_with`]'s `extra`), when present.
+    /// The fields named by [`read_status_with`]'s `extra` (rocm-pin's own, `rocm::PIN_FIELDS`),
+    /// when present.
     pub extra: BTreeMap<String, String>,
     /// Conffiles: path → md5 (`newconffile` and obsolete markers kept as dpkg wrote them).
     pub conffiles: Vec<(String, String)>,
@@ -195,27 +196,6 @@ impl StatusSnapshot {
 /// any field named in `extra` (compared case-insensitively).
 pub fn read_status_with(root: &Root, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
     Ok(StatusSnapshot::read(root)?.entries(extra))
-}
-
-/// Read the status file keeping `X-Rocm-Pin-Commit`.
-pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
-    read_status_with(
-        root,
-        &[crate::rocm::COMMIT_FIELD, crate::rocm::PATCHES_FIELD],
-    )
-}
-
-/// The status file keeping `X-Rocm-Pin-Commit`, the patches field and `Depends`: what install
-/// and status read once for the gate, the stock match, the release hold and the screen.
-pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
-    read_status_with(
-        root,
-        &[
-            crate::rocm::COMMIT_FIELD,
-            crate::rocm::PATCHES_FIELD,
-            "Depends",
-        ],
-    )
 }
 
 /// Parse status-file text (deb822 paragraphs, read by the one deb822 parser in
@@ -360,7 +340,7 @@ mod tests {
 
     #[test]
     fn parses_the_fields_verify_needs() {
-        let e = parse_status(STATUS, &[crate::rocm::COMMIT_FIELD]).unwrap();
+        let e = parse_status(STATUS, &["X-Rocm-Pin-Commit"]).unwrap();
         assert_eq!(e.len(), 2);
         assert!(e[0].is_installed_ok() && e[0].protected);
         assert_eq!(e[0].abbrev(), "ii");
@@ -412,7 +392,7 @@ mod tests {
             "Package: ../../../etc/hostname\nStatus: install ok installed\nVersion: 1\n",
         )
         .unwrap();
-        let e = read_status(&Root::new(d.path())).unwrap_err();
+        let e = read_status_with(&Root::new(d.path()), &[]).unwrap_err();
         assert!(
             matches!(
                 crate::error::find(&e),

@@ -146,7 +146,7 @@ fn adopt_locked(
 
     // The status database, read once for the detection and the stock .debs (install, which
     // adopt ends in, reads it again: adopt wrote nothing dpkg reads, but install stands alone).
-    let entries = status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let patch = inplace::detect(root, &entries);
     let patch = match patch {
         None => {

@@ -107,7 +107,7 @@ pub fn evaluate_by_package_versions(
     marker: &rocm::Marker,
     mode: GateMode,
 ) -> anyhow::Result<GateDecision> {
-    let entries = crate::host::status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let wanted = marker
         .replaced
         .first()

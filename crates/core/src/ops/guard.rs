@@ -327,7 +327,7 @@ fn remove_private_copy(root: &Root) -> anyhow::Result<bool> {
 /// True when dpkg's database in `root` has rocm-pin's own package installed with
 /// [`PACKAGED_BINARY`] among its files.
 fn packaged_by_dpkg(root: &Root) -> bool {
-    let Ok(entries) = status::read_status(root) else {
+    let Ok(entries) = crate::rocm::read_status(root) else {
         return false;
     };
     entries

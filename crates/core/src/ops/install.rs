@@ -22,7 +22,7 @@ use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::refused;
 use crate::host::root::Root;
-use crate::host::status::{self, StatusEntry};
+use crate::host::status::StatusEntry;
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};
@@ -281,9 +281,9 @@ fn install_steps(
     }
     // The status database, read once for every step before apt; read again only when
     // `dpkg --configure -a` changed it.
-    let mut before = status::read_status_with_depends(root)?;
+    let mut before = crate::rocm::read_status_with_depends(root)?;
     if complete_interrupted_run(root, &before, &facts, &mut report, listener, changed)? {
-        before = status::read_status_with_depends(root)?;
+        before = crate::rocm::read_status_with_depends(root)?;
     }
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
@@ -641,7 +641,7 @@ fn run_apt(
     let out = progress::step(listener, "apt-get install", || {
         cmd.output().context("cannot run apt-get install")
     })?;
-    let after = status::read_status_with_depends(root)?;
+    let after = crate::rocm::read_status_with_depends(root)?;
     let snap_after = snapshot_of(&after);
     if !out.status.success() {
         let changed = *snap_before != snap_after;

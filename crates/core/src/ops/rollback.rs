@@ -115,7 +115,7 @@ fn rollback_steps(
     changed: &mut HostChange,
 ) -> anyhow::Result<RollbackReport> {
     // The status database, read once before apt runs.
-    let entries = status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let Some((ours, marker)) = installed_pin(root, &entries)? else {
         return Err(usage(
             "no rocm-pin replacement package is installed: nothing to roll back",
@@ -164,7 +164,7 @@ fn rollback_steps(
             .push(StateLayout::local_repo().display().to_string());
     }
     loader::run_ldconfig(root)?;
-    let after_entries = status::read_status(root)?;
+    let after_entries = crate::rocm::read_status(root)?;
     let after: BTreeMap<String, String> = after_entries
         .iter()
         .filter(|e| e.has_files())
@@ -465,7 +465,7 @@ mod steps_tests {
     #[test]
     fn our_packages_and_the_marker_are_read_from_the_root() {
         let host = FakeHost::new("7.2.4");
-        let read = || status::read_status(&host.root).unwrap();
+        let read = || crate::rocm::read_status(&host.root).unwrap();
         assert!(installed_pin(&host.root, &read()).unwrap().is_none());
         host.install_ours("install ok installed");
         let (ours, marker) = installed_pin(&host.root, &read()).unwrap().unwrap();
@@ -518,7 +518,7 @@ mod steps_tests {
     #[test]
     fn a_rolled_back_root_passes_every_check() {
         let host = FakeHost::new("7.2.4");
-        let after = status::read_status(&host.root).unwrap();
+        let after = crate::rocm::read_status(&host.root).unwrap();
         let checks = rollback_checks(
             &host.root,
             &ours(),
@@ -562,7 +562,7 @@ mod steps_tests {
         ]);
         let ours_lib = &fakehost::marker().libraries[1].path;
         host.write(ours_lib, "patched library bytes\n");
-        let after = status::read_status(&host.root).unwrap();
+        let after = crate::rocm::read_status(&host.root).unwrap();
         let mut removed = ours_removed();
         removed.push("rocm-hip-runtime".into());
         let checks = rollback_checks(

@@ -335,7 +335,7 @@ pub fn host_status_with(
         first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
     // The status database, read once for every view below (the hold needs Depends).
-    let entries = crate::host::status::read_status_with_depends(root)?;
+    let entries = crate::rocm::read_status_with_depends(root)?;
     let found = stock_runtime::discover(root, &entries);
     let pin = installed_pin(root, &entries)?;
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();

@@ -212,7 +212,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         report.skipped = Some(reason.trim().to_string());
         return Ok(report);
     }
-    let entries = status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let mut c = Checks(Vec::new());
     if let Some(p) = crate::ops::inplace::detect(root, &entries) {
         c.add("in-place-patch", &p.prefix, false, p.summary());
