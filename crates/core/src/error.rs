@@ -36,6 +36,8 @@ pub fn kind_of(link: &(dyn StdError + 'static)) -> Option<ExitKind> {
         crate::deb::DebError => crate::deb::DebError::kind,
         crate::elf::ElfError => crate::elf::ElfError::kind,
         crate::image::ImageError => crate::image::ImageError::kind,
+        crate::toolchain::ToolchainError => crate::toolchain::ToolchainError::kind,
+        crate::rocm::RealTreeError => crate::rocm::RealTreeError::kind,
         crate::ops::build::BuildError => crate::ops::build::BuildError::kind,
         crate::ops::gate::GateError => crate::ops::gate::GateError::kind,
         crate::ops::install_error::InstallError => crate::ops::install_error::InstallError::kind,
@@ -73,6 +75,8 @@ mod tests {
     use crate::ops::install_error::{DebSetProblem, InstallError};
     use crate::ops::repo::{RepoConflict, RepoError};
     use crate::ops::verify::VerifyError;
+    use crate::rocm::RealTreeError;
+    use crate::toolchain::ToolchainError;
     use anyhow::Context;
     use std::path::{Path, PathBuf};
 
@@ -89,14 +93,14 @@ mod tests {
             (anyhow::Error::from(Failure::CheckFailed("c".into())), 1),
             (anyhow::Error::from(Failure::Skipped("s".into())), 3),
             (
-                anyhow::Error::from(BuildError::MissingPrerequisites {
+                anyhow::Error::from(ToolchainError::MissingPrerequisites {
                     context: "t".into(),
                     missing: vec![],
                 }),
                 2,
             ),
             (
-                anyhow::Error::from(BuildError::MissingLauncher {
+                anyhow::Error::from(ToolchainError::MissingLauncher {
                     tool: "ccache".into(),
                     package: "ccache".into(),
                 }),
@@ -136,7 +140,7 @@ mod tests {
                 2,
             ),
             (
-                anyhow::Error::from(BuildError::ComgrIncompatible {
+                anyhow::Error::from(RealTreeError::ComgrIncompatible {
                     found: "3.0".into(),
                     found_in: p.clone(),
                     requested: "2.8".into(),
@@ -146,7 +150,7 @@ mod tests {
                 2,
             ),
             (
-                anyhow::Error::from(BuildError::UnsupportedOffloadTargets {
+                anyhow::Error::from(RealTreeError::UnsupportedOffloadTargets {
                     clang: p.clone(),
                     gaps: vec![],
                 }),
@@ -360,7 +364,7 @@ mod tests {
                 ),
             ),
             (
-                anyhow::Error::from(BuildError::MissingLauncher {
+                anyhow::Error::from(ToolchainError::MissingLauncher {
                     tool: "ccache".into(),
                     package: "ccache".into(),
                 }),

@@ -24,3 +24,4 @@ pub mod ops;
 pub mod process;
 pub mod progress;
 pub mod rocm;
+pub mod toolchain;

@@ -82,7 +82,7 @@ pub struct HostStatus {
     pub flavor: Option<String>,
     pub commit: Option<String>,
     /// The patch series the installed build carries on top of `commit` (from the marker).
-    pub patches: Vec<crate::ops::build::patches::PatchRecord>,
+    pub patches: Vec<crate::rocm::PatchRecord>,
     /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
     pub backport_check_skipped: bool,
     pub packages: Vec<String>,

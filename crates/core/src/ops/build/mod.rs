@@ -11,10 +11,8 @@
 
 pub mod cache;
 mod error;
-pub mod launcher;
 pub mod manifest;
 pub mod patches;
-pub mod prereq;
 pub mod source;
 pub mod stage;
 pub mod steps;
@@ -22,7 +20,7 @@ pub mod validate;
 
 pub use crate::rocm::recipe::{TreeKind, ROCM_SYSTEMS};
 pub(crate) use error::refused;
-pub use error::{BadInput, BuildError, MissingItem, TargetGap};
+pub use error::{BadInput, BuildError};
 pub use manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 
 use std::collections::BTreeMap;
@@ -34,7 +32,8 @@ use anyhow::Context;
 use crate::exit::usage;
 use crate::progress::{self, Listener};
 use crate::rocm::{real_tree, recipe};
-use prereq::ProbeEnv;
+use crate::toolchain::prereq::ProbeEnv;
+use crate::toolchain::{launcher, prereq};
 use source::SourceSpec;
 use steps::{Generator, Layout, Step, StepInputs};
 

@@ -17,14 +17,7 @@ use sha2::{Digest, Sha256};
 use super::steps::Cmd;
 use crate::exit::usage;
 use crate::ops::build::BadInput;
-
-/// What provenance records for one patch.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PatchRecord {
-    /// File name of the patch (no directory), e.g. `0001-rocclr-accept-comgr-3.patch`.
-    pub name: String,
-    pub sha256: String,
-}
+use crate::rocm::PatchRecord;
 
 /// One patch of the series, read once (the bytes hashed are the bytes applied).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use super::prereq::{self, ProbeEnv};
 use crate::exit::usage;
-use crate::ops::build::BuildError;
+use crate::toolchain::ToolchainError;
 
 /// Which launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl Launcher {
     /// Where it is on PATH, or a usage error naming the package.
     pub fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
         prereq::find_program(env, self.program()).ok_or_else(|| {
-            BuildError::MissingLauncher {
+            ToolchainError::MissingLauncher {
                 tool: self.program().to_string(),
                 package: self.package().to_string(),
             }
@@ -143,8 +143,8 @@ mod tests {
             .locate(&env)
             .unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<BuildError>(),
-                Some(BuildError::MissingLauncher { tool, package }) if tool == "sccache" && package == "sccache"),
+            matches!(err.downcast_ref::<ToolchainError>(),
+                Some(ToolchainError::MissingLauncher { tool, package }) if tool == "sccache" && package == "sccache"),
             "{err:?}"
         );
         assert!(
