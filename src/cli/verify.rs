@@ -82,7 +82,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     } else {
         out!("{}", report.to_human());
     }
-    report.error().map_or(Ok(()), |e| Err(e.into()))
+    report.error().map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

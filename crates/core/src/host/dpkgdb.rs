@@ -233,7 +233,7 @@ impl DpkgDb {
                 .root
                 .read_file(&p, FileKind::DpkgInfo)
                 .map(Some)
-                .map_err(|e| anyhow::Error::from(e)),
+                .map_err(anyhow::Error::from),
         }
     }
 
