@@ -71,7 +71,10 @@ pub fn status(data: &[u8], scratch: &Path) {
     }
     put(scratch, "var/lib/dpkg/status", data);
     let root = Root::new(scratch);
-    if let (Ok(from_root), Ok(_)) = (status::read_status(&root), std::str::from_utf8(data)) {
+    if let (Ok(from_root), Ok(_)) = (
+        rocm_pin::rocm::read_status(&root),
+        std::str::from_utf8(data),
+    ) {
         assert_eq!(Ok(&from_root), parsed.as_ref().map_err(|_| ()));
     }
     if let Ok(db) = DpkgDb::open(&root) {
@@ -167,7 +170,7 @@ pub fn marker(data: &[u8], scratch: &Path) {
     );
     put(scratch, MARKER_PATH, data);
     let root = Root::new(scratch);
-    let entries = status::read_status(&root).expect("the scratch status file is valid");
+    let entries = rocm_pin::rocm::read_status(&root).expect("the scratch status file is valid");
     let read = rollback::installed_pin(&root, &entries)
         .expect("the scratch status file is valid")
         .expect("the scratch root has our package");

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use rocm_pin::deb::inspect::{InspectOptions, InspectReport, Inspection};
 use rocm_pin::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
-use rocm_pin::error::Error;
+use rocm_pin::exit::Failure;
 
 #[derive(Subcommand, Debug)]
 pub enum DebCommand {
@@ -117,7 +117,7 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
         print_text(&report, &info)?;
     }
     match report.md5sums_failure() {
-        Some(failure) => Err(Error::check_failed(failure).into()),
+        Some(failure) => Err(Failure::check_failed(failure).into()),
         None => Ok(()),
     }
 }

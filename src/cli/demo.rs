@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::error::Error;
+use rocm_pin::exit::Failure;
 use rocm_pin_kit::demo::{self, DemoOptions};
 
 const DEMO_HELP: &str = "\
@@ -88,7 +88,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     if report.interrupted {
-        Err(Error::check_failed(
+        Err(Failure::check_failed(
             "demo interrupted: the steps after the interruption were not run; everything \
              temporary was cleaned up",
         )
@@ -97,7 +97,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         let names: Vec<&str> = report.failed().map(|s| s.name.as_str()).collect();
-        Err(Error::CheckFailed(format!(
+        Err(Failure::CheckFailed(format!(
             "demo failed: {} step(s) failed ({})",
             names.len(),
             names.join("; ")

@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use rocm_pin::error::Error;
+use rocm_pin::exit::Failure;
 use rocm_pin::host::root::Root;
 use rocm_pin::ops::guard::{self, Guard, GuardFlags, APT_HOOK, DPKG_HOOK};
 
@@ -102,6 +102,6 @@ pub fn run(cmd: GuardCommand) -> anyhow::Result<()> {
     // on and off succeeded when they got here; only status ends with the guard's state.
     match if is_status { s.exit_kind() } else { None } {
         None => Ok(()),
-        Some(kind) => Err(Error::new(kind, format!("guard: {}", s.summary)).into()),
+        Some(kind) => Err(Failure::new(kind, format!("guard: {}", s.summary)).into()),
     }
 }

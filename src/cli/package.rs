@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use rocm_pin::deb::Compression;
-use rocm_pin::error::usage;
+use rocm_pin::exit::usage;
 use rocm_pin::host::root::Root;
 use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
 use rocm_pin::ops::plan::{self, CommitOverride, PlanOptions};

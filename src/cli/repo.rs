@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use rocm_pin::error::usage;
+use rocm_pin::exit::usage;
 use rocm_pin::ops::repo::{self, RepoOptions};
 
 const REPO_EXAMPLES: &str = "\

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::error::{Error, ExitKind};
+use rocm_pin::exit::{ExitKind, Failure};
 use rocm_pin::rocm::MODE_ENV;
 
 use super::gate_mode::ModeArg;
@@ -49,8 +49,8 @@ pub fn run(args: StatusArgs) -> anyhow::Result<()> {
     }
     match s.verdict {
         None => Ok(()),
-        Some(ExitKind::Skipped) => Err(Error::skipped(format!("status: {}", s.gate)).into()),
-        Some(kind) => Err(Error::new(
+        Some(ExitKind::Skipped) => Err(Failure::skipped(format!("status: {}", s.gate)).into()),
+        Some(kind) => Err(Failure::new(
             kind,
             "status: the pinned runtime is not healthy (see above)",
         )

@@ -82,13 +82,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     } else {
         out!("{}", report.to_human());
     }
-    report.error().map_or(Ok(()), |e| Err(e.into()))
+    report.error().map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocm_pin::error::Error;
     use rocm_pin::ops::gate::GateError;
     use rocm_pin::ops::verify::VerifyError;
 
@@ -114,8 +113,8 @@ mod tests {
         .unwrap();
         let err = run(args(d.path())).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Gate(GateError::GateSkipped { reason })) if reason == "ROCm 7.2.5 at /opt/rocm-7.2.5"),
+            matches!(err.downcast_ref::<GateError>(),
+                Some(GateError::GateSkipped { reason }) if reason == "ROCm 7.2.5 at /opt/rocm-7.2.5"),
             "{err:?}"
         );
         assert_eq!(rocm_pin::error::exit_code_for(&err), 3);
@@ -127,8 +126,8 @@ mod tests {
         std::fs::create_dir_all(d.path().join("var/lib/dpkg")).unwrap();
         std::fs::write(d.path().join("var/lib/dpkg/status"), "").unwrap();
         let err = run(args(d.path())).unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Verify(VerifyError::VerifyFailed { failed, names })) => {
+        match err.downcast_ref::<VerifyError>() {
+            Some(VerifyError::VerifyFailed { failed, names }) => {
                 assert!(*failed >= 1 && !names.is_empty(), "{err}");
                 assert!(*failed >= names.len(), "{err}");
             }

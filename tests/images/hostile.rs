@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use rocm_pin::deb::compress::{Compression, Encoder};
 use rocm_pin::deb::tar::{TarWriter, WriteKind};
-use rocm_pin::error::Error;
 use rocm_pin::image::limits::ImageLimits;
 use rocm_pin::image::ImageError;
 use rocm_pin::image::{unpack, unpack_within, ImageSource};
@@ -154,8 +153,8 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-fn our_error(err: &anyhow::Error) -> Option<&Error> {
-    rocm_pin::error::find(err)
+fn our_error(err: &anyhow::Error) -> Option<&ImageError> {
+    rocm_pin::error::find::<ImageError>(err)
 }
 
 #[test]
@@ -174,11 +173,11 @@ fn a_sha512_layer_is_checked_and_other_algorithms_are_refused() {
     let bad = oci_archive(t.path(), "bad.tar", &[(layer.clone(), lie.clone())]);
     let err = unpack(&ImageSource::Archive(bad)).unwrap_err();
     match our_error(&err) {
-        Some(Error::Image(ImageError::ImageDigestMismatch {
+        Some(ImageError::ImageDigestMismatch {
             blob,
             expected,
             actual,
-        })) => {
+        }) => {
             assert!(
                 blob.contains("layer 1 of 1") && blob.contains(&lie),
                 "{err:#}"
@@ -234,7 +233,7 @@ fn a_docker_archive_whose_layers_do_not_match_its_diff_ids_is_refused() {
     let swapped = docker_archive(t.path(), "swapped.tar", &[other], &[sha256(&layer)]);
     let err = unpack(&ImageSource::Archive(swapped)).unwrap_err();
     assert!(
-        matches!(our_error(&err), Some(Error::Image(ImageError::ImageDigestMismatch { blob, .. })) if blob.contains("diff_id")),
+        matches!(our_error(&err), Some(ImageError::ImageDigestMismatch { blob, .. }) if blob.contains("diff_id")),
         "{err:#}"
     );
     // One layer more than the config lists: refused (skopeo: "inconsistent layer count").
@@ -332,12 +331,12 @@ fn entry_count_depth_file_size_and_total_limits_refuse_before_writing() {
         limits.set(spec).unwrap();
         let err = unpack_within(&ImageSource::Archive(archive), &limits).expect_err(spec);
         match our_error(&err) {
-            Some(Error::Image(ImageError::ImageLimit {
+            Some(ImageError::ImageLimit {
                 place,
                 entry: e,
                 limit,
                 ..
-            })) => {
+            }) => {
                 assert_eq!(*limit, key, "{err:#}");
                 // The archive itself is within the limit: the layer is what passes it.
                 assert!(place.contains(&sha256(&layer)), "{spec}: {err:#}");

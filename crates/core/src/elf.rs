@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 use anyhow::Context;
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::section_header::{SectionHeader, SHT_GNU_VERDEF, SHT_GNU_VERSYM};
@@ -330,7 +330,7 @@ impl ElfError {
 
 /// A malformed ELF file, as an `anyhow::Error` carrying [`ElfError::Invalid`] (exit 2).
 fn invalid(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Elf(ElfError::Invalid(message.into())).into()
+    ElfError::Invalid(message.into()).into()
 }
 
 #[cfg(test)]

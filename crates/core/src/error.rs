@@ -1,229 +1,70 @@
-//! The one error type of the library, and the exit-code contract shared by every subcommand.
+//! The exit-code contract shared by every subcommand, at the top of the library (layer 5,
+//! docs/design.md "Layers"): it knows every domain's error type, and no domain knows it.
 //!
 //! 0 success; 1 a check failed (verify, install's post-check, rollback's post-check);
 //! 2 usage or environment error (bad input, missing tool, refused operation);
 //! 3 the ROCm version gate skipped this host (verify after an `auto` skip).
 //!
-//! Each domain owns its errors and their wording (`build::BuildError`, `host::gate::GateError`,
-//! `repo::RepoError`, `deb::DebError`, …), each with `kind()`; [`Error`] wraps them, next to
-//! plain-message [`Error::Usage`], [`Error::CheckFailed`] and [`Error::Skipped`]. Each text is
-//! what the user reads on stderr (`rocm-pin: error: …`). [`ExitKind::code`] is the one table of
-//! exit numbers and [`exit_code_for`], which `main` calls, finds our error anywhere in an
-//! `anyhow` chain. Whether an operation had changed the host when it failed is a fact carried
-//! by [`Error::AfterChange`] ([`HostChange`]), never read from an exit code.
+//! Each domain owns its errors and their wording (`ops::build::BuildError`,
+//! `ops::gate::GateError`, `ops::repo::RepoError`, `deb::DebError`, …), each with `kind()`,
+//! and turns them into an `anyhow::Error` itself; plain-message failures are
+//! [`crate::exit::Failure`]. Each text is what the user reads on stderr (`rocm-pin: error: …`).
+//! [`ExitKind::code`] is the one table of exit numbers; [`exit_code_for`], which `main` calls,
+//! finds the first error of a known domain type anywhere in an `anyhow` chain ([`kind_of`] is
+//! the one list of them). Whether an operation had changed the host when it failed is a fact
+//! carried by [`crate::exit::AfterChange`] ([`HostChange`]), never read from an exit code.
 
-use std::fmt;
+pub use crate::exit::{find, host_change, usage, AfterChange, ExitKind, Failure, HostChange};
+use std::error::Error as StdError;
 
-/// The three ways a run can end in error, each with its exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitKind {
-    /// A check ran and failed (exit 1).
-    CheckFailed,
-    /// Bad input, refused operation or environment problem (exit 2).
-    Usage,
-    /// The version gate skipped this host (exit 3).
-    Skipped,
-}
-
-impl ExitKind {
-    /// The one table of exit codes (signals aside: 128+signal, [`Error::exit_code`]).
-    pub fn code(self) -> i32 {
-        match self {
-            ExitKind::CheckFailed => 1,
-            ExitKind::Usage => 2,
-            ExitKind::Skipped => 3,
-        }
+/// The exit kind of one link of a chain when it is an error of a known domain type: each
+/// domain says for its own errors. The one list of the library's error types.
+pub fn kind_of(link: &(dyn StdError + 'static)) -> Option<ExitKind> {
+    macro_rules! first_of {
+        ($($ty:ty => $kind:expr),* $(,)?) => {
+            $(if let Some(e) = link.downcast_ref::<$ty>() {
+                let kind: fn(&$ty) -> ExitKind = $kind;
+                return Some(kind(e));
+            })*
+        };
     }
-
-    /// The exit code of a verdict: 0 when it is no error, else its kind's code.
-    pub fn code_of(verdict: Option<ExitKind>) -> i32 {
-        verdict.map_or(0, ExitKind::code)
+    first_of! {
+        Failure => Failure::kind,
+        crate::host::root::RootReadError => |_| ExitKind::Usage,
+        crate::host::status::BadRootValue => |_| ExitKind::Usage,
+        crate::host::HostError => crate::host::HostError::kind,
+        crate::deb::DebError => crate::deb::DebError::kind,
+        crate::elf::ElfError => crate::elf::ElfError::kind,
+        crate::image::ImageError => crate::image::ImageError::kind,
+        crate::toolchain::ToolchainError => crate::toolchain::ToolchainError::kind,
+        crate::rocm::RealTreeError => crate::rocm::RealTreeError::kind,
+        crate::ops::build::BuildError => crate::ops::build::BuildError::kind,
+        crate::ops::gate::GateError => crate::ops::gate::GateError::kind,
+        crate::ops::install_error::InstallError => crate::ops::install_error::InstallError::kind,
+        crate::ops::repo::RepoError => crate::ops::repo::RepoError::kind,
+        crate::ops::verify::VerifyError => crate::ops::verify::VerifyError::kind,
+        crate::ops::guard::GuardError => crate::ops::guard::GuardError::kind,
+        crate::ops::plan::PlanError => crate::ops::plan::PlanError::kind,
     }
+    None
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Bad input, a refused operation or an environment problem not told apart further (exit 2).
-    #[error("{0}")]
-    Usage(String),
-    /// A check ran and failed (exit 1).
-    #[error("{0}")]
-    CheckFailed(String),
-    /// The version gate skipped this host (exit 3).
-    #[error("{0}")]
-    Skipped(String),
-    /// A file under a root was refused (not a regular file, over its size cap, a magic link)
-    /// or could not be read (exit 2).
-    #[error("{0}")]
-    RootRead(#[from] crate::host::root::RootReadError),
-    /// An operation that changes the host (install, adopt, rollback, guard) failed; the fact
-    /// of whether it had changed the host by then travels with the error. Reads and exits as
-    /// the error inside.
-    #[error(transparent)]
-    AfterChange(AfterChange),
-    /// A build's refusal (prerequisites, source, patches, the tree, staging).
-    #[error(transparent)]
-    Build(#[from] crate::ops::build::BuildError),
-    /// The version gate refused or skipped this host.
-    #[error(transparent)]
-    Gate(#[from] crate::ops::gate::GateError),
-    /// install refused the given .debs.
-    #[error(transparent)]
-    Install(#[from] crate::ops::install_error::InstallError),
-    /// `rocm-pin repo` refused.
-    #[error(transparent)]
-    Repo(#[from] crate::ops::repo::RepoError),
-    /// The format layer refused to write a package.
-    #[error(transparent)]
-    Deb(#[from] crate::deb::DebError),
-    /// Unpacking an image passed a limit, met a bad digest or was interrupted.
-    #[error(transparent)]
-    Image(#[from] crate::image::ImageError),
-    /// verify's checks failed or could not be made.
-    #[error(transparent)]
-    Verify(#[from] crate::ops::verify::VerifyError),
-    /// The guard was not armed.
-    #[error(transparent)]
-    Guard(#[from] crate::ops::guard::GuardError),
-    /// A value read from a file inside a root that a sound root cannot hold (exit 2).
-    #[error(transparent)]
-    BadRootValue(#[from] crate::host::status::BadRootValue),
-    /// The plan or the package step refused.
-    #[error(transparent)]
-    Plan(#[from] crate::ops::plan::PlanError),
-    /// A host adapter refused.
-    #[error(transparent)]
-    Host(#[from] crate::host::HostError),
-    /// An ELF file could not be read.
-    #[error(transparent)]
-    Elf(#[from] crate::elf::ElfError),
-}
-
-/// Whether an operation had changed the host (its packages, loader cache, apt and dpkg
-/// configuration) when it ended. Files under rocm-pin's own state directory do not count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostChange {
-    Unchanged,
-    Changed,
-}
-
-impl HostChange {
-    /// `err` carrying this fact, unless a deeper step already stated its own (that one knows
-    /// better: apt that failed before dpkg ran leaves the host unchanged).
-    pub fn attach(self, err: anyhow::Error) -> anyhow::Error {
-        if host_change(&err).is_some() {
-            return err;
-        }
-        Error::AfterChange(AfterChange {
-            changed: self,
-            error: err,
-        })
-        .into()
+/// The process exit code one link ends the run with, when it is ours: its kind's code, or
+/// 128+signal for a run a signal ended. The only place an exit number is chosen.
+fn exit_code_of(link: &(dyn StdError + 'static)) -> Option<i32> {
+    if let Some(crate::image::ImageError::Interrupted { signal }) =
+        link.downcast_ref::<crate::image::ImageError>()
+    {
+        // What a shell reports for a process a signal ended.
+        return Some(128 + signal);
     }
+    kind_of(link).map(ExitKind::code)
 }
 
-/// An error with the fact of whether the host had changed when it happened. Its text, causes
-/// and exit code are those of `error`: the fact is for callers (adopt keeps its resume record
-/// unless the host is known to be unchanged), not for the user.
-#[derive(Debug)]
-pub struct AfterChange {
-    pub changed: HostChange,
-    pub error: anyhow::Error,
-}
-
-impl fmt::Display for AfterChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
-    }
-}
-
-impl std::error::Error for AfterChange {
-    /// The wrapped error's cause: the wrapper shows as the wrapped error itself, so the chain
-    /// a user reads is unchanged.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.error.source()
-    }
-}
-
-/// Whether the host had changed when `err` happened, as the failing operation stated it;
-/// None when no operation that changes the host stated it.
-pub fn host_change(err: &anyhow::Error) -> Option<HostChange> {
-    err.chain().find_map(|e| match e.downcast_ref::<Error>() {
-        Some(Error::AfterChange(a)) => Some(a.changed),
-        _ => None,
-    })
-}
-
-impl Error {
-    /// Which of the three error endings this is: each domain says for its own errors.
-    pub fn kind(&self) -> ExitKind {
-        match self {
-            Error::CheckFailed(_) => ExitKind::CheckFailed,
-            Error::Skipped(_) => ExitKind::Skipped,
-            Error::Usage(_) | Error::RootRead(_) | Error::BadRootValue(_) => ExitKind::Usage,
-            Error::AfterChange(a) => find(&a.error).map_or(ExitKind::Usage, Error::kind),
-            Error::Build(e) => e.kind(),
-            Error::Gate(e) => e.kind(),
-            Error::Install(e) => e.kind(),
-            Error::Repo(e) => e.kind(),
-            Error::Deb(e) => e.kind(),
-            Error::Image(e) => e.kind(),
-            Error::Verify(e) => e.kind(),
-            Error::Guard(e) => e.kind(),
-            Error::Plan(e) => e.kind(),
-            Error::Host(e) => e.kind(),
-            Error::Elf(e) => e.kind(),
-        }
-    }
-
-    /// The process exit code this error ends the run with: its kind's code, or 128+signal
-    /// for a run a signal ended. The only place an exit number is chosen.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            // What a shell reports for a process a signal ended.
-            Error::Image(crate::image::ImageError::Interrupted { signal }) => 128 + signal,
-            Error::AfterChange(a) => exit_code_for(&a.error),
-            _ => self.kind().code(),
-        }
-    }
-
-    /// A plain-message error of `kind`.
-    pub fn new(kind: ExitKind, message: impl Into<String>) -> Self {
-        let message = message.into();
-        match kind {
-            ExitKind::CheckFailed => Error::CheckFailed(message),
-            ExitKind::Usage => Error::Usage(message),
-            ExitKind::Skipped => Error::Skipped(message),
-        }
-    }
-
-    pub fn check_failed(message: impl Into<String>) -> Self {
-        Error::CheckFailed(message.into())
-    }
-
-    pub fn skipped(message: impl Into<String>) -> Self {
-        Error::Skipped(message.into())
-    }
-}
-
-/// Bad input, a refused operation or an environment problem (exit 2), as an `anyhow::Error`
-/// so it travels with `?` like any other error and keeps its exit code.
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    Error::Usage(message.into()).into()
-}
-
-/// Our error, wherever it sits in `err`'s chain of causes.
-/// An [`Error::AfterChange`] is looked through: the error found is the one it carries.
-pub fn find(err: &anyhow::Error) -> Option<&Error> {
-    match err.chain().find_map(|e| e.downcast_ref::<Error>())? {
-        Error::AfterChange(a) => find(&a.error),
-        found => Some(found),
-    }
-}
-
-/// Map any error to the process exit code: our error's anywhere in the chain, else 2.
+/// Map any error to the process exit code: that of the first of our errors in the chain
+/// (looking through [`AfterChange`]), else 2.
 pub fn exit_code_for(err: &anyhow::Error) -> i32 {
-    find(err).map_or(ExitKind::Usage.code(), Error::exit_code)
+    crate::exit::find_map(err, &exit_code_of).unwrap_or(ExitKind::Usage.code())
 }
 
 #[cfg(test)]
@@ -234,37 +75,39 @@ mod tests {
     use crate::ops::install_error::{DebSetProblem, InstallError};
     use crate::ops::repo::{RepoConflict, RepoError};
     use crate::ops::verify::VerifyError;
+    use crate::rocm::RealTreeError;
+    use crate::toolchain::ToolchainError;
     use anyhow::Context;
     use std::path::{Path, PathBuf};
 
-    fn every_variant() -> Vec<(Error, i32)> {
+    fn every_variant() -> Vec<(anyhow::Error, i32)> {
         let mut v = general_and_gate_variants();
         v.extend(build_install_and_repo_variants());
         v
     }
 
-    fn general_and_gate_variants() -> Vec<(Error, i32)> {
+    fn general_and_gate_variants() -> Vec<(anyhow::Error, i32)> {
         let p = PathBuf::from("/x");
         vec![
-            (Error::Usage("u".into()), 2),
-            (Error::CheckFailed("c".into()), 1),
-            (Error::Skipped("s".into()), 3),
+            (anyhow::Error::from(Failure::Usage("u".into())), 2),
+            (anyhow::Error::from(Failure::CheckFailed("c".into())), 1),
+            (anyhow::Error::from(Failure::Skipped("s".into())), 3),
             (
-                Error::Build(BuildError::MissingPrerequisites {
+                anyhow::Error::from(ToolchainError::MissingPrerequisites {
                     context: "t".into(),
                     missing: vec![],
                 }),
                 2,
             ),
             (
-                Error::Build(BuildError::MissingLauncher {
+                anyhow::Error::from(ToolchainError::MissingLauncher {
                     tool: "ccache".into(),
                     package: "ccache".into(),
                 }),
                 2,
             ),
             (
-                Error::Gate(GateError::GateRefused {
+                anyhow::Error::from(GateError::GateRefused {
                     found: None,
                     required: "7.2.4".into(),
                     prefix: "/opt/rocm-7.2.4".into(),
@@ -274,11 +117,11 @@ mod tests {
                 2,
             ),
             (
-                Error::Gate(GateError::GateSkipped { reason: "r".into() }),
+                anyhow::Error::from(GateError::GateSkipped { reason: "r".into() }),
                 3,
             ),
             (
-                Error::Build(BuildError::DirtyCheckout {
+                anyhow::Error::from(BuildError::DirtyCheckout {
                     checkout: p.clone(),
                     commit: "c".into(),
                     paths: vec![],
@@ -289,15 +132,15 @@ mod tests {
         ]
     }
 
-    fn build_install_and_repo_variants() -> Vec<(Error, i32)> {
+    fn build_install_and_repo_variants() -> Vec<(anyhow::Error, i32)> {
         let p = PathBuf::from("/x");
         vec![
             (
-                Error::Build(BuildError::ForeignOutDir { out: p.clone() }),
+                anyhow::Error::from(BuildError::ForeignOutDir { out: p.clone() }),
                 2,
             ),
             (
-                Error::Build(BuildError::ComgrIncompatible {
+                anyhow::Error::from(RealTreeError::ComgrIncompatible {
                     found: "3.0".into(),
                     found_in: p.clone(),
                     requested: "2.8".into(),
@@ -307,14 +150,14 @@ mod tests {
                 2,
             ),
             (
-                Error::Build(BuildError::UnsupportedOffloadTargets {
+                anyhow::Error::from(RealTreeError::UnsupportedOffloadTargets {
                     clang: p.clone(),
                     gaps: vec![],
                 }),
                 2,
             ),
             (
-                Error::Build(BuildError::NoRocmToBuildAgainst {
+                anyhow::Error::from(BuildError::NoRocmToBuildAgainst {
                     rocm_path: p.clone(),
                     url: "u".into(),
                     rocm_version: "7.2.4".into(),
@@ -322,13 +165,13 @@ mod tests {
                 2,
             ),
             (
-                Error::Build(BuildError::NotACommit {
+                anyhow::Error::from(BuildError::NotACommit {
                     given: "main".into(),
                 }),
                 2,
             ),
             (
-                Error::Build(BuildError::WrongCommit {
+                anyhow::Error::from(BuildError::WrongCommit {
                     checkout: p.clone(),
                     head: "a".into(),
                     wanted: "b".into(),
@@ -336,7 +179,7 @@ mod tests {
                 2,
             ),
             (
-                Error::Build(BuildError::BadInputFile {
+                anyhow::Error::from(BuildError::BadInputFile {
                     what: "patch",
                     path: p.clone(),
                     why: BadInput::Empty,
@@ -344,7 +187,7 @@ mod tests {
                 2,
             ),
             (
-                Error::Build(BuildError::PatchDoesNotApply {
+                anyhow::Error::from(BuildError::PatchDoesNotApply {
                     index: 1,
                     total: 1,
                     name: "a.patch".into(),
@@ -357,7 +200,7 @@ mod tests {
                 2,
             ),
             (
-                Error::Install(InstallError::Downgrade {
+                anyhow::Error::from(InstallError::Downgrade {
                     package: "p".into(),
                     installed: "2".into(),
                     installed_commit: "c".into(),
@@ -366,27 +209,30 @@ mod tests {
                 2,
             ),
             (
-                Error::Install(InstallError::DebSet(DebSetProblem::NoMarker)),
+                anyhow::Error::from(InstallError::DebSet(DebSetProblem::NoMarker)),
                 2,
             ),
             (
-                Error::Repo(RepoError::BadName {
+                anyhow::Error::from(RepoError::BadName {
                     what: "suite",
                     name: "a/b".into(),
                 }),
                 2,
             ),
-            (Error::Repo(RepoError::RepoConflicts(vec![])), 2),
-            (Error::Repo(RepoError::KeyExists { path: p.clone() }), 2),
+            (anyhow::Error::from(RepoError::RepoConflicts(vec![])), 2),
             (
-                Error::Build(BuildError::StagingLocked {
+                anyhow::Error::from(RepoError::KeyExists { path: p.clone() }),
+                2,
+            ),
+            (
+                anyhow::Error::from(BuildError::StagingLocked {
                     staging: p.clone(),
                     lock: p,
                 }),
                 2,
             ),
             (
-                Error::Verify(VerifyError::VerifyFailed {
+                anyhow::Error::from(VerifyError::VerifyFailed {
                     failed: 1,
                     names: vec!["n".into()],
                 }),
@@ -398,23 +244,31 @@ mod tests {
     #[test]
     fn each_variant_ends_the_run_with_its_exit_code() {
         for (e, code) in every_variant() {
-            assert_eq!(e.exit_code(), code, "{e:?}");
-            let wrapped = anyhow::Error::from(e);
+            assert_eq!(exit_code_for(&e), code, "{e:?}");
+            let wrapped = e.context("a step");
             assert_eq!(exit_code_for(&wrapped), code, "{wrapped:?}");
+            let after = HostChange::Changed.attach(wrapped);
+            assert_eq!(exit_code_for(&after), code, "{after:?}");
         }
+        // A run a signal ended exits as a shell reports it, wherever the error sits.
+        let interrupted = anyhow::Error::from(crate::image::ImageError::Interrupted { signal: 15 })
+            .context("unpacking");
+        assert_eq!(
+            exit_code_for(&HostChange::Unchanged.attach(interrupted)),
+            143
+        );
     }
 
     #[test]
     fn the_exit_code_is_found_under_any_context() {
-        let inner: anyhow::Result<()> =
-            Err(Error::Gate(GateError::GateSkipped { reason: "r".into() }).into());
+        let inner: anyhow::Result<()> = Err(GateError::GateSkipped { reason: "r".into() }.into());
         let outer = inner
             .context("reading the host")
             .context("rocm-pin verify")
             .unwrap_err();
         assert_eq!(exit_code_for(&outer), 3);
         assert!(
-            matches!(find(&outer), Some(Error::Gate(GateError::GateSkipped { reason })) if reason == "r")
+            matches!(find::<GateError>(&outer), Some(GateError::GateSkipped { reason }) if reason == "r")
         );
         // Not ours at all: an environment error, exit 2.
         assert_eq!(exit_code_for(&anyhow::anyhow!("disk on fire")), 2);
@@ -425,7 +279,7 @@ mod tests {
     #[test]
     fn plain_constructors_keep_their_kind() {
         for kind in [ExitKind::CheckFailed, ExitKind::Usage, ExitKind::Skipped] {
-            let e = Error::new(kind, "m");
+            let e = Failure::new(kind, "m");
             assert_eq!(e.kind(), kind);
             assert_eq!(e.to_string(), "m");
         }
@@ -437,7 +291,7 @@ mod tests {
     #[test]
     fn the_host_changed_fact_travels_without_changing_text_or_exit_code() {
         let inner = || -> anyhow::Error {
-            anyhow::Error::from(Error::check_failed("apt-get install failed"))
+            anyhow::Error::from(Failure::check_failed("apt-get install failed"))
                 .context("running apt")
         };
         let lines = |e: &anyhow::Error| e.chain().map(|c| c.to_string()).collect::<Vec<_>>();
@@ -448,7 +302,7 @@ mod tests {
         assert_eq!(lines(&tagged), lines(&plain));
         assert_eq!(exit_code_for(&tagged), 1);
         assert!(
-            matches!(find(&tagged), Some(Error::CheckFailed(m)) if m == "apt-get install failed")
+            matches!(find::<Failure>(&tagged), Some(Failure::CheckFailed(m)) if m == "apt-get install failed")
         );
         // A later, outer statement does not overwrite the deeper one; context keeps it.
         let outer = HostChange::Unchanged
@@ -459,11 +313,11 @@ mod tests {
         let untyped = HostChange::Unchanged.attach(anyhow::anyhow!("disk on fire"));
         assert_eq!(exit_code_for(&untyped), 2);
         assert_eq!(untyped.to_string(), "disk on fire");
-        let skipped = HostChange::Changed.attach(Error::skipped("s").into());
+        let skipped = HostChange::Changed.attach(Failure::skipped("s").into());
         assert_eq!(exit_code_for(&skipped), 3);
     }
 
-    fn assert_texts(cases: Vec<(Error, String)>) {
+    fn assert_texts(cases: Vec<(anyhow::Error, String)>) {
         for (e, want) in cases {
             assert_eq!(e.to_string(), want, "{e:?}");
         }
@@ -477,7 +331,7 @@ mod tests {
         let (version, package, installed, commit) = ("1+pin1", "hsa-rocr-pinned", "1+pin2", "c2");
         assert_texts(vec![
             (
-                Error::Install(InstallError::Downgrade {
+                anyhow::Error::from(InstallError::Downgrade {
                     package: package.into(),
                     installed: installed.into(),
                     installed_commit: commit.into(),
@@ -489,7 +343,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Build(BuildError::NotACommit { given: "main".into() }),
+                anyhow::Error::from(BuildError::NotACommit { given: "main".into() }),
                 format!(
                     "--commit {:?} is not a full commit id (40 hex digits): the manifest records \
                      exactly what was built, so abbreviations and branch names are refused",
@@ -497,7 +351,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Build(BuildError::WrongCommit {
+                anyhow::Error::from(BuildError::WrongCommit {
                     checkout: d.into(),
                     head: "h".into(),
                     wanted: "w".into(),
@@ -510,7 +364,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Build(BuildError::MissingLauncher {
+                anyhow::Error::from(ToolchainError::MissingLauncher {
                     tool: "ccache".into(),
                     package: "ccache".into(),
                 }),
@@ -529,7 +383,7 @@ mod tests {
         let d = Path::new("/src/rocm systems");
         assert_texts(vec![
             (
-                Error::Build(BuildError::ForeignOutDir { out: d.into() }),
+                anyhow::Error::from(BuildError::ForeignOutDir { out: d.into() }),
                 format!(
                     "--out {} is not empty and is not a rocm-pin staging directory; choose a new or \
                      empty directory",
@@ -537,7 +391,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Build(BuildError::NoRocmToBuildAgainst {
+                anyhow::Error::from(BuildError::NoRocmToBuildAgainst {
                     rocm_path: d.into(),
                     url: "u".into(),
                     rocm_version: "7.2.4".into(),
@@ -550,7 +404,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Build(BuildError::StagingLocked {
+                anyhow::Error::from(BuildError::StagingLocked {
                     staging: d.into(),
                     lock: d.join("lock"),
                 }),
@@ -561,7 +415,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Repo(RepoError::RepoConflicts(vec![
+                anyhow::Error::from(RepoError::RepoConflicts(vec![
                     RepoConflict::ChangedVersion {
                         deb: d.into(),
                         name: "n".into(),
@@ -591,7 +445,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Build(BuildError::DirtyCheckout {
+                anyhow::Error::from(BuildError::DirtyCheckout {
                     checkout: d.into(),
                     commit: "c".into(),
                     paths: vec!["p1".into(), "p2".into()],
@@ -609,7 +463,7 @@ mod tests {
                 ),
             ),
             (
-                Error::Verify(VerifyError::VerifyFailed {
+                anyhow::Error::from(VerifyError::VerifyFailed {
                     failed: 3,
                     names: vec!["a".into(), "b".into()],
                 }),

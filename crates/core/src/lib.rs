@@ -1,11 +1,14 @@
 //! rocm-pin: build, package, pin and verify a patched ROCm HIP/HSA runtime pair.
 //!
-//! Layering (see DESIGN.md §2):
-//! - [`deb`] is the ROCm-agnostic Debian format layer (ar, tar, compression, deb822, versions).
-//! - [`elf`] reads SONAME / NEEDED / exported symbols.
-//! - [`rocm`] holds ALL ROCm knowledge (package names, paths, sonames, backport symbol, version gate).
-//! - [`host`] is the only place that touches the dpkg database, apt configuration or runs apt/dpkg.
-//! - [`build`], [`plan`], [`verify`], [`repo`] are the pipeline stages; [`cli`] is thin.
+//! Layers, low to high (docs/design.md "Layers"; `layers_tests` fails on an arrow up):
+//! - base: [`output`], [`progress`], [`digest`], [`filetype`], [`process`], [`exit`];
+//! - formats: [`deb`] (ROCm-agnostic Debian format), [`elf`], [`image`];
+//! - host: [`host`] (the only place that touches the dpkg database, apt configuration or runs
+//!   apt/dpkg), [`toolchain`] (the build machine's probes and compiler launcher);
+//! - rocm: [`rocm`] holds ALL ROCm knowledge (package names, paths, sonames, backport symbol,
+//!   version gate, the build recipe);
+//! - ops: [`ops`], every operation (build, plan, package, install, verify, …); the CLI is thin;
+//! - [`error`]: the exit code of any error chain, on top of everything.
 
 #![warn(clippy::too_many_lines)]
 
@@ -16,6 +19,7 @@ pub mod deb;
 pub mod digest;
 pub mod elf;
 pub mod error;
+pub mod exit;
 pub mod filetype;
 pub mod host;
 pub mod image;
@@ -23,3 +27,7 @@ pub mod ops;
 pub mod process;
 pub mod progress;
 pub mod rocm;
+pub mod toolchain;
+
+#[cfg(test)]
+mod layers_tests;

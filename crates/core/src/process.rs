@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::error::usage;
+use crate::exit::usage;
 
 /// The last `n` lines of a program's output, for error messages that quote what it said last.
 pub fn tail_lines(bytes: &[u8], n: usize) -> String {

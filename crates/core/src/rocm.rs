@@ -9,9 +9,12 @@ pub mod real_tree;
 pub mod recipe;
 pub mod stock_runtime;
 
+pub use real_tree::RealTreeError;
+
 use std::path::{Path, PathBuf};
 
 use crate::host::root::{Missing, Root};
+use crate::host::status::{self, StatusEntry};
 
 /// ROCm/rocm-systems commit whose ROCr + CLR carry the ordering-edge backport.
 pub const PIN_COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
@@ -224,8 +227,31 @@ pub const PATCHES_FIELD: &str = "X-Rocm-Pin-Patches";
 /// Control field present (`skipped`) when the build ran with `--no-backport-check`.
 pub const BACKPORT_CHECK_FIELD: &str = "X-Rocm-Pin-Backport-Check";
 
+/// What provenance records for one patch of the series (the marker's, the manifest's and the
+/// [`PATCHES_FIELD`]'s item).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PatchRecord {
+    /// File name of the patch (no directory), e.g. `0001-rocclr-accept-comgr-3.patch`.
+    pub name: String,
+    pub sha256: String,
+}
+
+/// The fields of rocm-pin's own packages a dpkg status reader keeps besides dpkg's.
+pub const PIN_FIELDS: [&str; 2] = [COMMIT_FIELD, PATCHES_FIELD];
+
+/// The dpkg status file under `root`, keeping [`PIN_FIELDS`].
+pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
+    status::read_status_with(root, &PIN_FIELDS)
+}
+
+/// The dpkg status file keeping [`PIN_FIELDS`] and `Depends`: what install and status read
+/// once for the gate, the stock match, the release hold and the screen.
+pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
+    status::read_status_with(root, &[COMMIT_FIELD, PATCHES_FIELD, "Depends"])
+}
+
 /// The [`PATCHES_FIELD`] value for a series (None when empty).
-pub fn patches_field(patches: &[crate::ops::build::patches::PatchRecord]) -> Option<String> {
+pub fn patches_field(patches: &[PatchRecord]) -> Option<String> {
     (!patches.is_empty()).then(|| {
         patches
             .iter()
@@ -299,7 +325,7 @@ pub struct Marker {
     pub tool_version: String,
     /// The patch series applied on top of `commit` (from the build manifest), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub patches: Vec<crate::ops::build::patches::PatchRecord>,
+    pub patches: Vec<PatchRecord>,
     /// The build ran with `--no-backport-check`: `verify` fails unless told it is accepted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backport_check_skipped: bool,

@@ -30,7 +30,7 @@ use anyhow::{bail, Context};
 
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
-use rocm_pin::error::usage;
+use rocm_pin::exit::usage;
 use rocm_pin::ops::build::{self, BuildOptions};
 use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
 use rocm_pin::ops::plan::{CommitOverride, PlanOptions};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 /// Why a package was not written.
 #[derive(Debug, thiserror::Error)]
@@ -33,5 +33,5 @@ impl DebError {
 
 /// A malformed package or a refused input, as an `anyhow::Error` carrying [`DebError::Invalid`] (exit 2).
 pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Deb(DebError::Invalid(message.into())).into()
+    DebError::Invalid(message.into()).into()
 }

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::deb::DebError;
-use crate::error::Error;
 
 /// The path the finished package is renamed onto for the output `out`: `out` itself when it is
 /// a regular file or does not exist, the file a symlink points to when `out` is a symlink to a
@@ -43,10 +42,10 @@ pub fn package_output_path(out: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn not_regular(path: &Path, kind: String) -> anyhow::Error {
-    Error::Deb(DebError::DebOutputNotRegular {
+    DebError::DebOutputNotRegular {
         path: path.to_path_buf(),
         kind,
-    })
+    }
     .into()
 }
 

@@ -193,7 +193,7 @@ impl DpkgDb {
         let text = self
             .root
             .read_to_string(&list, FileKind::DpkgList)
-            .map_err(crate::error::Error::from)?;
+            .map_err(anyhow::Error::from)?;
         let paths: Vec<String> = text
             .lines()
             .filter(|l| !l.is_empty() && *l != "/.")
@@ -212,7 +212,7 @@ impl DpkgDb {
         let text = self
             .root
             .read_to_string(&path, FileKind::DpkgMd5sums)
-            .map_err(crate::error::Error::from)?;
+            .map_err(anyhow::Error::from)?;
         parse_md5sums(&text).with_context(|| format!("{}", path.display()))
     }
 
@@ -233,7 +233,7 @@ impl DpkgDb {
                 .root
                 .read_file(&p, FileKind::DpkgInfo)
                 .map(Some)
-                .map_err(|e| crate::error::Error::from(e).into()),
+                .map_err(anyhow::Error::from),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The host adapters' refusals (dpkg database, apt, loader, local repository) not told apart further.
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -18,5 +18,5 @@ impl HostError {
 
 /// A refusal of a host adapter, as an `anyhow::Error` carrying [`HostError::Refused`] (exit 2).
 pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Host(HostError::Refused(message.into())).into()
+    HostError::Refused(message.into()).into()
 }

@@ -44,7 +44,7 @@ impl PathFilters {
                 if root.metadata(&p).is_ok_and(|m| m.is_file()) {
                     let t = root
                         .read_to_string(&p, FileKind::Config)
-                        .map_err(crate::error::Error::from)
+                        .map_err(anyhow::Error::from)
                         .context("cannot read dpkg configuration")?;
                     texts.push(t);
                 }

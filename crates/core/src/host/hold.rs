@@ -163,7 +163,7 @@ mod tests {
         .join("\n");
         std::fs::write(admin.join("status"), status).unwrap();
         let root = Root::new(d.path());
-        let entries = crate::host::status::read_status_with_depends(&root).unwrap();
+        let entries = crate::rocm::read_status_with_depends(&root).unwrap();
         let stock = vec!["libamdhip64-7".to_string()];
         let v = |n: &str, v: &str| (n.to_string(), v.to_string());
         assert_eq!(

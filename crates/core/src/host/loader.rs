@@ -72,7 +72,7 @@ pub fn read_cache(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
         Ok(bytes) => bytes,
         // No cache at all on the live system: ldconfig -p says what the loader will do.
         Err(e) if e.is_missing() && root.is_system() => return ldconfig_p(None),
-        Err(e) => return Err(crate::error::Error::from(e).into()),
+        Err(e) => return Err(anyhow::Error::from(e)),
     };
     if let Some(entries) = super::ldcache::parse(&bytes) {
         return Ok(entries);
@@ -222,7 +222,7 @@ pub fn loader_entry_content(lib_dir: &str) -> String {
 pub fn loader_entry_lists(root: &Root, entry: &Path, lib_dir: &str) -> anyhow::Result<bool> {
     let text = root
         .read_to_string(entry, FileKind::Config)
-        .map_err(crate::error::Error::from)?;
+        .map_err(anyhow::Error::from)?;
     Ok(text
         .lines()
         .map(str::trim)

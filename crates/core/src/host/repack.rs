@@ -41,7 +41,7 @@ pub fn check_unmodified(root: &Root, pkg: &StatusEntry) -> anyhow::Result<()> {
             Err(e) if e.is_missing() => {
                 return Err(refused(format!("{path} of {} is missing", pkg.package)))
             }
-            Err(e) => return Err(crate::error::Error::from(e).into()),
+            Err(e) => return Err(anyhow::Error::from(e)),
             Ok(opened) => opened,
         };
         let got = crate::digest::md5_reader(file)?;
@@ -57,7 +57,7 @@ fn read_info_file(root: &Root, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
     match root.read_file(path, FileKind::DpkgInfo) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.is_missing() => Ok(None),
-        Err(e) => Err(crate::error::Error::from(e).into()),
+        Err(e) => Err(anyhow::Error::from(e)),
     }
 }
 
@@ -66,7 +66,7 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
     let filters = PathFilters::load(root)?;
     let status_text = root
         .read_to_string(status::STATUS_FILE, FileKind::DpkgStatus)
-        .map_err(crate::error::Error::from)?;
+        .map_err(anyhow::Error::from)?;
     let paras = Paragraph::parse_many(&status_text).context("parsing the dpkg status")?;
     let para = paras
         .into_iter()
@@ -98,9 +98,7 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
         if path == "/." || path == "/" {
             continue;
         }
-        let host = root
-            .host_path_of_entry(&path)
-            .map_err(crate::error::Error::from);
+        let host = root.host_path_of_entry(&path).map_err(anyhow::Error::from);
         let dst = tree.join(path.trim_start_matches('/'));
         let meta = match host.as_ref().map(std::fs::symlink_metadata) {
             Ok(Ok(m)) => m,

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::deb::Paragraph;
-use crate::error::Error;
 use crate::host::dpkgfmt::parse_conffiles_field;
 use crate::host::refused;
 use crate::host::root::{FileKind, Root};
@@ -53,13 +52,13 @@ pub fn is_package_name(name: &str) -> bool {
 }
 
 /// `BadRootValue` for a package name that is not one (read from `file` in `root`).
-pub fn bad_package_name(root: &Root, file: &str, name: &str) -> Error {
-    Error::BadRootValue(BadRootValue {
+pub fn bad_package_name(root: &Root, file: &str, name: &str) -> BadRootValue {
+    BadRootValue {
         root: root.path().to_path_buf(),
         file: file.into(),
         value: name.to_string(),
         why: "not a dpkg package name ([a-z0-9][a-z0-9+.-]+)",
-    })
+    }
 }
 
 /// One package paragraph of the status file, with the fields rocm-pin judges.
@@ -72,7 +71,8 @@ pub struct StatusEntry {
     pub status: String,
     pub protected: bool,
     pub provides: String,
-    /// `X-Rocm-Pin-Commit` (or any field named by [`read_status_with`]'s `extra`), when present.
+    /// The fields named by [`read_status_with`]'s `extra` (rocm-pin's own, `rocm::PIN_FIELDS`),
+    /// when present.
     pub extra: BTreeMap<String, String>,
     /// Conffiles: path → md5 (`newconffile` and obsolete markers kept as dpkg wrote them).
     pub conffiles: Vec<(String, String)>,
@@ -147,7 +147,7 @@ impl StatusSnapshot {
         STATUS_PARSES.with(|n| n.set(n.get() + 1));
         let text = root
             .read_to_string(status_file, FileKind::DpkgStatus)
-            .map_err(Error::from)
+            .map_err(anyhow::Error::from)
             .with_context(|| {
                 format!(
                     "cannot read the dpkg status file (is {} a Debian system root?)",
@@ -196,27 +196,6 @@ impl StatusSnapshot {
 /// any field named in `extra` (compared case-insensitively).
 pub fn read_status_with(root: &Root, extra: &[&str]) -> anyhow::Result<Vec<StatusEntry>> {
     Ok(StatusSnapshot::read(root)?.entries(extra))
-}
-
-/// Read the status file keeping `X-Rocm-Pin-Commit`.
-pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
-    read_status_with(
-        root,
-        &[crate::rocm::COMMIT_FIELD, crate::rocm::PATCHES_FIELD],
-    )
-}
-
-/// The status file keeping `X-Rocm-Pin-Commit`, the patches field and `Depends`: what install
-/// and status read once for the gate, the stock match, the release hold and the screen.
-pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
-    read_status_with(
-        root,
-        &[
-            crate::rocm::COMMIT_FIELD,
-            crate::rocm::PATCHES_FIELD,
-            "Depends",
-        ],
-    )
 }
 
 /// Parse status-file text (deb822 paragraphs, read by the one deb822 parser in
@@ -295,7 +274,7 @@ pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Ve
     })?;
     let text = root
         .read_to_string(&path, FileKind::DpkgList)
-        .map_err(Error::from)?;
+        .map_err(anyhow::Error::from)?;
     let paths: Vec<String> = text
         .lines()
         .filter(|l| !l.is_empty() && *l != "/.")
@@ -313,12 +292,12 @@ pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::
         .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))
     {
         None => Ok(()),
-        Some((p, why)) => Err(Error::BadRootValue(BadRootValue {
+        Some((p, why)) => Err(BadRootValue {
             root: root.path().to_path_buf(),
             file: file.into(),
             value: p.clone(),
             why,
-        })
+        }
         .into()),
     }
 }
@@ -335,7 +314,7 @@ pub fn package_md5sums(
     };
     let text = root
         .read_to_string(&path, FileKind::DpkgMd5sums)
-        .map_err(Error::from)?;
+        .map_err(anyhow::Error::from)?;
     let sums = crate::host::dpkgfmt::parse_md5sums(&text)
         .with_context(|| format!("{path} (in root {}): malformed", root.path().display()))?;
     Ok(Some(sums.into_iter().collect()))
@@ -361,7 +340,7 @@ mod tests {
 
     #[test]
     fn parses_the_fields_verify_needs() {
-        let e = parse_status(STATUS, &[crate::rocm::COMMIT_FIELD]).unwrap();
+        let e = parse_status(STATUS, &["X-Rocm-Pin-Commit"]).unwrap();
         assert_eq!(e.len(), 2);
         assert!(e[0].is_installed_ok() && e[0].protected);
         assert_eq!(e[0].abbrev(), "ii");
@@ -413,11 +392,11 @@ mod tests {
             "Package: ../../../etc/hostname\nStatus: install ok installed\nVersion: 1\n",
         )
         .unwrap();
-        let e = read_status(&Root::new(d.path())).unwrap_err();
+        let e = read_status_with(&Root::new(d.path()), &[]).unwrap_err();
         assert!(
             matches!(
                 crate::error::find(&e),
-                Some(Error::BadRootValue(BadRootValue { value, .. })) if value == "../../../etc/hostname"
+                Some(BadRootValue { value, .. }) if value == "../../../etc/hostname"
             ),
             "{e:#}"
         );

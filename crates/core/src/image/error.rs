@@ -1,6 +1,6 @@
 //! Image unpacking's refusals: limits, digests, and a signal that ended the run.
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 /// Why an image was not (fully) unpacked; its temporary root is removed.
 #[derive(Debug, thiserror::Error)]
@@ -49,12 +49,12 @@ impl ImageError {
 
     /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
     pub fn kind(&self) -> ExitKind {
-        // Interrupted ends with 128+signal ([`crate::error::Error::exit_code`]), not a kind.
+        // Interrupted ends with 128+signal (`error::exit_code_for`), not a kind.
         ExitKind::Usage
     }
 }
 
 /// A malformed image, as an `anyhow::Error` carrying [`ImageError::Invalid`] (exit 2).
 pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Image(ImageError::Invalid(message.into())).into()
+    ImageError::Invalid(message.into()).into()
 }

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
 use crate::image::ImageError;
 
 /// One bound on unpacking an image.
@@ -183,21 +182,21 @@ impl<'a> Budget<'a> {
     }
 
     /// The error for `entry` passing `limit` (it would need `needed`).
-    pub fn exceeded(&self, limit: Limit, entry: &str, needed: u64) -> Error {
-        Error::Image(ImageError::ImageLimit {
+    pub fn exceeded(&self, limit: Limit, entry: &str, needed: u64) -> ImageError {
+        ImageError::ImageLimit {
             place: self.place.clone(),
             entry: entry.to_string(),
             limit: limit.key(),
             max: self.limits.get(limit),
             needed,
-        })
+        }
     }
 
     /// A signal asked the run to end: stop before the next write.
     pub fn check_interrupt(&self) -> anyhow::Result<()> {
         match self.interrupt.load(Ordering::SeqCst) {
             0 => Ok(()),
-            signal => Err(Error::Image(ImageError::Interrupted { signal }).into()),
+            signal => Err(ImageError::Interrupted { signal }.into()),
         }
     }
 
@@ -287,7 +286,7 @@ impl InterruptGuard {
             }
             crate::output::write_stderr(format_args!(
                 "rocm-pin: error: {}\n",
-                Error::Image(ImageError::Interrupted { signal: sig })
+                ImageError::Interrupted { signal: sig }
             ));
             std::process::exit(128 + sig);
         });
@@ -366,8 +365,8 @@ mod tests {
         let mut b = Budget::new(&limits, Arc::new(AtomicI32::new(0)));
         b.set_place("layer 1 of 1 (sha256:x)".into());
         b.file("a", 60, true).unwrap();
-        let limit_of = |r: anyhow::Result<()>| match r.unwrap_err().downcast::<Error>() {
-            Ok(Error::Image(ImageError::ImageLimit { limit, needed, .. })) => (limit, needed),
+        let limit_of = |r: anyhow::Result<()>| match r.unwrap_err().downcast::<ImageError>() {
+            Ok(ImageError::ImageLimit { limit, needed, .. }) => (limit, needed),
             other => panic!("not an ImageLimit: {other:?}"),
         };
         assert_eq!(limit_of(b.file("b", 61, true)), ("file-bytes", 61));

@@ -28,7 +28,6 @@ use sha2::Digest as _;
 
 use crate::deb::tar::components;
 use crate::deb::EntryKind;
-use crate::error::Error;
 use limits::{Budget, ImageLimits, InterruptGuard, Limit};
 
 /// The most a JSON document of the layout (index.json, manifest.json, a manifest, a config) may
@@ -77,7 +76,7 @@ impl UnpackedImage {
     pub fn check_interrupt(&self) -> anyhow::Result<()> {
         match self.interrupt.signal() {
             None => Ok(()),
-            Some(signal) => Err(Error::Image(ImageError::Interrupted { signal }).into()),
+            Some(signal) => Err(ImageError::Interrupted { signal }.into()),
         }
     }
 }
@@ -142,8 +141,8 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
         let place = format!("layer {} of {} ({name})", i + 1, plan.layers.len());
         budget.set_place(place.clone());
         apply_blob(&root, layer, &mut budget, &place).map_err(|e| {
-            match crate::error::find(&e) {
-                Some(Error::Image(i)) if i.names_its_place() => e,
+            match crate::exit::find::<ImageError>(&e) {
+                Some(i) if i.names_its_place() => e,
                 _ => e.context(place),
             }
         })?;
@@ -258,11 +257,11 @@ impl<R: std::io::Read> Hashing<R> {
             None => return Ok(()),
         };
         if got != want {
-            return Err(Error::Image(ImageError::ImageDigestMismatch {
+            return Err(ImageError::ImageDigestMismatch {
                 blob: blob.to_string(),
                 expected: want.to_string(),
                 actual: got,
-            })
+            }
             .into());
         }
         Ok(())
@@ -382,8 +381,8 @@ fn extract_archive(path: &Path, dest: &Path, budget: &mut Budget<'_>) -> anyhow:
         }
         Ok(())
     })
-    .map_err(|e| match crate::error::find(&e) {
-        Some(Error::Image(i)) if i.names_its_place() => e,
+    .map_err(|e| match crate::exit::find::<ImageError>(&e) {
+        Some(i) if i.names_its_place() => e,
         _ => e.context(format!("reading the image archive {}", path.display())),
     })
 }

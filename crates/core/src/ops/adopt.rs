@@ -13,7 +13,7 @@ use anyhow::Context;
 
 use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
-use crate::error::{host_change, usage, Error, HostChange};
+use crate::exit::{host_change, usage, Failure, HostChange};
 use crate::host::layout::StateLayout;
 use crate::host::refused;
 use crate::host::root::{FileKind, Root};
@@ -146,7 +146,7 @@ fn adopt_locked(
 
     // The status database, read once for the detection and the stock .debs (install, which
     // adopt ends in, reads it again: adopt wrote nothing dpkg reads, but install stands alone).
-    let entries = status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let patch = inplace::detect(root, &entries);
     let patch = match patch {
         None => {
@@ -332,7 +332,7 @@ fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<
                 .trim()
                 .to_ascii_lowercase();
             if found != commit {
-                return Err(Error::check_failed(format!(
+                return Err(Failure::check_failed(format!(
                     "{} now says {found}, but the adopted packages carry {commit}; it was changed during the adoption — check it, then remove it",
                     from.display()
                 ))

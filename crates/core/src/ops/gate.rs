@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::error::{Error, ExitKind};
+use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Root};
 use crate::rocm::{self, GateMode};
@@ -37,17 +37,17 @@ impl GateDecision {
     }
 
     /// The refusal when mode `require` meets a host that does not match; None otherwise.
-    pub fn refusal(&self) -> Option<Error> {
+    pub fn refusal(&self) -> Option<GateError> {
         if self.mode != GateMode::Require || self.matches {
             return None;
         }
-        Some(Error::Gate(GateError::GateRefused {
+        Some(GateError::GateRefused {
             found: self.found_version.clone(),
             required: self.wanted_version.clone(),
             prefix: self.target_prefix.clone(),
             version_file: rocm::version_file(&self.target_prefix),
             rocm_path_elsewhere: self.rocm_path_other.clone(),
-        }))
+        })
     }
 }
 
@@ -107,7 +107,7 @@ pub fn evaluate_by_package_versions(
     marker: &rocm::Marker,
     mode: GateMode,
 ) -> anyhow::Result<GateDecision> {
-    let entries = crate::host::status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let wanted = marker
         .replaced
         .first()
@@ -308,8 +308,8 @@ mod tests {
         );
         let err = anyhow::Error::from(g.refusal().expect("7.2.3 is refused"));
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Gate(GateError::GateRefused { found: Some(found), required, .. }))
+            matches!(err.downcast_ref::<GateError>(),
+                Some(GateError::GateRefused { found: Some(found), required, .. })
                     if found == "7.2.3" && required == "7.2.4"),
             "{err:?}"
         );
@@ -330,12 +330,12 @@ mod tests {
             assert_eq!(e.to_string(), g.reason);
             if root.path() == missing.path() {
                 assert!(
-                    matches!(e, Error::Gate(GateError::GateRefused { found: None, .. })),
+                    matches!(e, GateError::GateRefused { found: None, .. }),
                     "{e:?}"
                 );
             } else {
                 assert!(
-                    matches!(&e, Error::Gate(GateError::GateRefused { rocm_path_elsewhere: Some(p), .. })
+                    matches!(&e, GateError::GateRefused { rocm_path_elsewhere: Some(p), .. }
                         if p == Path::new("/opt/rocm-7.2.5")),
                     "{e:?}"
                 );

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::error::{Error, ExitKind, HostChange};
+use crate::exit::{ExitKind, HostChange};
 use crate::host::root::{FileKind, Root};
 use crate::host::status;
 
@@ -286,10 +286,10 @@ pub fn guard_on(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
         let mut failed: Vec<String> = report.failed().map(|c| c.name.clone()).collect();
         failed.dedup();
         return Err(HostChange::Unchanged.attach(
-            Error::Guard(GuardError::GuardRefused {
+            GuardError::GuardRefused {
                 failed,
                 skipped: report.skipped.clone(),
-            })
+            }
             .into(),
         ));
     }
@@ -327,7 +327,7 @@ fn remove_private_copy(root: &Root) -> anyhow::Result<bool> {
 /// True when dpkg's database in `root` has rocm-pin's own package installed with
 /// [`PACKAGED_BINARY`] among its files.
 fn packaged_by_dpkg(root: &Root) -> bool {
-    let Ok(entries) = status::read_status(root) else {
+    let Ok(entries) = crate::rocm::read_status(root) else {
         return false;
     };
     entries

@@ -16,13 +16,13 @@ use anyhow::Context;
 use super::gate::{self, GateDecision};
 use super::guard::{Guard, GuardFlags, APT_HOOK, DPKG_HOOK, NO_GUARD_ENV};
 use super::ourdebs::{read_debs, DebFacts};
-use crate::error::{usage, Error, HostChange};
+use crate::exit::{usage, Failure, HostChange};
 use crate::host::apt;
 use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::refused;
 use crate::host::root::Root;
-use crate::host::status::{self, StatusEntry};
+use crate::host::status::StatusEntry;
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};
@@ -281,9 +281,9 @@ fn install_steps(
     }
     // The status database, read once for every step before apt; read again only when
     // `dpkg --configure -a` changed it.
-    let mut before = status::read_status_with_depends(root)?;
+    let mut before = crate::rocm::read_status_with_depends(root)?;
     if complete_interrupted_run(root, &before, &facts, &mut report, listener, changed)? {
-        before = status::read_status_with_depends(root)?;
+        before = crate::rocm::read_status_with_depends(root)?;
     }
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
@@ -424,7 +424,7 @@ fn complete_interrupted_run(
             },
         )?;
         if !out.status.success() {
-            return Err(Error::check_failed(format!(
+            return Err(Failure::check_failed(format!(
                 "an earlier run was interrupted ({}) and `dpkg --configure -a` failed ({}):\n{}",
                 interrupted.join(", "),
                 out.status,
@@ -641,7 +641,7 @@ fn run_apt(
     let out = progress::step(listener, "apt-get install", || {
         cmd.output().context("cannot run apt-get install")
     })?;
-    let after = status::read_status_with_depends(root)?;
+    let after = crate::rocm::read_status_with_depends(root)?;
     let snap_after = snapshot_of(&after);
     if !out.status.success() {
         let changed = *snap_before != snap_after;
@@ -667,7 +667,7 @@ fn run_apt(
         .filter(|n| !tx.stock_names.contains(n))
         .collect();
     if !bad.is_empty() {
-        return Err(Error::check_failed(format!(
+        return Err(Failure::check_failed(format!(
             "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
             bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
         ))
@@ -700,7 +700,7 @@ fn apt_failure(opts: &InstallOptions, out: &std::process::Output, changed: bool)
         tail(&both, 25)
     );
     if changed {
-        Error::check_failed(msg).into()
+        Failure::check_failed(msg).into()
     } else {
         usage(msg)
     }

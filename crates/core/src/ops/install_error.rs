@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 /// How the .debs given to install fail to be one pair from one `rocm-pin package` run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::error::exit_code_for;
+use crate::host::status;
 use crate::ops::fakehost::{self, FakeHost, HIP_STOCK, HSA_STOCK, PAIR};
 use crate::ops::gate::GateError;
 use crate::progress::Silent;
@@ -32,7 +33,7 @@ fn args(cmd: &Command) -> Vec<String> {
 
 fn plan(host: &FakeHost, opts: &InstallOptions) -> anyhow::Result<Transaction> {
     let facts = fakehost::facts(Path::new("/srv/debs"));
-    let before = status::read_status(&host.root).unwrap();
+    let before = crate::rocm::read_status(&host.root).unwrap();
     Transaction::plan(&host.root, opts, &facts, &fakehost::marker(), &before)
 }
 
@@ -52,7 +53,7 @@ fn the_gate_refuses_another_rocm_release_and_writes_nothing() {
     assert!(
         matches!(
             crate::error::find(&e),
-            Some(crate::error::Error::Gate(GateError::GateRefused { found: Some(found), required, .. }))
+            Some(GateError::GateRefused { found: Some(found), required, .. })
                 if found == "7.2.5-42" && required == "7.2.4"
         ),
         "{e:?}"
@@ -316,7 +317,7 @@ fn apt_and_dpkg_are_refused_on_a_root_that_is_not_the_live_system() {
     let mut changed = crate::error::HostChange::Unchanged;
     let e = complete_interrupted_run(
         &host.root,
-        &status::read_status(&host.root).unwrap(),
+        &crate::rocm::read_status(&host.root).unwrap(),
         &fakehost::facts(Path::new("/srv/debs")),
         &mut InstallReport::default(),
         &Silent,

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::deb::{EntryKind, ReadLimits};
-use crate::error::Error;
 use crate::host::status;
 use crate::ops::install_error::DebSetProblem;
 use crate::ops::install_error::InstallError;
@@ -64,10 +63,10 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
             .next()
             .with_context(|| format!("{}: empty control file", deb.display()))?;
         let Some(commit) = e.extra.get(rocm::COMMIT_FIELD).cloned() else {
-            return Err(Error::Install(InstallError::DebSet(DebSetProblem::NotOurs {
+            return Err(InstallError::DebSet(DebSetProblem::NotOurs {
                 deb: deb.clone(),
                 package: e.package,
-            }))
+            })
             .into());
         };
         if let Some((member, bytes)) = marker_member(&abs)? {
@@ -86,44 +85,36 @@ pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
             stock_version: String::new(),
         });
     }
-    let marker = marker.ok_or(Error::Install(InstallError::DebSet(
-        DebSetProblem::NoMarker,
-    )))?;
+    let marker = marker.ok_or(InstallError::DebSet(DebSetProblem::NoMarker))?;
     for f in &mut facts {
         let Some(r) = marker.replaced.iter().find(|r| r.package == f.package) else {
-            return Err(
-                Error::Install(InstallError::DebSet(DebSetProblem::NotInMarker {
-                    deb: f.path.clone(),
-                    package: f.package.clone(),
-                    marker_commit: marker.commit.clone(),
-                }))
-                .into(),
-            );
+            return Err(InstallError::DebSet(DebSetProblem::NotInMarker {
+                deb: f.path.clone(),
+                package: f.package.clone(),
+                marker_commit: marker.commit.clone(),
+            })
+            .into());
         };
         if r.version != f.version || f.commit != marker.commit {
-            return Err(
-                Error::Install(InstallError::DebSet(DebSetProblem::DisagreesWithMarker {
-                    deb: f.path.clone(),
-                    version: f.version.clone(),
-                    commit: f.commit.clone(),
-                    marker_version: r.version.clone(),
-                    marker_commit: marker.commit.clone(),
-                }))
-                .into(),
-            );
+            return Err(InstallError::DebSet(DebSetProblem::DisagreesWithMarker {
+                deb: f.path.clone(),
+                version: f.version.clone(),
+                commit: f.commit.clone(),
+                marker_version: r.version.clone(),
+                marker_commit: marker.commit.clone(),
+            })
+            .into());
         }
         f.stock_name = r.stock_name.clone();
         f.stock_version = r.stock_version.clone();
     }
     for r in &marker.replaced {
         if !facts.iter().any(|f| f.package == r.package) {
-            return Err(
-                Error::Install(InstallError::DebSet(DebSetProblem::NotGiven {
-                    package: r.package.clone(),
-                    version: r.version.clone(),
-                }))
-                .into(),
-            );
+            return Err(InstallError::DebSet(DebSetProblem::NotGiven {
+                package: r.package.clone(),
+                version: r.version.clone(),
+            })
+            .into());
         }
     }
     Ok((facts, marker))
@@ -186,8 +177,8 @@ mod tests {
     fn problem(debs: &[PathBuf]) -> DebSetProblem {
         let err = read_debs(debs).unwrap_err();
         assert_eq!(crate::error::exit_code_for(&err), 2, "{err}");
-        match err.downcast_ref::<Error>() {
-            Some(Error::Install(InstallError::DebSet(p))) => p.clone(),
+        match err.downcast_ref::<InstallError>() {
+            Some(InstallError::DebSet(p)) => p.clone(),
             other => panic!("not DebSet: {other:?} ({err})"),
         }
     }

@@ -378,7 +378,7 @@ fn layout_in_root(root: &Root, asked: Option<&str>) -> anyhow::Result<rocm::Runt
 /// SONAME through the dpkg database); None when there is none. Several are refused: the
 /// user says which with `--prefix /usr/lib/<triplet>`.
 fn multiarch_layout_in_root(root: &Root) -> anyhow::Result<Option<rocm::RuntimeLayout>> {
-    let entries = crate::host::status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let found = crate::rocm::stock_runtime::discover(root, &entries);
     let mut dirs: Vec<String> = found
         .runtimes

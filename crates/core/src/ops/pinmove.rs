@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use crate::error::{usage, Error};
+use crate::exit::usage;
 use crate::host::status::StatusEntry;
 use crate::ops::install_error::InstallError;
 use crate::rocm;
@@ -21,7 +21,7 @@ pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()>
     if order != Ordering::Less {
         return Ok(());
     }
-    Err(Error::Install(InstallError::Downgrade {
+    Err(InstallError::Downgrade {
         package: ours.package.clone(),
         installed: ours.version.clone(),
         installed_commit: ours
@@ -31,13 +31,14 @@ pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()>
             .unwrap_or("?")
             .to_string(),
         offered: version.to_string(),
-    })
+    }
     .into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Failure;
 
     #[test]
     fn an_older_pin_is_a_refused_downgrade_and_a_newer_one_is_not() {
@@ -49,8 +50,8 @@ mod tests {
         };
         let err = refuse_downgrade(&ours, "7.2.4+pin1").unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Install(InstallError::Downgrade { package, installed, installed_commit, offered }))
+            matches!(err.downcast_ref::<InstallError>(),
+                Some(InstallError::Downgrade { package, installed, installed_commit, offered })
                     if package == "hip-runtime-amd-pinned" && installed == "7.2.4+pin2"
                         && installed_commit == "c2" && offered == "7.2.4+pin1"),
             "{err:?}"
@@ -61,7 +62,7 @@ mod tests {
         refuse_downgrade(&ours, "7.2.4+pin3").unwrap();
         let err = refuse_downgrade(&ours, "not a version!").unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(_))),
+            matches!(err.downcast_ref::<Failure>(), Some(Failure::Usage(_))),
             "{err:?}"
         );
     }

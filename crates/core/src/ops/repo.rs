@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use crate::deb::control::{format_many, package_name_problem, Paragraph};
 use crate::deb::Version;
-use crate::error::{usage, Error};
+use crate::exit::usage;
 use crate::progress::{step, Listener};
 
 pub const DEFAULT_SUITE: &str = "stable";
@@ -103,10 +103,10 @@ fn check_name(what: &'static str, name: &str) -> anyhow::Result<()> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
     if !ok {
-        return Err(Error::Repo(RepoError::BadName {
+        return Err(RepoError::BadName {
             what,
             name: name.to_string(),
-        })
+        }
         .into());
     }
     Ok(())
@@ -577,7 +577,7 @@ fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> 
         }
     }
     if !conflicts.is_empty() {
-        return Err(Error::Repo(RepoError::RepoConflicts(conflicts)).into());
+        return Err(RepoError::RepoConflicts(conflicts).into());
     }
     Ok((by_id, incoming, unchanged))
 }
@@ -775,7 +775,7 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
     };
     for path in [&files.secret, &files.public_asc, &files.public_gpg] {
         if path.exists() {
-            return Err(Error::Repo(RepoError::KeyExists { path: path.clone() }).into());
+            return Err(RepoError::KeyExists { path: path.clone() }.into());
         }
     }
     if !dir.is_dir() {
@@ -862,13 +862,11 @@ pub mod signing {
         // SOURCE_DATE_EPOCH: a key that is expired, revoked or not yet valid now would make every
         // `apt-get update` fail with EXPKEYSIG/REVKEYSIG.
         if let Some(problem) = validity_problem(&key, Timestamp::now().as_secs()) {
-            return Err(crate::error::Error::Repo(
-                crate::ops::repo::RepoError::SigningKeyUnusable {
-                    path: path.to_path_buf(),
-                    fingerprint: fingerprint(&key),
-                    problem,
-                },
-            )
+            return Err(crate::ops::repo::RepoError::SigningKeyUnusable {
+                path: path.to_path_buf(),
+                fingerprint: fingerprint(&key),
+                problem,
+            }
             .into());
         }
         // Fail now, not half-way through writing, if the key cannot sign without a passphrase.
@@ -1056,8 +1054,8 @@ pub(crate) mod tests {
         for bad in ["", "a/b", "..", "a b", "ü"] {
             let err = check_name("suite", bad).unwrap_err();
             assert!(
-                matches!(err.downcast_ref::<Error>(),
-                    Some(Error::Repo(RepoError::BadName { what: "suite", name })) if name == bad),
+                matches!(err.downcast_ref::<RepoError>(),
+                    Some(RepoError::BadName { what: "suite", name }) if name == bad),
                 "{bad:?}: {err:?}"
             );
         }
@@ -1072,8 +1070,8 @@ pub(crate) mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Repo(RepoError::BadName { what: "component", name })) if name == "a b"),
+            matches!(err.downcast_ref::<RepoError>(),
+                Some(RepoError::BadName { what: "component", name }) if name == "a b"),
             "{err:?}"
         );
     }
@@ -1099,8 +1097,8 @@ pub(crate) mod tests {
         let before = fs::read(out.join("dists/stable/Release")).unwrap();
 
         let err = publish(std::slice::from_ref(&b), &opts, &crate::progress::Silent).unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Repo(RepoError::RepoConflicts(c))) => assert!(
+        match err.downcast_ref::<RepoError>() {
+            Some(RepoError::RepoConflicts(c)) => assert!(
                 matches!(c.as_slice(), [RepoConflict::ChangedVersion { deb, name, version, place, .. }]
                     if *deb == b && name == "tool" && version == "1.0" && *place == "the repository"),
                 "{c:?}"
@@ -1117,8 +1115,8 @@ pub(crate) mod tests {
         let fresh = RepoOptions::new(d.path().join("repo2"));
         let err = publish(&[a, b], &fresh, &crate::progress::Silent).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Repo(RepoError::RepoConflicts(c))) if matches!(c.as_slice(),
+            matches!(err.downcast_ref::<RepoError>(),
+                Some(RepoError::RepoConflicts(c)) if matches!(c.as_slice(),
                     [RepoConflict::ChangedVersion { place: "an earlier argument", .. }])),
             "{err:?}"
         );
@@ -1131,7 +1129,7 @@ pub(crate) mod tests {
         fs::write(&public, "keep\n").unwrap();
         let err = keygen(&d.path().join("k.asc"), "t <t@example.invalid>").unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(), Some(Error::Repo(RepoError::KeyExists { path })) if *path == public),
+            matches!(err.downcast_ref::<RepoError>(), Some(RepoError::KeyExists { path }) if *path == public),
             "{err:?}"
         );
         assert!(!d.path().join("k.asc").exists());

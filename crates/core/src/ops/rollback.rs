@@ -9,7 +9,7 @@ use anyhow::Context;
 
 use super::guard::Guard;
 use super::install::deb_file_name;
-use crate::error::{usage, Error, HostChange};
+use crate::exit::{usage, Failure, HostChange};
 use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::root::Root;
@@ -110,7 +110,7 @@ fn rollback_steps(
     changed: &mut HostChange,
 ) -> anyhow::Result<RollbackReport> {
     // The status database, read once before apt runs.
-    let entries = status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let Some((ours, marker)) = installed_pin(root, &entries)? else {
         return Err(usage(
             "no rocm-pin replacement package is installed: nothing to roll back",
@@ -159,7 +159,7 @@ fn rollback_steps(
             .push(StateLayout::local_repo().display().to_string());
     }
     loader::run_ldconfig(root)?;
-    let after_entries = status::read_status(root)?;
+    let after_entries = crate::rocm::read_status(root)?;
     let after: BTreeMap<String, String> = after_entries
         .iter()
         .filter(|e| e.has_files())
@@ -187,7 +187,7 @@ fn rollback_steps(
             .filter(|c| !c.ok)
             .map(|c| format!("{}: {}", c.name, c.detail))
             .collect();
-        return Err(Error::check_failed(format!(
+        return Err(Failure::check_failed(format!(
             "rollback ran but checks fail: {}",
             failed.join("; ")
         ))
@@ -251,7 +251,7 @@ fn swap_back(
     })?;
     if !out.status.success() {
         let both = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
-        return Err(Error::check_failed(format!(
+        return Err(Failure::check_failed(format!(
             "apt-get failed ({}):\n{}",
             out.status,
             crate::process::tail_lines(&both, 25)
@@ -459,7 +459,7 @@ mod steps_tests {
     #[test]
     fn our_packages_and_the_marker_are_read_from_the_root() {
         let host = FakeHost::new("7.2.4");
-        let read = || status::read_status(&host.root).unwrap();
+        let read = || crate::rocm::read_status(&host.root).unwrap();
         assert!(installed_pin(&host.root, &read()).unwrap().is_none());
         host.install_ours("install ok installed");
         let (ours, marker) = installed_pin(&host.root, &read()).unwrap().unwrap();
@@ -512,7 +512,7 @@ mod steps_tests {
     #[test]
     fn a_rolled_back_root_passes_every_check() {
         let host = FakeHost::new("7.2.4");
-        let after = status::read_status(&host.root).unwrap();
+        let after = crate::rocm::read_status(&host.root).unwrap();
         let checks = rollback_checks(
             &host.root,
             &ours(),
@@ -556,7 +556,7 @@ mod steps_tests {
         ]);
         let ours_lib = &fakehost::marker().libraries[1].path;
         host.write(ours_lib, "patched library bytes\n");
-        let after = status::read_status(&host.root).unwrap();
+        let after = crate::rocm::read_status(&host.root).unwrap();
         let mut removed = ours_removed();
         removed.push("rocm-hip-runtime".into());
         let checks = rollback_checks(

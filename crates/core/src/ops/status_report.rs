@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;
@@ -82,7 +82,7 @@ pub struct HostStatus {
     pub flavor: Option<String>,
     pub commit: Option<String>,
     /// The patch series the installed build carries on top of `commit` (from the marker).
-    pub patches: Vec<crate::ops::build::patches::PatchRecord>,
+    pub patches: Vec<crate::rocm::PatchRecord>,
     /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
     pub backport_check_skipped: bool,
     pub packages: Vec<String>,
@@ -335,7 +335,7 @@ pub fn host_status_with(
         first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
     // The status database, read once for every view below (the hold needs Depends).
-    let entries = crate::host::status::read_status_with_depends(root)?;
+    let entries = crate::rocm::read_status_with_depends(root)?;
     let found = stock_runtime::discover(root, &entries);
     let pin = installed_pin(root, &entries)?;
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();

@@ -7,13 +7,13 @@
 mod error;
 pub use error::VerifyError;
 
-use crate::error::usage;
+use crate::exit::usage;
 use crate::ops::gate::GateError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::error::{Error, ExitKind};
+use crate::exit::ExitKind;
 use crate::host::apt;
 use crate::host::excludes::PathFilters;
 use crate::host::layout::StateLayout;
@@ -75,20 +75,22 @@ impl VerifyReport {
     }
 
     /// The error the run ends with, None when every check passed.
-    pub fn error(&self) -> Option<Error> {
+    pub fn error(&self) -> Option<anyhow::Error> {
         let names = || {
             let names: BTreeSet<String> = self.failed().map(|c| c.name.clone()).collect();
             names.into_iter().collect()
         };
         Some(match self.exit_kind()? {
-            ExitKind::Skipped => Error::Gate(GateError::GateSkipped {
+            ExitKind::Skipped => GateError::GateSkipped {
                 reason: self.skipped.clone().unwrap_or_default(),
-            }),
-            ExitKind::Usage => Error::Verify(VerifyError::VerifyEnvironment { names: names() }),
-            ExitKind::CheckFailed => Error::Verify(VerifyError::VerifyFailed {
+            }
+            .into(),
+            ExitKind::Usage => VerifyError::VerifyEnvironment { names: names() }.into(),
+            ExitKind::CheckFailed => VerifyError::VerifyFailed {
                 failed: self.failed().count(),
                 names: names(),
-            }),
+            }
+            .into(),
         })
     }
     /// Human-readable lines: one per check, then a summary.
@@ -207,12 +209,12 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
     if let Some(reason) = root
         .read_optional(StateLayout::skip_record(), FileKind::StateRecord)
-        .map_err(crate::error::Error::from)?
+        .map_err(anyhow::Error::from)?
     {
         report.skipped = Some(reason.trim().to_string());
         return Ok(report);
     }
-    let entries = status::read_status(root)?;
+    let entries = crate::rocm::read_status(root)?;
     let mut c = Checks(Vec::new());
     if let Some(p) = crate::ops::inplace::detect(root, &entries) {
         c.add("in-place-patch", &p.prefix, false, p.summary());

@@ -57,7 +57,7 @@ fn label_check(
     else {
         return Ok(None);
     };
-    let installed: BTreeSet<String> = crate::host::status::read_status(root)?
+    let installed: BTreeSet<String> = crate::rocm::read_status(root)?
         .into_iter()
         .filter(|e| e.has_files())
         .filter_map(|e| e.extra.get(rocm::COMMIT_FIELD).cloned())

@@ -15,7 +15,7 @@ fn marker(skipped: bool, patches: &[(&str, &str)]) -> rocm::Marker {
         tool_version: "test".into(),
         patches: patches
             .iter()
-            .map(|(n, h)| crate::ops::build::patches::PatchRecord {
+            .map(|(n, h)| crate::rocm::PatchRecord {
                 name: n.to_string(),
                 sha256: h.to_string(),
             })

@@ -2,7 +2,7 @@
 //! host, then verify judges it, and an installed-but-failing host is exit 1. The operations
 //! themselves stay free of verify, so each can be tested on its own.
 
-use crate::error::Error;
+use crate::exit::Failure;
 use crate::host::root::Root;
 use crate::ops::adopt::{self, AdoptOptions, AdoptReport};
 use crate::ops::install::{self, InstallOptions, InstallReport, Outcome};
@@ -80,5 +80,5 @@ fn fail_unless_ok(done: &str, v: &VerifyReport) -> anyhow::Result<()> {
     if v.ok {
         return Ok(());
     }
-    Err(Error::CheckFailed(format!("{done}, but verify fails:\n{}", v.to_human())).into())
+    Err(Failure::CheckFailed(format!("{done}, but verify fails:\n{}", v.to_human())).into())
 }

@@ -5,15 +5,12 @@
 //! targets ROCr's hard-coded lists assemble for against what the compiler supports. ROCm recipe
 //! knowledge, like [`super::recipe`].
 
-use crate::ops::build::refused;
-use crate::ops::build::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::error::{usage, Error};
-use crate::ops::build::TargetGap;
+use crate::exit::{usage, ExitKind};
 
 /// CLR's comgr request.
 pub const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
@@ -34,6 +31,70 @@ pub const TARGET_LISTS: &[(&str, &str)] = &[
 ];
 /// The list only built with image support (`-DIMAGE_SUPPORT=OFF` skips it).
 const IMAGE_LIST: &str = "projects/rocr-runtime/runtime/hsa-runtime/image/blit_src/CMakeLists.txt";
+
+/// Offload targets one of the tree's hard-coded lists needs and the compiler does not support.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetGap {
+    /// The list's file, relative to the tree.
+    pub file: &'static str,
+    /// The CMake variable holding the list.
+    pub var: &'static str,
+    pub targets: Vec<String>,
+}
+
+/// Why the real tree cannot be built with this toolchain; nothing was built.
+#[derive(Debug, thiserror::Error)]
+pub enum RealTreeError {
+    /// The comgr found does not satisfy the version the tree's `find_package` asks for.
+    #[error(
+        "comgr {found} (found at {}) does not satisfy the tree's request \
+         `find_package(amd_comgr {requested} …)` at {}:{request_line}: comgr's CMake version file \
+         ({}) calls {found} incompatible with {requested}. Nothing was built. Use a comgr \
+         that satisfies it, or carry a patch for that file (--patch) if the tree works with \
+         comgr {found}",
+        found_in.display(),
+        COMGR_REQUEST_FILE,
+        version_file.display()
+    )]
+    ComgrIncompatible {
+        found: String,
+        /// The comgr CMake package directory.
+        found_in: PathBuf,
+        requested: String,
+        /// Line of the request in the tree's request file.
+        request_line: usize,
+        version_file: PathBuf,
+    },
+    /// The compiler lacks offload targets the tree's hard-coded lists require.
+    #[error(
+        "{} does not support offload targets the tree's hard-coded lists require (nothing was \
+         built):\n{}\nuse a newer LLVM (--llvm-dir), or carry a patch (--patch) removing them from \
+         the list",
+        clang.display(),
+        gaps.iter()
+            .map(|g| format!("  - {} in {} ({})", g.targets.join(", "), g.file, g.var))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )]
+    UnsupportedOffloadTargets {
+        clang: PathBuf,
+        gaps: Vec<TargetGap>,
+    },
+    /// Any other refusal of the tree's checks, in the words of the check that refused it.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl RealTreeError {
+    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
+    pub fn kind(&self) -> ExitKind {
+        ExitKind::Usage
+    }
+}
+
+fn refused(message: impl Into<String>) -> anyhow::Error {
+    RealTreeError::Refused(message.into()).into()
+}
 
 /// `find_package(amd_comgr 2.8 …)` → `("2.8", line)`; None when the tree asks no version.
 pub fn comgr_request(text: &str) -> Option<(String, usize)> {
@@ -59,7 +120,7 @@ pub fn comgr_request(text: &str) -> Option<(String, usize)> {
 /// detail; the build log shows what CMake took).
 pub fn comgr_package_dirs(rocm: &Path, llvm_dir: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = vec![rocm.join("lib/cmake/amd_comgr")];
-    if let Some(t) = crate::ops::build::prereq::multiarch() {
+    if let Some(t) = crate::toolchain::prereq::multiarch() {
         dirs.push(rocm.join(format!("lib/{t}/cmake/amd_comgr")));
         dirs.push(PathBuf::from(format!("/usr/lib/{t}/cmake/amd_comgr")));
     }
@@ -160,13 +221,13 @@ pub fn check_comgr(
     };
     let (found, compatible) = evaluate_version_file(&file, &requested, scratch)?;
     if !compatible {
-        return Err(Error::Build(BuildError::ComgrIncompatible {
+        return Err(RealTreeError::ComgrIncompatible {
             found,
             found_in: dir,
             requested,
             request_line: line,
             version_file: file,
-        })
+        }
         .into());
     }
     Ok(Some(found))
@@ -251,10 +312,10 @@ pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> 
     if gaps.is_empty() {
         return Ok(());
     }
-    Err(Error::Build(BuildError::UnsupportedOffloadTargets {
+    Err(RealTreeError::UnsupportedOffloadTargets {
         clang: clang.to_path_buf(),
         gaps,
-    })
+    }
     .into())
 }
 
@@ -304,8 +365,8 @@ mod tests {
         let scratch = d.path().join("checks");
         let err = check_comgr(&tree, std::slice::from_ref(&comgr), &scratch).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::ComgrIncompatible { found, found_in, requested, request_line: 2, .. }))
+            matches!(err.downcast_ref::<RealTreeError>(),
+                Some(RealTreeError::ComgrIncompatible { found, found_in, requested, request_line: 2, .. })
                     if found == "3.0.0" && *found_in == comgr && requested == "2.8"),
             "{err:?}"
         );
@@ -348,8 +409,8 @@ mod tests {
         );
         write(&tree.join(IMAGE_LIST), "set(TARGET_DEVICES \"gfx1300\")\n");
         let err = check_offload_targets(&tree, &clang, false).unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Build(BuildError::UnsupportedOffloadTargets { clang: c, gaps })) => {
+        match err.downcast_ref::<RealTreeError>() {
+            Some(RealTreeError::UnsupportedOffloadTargets { clang: c, gaps }) => {
                 assert_eq!(c, &clang);
                 assert_eq!(
                     gaps,
@@ -370,8 +431,8 @@ mod tests {
         // With image support the image list counts too.
         let err = check_offload_targets(&tree, &clang, true).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::UnsupportedOffloadTargets { gaps, .. })) if gaps.len() == 2),
+            matches!(err.downcast_ref::<RealTreeError>(),
+                Some(RealTreeError::UnsupportedOffloadTargets { gaps, .. }) if gaps.len() == 2),
             "{err:?}"
         );
     }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ops::build::prereq::{Probe, Requirement};
+use crate::toolchain::prereq::{Probe, Requirement};
 
 /// ROCr, built first and installed into a private prefix.
 pub const ROCR_PROJECT: &str = "projects/rocr-runtime";
@@ -261,7 +261,7 @@ pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
     ]);
     if tc.rocprofiler_register() {
         let mut dirs = vec![rocm.join("lib/cmake/rocprofiler-register")];
-        if let Some(t) = crate::ops::build::prereq::multiarch() {
+        if let Some(t) = crate::toolchain::prereq::multiarch() {
             dirs.push(PathBuf::from(format!(
                 "/usr/lib/{t}/cmake/rocprofiler-register"
             )));
@@ -368,7 +368,7 @@ fn prefix_path(head: &[&Path], i: &ConfigureInputs) -> String {
 
 fn launcher_defines(i: &ConfigureInputs) -> Vec<String> {
     i.launcher
-        .map(crate::ops::build::launcher::Launcher::cmake_defines)
+        .map(crate::toolchain::launcher::Launcher::cmake_defines)
         .unwrap_or_default()
 }
 

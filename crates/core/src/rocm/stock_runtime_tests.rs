@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::*;
-use crate::host::status::read_status;
+use crate::rocm::read_status;
 
 const TRIPLET_DIR: &str = "/usr/lib/x86_64-linux-gnu";
 

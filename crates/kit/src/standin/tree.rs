@@ -30,7 +30,7 @@ pub fn accepting_standin(mut opts: BuildOptions) -> BuildOptions {
 
 /// A refusal of the stand-in checkout, typed like the build's own (exit 2).
 fn refused(message: String) -> anyhow::Error {
-    rocm_pin::error::Error::Build(BuildError::Refused(message)).into()
+    BuildError::Refused(message).into()
 }
 
 /// Committer/author date of the stand-in commit (fixed: the commit id must not depend on when

@@ -33,7 +33,7 @@ pub struct CacheKey {
     /// `--llvm-dir`.
     pub llvm_dir: Option<String>,
     /// The patch series (names and sha256), in order.
-    pub patches: Vec<super::patches::PatchRecord>,
+    pub patches: Vec<crate::rocm::PatchRecord>,
     /// False with `--no-backport-check` (recorded in the manifest, so part of the output).
     pub backport_check: bool,
 }
@@ -171,7 +171,7 @@ mod tests {
         assert_ne!(a.digest(), c.digest());
         assert_eq!(a.digest(), key().digest());
         let mut d = key();
-        d.patches.push(super::super::patches::PatchRecord {
+        d.patches.push(crate::rocm::PatchRecord {
             name: "0001-x.patch".into(),
             sha256: "00".repeat(32),
         });

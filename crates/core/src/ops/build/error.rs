@@ -1,23 +1,10 @@
-//! The build's refusals: prerequisites, the source checkout, patches, the tree's requirements
-//! and the staging directory. Each variant's text is what the user reads.
+//! The build's refusals: the source checkout, patches and the staging directory (the build
+//! machine's are `toolchain::ToolchainError`, the real tree's `rocm::real_tree::RealTreeError`). Each variant's text is what the user reads.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::error::ExitKind;
-
-/// One build prerequisite that was looked for and not found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingItem {
-    /// What a person would call it, e.g. "C++ compiler".
-    pub what: String,
-    /// What was looked for, e.g. "program `cmake`" or "header <numa.h>".
-    pub looked_for: String,
-    /// The Debian package that provides it.
-    pub package: String,
-    /// Extra instruction when the package alone is not enough.
-    pub note: Option<String>,
-}
+use crate::exit::ExitKind;
 
 /// Why an input file or directory was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,32 +19,9 @@ pub enum BadInput {
     NoPatchFiles,
 }
 
-/// Offload targets one of the tree's hard-coded lists needs and the compiler does not support.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetGap {
-    /// The list's file, relative to the tree.
-    pub file: &'static str,
-    /// The CMake variable holding the list.
-    pub var: &'static str,
-    pub targets: Vec<String>,
-}
-
 /// Why a build (or its fetch) refused; nothing was built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    /// Build prerequisites are missing: every item with the Debian package that provides it.
-    #[error("{}", missing_prerequisites_text(context, missing))]
-    MissingPrerequisites {
-        /// What was to be built or fetched, e.g. "ROCm runtime at /src/rocm-systems".
-        context: String,
-        missing: Vec<MissingItem>,
-    },
-    /// `--compiler-launcher TOOL` was asked for and TOOL is not on PATH.
-    #[error(
-        "--compiler-launcher {tool}: `{tool}` is not on PATH; install it (apt-get install -y \
-         {package}) or build without a launcher"
-    )]
-    MissingLauncher { tool: String, package: String },
     /// `--commit` is not a full commit id.
     #[error(
         "--commit {given:?} is not a full commit id (40 hex digits): the manifest records \
@@ -106,41 +70,6 @@ pub enum BuildError {
         url: String,
         /// The ROCm release the pin targets.
         rocm_version: String,
-    },
-    /// The comgr found does not satisfy the version the tree's `find_package` asks for.
-    #[error(
-        "comgr {found} (found at {}) does not satisfy the tree's request \
-         `find_package(amd_comgr {requested} …)` at {}:{request_line}: comgr's CMake version file \
-         ({}) calls {found} incompatible with {requested}. Nothing was built. Use a comgr \
-         that satisfies it, or carry a patch for that file (--patch) if the tree works with \
-         comgr {found}",
-        found_in.display(),
-        crate::rocm::real_tree::COMGR_REQUEST_FILE,
-        version_file.display()
-    )]
-    ComgrIncompatible {
-        found: String,
-        /// The comgr CMake package directory.
-        found_in: PathBuf,
-        requested: String,
-        /// Line of the request in the tree's request file.
-        request_line: usize,
-        version_file: PathBuf,
-    },
-    /// The compiler lacks offload targets the tree's hard-coded lists require.
-    #[error(
-        "{} does not support offload targets the tree's hard-coded lists require (nothing was \
-         built):\n{}\nuse a newer LLVM (--llvm-dir), or carry a patch (--patch) removing them from \
-         the list",
-        clang.display(),
-        gaps.iter()
-            .map(|g| format!("  - {} in {} ({})", g.targets.join(", "), g.file, g.var))
-            .collect::<Vec<_>>()
-            .join("\n")
-    )]
-    UnsupportedOffloadTargets {
-        clang: PathBuf,
-        gaps: Vec<TargetGap>,
     },
     /// An input file or directory that cannot be used (`what` names the option, e.g. "patch").
     #[error("{what} {}{why}", path.display())]
@@ -192,31 +121,6 @@ impl fmt::Display for BadInput {
             BadInput::NoPatchFiles => f.write_str(": no *.patch or *.diff file in it"),
         }
     }
-}
-
-fn missing_prerequisites_text(context: &str, missing: &[MissingItem]) -> String {
-    let mut msg = format!(
-        "missing build prerequisites for {context} ({} item{}; nothing was built):",
-        missing.len(),
-        if missing.len() == 1 { "" } else { "s" }
-    );
-    for m in missing {
-        msg.push_str(&format!(
-            "\n  - {}: {} not found — Debian package `{}`",
-            m.what, m.looked_for, m.package
-        ));
-        if let Some(note) = &m.note {
-            msg.push_str(&format!(" ({note})"));
-        }
-    }
-    let mut packages: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
-    packages.sort_unstable();
-    packages.dedup();
-    msg.push_str(&format!(
-        "\ninstall with: apt-get install -y {}",
-        packages.join(" ")
-    ));
-    msg
 }
 
 fn dirty_checkout_text(
@@ -275,5 +179,5 @@ fn patch_does_not_apply_text(e: &BuildError) -> String {
 
 /// Any other refusal of the build, as an `anyhow::Error` carrying [`BuildError::Refused`] (exit 2).
 pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Build(BuildError::Refused(message.into())).into()
+    BuildError::Refused(message.into()).into()
 }

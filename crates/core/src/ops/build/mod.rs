@@ -11,10 +11,8 @@
 
 pub mod cache;
 mod error;
-pub mod launcher;
 pub mod manifest;
 pub mod patches;
-pub mod prereq;
 pub mod source;
 pub mod stage;
 pub mod steps;
@@ -22,7 +20,7 @@ pub mod validate;
 
 pub use crate::rocm::recipe::{TreeKind, ROCM_SYSTEMS};
 pub(crate) use error::refused;
-pub use error::{BadInput, BuildError, MissingItem, TargetGap};
+pub use error::{BadInput, BuildError};
 pub use manifest::{BuildManifest, ManifestLibrary, MANIFEST_FILE};
 
 use std::collections::BTreeMap;
@@ -31,10 +29,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::error::{usage, Error};
+use crate::exit::usage;
 use crate::progress::{self, Listener};
 use crate::rocm::{real_tree, recipe};
-use prereq::ProbeEnv;
+use crate::toolchain::prereq::ProbeEnv;
+use crate::toolchain::{launcher, prereq};
 use source::SourceSpec;
 use steps::{Generator, Layout, Step, StepInputs};
 
@@ -514,9 +513,9 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
             .iter()
             .any(|n| staging.join(n).exists());
         if non_empty && !ours {
-            return Err(Error::Build(BuildError::ForeignOutDir {
+            return Err(BuildError::ForeignOutDir {
                 out: staging.clone(),
-            })
+            }
             .into());
         }
     }
@@ -530,10 +529,10 @@ fn claim_staging(layout: &Layout) -> anyhow::Result<StagingLock> {
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     if file.try_lock().is_err() {
-        return Err(Error::Build(BuildError::StagingLocked {
+        return Err(BuildError::StagingLocked {
             staging: staging.clone(),
             lock: path,
-        })
+        }
         .into());
     }
     Ok(StagingLock { _file: file })
@@ -558,9 +557,9 @@ fn clean_staging(layout: &Layout, keep: &[PathBuf]) -> anyhow::Result<()> {
             .iter()
             .any(|n| staging.join(n).exists());
         if !entries.is_empty() && !ours {
-            return Err(Error::Build(BuildError::ForeignOutDir {
+            return Err(BuildError::ForeignOutDir {
                 out: staging.clone(),
-            })
+            }
             .into());
         }
         // The manifest goes first: an interrupted clean must not leave a "finished" staging.
@@ -868,11 +867,11 @@ fn check_source(
             // A fetched tree is the real runtime, which cannot build without ROCm's toolchain:
             // say so before the fetch, not after minutes of it.
             if !p.rocm_resolved {
-                return Err(Error::Build(BuildError::NoRocmToBuildAgainst {
+                return Err(BuildError::NoRocmToBuildAgainst {
                     rocm_path: p.rocm.clone(),
                     url: url.clone(),
                     rocm_version: crate::rocm::TARGET_ROCM_VERSION.to_string(),
-                })
+                }
                 .into());
             }
             Ok(None)
@@ -989,6 +988,7 @@ fn check_tree(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Failure;
 
     #[test]
     fn a_second_build_into_the_same_directory_is_refused_while_the_first_runs() {
@@ -997,8 +997,8 @@ mod tests {
         let first = claim_staging(&layout).unwrap();
         let err = claim_staging(&layout).err().unwrap();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::StagingLocked { staging, lock }))
+            matches!(err.downcast_ref::<BuildError>(),
+                Some(BuildError::StagingLocked { staging, lock })
                     if *staging == layout.staging && *lock == layout.work.join(LOCK_FILE)),
             "{err:?}"
         );
@@ -1037,7 +1037,7 @@ mod tests {
         assert!(resolve_jobs(None, Some("many")).is_err());
         let err = resolve_jobs(Some(0), None).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(m)) if m.contains("--jobs")),
+            matches!(err.downcast_ref::<Failure>(), Some(Failure::Usage(m)) if m.contains("--jobs")),
             "{err:?}"
         );
     }
@@ -1057,8 +1057,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::CheckFailed(m)) if m.contains("failed validation")),
+            matches!(err.downcast_ref::<Failure>(),
+                Some(Failure::CheckFailed(m)) if m.contains("failed validation")),
             "{err:?}"
         );
         assert_eq!(crate::error::exit_code_for(&err), 1);
@@ -1076,7 +1076,7 @@ mod tests {
             clean_staging(&layout, &[]).unwrap_err(),
         ] {
             assert!(
-                matches!(err.downcast_ref::<Error>(), Some(Error::Build(BuildError::ForeignOutDir { out: o })) if *o == out),
+                matches!(err.downcast_ref::<BuildError>(), Some(BuildError::ForeignOutDir { out: o }) if *o == out),
                 "{err:?}"
             );
         }
@@ -1105,8 +1105,8 @@ mod tests {
         let tc = opts.toolchain(&p.rocm, None);
         let err = check_source(&p, &tc, &progress::Silent).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::NoRocmToBuildAgainst { rocm_path, url: u, .. }))
+            matches!(err.downcast_ref::<BuildError>(),
+                Some(BuildError::NoRocmToBuildAgainst { rocm_path, url: u, .. })
                     if *rocm_path == opts.rocm_path && u == url),
             "{err:?}"
         );

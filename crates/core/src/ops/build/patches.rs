@@ -15,16 +15,9 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use super::steps::Cmd;
-use crate::error::{usage, Error};
+use crate::exit::usage;
 use crate::ops::build::BadInput;
-
-/// What provenance records for one patch.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PatchRecord {
-    /// File name of the patch (no directory), e.g. `0001-rocclr-accept-comgr-3.patch`.
-    pub name: String,
-    pub sha256: String,
-}
+use crate::rocm::PatchRecord;
 
 /// One patch of the series, read once (the bytes hashed are the bytes applied).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,12 +59,10 @@ pub fn touched_paths(text: &str) -> Vec<String> {
 pub fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<Patch>> {
     let mut paths = vec![];
     if let Some(dir) = dir {
-        let entries = std::fs::read_dir(dir).map_err(|e| {
-            Error::Build(BuildError::BadInputFile {
-                what: "--patches",
-                path: dir.to_path_buf(),
-                why: BadInput::Unlistable(e.to_string()),
-            })
+        let entries = std::fs::read_dir(dir).map_err(|e| BuildError::BadInputFile {
+            what: "--patches",
+            path: dir.to_path_buf(),
+            why: BadInput::Unlistable(e.to_string()),
         })?;
         let mut found: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -79,11 +70,11 @@ pub fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<
             .collect();
         found.sort();
         if found.is_empty() {
-            return Err(Error::Build(BuildError::BadInputFile {
+            return Err(BuildError::BadInputFile {
                 what: "--patches",
                 path: dir.to_path_buf(),
                 why: BadInput::NoPatchFiles,
-            })
+            }
             .into());
         }
         paths.extend(found);
@@ -91,12 +82,10 @@ pub fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<
     paths.extend(files.iter().cloned());
     let mut series: Vec<Patch> = vec![];
     for path in paths {
-        let bad = |why| {
-            Error::Build(BuildError::BadInputFile {
-                what: "patch",
-                path: path.clone(),
-                why,
-            })
+        let bad = |why| BuildError::BadInputFile {
+            what: "patch",
+            path: path.clone(),
+            why,
         };
         let bytes = std::fs::read(&path).map_err(|e| bad(BadInput::Unreadable(e.to_string())))?;
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
@@ -225,7 +214,7 @@ pub fn apply_series(checkout: &Path, commit: &str, series: &[Patch]) -> anyhow::
             .with_context(|| format!("running {cmd}"))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(Error::Build(BuildError::PatchDoesNotApply {
+            return Err(BuildError::PatchDoesNotApply {
                 index: n + 1,
                 total: series.len(),
                 name: patch.record.name.clone(),
@@ -234,7 +223,7 @@ pub fn apply_series(checkout: &Path, commit: &str, series: &[Patch]) -> anyhow::
                 files: failing_files(&stderr),
                 command: cmd.to_string(),
                 git_stderr: stderr.into_owned(),
-            })
+            }
             .into());
         }
     }
@@ -315,8 +304,8 @@ mod tests {
     }
 
     fn bad_input(err: &anyhow::Error) -> (&'static str, &Path, &BadInput) {
-        match err.downcast_ref::<Error>() {
-            Some(Error::Build(BuildError::BadInputFile { what, path, why })) => (what, path, why),
+        match err.downcast_ref::<BuildError>() {
+            Some(BuildError::BadInputFile { what, path, why }) => (what, path, why),
             other => panic!("not BadInputFile: {other:?} ({err})"),
         }
     }
@@ -373,15 +362,15 @@ mod tests {
         .unwrap();
         let series = load_series(None, std::slice::from_ref(&patch)).unwrap();
         let err = apply_series(&tree, &commit, &series).unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Build(BuildError::PatchDoesNotApply {
+        match err.downcast_ref::<BuildError>() {
+            Some(BuildError::PatchDoesNotApply {
                 index,
                 total,
                 name,
                 commit: c,
                 files,
                 ..
-            })) => {
+            }) => {
                 assert_eq!((*index, *total), (1, 1));
                 assert_eq!(name, "0001-change.patch");
                 assert_eq!(c, &commit);

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::Context;
 
 use super::steps::Cmd;
-use crate::error::{usage, Error};
+use crate::exit::usage;
 
 /// Where the source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,9 +60,9 @@ pub fn normalize_commit(commit: &str) -> anyhow::Result<String> {
     if (c.len() == 40 || c.len() == 64) && c.chars().all(|ch| ch.is_ascii_hexdigit()) {
         Ok(c)
     } else {
-        Err(Error::Build(BuildError::NotACommit {
+        Err(BuildError::NotACommit {
             given: commit.to_string(),
-        })
+        }
         .into())
     }
 }
@@ -129,23 +129,23 @@ pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<(
         ))
     })?;
     if head != commit {
-        return Err(Error::Build(BuildError::WrongCommit {
+        return Err(BuildError::WrongCommit {
             checkout: dir.to_path_buf(),
             head,
             wanted: commit.to_string(),
-        })
+        }
         .into());
     }
     let mut args = vec!["status", "--porcelain=v1", "--untracked-files=all", "--"];
     args.extend(paths.iter().copied());
     let status = git_output(dir, &args)?;
     if !status.trim().is_empty() {
-        return Err(Error::Build(BuildError::DirtyCheckout {
+        return Err(BuildError::DirtyCheckout {
             checkout: dir.to_path_buf(),
             commit: commit.to_string(),
             paths: paths.iter().map(|p| p.to_string()).collect(),
             changes: status.lines().map(str::to_string).collect(),
-        })
+        }
         .into());
     }
     Ok(())
@@ -253,7 +253,7 @@ pub(crate) mod tests {
         ] {
             let err = normalize_commit(bad).unwrap_err();
             assert!(
-                matches!(err.downcast_ref::<Error>(), Some(Error::Build(BuildError::NotACommit { given })) if given == bad),
+                matches!(err.downcast_ref::<BuildError>(), Some(BuildError::NotACommit { given }) if given == bad),
                 "{bad}: {err:?}"
             );
         }
@@ -285,8 +285,8 @@ pub(crate) mod tests {
         let head = repo_with_one_commit(d.path(), "a.txt", "a\n");
         let err = check_local(d.path(), crate::rocm::PIN_COMMIT, &["a.txt"]).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::WrongCommit { checkout, head: h, wanted }))
+            matches!(err.downcast_ref::<BuildError>(),
+                Some(BuildError::WrongCommit { checkout, head: h, wanted })
                     if checkout == d.path() && *h == head && wanted == crate::rocm::PIN_COMMIT),
             "{err:?}"
         );
@@ -303,8 +303,8 @@ pub(crate) mod tests {
         std::fs::write(d.path().join("elsewhere.txt"), "not checked\n").unwrap();
         let err = check_local(d.path(), &head, &["a.txt", "new.txt"]).unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::DirtyCheckout { commit, changes, .. }))
+            matches!(err.downcast_ref::<BuildError>(),
+                Some(BuildError::DirtyCheckout { commit, changes, .. })
                     if *commit == head && changes == &[" M a.txt".to_string(), "?? new.txt".to_string()]),
             "{err:?}"
         );

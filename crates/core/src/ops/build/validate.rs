@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::manifest::ManifestLibrary;
 use crate::digest::sha256_file;
-use crate::error::Error;
+use crate::exit::Failure;
 use crate::rocm::{self, Half};
 
 /// What validation checks beyond the structural rules.
@@ -350,7 +350,7 @@ fn validation_failure(staging: &Path, problems: &[String]) -> anyhow::Error {
         msg.push_str("\n  - ");
         msg.push_str(p);
     }
-    Error::CheckFailed(msg).into()
+    Failure::CheckFailed(msg).into()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The plan's refusals: stock facts, the staging and the replacement plan that do not fit.
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -18,5 +18,5 @@ impl PlanError {
 
 /// A refusal of the plan or the package step, as an `anyhow::Error` carrying [`PlanError::Refused`] (exit 2).
 pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Plan(PlanError::Refused(message.into())).into()
+    PlanError::Refused(message.into()).into()
 }

@@ -170,7 +170,7 @@ pub struct PackagePlan {
     pub commit_time: i64,
     pub flavor: String,
     /// The build's patch series (from its manifest), recorded in both controls and the marker.
-    pub patches: Vec<crate::ops::build::patches::PatchRecord>,
+    pub patches: Vec<crate::rocm::PatchRecord>,
     /// The build ran with `--no-backport-check` (from its manifest).
     pub backport_check_skipped: bool,
     /// HSA first, then HIP.

@@ -9,9 +9,9 @@ use anyhow::Context;
 
 use crate::elf::ElfInfo;
 use crate::ops::build::manifest::{BuildManifest, MANIFEST_FILE};
-use crate::ops::build::patches::PatchRecord;
 use crate::ops::plan::refused;
 use crate::rocm::LibraryFamily;
+use crate::rocm::PatchRecord;
 
 use super::stock::sha256_file;
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 /// Why `rocm-pin repo` refuses to add a package (nothing is written).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,5 +132,5 @@ fn join_lines(conflicts: &[RepoConflict]) -> String {
 
 /// Any other refusal of `rocm-pin repo`, as an `anyhow::Error` carrying [`RepoError::Refused`] (exit 2).
 pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
-    crate::error::Error::Repo(RepoError::Refused(message.into())).into()
+    RepoError::Refused(message.into()).into()
 }

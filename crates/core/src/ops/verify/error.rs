@@ -1,6 +1,6 @@
 //! How `rocm-pin verify` ends when its report is not all green.
 
-use crate::error::ExitKind;
+use crate::exit::ExitKind;
 
 /// verify's verdict as an error: checks failed, or could not be made.
 #[derive(Debug, thiserror::Error)]

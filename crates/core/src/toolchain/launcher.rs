@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::prereq::{self, ProbeEnv};
-use crate::error::{usage, Error};
-use crate::ops::build::BuildError;
+use crate::exit::usage;
+use crate::toolchain::ToolchainError;
 
 /// Which launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,10 +47,10 @@ impl Launcher {
     /// Where it is on PATH, or a usage error naming the package.
     pub fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
         prereq::find_program(env, self.program()).ok_or_else(|| {
-            Error::Build(BuildError::MissingLauncher {
+            ToolchainError::MissingLauncher {
                 tool: self.program().to_string(),
                 package: self.package().to_string(),
-            })
+            }
             .into()
         })
     }
@@ -129,6 +129,7 @@ pub fn record(launcher: Launcher, program: &std::path::Path, env: &ProbeEnv) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Failure;
 
     #[test]
     fn a_launcher_not_on_path_names_its_package() {
@@ -142,8 +143,8 @@ mod tests {
             .locate(&env)
             .unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(),
-                Some(Error::Build(BuildError::MissingLauncher { tool, package })) if tool == "sccache" && package == "sccache"),
+            matches!(err.downcast_ref::<ToolchainError>(),
+                Some(ToolchainError::MissingLauncher { tool, package }) if tool == "sccache" && package == "sccache"),
             "{err:?}"
         );
         assert!(
@@ -152,7 +153,7 @@ mod tests {
         );
         let err = Launcher::parse("distcc").unwrap_err();
         assert!(
-            matches!(err.downcast_ref::<Error>(), Some(Error::Usage(_))),
+            matches!(err.downcast_ref::<Failure>(), Some(Failure::Usage(_))),
             "{err:?}"
         );
     }

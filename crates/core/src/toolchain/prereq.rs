@@ -1,13 +1,11 @@
 //! Prerequisite checks: programs on PATH, headers, libraries, Python modules and files. Every
 //! missing item is collected and reported in ONE error with the package that provides it, before
-//! anything compiles. Knows nothing of ROCm: the list comes from [`super::recipe`].
+//! anything compiles. Knows nothing of ROCm: the list comes from `rocm::recipe`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
-use crate::ops::build::BuildError;
-use crate::ops::build::MissingItem;
+use crate::toolchain::{MissingItem, ToolchainError};
 
 /// How to tell whether a prerequisite is present.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,7 +180,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
     if missing.is_empty() {
         return Ok(());
     }
-    Err(Error::Build(BuildError::MissingPrerequisites {
+    Err(ToolchainError::MissingPrerequisites {
         context: context.to_string(),
         missing: missing
             .iter()
@@ -193,7 +191,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
                 note: r.note.clone(),
             })
             .collect(),
-    })
+    }
     .into())
 }
 
@@ -252,8 +250,8 @@ mod tests {
                 .with_note("GL"),
         ];
         let err = check(&env, &reqs, "the test tree").unwrap_err();
-        match err.downcast_ref::<Error>() {
-            Some(Error::Build(BuildError::MissingPrerequisites { context, missing })) => {
+        match err.downcast_ref::<ToolchainError>() {
+            Some(ToolchainError::MissingPrerequisites { context, missing }) => {
                 assert_eq!(context, "the test tree");
                 let packages: Vec<&str> = missing.iter().map(|m| m.package.as_str()).collect();
                 assert_eq!(packages, ["cmake", "libnuma-dev", "libglvnd-dev"]);

@@ -1,0 +1,10 @@
+//! The build machine's tooling (layer 2, beside `host`; docs/design.md "Layers"): probes for
+//! programs, headers, libraries and Python modules ([`prereq`]) and the compiler launcher
+//! ([`launcher`]). Generic: the ROCm recipe (`rocm::recipe`) says what to probe for, and
+//! `ops::build` runs it.
+
+mod error;
+pub mod launcher;
+pub mod prereq;
+
+pub use error::{MissingItem, ToolchainError};
