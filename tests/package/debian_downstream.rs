@@ -405,3 +405,168 @@ fn downstream_scenarios_keep_ours_on_debians_stock_default_solver() {
 fn downstream_scenarios_keep_ours_on_debians_stock_internal_solver() {
     run_scenarios(AptSolver::Internal);
 }
+
+fn status_json(sb: &Sandbox) -> (serde_json::Value, String) {
+    let json = rocm_pin()
+        .args(["status", "--json", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    assert!(json.status.success(), "status --json: {}", text(&json));
+    let human = rocm_pin()
+        .args(["status", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    assert!(human.status.success(), "status: {}", text(&human));
+    (
+        serde_json::from_slice(&json.stdout).unwrap(),
+        String::from_utf8_lossy(&human.stdout).into_owned(),
+    )
+}
+
+/// Issue 23 item 3: `status` on a Debian-flavour host names Debian's stock packages and the
+/// newer upload apt has for them, before `rocm-pin install` (apt's candidate vs installed) and
+/// after it (kept back by our pin), and no longer says the flavour cannot be replaced.
+#[test]
+fn status_names_debians_stock_and_the_upgrade_apt_has() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball() else { return };
+    let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
+    let p = prepare(&image);
+    let release = p
+        .stock
+        .release
+        .clone()
+        .expect("the release of Debian's stock");
+
+    // Before: nothing of ours, the stock and its newer upload published.
+    let sb = Sandbox::new(&image).unwrap();
+    sb.add_local_repo("stock", &p.stock_repo).unwrap();
+    sb.add_local_repo("newer", &p.newer_repo).unwrap();
+    let (json, human) = status_json(&sb);
+    assert_eq!(json["health"], "not-installed", "{json:#}");
+    let gate = json["gate"].as_str().unwrap();
+    assert!(
+        gate.contains("rocm-pin package")
+            && !gate.contains("does not package")
+            && !gate.contains("would refuse"),
+        "{gate}"
+    );
+    let upgrades = json["stock_runtime_upgrades"].as_array().unwrap();
+    for s in &p.stock.packages {
+        let newer = format!("{}+1", s.version);
+        assert!(
+            upgrades.iter().any(|u| u["package"] == s.package.as_str()
+                && u["current"] == s.version.as_str()
+                && u["newest"] == newer.as_str()),
+            "{} {} -> {newer} not in {upgrades:#?}",
+            s.package,
+            s.version
+        );
+        assert!(
+            human.contains(&format!(
+                "upgrade available: {} {} -> {newer}",
+                s.package, s.version
+            )),
+            "{human}"
+        );
+    }
+    assert_eq!(upgrades.len(), p.stock.packages.len(), "{upgrades:#?}");
+    eprintln!("debian_downstream: status before install:\n{human}");
+
+    // After `rocm-pin install`: ours healthy, the newer upload kept back by the pin, named as
+    // an upload of the same release with its ways forward.
+    let sb = installed_sandbox(&image, AptSolver::Default, &p);
+    sb.add_local_repo("newer", &p.newer_repo).unwrap();
+    let (json, human) = status_json(&sb);
+    assert_eq!(json["health"], "healthy", "{json:#}\n{human}");
+    let up = &json["upgrades"];
+    assert_eq!(up["stock_release"], release.as_str(), "{up:#}");
+    assert_eq!(up["target_release"], release.as_str(), "{up:#}");
+    for s in &p.stock.packages {
+        assert!(
+            up["stock"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["package"] == s.package.as_str()
+                    && a["newest"] == format!("{}+1", s.version).as_str()
+                    && a["priority"] == -1),
+            "{} not kept back at -1: {up:#}",
+            s.package
+        );
+        assert!(
+            human.contains(&format!("stock:       {}:", s.package)),
+            "{human}"
+        );
+    }
+    assert!(
+        human.contains(&format!("a newer upload of ROCm {release}"))
+            && human.contains("rocm-pin package --stock-deb"),
+        "{human}"
+    );
+    assert!(json["stock_runtime_upgrades"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert_eq!(json["target_version"], release.as_str(), "{json:#}");
+    eprintln!("debian_downstream: status after install, newer upload published:\n{human}");
+}
+
+/// Issue 23 item 3: the guard on a Debian-flavour host: `rocm-pin guard on` arms after
+/// `rocm-pin install`, a forced stock .deb then fails at that very dpkg command naming the
+/// stock package and the repair, which goes through. `adopt` refuses in one line: the in-place
+/// method it takes over lives under /opt, which Debian's packaging does not have.
+#[test]
+fn guard_and_adopt_on_a_debian_host() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball() else { return };
+    let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
+    let p = prepare(&image);
+    let hip = package_of(&p.stock, "libamdhip64.so.").package.clone();
+
+    // adopt on the stock host: refused, nothing changed.
+    let sb = Sandbox::new(&image).unwrap();
+    sb.install_rocm_pin(&bin()).unwrap();
+    let before = sb.read_to_string("/var/lib/dpkg/status").unwrap();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    let said = text(&out);
+    assert_eq!(rc(&out), 2, "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
+    assert!(
+        said.contains("Debian's packaging")
+            && said.contains("no /opt prefix")
+            && said.contains(&hip),
+        "{said}"
+    );
+    assert_eq!(before, sb.read_to_string("/var/lib/dpkg/status").unwrap());
+
+    // The guard after rocm-pin install.
+    let sb = installed_sandbox(&image, AptSolver::Default, &p);
+    let out = sb.run(&["rocm-pin", "guard", "on"]).unwrap();
+    assert_eq!(rc(&out), 0, "guard on: {}", text(&out));
+    let out = sb.run(&["rocm-pin", "guard", "status"]).unwrap();
+    assert_eq!(rc(&out), 0, "guard status: {}", text(&out));
+    let (json, _) = status_json(&sb);
+    assert_eq!(json["guard"], true, "{json:#}");
+    let deb = format!("/root/stock/{hip}.deb");
+    let out = sb.run(&["dpkg", "-i", "--force-all", &deb]).unwrap();
+    let said = text(&out);
+    let repair = format!("apt-get remove -y {hip}");
+    assert_eq!(rc(&out), 2, "the guard's dpkg hook must fail it:\n{said}");
+    assert!(
+        said.contains(&format!("FAIL stock-absent {hip}")) && said.contains(&repair),
+        "{said}"
+    );
+    let out = sb.sh(&repair).unwrap();
+    assert_eq!(rc(&out), 0, "{repair}: {}", text(&out));
+    let v = verify_root(&sb);
+    assert!(v.status.success(), "{}", text(&v));
+    for d in DEPENDANTS {
+        assert!(is_installed(&sb, d), "{d} removed");
+    }
+    // adopt with ours installed: still nothing in place to adopt.
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+}
