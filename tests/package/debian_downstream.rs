@@ -208,11 +208,10 @@ fn installed_sandbox(image: &ChrootImage, solver: AptSolver, p: &Prepared) -> Sa
     sb.copy_in(&p.custom, &format!("/root/custom/{CUSTOM}.deb"))
         .unwrap();
     sb.install_rocm_pin(&bin()).unwrap();
-    // sid's apt refuses a local .deb whose file name holds `~` and `+` (ours:
-    // `7.2.4-1~exp2+pin…`): each goes in as <stock>-pinned.deb.
+    // Under the file names `rocm-pin package` gives them, as a user runs it.
     let mut argv = vec!["rocm-pin".to_string(), "install".into()];
-    for (stock, deb) in &p.ours {
-        let at = format!("/tmp/ours/{stock}-pinned.deb");
+    for (_, deb) in &p.ours {
+        let at = format!("/tmp/ours/{}", deb.file_name().unwrap().to_string_lossy());
         sb.copy_in(deb, &at).unwrap();
         argv.push(at);
     }
