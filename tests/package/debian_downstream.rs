@@ -511,6 +511,38 @@ fn status_names_debians_stock_and_the_upgrade_apt_has() {
         .is_empty());
     assert_eq!(json["target_version"], release.as_str(), "{json:#}");
     eprintln!("debian_downstream: status after install, newer upload published:\n{human}");
+    if std::env::var_os("ROCM_PIN_DEBIAN_BENCH").is_some() {
+        bench_verify(&sb, &p.stock);
+    }
+}
+
+/// `ROCM_PIN_DEBIAN_BENCH=1`: `rocm-pin verify --root` on the installed Debian host against
+/// what a Debian admin runs there, `dpkg --verify` and `apt-cache policy` of the runtime
+/// packages (hyperfine, the load printed before and after).
+fn bench_verify(sb: &Sandbox, stock: &StockRuntime) {
+    let root = sb.root().display().to_string();
+    let names: Vec<String> = stock
+        .packages
+        .iter()
+        .flat_map(|p| [p.package.clone(), format!("{}-pinned", p.package)])
+        .collect();
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    eprintln!("debian_downstream bench: load before {}", load().trim());
+    let out = std::process::Command::new("hyperfine")
+        .args(["-N", "-i", "--warmup", "1", "--runs", "5"])
+        .arg(format!("{} verify --root {root}", bin().display()))
+        .arg(format!("chroot {root} dpkg --verify"))
+        .arg(format!(
+            "chroot {root} apt-cache policy {}",
+            names.join(" ")
+        ))
+        .output()
+        .expect("hyperfine");
+    eprintln!(
+        "{}\ndebian_downstream bench: load after {}",
+        text(&out),
+        load().trim()
+    );
 }
 
 /// Issue 23 item 3: the guard on a Debian-flavour host: `rocm-pin guard on` arms after

@@ -5,7 +5,8 @@
 //! installed chroot, under every apt configuration CI runs: bookworm's apt 2.6, trixie's apt 3.0
 //! with the classic solver, and with `APT::Solver "3.0"`), and by the image recipe test
 //! tests/images/docker_recipe.rs (every entry, in order, in the chroot the recipe's own scripts
-//! installed into, with the guard on and `verify-runtime.sh` after each).
+//! installed into, with the guard on and `verify-runtime.sh` after each), and by
+//! tests/package/debian_downstream.rs on Debian's real stock ([`StockNames`] from discovery).
 //!
 //! Where the two apt solvers decide differently, an entry states the outcome per solver. The
 //! result users see is the same either way: the patched pair live and dependants kept, and
