@@ -27,7 +27,7 @@ use rocm_pin::host::stock_runtime::{self, StockRuntime};
 use rocm_pin::host::{repack, status};
 use rocm_pin::rocm::Half;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
-use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, StockNames};
+use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, Scenario, StockNames};
 
 /// The new dependant published in the `deps` repository.
 const NEW_DEPENDANT: &str = "rocm-pin-test-hip-app";
@@ -307,6 +307,97 @@ fn named_repair(verify_text: &str) -> Option<String> {
     line.split('`').nth(1).map(str::to_string)
 }
 
+/// When verify is to fail (the list says so for the solver): it must name a repair, which is
+/// run and everything checked again. The problems, and what the table says was run.
+fn repair_problems(
+    sb: &Sandbox,
+    p: &Prepared,
+    before: &std::collections::BTreeMap<String, String>,
+    verify_text: &str,
+) -> (Vec<String>, String) {
+    let Some(repair) = named_repair(verify_text) else {
+        return (
+            vec![format!("verify names no repair:\n{verify_text}")],
+            String::new(),
+        );
+    };
+    let r = sb.sh(&repair).unwrap();
+    let v2 = verify_root(sb);
+    let mut problems = state_problems(sb, p, before);
+    if rc(&r) != 0 || !v2.status.success() {
+        problems.push(format!(
+            "the repair `{repair}` rc {}:\n{}\nverify after it:\n{}",
+            rc(&r),
+            text(&r),
+            text(&v2)
+        ));
+    }
+    (problems, format!(", then `{repair}` rc {}", rc(&r)))
+}
+
+/// One entry in a fresh installed chroot under `solver`: its table row, and its failure.
+fn run_one(
+    image: &ChrootImage,
+    solver: AptSolver,
+    p: &Prepared,
+    s: &Scenario,
+) -> (String, Option<String>) {
+    let t = std::time::Instant::now();
+    let sb = installed_sandbox(image, solver, p);
+    let (solver_used, apt_version) = solver_in(&sb);
+    let want = s.expect_with_apt(&solver_used, &apt_version);
+    let mut problems = Vec::new();
+    if s.newer_stock {
+        sb.add_local_repo("newer", &p.newer_repo).unwrap();
+        problems.extend(published_newer_problems(&sb, &p.stock));
+    }
+    let before = sb.installed_packages().unwrap();
+    let out = sb.sh(&s.script).unwrap();
+    let v = verify_root(&sb);
+    problems.extend(state_problems(&sb, p, &before));
+    // What the entry installs is there: the seed's custom package, the new dependant.
+    for wanted in [CUSTOM, NEW_DEPENDANT] {
+        if s.script.contains(wanted) && want.rc == 0 && !is_installed(&sb, wanted) {
+            problems.push(format!("{wanted} was not installed"));
+        }
+    }
+    if rc(&out) != want.rc {
+        problems.push(format!("rc {}, expected {}", rc(&out), want.rc));
+    }
+    if v.status.success() != want.verify_ok {
+        problems.push(format!(
+            "verify rc {} (expected {}):\n{}",
+            rc(&v),
+            if want.verify_ok { "pass" } else { "fail" },
+            text(&v)
+        ));
+    }
+    let mut repaired = String::new();
+    if !want.verify_ok && !v.status.success() {
+        let (more, said) = repair_problems(&sb, p, &before, &text(&v));
+        problems.extend(more);
+        repaired = said;
+    }
+    let row = format!(
+        "{solver:?}/{solver_used:?} apt {apt_version} {:<28} rc {:<3} verify {}{repaired}: {} {:.1}s",
+        s.id,
+        rc(&out),
+        rc(&v),
+        if problems.is_empty() { "ok" } else { "FAILED" },
+        t.elapsed().as_secs_f64()
+    );
+    let failure = (!problems.is_empty()).then(|| {
+        format!(
+            "{solver:?} {}: {}\n--- script `{}` output:\n{}",
+            s.id,
+            problems.join("; "),
+            s.script,
+            text(&out)
+        )
+    });
+    (row, failure)
+}
+
 /// Every scenario of the list, each in a fresh installed chroot under `solver`.
 fn run_scenarios(solver: AptSolver) {
     rocm_pin_testkit::needs_root!("a chroot");
@@ -314,79 +405,11 @@ fn run_scenarios(solver: AptSolver) {
     let t0 = std::time::Instant::now();
     let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
     let p = prepare(&image);
-    let inputs = inputs(&p);
-    let mut failures = Vec::new();
-    let mut table = Vec::new();
-    for s in scenarios(&inputs) {
-        let t = std::time::Instant::now();
-        let sb = installed_sandbox(&image, solver, &p);
-        let (solver_used, apt_version) = solver_in(&sb);
-        let want = s.expect_with_apt(&solver_used, &apt_version);
-        if s.newer_stock {
-            sb.add_local_repo("newer", &p.newer_repo).unwrap();
-            published_newer_problems(&sb, &p.stock)
-                .into_iter()
-                .for_each(|e| failures.push(format!("{}: {e}", s.id)));
-        }
-        let before = sb.installed_packages().unwrap();
-        let out = sb.sh(&s.script).unwrap();
-        let v = verify_root(&sb);
-        let mut problems = state_problems(&sb, &p, &before);
-        // What the entry installs is there: the seed's custom package, the new dependant.
-        for wanted in [CUSTOM, NEW_DEPENDANT] {
-            if s.script.contains(wanted) && want.rc == 0 && !is_installed(&sb, wanted) {
-                problems.push(format!("{wanted} was not installed"));
-            }
-        }
-        if rc(&out) != want.rc {
-            problems.push(format!("rc {}, expected {}", rc(&out), want.rc));
-        }
-        if v.status.success() != want.verify_ok {
-            problems.push(format!(
-                "verify rc {} (expected {}):\n{}",
-                rc(&v),
-                if want.verify_ok { "pass" } else { "fail" },
-                text(&v)
-            ));
-        }
-        let mut repaired = String::new();
-        if !want.verify_ok && !v.status.success() {
-            match named_repair(&text(&v)) {
-                None => problems.push(format!("verify names no repair:\n{}", text(&v))),
-                Some(repair) => {
-                    let r = sb.sh(&repair).unwrap();
-                    let v2 = verify_root(&sb);
-                    if rc(&r) != 0 || !v2.status.success() {
-                        problems.push(format!(
-                            "the repair `{repair}` rc {}:\n{}\nverify after it:\n{}",
-                            rc(&r),
-                            text(&r),
-                            text(&v2)
-                        ));
-                    }
-                    problems.extend(state_problems(&sb, &p, &before));
-                    repaired = format!(", then `{repair}` rc {}", rc(&r));
-                }
-            }
-        }
-        table.push(format!(
-            "{solver:?}/{solver_used:?} apt {apt_version} {:<28} rc {:<3} verify {}{repaired}: {} {:.1}s",
-            s.id,
-            rc(&out),
-            rc(&v),
-            if problems.is_empty() { "ok" } else { "FAILED" },
-            t.elapsed().as_secs_f64()
-        ));
-        if !problems.is_empty() {
-            failures.push(format!(
-                "{solver:?} {}: {}\n--- script `{}` output:\n{}",
-                s.id,
-                problems.join("; "),
-                s.script,
-                text(&out)
-            ));
-        }
-    }
+    let (table, failures): (Vec<String>, Vec<Option<String>>) = scenarios(&inputs(&p))
+        .iter()
+        .map(|s| run_one(&image, solver, &p, s))
+        .unzip();
+    let failures: Vec<String> = failures.into_iter().flatten().collect();
     eprintln!(
         "debian_downstream ({solver:?}), {:.0}s:\n{}",
         t0.elapsed().as_secs_f64(),
@@ -433,14 +456,14 @@ fn status_names_debians_stock_and_the_upgrade_apt_has() {
     let Some(tarball) = tarball() else { return };
     let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
     let p = prepare(&image);
-    let release = p
-        .stock
-        .release
-        .clone()
-        .expect("the release of Debian's stock");
+    status_before_install(&image, &p);
+    status_after_install(&image, &p);
+}
 
-    // Before: nothing of ours, the stock and its newer upload published.
-    let sb = Sandbox::new(&image).unwrap();
+/// Nothing of ours, the stock and its newer upload published: status names the upload apt
+/// would install for each stock package, and how replacements are made.
+fn status_before_install(image: &ChrootImage, p: &Prepared) {
+    let sb = Sandbox::new(image).unwrap();
     sb.add_local_repo("stock", &p.stock_repo).unwrap();
     sb.add_local_repo("newer", &p.newer_repo).unwrap();
     let (json, human) = status_json(&sb);
@@ -473,10 +496,17 @@ fn status_names_debians_stock_and_the_upgrade_apt_has() {
     }
     assert_eq!(upgrades.len(), p.stock.packages.len(), "{upgrades:#?}");
     eprintln!("debian_downstream: status before install:\n{human}");
+}
 
-    // After `rocm-pin install`: ours healthy, the newer upload kept back by the pin, named as
-    // an upload of the same release with its ways forward.
-    let sb = installed_sandbox(&image, AptSolver::Default, &p);
+/// After `rocm-pin install`: ours healthy, the newer upload kept back by the pin, named as an
+/// upload of the same release with its ways forward.
+fn status_after_install(image: &ChrootImage, p: &Prepared) {
+    let release = p
+        .stock
+        .release
+        .clone()
+        .expect("the release of Debian's stock");
+    let sb = installed_sandbox(image, AptSolver::Default, p);
     sb.add_local_repo("newer", &p.newer_repo).unwrap();
     let (json, human) = status_json(&sb);
     assert_eq!(json["health"], "healthy", "{json:#}\n{human}");
