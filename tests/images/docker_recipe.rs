@@ -24,7 +24,7 @@ use rocm_pin::host::apt::Solver;
 use rocm_pin::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{install_probe, install_stock, publish, run_probe};
-use rocm_pin_kit::standin::scenarios::{scenarios, Inputs};
+use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, StockNames};
 use rocm_pin_kit::standin::{
     build_loader_probe, build_stock_set, StockRole, StockSet, StockSetSpec,
 };
@@ -238,6 +238,7 @@ fn run_scenarios_in_order(sb: &Sandbox, stock: &StockSet) {
         ),
         stock_hip_deb: in_chroot(&hip.deb, "/root/stock"),
         stock_hip_request: hip.pinned_request(),
+        names: StockNames::amd(),
     };
     // The list's order, except that the scenarios after a newer stock release come last: here
     // they share one chroot, and the others are about the release the image was built on.

@@ -8,7 +8,7 @@
 
 use crate::util::*;
 use rocm_pin_kit::sandbox::Sandbox;
-use rocm_pin_kit::standin::scenarios::{scenarios, Inputs};
+use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, StockNames};
 use rocm_pin_kit::standin::StockRole;
 
 fn file_name(p: &std::path::Path) -> String {
@@ -32,6 +32,7 @@ fn inputs(a: &Artifacts) -> Inputs {
             .require(StockRole::HipRuntime)
             .unwrap()
             .pinned_request(),
+        names: StockNames::amd(),
     }
 }
 

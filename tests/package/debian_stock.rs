@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::util::*;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 
-const IMAGE: &str = "sid-debian-rocm";
+pub(crate) const IMAGE: &str = "sid-debian-rocm";
 /// Debian's runtime packages of the 7.2.4 image (SONAME major 7), HSA first.
 const STOCK: &[&str] = &[
     "libhsa-runtime64-1",
@@ -21,11 +21,11 @@ const STOCK: &[&str] = &[
     "libhiprtc-builtins7",
     "libhiprtc7",
 ];
-const DEPENDANTS: &[&str] = &["rocminfo", "librocfft0", "libhipfft0"];
+pub(crate) const DEPENDANTS: &[&str] = &["rocminfo", "librocfft0", "libhipfft0"];
 
 /// The image's tarball, or None after saying why the test skips: a skip for a contributor's
 /// `cargo test`, a failure under scripts/test (ROCM_PIN_TESTS_NEED_ROOT).
-fn tarball() -> Option<PathBuf> {
+pub(crate) fn tarball() -> Option<PathBuf> {
     let path = rocm_pin_testkit::cache_dir().join(format!("chroot/{IMAGE}.tar.zst"));
     if path.is_file() {
         return Some(path);
@@ -46,7 +46,7 @@ fn query(sb: &Sandbox, format: &str, package: &str) -> String {
         .unwrap_or_else(|e| panic!("{package} is not in the image's dpkg database: {e:#}"))
 }
 
-fn is_installed(sb: &Sandbox, package: &str) -> bool {
+pub(crate) fn is_installed(sb: &Sandbox, package: &str) -> bool {
     sb.run(&["dpkg-query", "-W", "-f", "${db:Status-Abbrev}", package])
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "ii")
 }
@@ -77,7 +77,7 @@ fn control_member(deb: &Path, member: &str) -> String {
 }
 
 /// Package the stand-in pair against the chroot's real stock; the .debs, by stock name.
-fn package_against(sb: &Sandbox, w: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn package_against(sb: &Sandbox, w: &Path) -> Vec<(String, PathBuf)> {
     let staging = w.join("staging");
     build_staging(&staging, &StagingSpec::default());
     let out = w.join("out");

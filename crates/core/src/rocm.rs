@@ -491,7 +491,7 @@ mod release_tests {
 
 // ---------------------------------------------------------------------------------------------
 // Stock flavours (docs/flavours.md): who packaged the stock runtime. Everything the flavours
-// differ in is data in STOCK_FLAVOURS; discovery (host::stock_runtime) reads only this table.
+// differ in is data in STOCK_FLAVOURS; discovery (rocm::stock_runtime) reads only this table.
 
 /// Which packaging the stock ROCm runtime on a host comes from.
 #[derive(
@@ -570,9 +570,17 @@ pub struct StockFlavourSpec {
     /// versions (Debian's `libamdhip64-dev`, `libhsa-runtime-dev`: a newer one needs a newer
     /// stock). AMD's metas stay unpinned so apt lists them as kept back.
     pub hold_exact_dependants: bool,
-    /// `rocm-pin install` installs replacements for this flavour today. Debian's: not yet
-    /// (issue 23): `package` makes them, discovery, status and verify recognise the flavour.
-    pub replaceable: bool,
+}
+
+impl StockFlavourSpec {
+    /// The ROCm release a stock package version of this flavour carries, read the way
+    /// `release_source` says (`1.18.0.70204-93~24.04` → 7.2.4; `7.2.4-1~exp2` → 7.2.4).
+    pub fn release_of_version(&self, version: &str) -> Option<String> {
+        match self.release_source {
+            ReleaseSource::VersionFile => release_of_stock_version(version),
+            ReleaseSource::PackageVersions => release_of_package_version(version),
+        }
+    }
 }
 
 /// The flavours rocm-pin knows (docs/flavours.md has the measurements behind each value).
@@ -591,7 +599,6 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         shlibs_and_symbols: false,
         opt_prefix: true,
         hold_exact_dependants: false,
-        replaceable: true,
     },
     StockFlavourSpec {
         flavour: StockFlavour::Debian,
@@ -604,7 +611,6 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         shlibs_and_symbols: true,
         opt_prefix: false,
         hold_exact_dependants: true,
-        replaceable: false,
     },
 ];
 
@@ -868,7 +874,15 @@ mod flavour_tests {
         assert_eq!(debian.loader, LoaderRegistration::LdconfigTrigger);
         assert_eq!(stock_base_name(Half::Hsa), "hsa-rocr");
         assert_eq!(stock_base_name(Half::Hip), "hip-runtime-amd");
-        assert!(amd.replaceable && !debian.replaceable);
+        assert_eq!(
+            amd.release_of_version("1.18.0.70204-93~24.04").as_deref(),
+            Some("7.2.4")
+        );
+        assert_eq!(
+            debian.release_of_version("7.2.4-1~exp2+1").as_deref(),
+            Some("7.2.4")
+        );
+        assert_eq!(amd.release_of_version("7.2.4-1~exp2"), None);
         // The in-place method's stock packages are AMD's only.
         assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
         assert!(!is_stock_runtime_package("libamdhip64-7"));

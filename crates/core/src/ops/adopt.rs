@@ -123,6 +123,27 @@ pub fn adopt(
     result.map(|()| report)
 }
 
+/// Why there is nothing to adopt. The in-place method keeps its marker under an `/opt` prefix,
+/// so on a flavour without one (Debian's) the runtime found is named with the way to replace it.
+fn not_patched_reason(root: &Root, entries: &[status::StatusEntry]) -> String {
+    let found = crate::rocm::stock_runtime::discover(root, entries);
+    let no_opt: Vec<&crate::rocm::stock_runtime::StockRuntime> = found
+        .runtimes
+        .iter()
+        .filter(|r| !rocm::flavour_spec(r.flavour).opt_prefix)
+        .collect();
+    let Some(r) = no_opt.first() else {
+        return "this host is not patched in place: every stock runtime file matches dpkg's md5sums and there is no in-place marker (.info/atom-rocm-runtime-commit). Nothing to adopt; nothing changed. To install the patched pair use `rocm-pin install`.".to_string();
+    };
+    let names: Vec<&str> = r.packages.iter().map(|p| p.package.as_str()).collect();
+    format!(
+        "rocm-pin adopt takes over the in-place patch of {} (its marker .info/atom-rocm-runtime-commit under /opt/rocm-*); the stock runtime here is {}, which has no /opt prefix for it. Nothing to adopt; nothing changed. Library files patched in place here go back to the stock ones with `apt-get install --reinstall {}`; `rocm-pin package --stock-root /` and `rocm-pin install` then replace them as packages.",
+        rocm::flavour_spec(rocm::StockFlavour::Amd).title,
+        r.describe(),
+        names.join(" ")
+    )
+}
+
 fn adopt_locked(
     root: &Root,
     opts: &AdoptOptions,
@@ -149,11 +170,7 @@ fn adopt_locked(
     let entries = crate::rocm::read_status(root)?;
     let patch = inplace::detect(root, &entries);
     let patch = match patch {
-        None => {
-            return Err(usage(
-                "this host is not patched in place: every stock runtime file matches dpkg's md5sums and there is no in-place marker (.info/atom-rocm-runtime-commit). Nothing to adopt; nothing changed. To install the patched pair use `rocm-pin install`.",
-            ))
-        }
+        None => return Err(usage(not_patched_reason(root, &entries))),
         Some(p) if !p.is_live() => {
             return Err(usage(format!(
                 "nothing live to adopt; nothing changed:\n{}",

@@ -113,6 +113,10 @@ pub struct HostStatus {
     pub stock_runtime: Vec<stock_runtime::StockRuntime>,
     /// Runtime libraries owned by packages no stock flavour names.
     pub stock_unrecognised: Vec<String>,
+    /// With nothing of ours installed: the stock runtime packages found that apt has a newer
+    /// candidate for (`apt-cache policy`), and why that is unknown when apt-cache failed.
+    pub stock_runtime_upgrades: Vec<crate::ops::upgrades::Available>,
+    pub stock_runtime_upgrades_error: Option<String>,
 }
 
 /// `HostStatus::verdict` as the JSON's `exit_code` number.
@@ -293,6 +297,20 @@ fn quick_verify(
 /// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
 /// line leads somewhere instead of just saying "not installed".
 fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
+    // A release read from package versions is judged against the replacements' marker, which
+    // only `rocm-pin install <debs>` has: no /opt prefix to preview.
+    let by_versions = stock_runtime::release_by_package_versions(found);
+    if !by_versions.is_empty() {
+        let titles: Vec<&str> = by_versions
+            .iter()
+            .map(|r| r.flavour_title.as_str())
+            .collect();
+        return format!(
+            "not installed; for {} (above): {}; its gate compares these package versions with the ones the replacements were made against",
+            titles.join(" and "),
+            stock_runtime::PACKAGE_AGAINST_THIS_STOCK
+        );
+    }
     let target = match rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
         Ok((prefix, _)) => prefix.display().to_string(),
         Err(_) => rocm::versioned_prefix(rocm::TARGET_ROCM_VERSION),
@@ -309,14 +327,10 @@ fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
         GateMode::Auto => "auto",
         GateMode::Off => "off",
     };
-    let mut text = format!(
+    format!(
         "not installed; `rocm-pin install` {verdict} under mode {mode_name}: {}",
         d.reason
-    );
-    if let Some(note) = stock_runtime::not_replaceable_note(found) {
-        text.push_str(&format!("; {note}"));
-    }
-    text
+    )
 }
 
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
@@ -341,9 +355,17 @@ pub fn host_status_with(
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
-    let target_version = target_prefix
+    let target_version = marker
         .as_ref()
-        .and_then(|p| first_line_in(root, &format!("{p}/{}", rocm::VERSION_RELPATH)));
+        .and_then(|m| match m.layout().spec().release_source {
+            rocm::ReleaseSource::VersionFile => {
+                first_line_in(root, &format!("{}/{}", m.prefix, rocm::VERSION_RELPATH))
+            }
+            rocm::ReleaseSource::PackageVersions => m
+                .replaced
+                .first()
+                .and_then(|r| m.layout().spec().release_of_version(&r.stock_version)),
+        });
     let skip = gate::read_skip_record(root);
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
@@ -362,6 +384,13 @@ pub fn host_status_with(
         // Nothing of ours and no in-place patch: nothing is broken yet.
         (None, None, None) => ("not-installed", None),
         _ => ("broken", Some(ExitKind::CheckFailed)),
+    };
+    let (stock_runtime_upgrades, stock_runtime_upgrades_error) = match &marker {
+        None => match crate::ops::upgrades::stock_candidates(root, &found.runtimes) {
+            Ok(a) => (a, None),
+            Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+        },
+        Some(_) => (Vec::new(), None),
     };
     let local_repo = StateLayout::local_repo();
     let held = crate::host::hold::read(root);
@@ -427,6 +456,8 @@ pub fn host_status_with(
         release_hold_missing,
         stock_runtime: found.runtimes,
         stock_unrecognised: found.unrecognised,
+        stock_runtime_upgrades,
+        stock_runtime_upgrades_error,
     })
 }
 
@@ -447,6 +478,12 @@ impl HostStatus {
         }
         for u in &self.stock_unrecognised {
             s.push_str(&format!("stock ROCm:  {u}\n"));
+        }
+        for a in &self.stock_runtime_upgrades {
+            s.push_str(&format!(
+                "stock ROCm:  upgrade available: {} {} -> {} (apt's candidate)\n",
+                a.package, a.current, a.newest
+            ));
         }
         if let Some(p) = &self.target_prefix {
             s.push_str(&format!(
@@ -596,30 +633,41 @@ impl HostStatus {
         }
         match &u.stock_release {
             None => s.push_str("             stock: nothing newer than the replaced versions\n"),
+            Some(rel) if u.target_release.as_ref() == Some(rel) => {
+                s.push_str(&format!(
+                    "             stock: a newer upload of ROCm {rel}, the release this pin targets — kept back by the pin:\n"
+                ));
+                self.push_stock_upgrades(s, u);
+            }
             Some(rel) => {
                 s.push_str(&format!(
                     "             stock: ROCm {rel} is available while this pin targets {} — kept back by the pin:\n",
                     u.target_release.as_deref().unwrap_or("?")
                 ));
-                for a in &u.stock {
-                    s.push_str(&format!(
-                        "               {} {} (replaced: {}, priority {})\n",
-                        a.package, a.newest, a.current, a.priority
-                    ));
-                }
-                for a in &u.held {
-                    s.push_str(&format!(
-                        "               {} held at {} ({} available; {})\n",
-                        a.package,
-                        a.current,
-                        a.newest,
-                        StateLayout::release_hold().display()
-                    ));
-                }
-                for (i, w) in u.ways_forward.iter().enumerate() {
-                    s.push_str(&format!("             way forward {}: {w}\n", i + 1));
-                }
+                self.push_stock_upgrades(s, u);
             }
+        }
+    }
+
+    /// The stock packages kept back, the held ones and the ways forward.
+    fn push_stock_upgrades(&self, s: &mut String, u: &crate::ops::upgrades::Upgrades) {
+        for a in &u.stock {
+            s.push_str(&format!(
+                "               {} {} (replaced: {}, priority {})\n",
+                a.package, a.newest, a.current, a.priority
+            ));
+        }
+        for a in &u.held {
+            s.push_str(&format!(
+                "               {} held at {} ({} available; {})\n",
+                a.package,
+                a.current,
+                a.newest,
+                StateLayout::release_hold().display()
+            ));
+        }
+        for (i, w) in u.ways_forward.iter().enumerate() {
+            s.push_str(&format!("             way forward {}: {w}\n", i + 1));
         }
     }
 }

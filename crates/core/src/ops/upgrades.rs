@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use crate::host::apt;
 use crate::host::root::Root;
 use crate::host::status::StatusEntry;
+use crate::rocm::stock_runtime::StockRuntime;
 use crate::rocm::{self, Marker};
 
 /// A package with a newer version than the one installed (ours) or replaced (stock).
@@ -48,7 +49,37 @@ fn newest(p: &apt::Policy) -> Option<(String, i64)> {
         .reduce(|a, b| if newer(&b.0, &a.0) { b } else { a })
 }
 
+/// On a host without ours: the stock runtime packages found that apt has a newer candidate
+/// for than the installed version.
+pub fn stock_candidates(root: &Root, runtimes: &[StockRuntime]) -> anyhow::Result<Vec<Available>> {
+    let installed: Vec<(&str, &str)> = runtimes
+        .iter()
+        .flat_map(|r| &r.packages)
+        .map(|p| (p.package.as_str(), p.version.as_str()))
+        .collect();
+    if installed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<String> = installed.iter().map(|(n, _)| n.to_string()).collect();
+    let pols = apt::policy(root, &names)?;
+    Ok(installed
+        .into_iter()
+        .filter_map(|(name, current)| {
+            let p = pols.iter().find(|p| p.package == name)?;
+            let c = p.candidate.clone().filter(|c| newer(c, current))?;
+            let priority = p.versions.iter().find(|(v, _)| v == &c).map_or(0, |v| v.1);
+            Some(Available {
+                package: name.to_string(),
+                current: current.to_string(),
+                newest: c,
+                priority,
+            })
+        })
+        .collect())
+}
+
 pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades {
+    let spec = marker.layout().spec();
     let mut names: Vec<String> = ours.iter().map(|e| e.package.clone()).collect();
     names.extend(marker.replaced.iter().map(|r| r.stock_name.clone()));
     let hold = crate::host::hold::read(root);
@@ -57,7 +88,7 @@ pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades
         target_release: marker
             .replaced
             .first()
-            .and_then(|r| rocm::release_of_stock_version(&r.stock_version)),
+            .and_then(|r| spec.release_of_version(&r.stock_version)),
         ..Default::default()
     };
     let pols = match apt::policy(root, &names) {
@@ -115,7 +146,7 @@ pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades
     up.stock_release = up
         .stock
         .iter()
-        .filter_map(|a| rocm::release_of_stock_version(&a.newest))
+        .filter_map(|a| spec.release_of_version(&a.newest))
         .max_by(|a, b| crate::deb::version::compare(a, b).unwrap_or(Ordering::Equal));
     if let Some(rel) = &up.stock_release {
         let debs = up
@@ -124,7 +155,10 @@ pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades
             .map(|a| format!("{}_{}.deb", a.package, a.newest))
             .collect::<Vec<_>>()
             .join(" ");
-        up.ways_forward = vec![
+        up.ways_forward = if up.target_release.as_ref() == Some(rel) {
+            same_release_ways_forward(rel, &debs)
+        } else {
+            vec![
             format!(
                 "stock {rel} without the backport: `rocm-pin rollback && apt full-upgrade`"
             ),
@@ -132,7 +166,19 @@ pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades
                 "keep the backport on {rel}: that needs a pin built for {rel} (the backport on {rel}'s sources, a rocm-pin whose version gate targets {rel} — this one targets {} —, `rocm-pin package --stock-deb {debs}`), then `rocm-pin rollback && apt full-upgrade && rocm-pin install <the {rel} pin's .debs>`; until then apt keeps {rel} back",
                 rocm::TARGET_ROCM_VERSION
             ),
-        ];
+        ]
+        };
     }
     up
+}
+
+/// A newer upload of the release ours replace (Debian's `-2` of 7.2.4): the same backport
+/// applies, the replacements only need making against the new stock.
+fn same_release_ways_forward(rel: &str, debs: &str) -> Vec<String> {
+    vec![
+        format!("the new {rel} upload without the backport: `rocm-pin rollback && apt full-upgrade`"),
+        format!(
+            "keep the backport: make the replacements against the new upload (`rocm-pin package --stock-deb {debs}`), then `rocm-pin rollback && apt full-upgrade && rocm-pin install <the new .debs>`; until then apt keeps it back"
+        ),
+    ]
 }

@@ -80,36 +80,33 @@ pub struct StockDiscovery {
     pub unrecognised: Vec<String>,
 }
 
-/// Says that rocm-pin cannot replace the flavours found yet, None when it can replace every
-/// runtime found: "rocm-pin does not package or install replacements for Debian's packaging
-/// yet (docs/flavours.md)".
-pub fn not_replaceable_note(found: &StockDiscovery) -> Option<String> {
-    let mut titles: Vec<&str> = found
+/// The runtimes found whose release is their packages' versions (Debian's): `rocm-pin
+/// install` judges them against the replacements' marker, so there is no `/opt` prefix to
+/// preview and the replacements are made against this very stock (`package --stock-root`).
+pub fn release_by_package_versions(found: &StockDiscovery) -> Vec<&StockRuntime> {
+    found
         .runtimes
         .iter()
-        .filter(|r| !rocm::flavour_spec(r.flavour).replaceable)
-        .map(|r| r.flavour_title.as_str())
-        .collect();
-    titles.dedup();
-    (!titles.is_empty()).then(|| {
-        format!(
-            "rocm-pin does not package or install replacements for {} yet (docs/flavours.md)",
-            titles.join(" or ")
-        )
-    })
+        .filter(|r| rocm::flavour_spec(r.flavour).release_source == ReleaseSource::PackageVersions)
+        .collect()
 }
 
-/// What a host without our packages should do, given its stock runtime: `run \`rocm-pin
-/// install\`` where rocm-pin replaces every runtime found (or none was found: install's gate
-/// says why), else which runtime is there and that it cannot be replaced yet.
+/// How replacements for such a runtime are made and installed (one clause).
+pub const PACKAGE_AGAINST_THIS_STOCK: &str = "`rocm-pin package --staging <build> --stock-root /` makes its replacements and `rocm-pin install <them>` installs them (docs/flavours.md)";
+
+/// What a host without our packages should do, given its stock runtime.
 pub fn what_to_do(found: &StockDiscovery) -> String {
-    match not_replaceable_note(found) {
-        None => "run `rocm-pin install`".to_string(),
-        Some(note) => {
-            let here: Vec<String> = found.runtimes.iter().map(StockRuntime::describe).collect();
-            format!("the stock runtime here is {}; {note}", here.join("; and "))
-        }
+    let here: Vec<String> = release_by_package_versions(found)
+        .into_iter()
+        .map(StockRuntime::describe)
+        .collect();
+    if here.is_empty() {
+        return "run `rocm-pin install`".to_string();
     }
+    format!(
+        "the stock runtime here is {}; {PACKAGE_AGAINST_THIS_STOCK}",
+        here.join("; and ")
+    )
 }
 
 /// A runtime library found in one package's file list, before grouping.

@@ -5,7 +5,8 @@
 //! installed chroot, under every apt configuration CI runs: bookworm's apt 2.6, trixie's apt 3.0
 //! with the classic solver, and with `APT::Solver "3.0"`), and by the image recipe test
 //! tests/images/docker_recipe.rs (every entry, in order, in the chroot the recipe's own scripts
-//! installed into, with the guard on and `verify-runtime.sh` after each).
+//! installed into, with the guard on and `verify-runtime.sh` after each), and by
+//! tests/package/debian_downstream.rs on Debian's real stock ([`StockNames`] from discovery).
 //!
 //! Where the two apt solvers decide differently, an entry states the outcome per solver. The
 //! result users see is the same either way: the patched pair live and dependants kept, and
@@ -30,6 +31,46 @@ pub struct Inputs {
     pub stock_hip_deb: String,
     /// `hip-runtime-amd=<exact stock version>`.
     pub stock_hip_request: String,
+    /// The stock flavour's package names and paths the scripts and titles name.
+    pub names: StockNames,
+}
+
+/// The names a scenario uses for the stock flavour it runs on: AMD's stand-in set
+/// ([`StockNames::amd`]) or Debian's packages as discovered in a chroot
+/// (tests/package/debian_downstream.rs). Each fills the `{{field}}` of the same name.
+#[derive(Debug, Clone)]
+pub struct StockNames {
+    /// Every stock package of the HSA half, space-separated.
+    pub stock_hsa: String,
+    /// Every stock package of the HIP half (Debian: `libamdhip64-N libhiprtcN
+    /// libhiprtc-builtinsN`), space-separated.
+    pub stock_hip: String,
+    /// The stock package shipping libhsa-runtime64 / libamdhip64 (titles).
+    pub hsa_package: String,
+    pub hip_package: String,
+    /// A dependant not installed yet that apt can install from the repositories the runner
+    /// publishes.
+    pub new_dependant: String,
+    /// Dependants installed together in one apt command.
+    pub dependants: String,
+    /// The directory the stock runtime libraries are installed in.
+    pub stock_lib_dir: String,
+}
+
+impl StockNames {
+    /// AMD's packaging as the stand-in stock set has it: the texts of testdata/scenarios.json
+    /// before its names became placeholders.
+    pub fn amd() -> StockNames {
+        StockNames {
+            stock_hsa: "hsa-rocr".into(),
+            stock_hip: "hip-runtime-amd".into(),
+            hsa_package: "hsa-rocr".into(),
+            hip_package: "hip-runtime-amd".into(),
+            new_dependant: "hipblas".into(),
+            dependants: "rocm-hip-runtime hip-dev rccl hipblas".into(),
+            stock_lib_dir: "/opt/rocm-7.2.4/lib".into(),
+        }
+    }
 }
 
 /// What a scenario's script ends with, under one solver.
@@ -47,6 +88,18 @@ const OK: Expect = Expect {
     rc: 0,
     verify_ok: true,
 };
+
+/// An outcome under apt's 3.0 solver from an apt version on (`expect_solver3_since_apt`): the
+/// solver's decisions changed between apt releases (trixie's 3.0.3 and sid's 3.3.5 differ on
+/// the forced-stock entries).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinceApt {
+    /// The first apt version measured with this outcome.
+    pub apt: String,
+    pub rc: i32,
+    pub verify_ok: bool,
+}
 
 /// A command whose output the demo prints after the step.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -68,6 +121,7 @@ struct ScenarioData {
     newer_stock: bool,
     expect: Option<Expect>,
     expect_solver3: Option<Expect>,
+    expect_solver3_since_apt: Option<SinceApt>,
     show: Option<Show>,
     /// Why the outcome is what it is (for readers of the file).
     #[serde(default, rename = "why")]
@@ -95,6 +149,8 @@ pub struct Scenario {
     pub newer_stock: bool,
     pub classic: Expect,
     pub solver3: Expect,
+    /// `solver3` from an apt version on.
+    pub solver3_since_apt: Option<SinceApt>,
     pub show: Option<Show>,
 }
 
@@ -105,12 +161,30 @@ impl Scenario {
             Solver::Solver3 => self.solver3,
         }
     }
+
+    /// [`Scenario::expect`] under apt `apt_version` (`dpkg-query -W apt`), which decides
+    /// between `expect_solver3` and `expect_solver3_since_apt`.
+    pub fn expect_with_apt(&self, solver: &Solver, apt_version: &str) -> Expect {
+        match (&self.solver3_since_apt, solver) {
+            (Some(since), Solver::Solver3)
+                if rocm_pin::deb::version::compare(apt_version, &since.apt)
+                    .is_ok_and(|o| o.is_ge()) =>
+            {
+                Expect {
+                    rc: since.rc,
+                    verify_ok: since.verify_ok,
+                }
+            }
+            _ => self.expect(solver),
+        }
+    }
 }
 
 /// Fill `{{name}}` in a script from the inputs with the package templates' renderer; a name
 /// the inputs do not have is the file's mistake, caught by the unit tests rather than run as a
 /// literal `{{name}}` in a chroot.
 fn fill(script: &str, i: &Inputs) -> Result<String, String> {
+    let n = &i.names;
     render(
         script,
         &[
@@ -118,6 +192,13 @@ fn fill(script: &str, i: &Inputs) -> Result<String, String> {
             ("stock_hsa_deb", &i.stock_hsa_deb),
             ("stock_hip_deb", &i.stock_hip_deb),
             ("stock_hip_request", &i.stock_hip_request),
+            ("stock_hsa", &n.stock_hsa),
+            ("stock_hip", &n.stock_hip),
+            ("hsa_package", &n.hsa_package),
+            ("hip_package", &n.hip_package),
+            ("new_dependant", &n.new_dependant),
+            ("dependants", &n.dependants),
+            ("stock_lib_dir", &n.stock_lib_dir),
         ],
     )
     .map_err(|e| format!("{e} in {script:?}"))
@@ -132,12 +213,13 @@ fn parse(json: &str, i: &Inputs) -> Result<Vec<Scenario>, String> {
             let classic = d.expect.unwrap_or(OK);
             Ok(Scenario {
                 script: fill(&d.script, i).map_err(|e| format!("scenario {}: {e}", d.id))?,
+                title: fill(&d.title, i).map_err(|e| format!("scenario {}: {e}", d.id))?,
                 id: d.id,
-                title: d.title,
                 demo: d.demo,
                 newer_stock: d.newer_stock,
                 classic,
                 solver3: d.expect_solver3.unwrap_or(classic),
+                solver3_since_apt: d.expect_solver3_since_apt,
                 show: d.show,
             })
         })
@@ -160,6 +242,7 @@ pub fn demo_scenarios(custom_rccl_deb: &str) -> Vec<Scenario> {
         stock_hsa_deb: unused.clone(),
         stock_hip_deb: unused.clone(),
         stock_hip_request: unused,
+        names: StockNames::amd(),
     })
     .into_iter()
     .filter(|s| s.demo)
@@ -176,6 +259,7 @@ mod tests {
             stock_hsa_deb: "/s/hsa.deb".into(),
             stock_hip_deb: "/s/hip.deb".into(),
             stock_hip_request: "hip-runtime-amd=1".into(),
+            names: StockNames::amd(),
         }
     }
 
@@ -218,6 +302,62 @@ mod tests {
             .iter()
             .flat_map(|s| [s.classic, s.solver3])
             .all(|e| e.verify_ok || e.rc != 0));
+    }
+
+    /// The demo's and the AMD tests' texts are what they were before the names became
+    /// placeholders (the demo prints the titles).
+    #[test]
+    fn amds_names_give_the_lists_former_texts() {
+        let v = scenarios(&inputs());
+        let by = |id: &str| v.iter().find(|s| s.id == id).unwrap();
+        for (id, title, script) in [
+            (
+                "reinstall-hip",
+                "apt-get install --reinstall hip-runtime-amd",
+                "apt-get install --reinstall -y hip-runtime-amd",
+            ),
+            (
+                "install-hipblas",
+                "apt-get install hipblas (a new dependant)",
+                "apt-get install -y hipblas",
+            ),
+            (
+                "reinstall-hsa",
+                "apt-get install --reinstall hsa-rocr",
+                "apt-get install --reinstall -y hsa-rocr",
+            ),
+            (
+                "install-dependants",
+                "apt-get install rocm-hip-runtime hip-dev rccl hipblas",
+                "apt-get install -y rocm-hip-runtime hip-dev rccl hipblas",
+            ),
+            (
+                "ld.so.conf.d+ldconfig",
+                "the stock lib directory added to ld.so.conf.d + ldconfig",
+                "echo /opt/rocm-7.2.4/lib > /etc/ld.so.conf.d/rocm.conf; ldconfig",
+            ),
+        ] {
+            assert_eq!(
+                (by(id).title.as_str(), by(id).script.as_str()),
+                (title, script)
+            );
+        }
+        assert_eq!(
+            by("explicit-stock-version").title,
+            "apt-get install hip-runtime-amd=<stock version>"
+        );
+        assert_eq!(
+            by("dpkg-i-stock").title,
+            "dpkg -i <stock hip-runtime-amd>.deb"
+        );
+        assert_eq!(
+            by("force-stock-hsa+fix-broken").title,
+            "dpkg -i --force-all <stock hsa-rocr>.deb; apt --fix-broken install"
+        );
+        assert_eq!(
+            by("force-stock-hip+fix-broken").title,
+            "dpkg -i --force-all <stock hip-runtime-amd>.deb; apt --fix-broken install"
+        );
     }
 
     #[test]
