@@ -28,23 +28,15 @@ const IMAGES: &[DebianImage] = &[
     },
 ];
 
-/// The image's tarball, or None after saying why the test skips it: a missing input is a
-/// skip for a contributor's `cargo test`, and a failure under scripts/test (which sets
-/// ROCM_PIN_TESTS_NEED_ROOT), so the project's test command cannot go green without it.
+/// The image's tarball, or None after saying why the test skips it (the testkit's
+/// setup-input rule: a skip for a contributor's `cargo test`, a failure under scripts/test).
 fn tarball(tag: &str) -> Option<PathBuf> {
-    let path = cache_dir().join(format!("chroot/{tag}.tar.zst"));
-    if path.is_file() {
-        return Some(path);
+    let input = format!("chroot/{tag}.tar.zst");
+    let path = rocm_pin_testkit::setup_input(&input);
+    if path.is_none() {
+        rocm_pin_testkit::skip_without_setup("debian_flavour", &input);
     }
-    let why = format!(
-        "{} is missing: run scripts/test-setup (scripts/setup.d/23-debian-rocm-chroot.sh makes it)",
-        path.display()
-    );
-    if std::env::var_os(rocm_pin_testkit::ROOT_REQUIRED_ENV).is_some_and(|v| !v.is_empty()) {
-        panic!("{why}");
-    }
-    eprintln!("skipped debian_flavour for {tag}: {why}");
-    None
+    path
 }
 
 /// An installed package as the chroot's dpkg reports it.

@@ -23,22 +23,15 @@ const STOCK: &[&str] = &[
 ];
 pub(crate) const DEPENDANTS: &[&str] = &["rocminfo", "librocfft0", "libhipfft0"];
 
-/// The image's tarball, or None after saying why the test skips: a skip for a contributor's
-/// `cargo test`, a failure under scripts/test (ROCM_PIN_TESTS_NEED_ROOT).
+/// The image's tarball, or None after saying why the test skips (the testkit's setup-input
+/// rule: a skip for a contributor's `cargo test`, a failure under scripts/test).
 pub(crate) fn tarball() -> Option<PathBuf> {
-    let path = rocm_pin_testkit::cache_dir().join(format!("chroot/{IMAGE}.tar.zst"));
-    if path.is_file() {
-        return Some(path);
+    let input = format!("chroot/{IMAGE}.tar.zst");
+    let path = rocm_pin_testkit::setup_input(&input);
+    if path.is_none() {
+        rocm_pin_testkit::skip_without_setup("debian_stock", &input);
     }
-    let why = format!(
-        "{} is missing: run scripts/test-setup (scripts/setup.d/23-debian-rocm-chroot.sh makes it)",
-        path.display()
-    );
-    if std::env::var_os(rocm_pin_testkit::ROOT_REQUIRED_ENV).is_some_and(|v| !v.is_empty()) {
-        panic!("{why}");
-    }
-    eprintln!("skipped debian_stock: {why}");
-    None
+    path
 }
 
 fn query(sb: &Sandbox, format: &str, package: &str) -> String {
