@@ -17,17 +17,17 @@ fn file_hex<D: Digest + std::io::Write>(path: &Path) -> anyhow::Result<String> {
 }
 
 /// The md5 of everything `reader` gives (a file opened inside a root by `Root::open_regular`).
-pub fn md5_reader(mut reader: impl std::io::Read) -> anyhow::Result<String> {
+pub(crate) fn md5_reader(mut reader: impl std::io::Read) -> anyhow::Result<String> {
     let mut hasher = md5::Md5::new();
     std::io::copy(&mut reader, &mut hasher).context("cannot read the file to hash")?;
     Ok(hex::encode(hasher.finalize()))
 }
 
-pub fn md5_file(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn md5_file(path: &Path) -> anyhow::Result<String> {
     file_hex::<md5::Md5>(path)
 }
 
-pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> anyhow::Result<String> {
     file_hex::<sha2::Sha256>(path)
 }
 
@@ -35,7 +35,7 @@ pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
 /// checks dpkg's md5sums and our marker's sha256 from one read of each file, the repository
 /// writes both into its index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Digests {
+pub(crate) struct Digests {
     pub md5: String,
     pub sha256: Option<String>,
     pub size: u64,
@@ -43,7 +43,7 @@ pub struct Digests {
 
 /// [`Digests`] of `reader`, streamed through one 256 KiB buffer (verify is benchmarked against
 /// `dpkg --verify`: one read per file, large reads).
-pub fn digests_reader(
+pub(crate) fn digests_reader(
     mut reader: impl std::io::Read,
     want_sha256: bool,
 ) -> std::io::Result<Digests> {
@@ -72,12 +72,12 @@ pub fn digests_reader(
 }
 
 /// The md5 of `bytes` as lowercase hex.
-pub fn md5_hex(bytes: &[u8]) -> String {
+pub(crate) fn md5_hex(bytes: &[u8]) -> String {
     hex::encode(md5::Md5::digest(bytes))
 }
 
 /// The sha256 of `bytes` as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 

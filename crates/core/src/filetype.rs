@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 
 /// "a FIFO", "a character device", … for a `st_mode`.
-pub fn describe_mode(mode: u32) -> &'static str {
+pub(crate) fn describe_mode(mode: u32) -> &'static str {
     match mode & libc::S_IFMT {
         libc::S_IFREG => "a regular file",
         libc::S_IFDIR => "a directory",
@@ -18,6 +18,6 @@ pub fn describe_mode(mode: u32) -> &'static str {
 }
 
 /// [`describe_mode`] of what `meta` describes.
-pub fn describe(meta: &std::fs::Metadata) -> &'static str {
+pub(crate) fn describe(meta: &std::fs::Metadata) -> &'static str {
     describe_mode(meta.mode())
 }

@@ -11,23 +11,26 @@
 //! - [`error`]: the exit code of any error chain, on top of everything.
 
 #![warn(clippy::too_many_lines)]
+// The public API is what a caller outside the crate uses: an item no such caller can reach is
+// `pub(crate)`, so `pub` says "part of the API".
+#![warn(unreachable_pub)]
 
 // First, so its `out!`/`outln!`/`errln!` macros are in scope in every module below.
 #[macro_use]
 pub mod output;
 pub mod deb;
-pub mod digest;
+pub(crate) mod digest;
 pub mod elf;
 pub mod error;
 pub mod exit;
-pub mod filetype;
+pub(crate) mod filetype;
 pub mod host;
 pub mod image;
 pub mod ops;
 pub mod process;
 pub mod progress;
 pub mod rocm;
-pub mod toolchain;
+pub(crate) mod toolchain;
 
 #[cfg(test)]
 mod layers_tests;

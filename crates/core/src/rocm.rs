@@ -5,8 +5,8 @@
 //! Submodules: [`recipe`] (which projects of rocm-systems are built, how, and what the build
 //! machine needs) and [`real_tree`] (the real tree's checks against the toolchain).
 
-pub mod real_tree;
-pub mod recipe;
+pub(crate) mod real_tree;
+pub(crate) mod recipe;
 pub mod stock_runtime;
 
 pub use real_tree::RealTreeError;

@@ -13,12 +13,12 @@
 pub mod ar;
 pub mod archive;
 pub mod compress;
-pub mod content;
+pub(crate) mod content;
 pub mod control;
-pub mod date;
+pub(crate) mod date;
 mod error;
 pub mod inspect;
-pub mod output;
+pub(crate) mod output;
 pub mod reader;
 pub mod tar;
 pub mod version;

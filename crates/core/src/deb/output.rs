@@ -15,7 +15,7 @@ use crate::deb::DebError;
 /// a regular file or does not exist, the file a symlink points to when `out` is a symlink to a
 /// regular file (dpkg-deb writes through the symlink and leaves it in place). A directory is
 /// left to the caller, which names it.
-pub fn package_output_path(out: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn package_output_path(out: &Path) -> anyhow::Result<PathBuf> {
     let meta = match fs::symlink_metadata(out) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out.to_path_buf()),

@@ -11,19 +11,19 @@ use anyhow::Context;
 use std::ffi::CString;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub include: bool,
     pub pattern: String,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct PathFilters {
+pub(crate) struct PathFilters {
     pub filters: Vec<Filter>,
 }
 
 impl PathFilters {
     /// Read the filters under `root` (missing files mean no filters).
-    pub fn load(root: &Root) -> anyhow::Result<PathFilters> {
+    pub(crate) fn load(root: &Root) -> anyhow::Result<PathFilters> {
         let mut texts = Vec::new();
         if let Ok(t) = root.read_to_string("/etc/dpkg/dpkg.cfg", FileKind::Config) {
             texts.push(t);
@@ -58,7 +58,7 @@ impl PathFilters {
     }
 
     /// True when dpkg skips `path` (absolute, as in the package) while unpacking.
-    pub fn is_excluded(&self, path: &str) -> bool {
+    pub(crate) fn is_excluded(&self, path: &str) -> bool {
         let mut skip = false;
         for f in &self.filters {
             if fnmatch(&f.pattern, path) {
@@ -67,15 +67,11 @@ impl PathFilters {
         }
         skip
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.filters.is_empty()
-    }
 }
 
 /// Parse one dpkg configuration file's `path-exclude` / `path-include` lines. dpkg accepts
 /// `option=value` and `option value`, with `#` comments on their own lines.
-pub fn parse(text: &str) -> Vec<Filter> {
+pub(crate) fn parse(text: &str) -> Vec<Filter> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
@@ -104,7 +100,7 @@ pub fn parse(text: &str) -> Vec<Filter> {
 
 /// libc `fnmatch(pattern, s, 0)`, exactly what dpkg calls (and glibc's ld.so.conf `include`
 /// globbing, for a single file name).
-pub fn fnmatch(pattern: &str, s: &str) -> bool {
+pub(crate) fn fnmatch(pattern: &str, s: &str) -> bool {
     let (Ok(p), Ok(s)) = (CString::new(pattern), CString::new(s)) else {
         return false;
     };

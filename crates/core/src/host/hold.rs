@@ -36,7 +36,7 @@ fn exact_relations(depends: &str) -> Vec<(String, String)> {
 /// with `hold_dependants` (the flavour's `hold_exact_dependants`), that package itself too.
 /// `entries` is the status database read with Depends kept
 /// ([`status::read_status_with_depends`]).
-pub fn held_packages(
+pub(crate) fn held_packages(
     entries: &[StatusEntry],
     stock_names: &[String],
     hold_dependants: bool,
@@ -71,7 +71,7 @@ pub fn held_packages(
 
 /// Write (or refresh) the hold for the stock pair `stock_names`, judged on `entries` (the
 /// status database as apt left it, read with Depends). Returns what it holds.
-pub fn write(
+pub(crate) fn write(
     root: &Root,
     entries: &[StatusEntry],
     stock_names: &[String],
@@ -97,7 +97,7 @@ pub fn write(
     Ok(held)
 }
 
-pub fn remove(root: &Root) -> anyhow::Result<bool> {
+pub(crate) fn remove(root: &Root) -> anyhow::Result<bool> {
     let p = root.host_path(StateLayout::release_hold());
     match std::fs::remove_file(&p) {
         Ok(()) => Ok(true),
@@ -107,7 +107,7 @@ pub fn remove(root: &Root) -> anyhow::Result<bool> {
 }
 
 /// The packages the hold file names (for `status`).
-pub fn read(root: &Root) -> Vec<(String, String)> {
+pub(crate) fn read(root: &Root) -> Vec<(String, String)> {
     let Ok(text) = root.read_to_string(StateLayout::release_hold(), FileKind::Config) else {
         return Vec::new();
     };

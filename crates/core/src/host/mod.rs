@@ -7,10 +7,10 @@
 
 pub mod apt;
 pub mod dpkgdb;
-pub mod dpkgfmt;
+pub(crate) mod dpkgfmt;
 mod error;
-pub mod excludes;
-pub mod hold;
+pub(crate) mod excludes;
+pub(crate) mod hold;
 pub mod layout;
 pub mod ldcache;
 pub mod loader;

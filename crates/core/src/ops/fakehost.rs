@@ -12,22 +12,22 @@ use crate::host::layout::StateLayout;
 use crate::host::root::Root;
 use crate::rocm::{self, Marker, MarkerLibrary, ReplacedPackage};
 
-pub const PREFIX: &str = "/opt/rocm-7.2.4";
-pub const HSA_STOCK: &str = "1.18.0.70204-93~24.04";
-pub const HIP_STOCK: &str = "7.2.53211.70204-93~24.04";
+pub(crate) const PREFIX: &str = "/opt/rocm-7.2.4";
+pub(crate) const HSA_STOCK: &str = "1.18.0.70204-93~24.04";
+pub(crate) const HIP_STOCK: &str = "7.2.53211.70204-93~24.04";
 /// What `rocm-pin package` appends to a stock version.
-pub const PIN_SUFFIX: &str = "+pin1764720000.gb539bf7";
+pub(crate) const PIN_SUFFIX: &str = "+pin1764720000.gb539bf7";
 /// The stock library files and the soname links ldconfig makes to them.
-pub const HSA_LIB: &str = "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204";
-pub const HIP_LIB: &str = "/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204";
+pub(crate) const HSA_LIB: &str = "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204";
+pub(crate) const HIP_LIB: &str = "/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204";
 
 /// The pair: (stock name, stock version, our package).
-pub const PAIR: [(&str, &str, &str); 2] = [
+pub(crate) const PAIR: [(&str, &str, &str); 2] = [
     ("hsa-rocr", HSA_STOCK, "hsa-rocr-pinned"),
     ("hip-runtime-amd", HIP_STOCK, "hip-runtime-amd-pinned"),
 ];
 
-pub struct FakeHost {
+pub(crate) struct FakeHost {
     dir: tempfile::TempDir,
     pub root: Root,
 }
@@ -35,7 +35,7 @@ pub struct FakeHost {
 impl FakeHost {
     /// A host whose `/opt/rocm-7.2.4/.info/version` says `rocm_version`, with the stock pair
     /// (and `rocm-hip-runtime`, which depends on it with `=`) installed.
-    pub fn new(rocm_version: &str) -> FakeHost {
+    pub(crate) fn new(rocm_version: &str) -> FakeHost {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::new(dir.path());
         let host = FakeHost { dir, root };
@@ -97,24 +97,24 @@ impl FakeHost {
         host
     }
 
-    pub fn write(&self, in_root: &str, text: &str) {
+    pub(crate) fn write(&self, in_root: &str, text: &str) {
         let p = self.root.host_path(in_root);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
 
-    pub fn symlink(&self, target: &str, in_root: &str) {
+    pub(crate) fn symlink(&self, target: &str, in_root: &str) {
         let p = self.root.host_path(in_root);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(target, p).unwrap();
     }
 
-    pub fn exists(&self, in_root: impl AsRef<Path>) -> bool {
+    pub(crate) fn exists(&self, in_root: impl AsRef<Path>) -> bool {
         self.root.host_path(in_root).exists()
     }
 
     /// dpkg's file list of `package` (`var/lib/dpkg/info/<package>.list`).
-    pub fn list(&self, package: &str, paths: &[&str]) {
+    pub(crate) fn list(&self, package: &str, paths: &[&str]) {
         let mut text = String::from("/.\n");
         for p in paths {
             text.push_str(p);
@@ -124,13 +124,13 @@ impl FakeHost {
     }
 
     /// Replace the status database with these paragraphs.
-    pub fn set_status(&self, paragraphs: &[String]) {
+    pub(crate) fn set_status(&self, paragraphs: &[String]) {
         self.write("/var/lib/dpkg/status", &paragraphs.join("\n"));
     }
 
     /// Our pair installed as `rocm-pin install` leaves it (status `status`, stock gone), its
     /// pin conffiles, our library files and the marker listed by the HSA package.
-    pub fn install_ours(&self, status: &str) {
+    pub(crate) fn install_ours(&self, status: &str) {
         let mut paragraphs = vec![dependant()];
         for (stock_name, stock_version, package) in PAIR {
             paragraphs.push(ours(package, stock_name, stock_version, status));
@@ -167,7 +167,7 @@ impl FakeHost {
 }
 
 /// A stock package's status paragraph, as dpkg writes it.
-pub fn stock(name: &str, version: &str, status: &str) -> String {
+pub(crate) fn stock(name: &str, version: &str, status: &str) -> String {
     format!(
         "Package: {name}\nStatus: {status}\nPriority: optional\nSection: devel\nInstalled-Size: 3412\nMaintainer: ROCm Dev Support <rocm-dev.support@amd.com>\nArchitecture: amd64\nVersion: {version}\nDepends: libc6 (>= 2.34), libelf1, libnuma1\nDescription: AMD ROCm runtime\n ROCm {} runtime library.\n",
         rocm::TARGET_ROCM_VERSION
@@ -175,14 +175,14 @@ pub fn stock(name: &str, version: &str, status: &str) -> String {
 }
 
 /// The metapackage that depends on the stock pair with `=` (apt would remove it with them).
-pub fn dependant() -> String {
+pub(crate) fn dependant() -> String {
     format!(
         "Package: rocm-hip-runtime\nStatus: install ok installed\nPriority: optional\nSection: devel\nInstalled-Size: 13\nMaintainer: ROCm Dev Support <rocm-dev.support@amd.com>\nArchitecture: amd64\nVersion: 7.2.4.70204-93~24.04\nDepends: hsa-rocr (= {HSA_STOCK}), hip-runtime-amd (= {HIP_STOCK})\nDescription: ROCm HIP runtime metapackage\n"
     )
 }
 
 /// Our replacement's status paragraph: Provides the exact stock version, the pin conffile.
-pub fn ours(package: &str, stock_name: &str, stock_version: &str, status: &str) -> String {
+pub(crate) fn ours(package: &str, stock_name: &str, stock_version: &str, status: &str) -> String {
     format!(
         "Package: {package}\nStatus: {status}\nProtected: yes\nPriority: optional\nSection: devel\nInstalled-Size: 3500\nMaintainer: rocm-pin <rocm-pin@localhost>\nArchitecture: amd64\nVersion: {stock_version}{PIN_SUFFIX}\nReplaces: {stock_name}\nProvides: {stock_name} (= {stock_version})\nConflicts: {stock_name}\nConffiles:\n /etc/apt/preferences.d/{package} 6f1ed002ab5595859014ebf0951522d9\nDescription: {stock_name}, patched\n Built from ROCm/rocm-systems {}.\n{}: {}\n",
         rocm::PIN_COMMIT,
@@ -192,7 +192,7 @@ pub fn ours(package: &str, stock_name: &str, stock_version: &str, status: &str) 
 }
 
 /// The facts `read_debs` reads from our two .debs (named as `rocm-pin package` names them).
-pub fn facts(deb_dir: &Path) -> Vec<DebFacts> {
+pub(crate) fn facts(deb_dir: &Path) -> Vec<DebFacts> {
     PAIR.iter()
         .map(|(stock_name, stock_version, package)| {
             let version = format!("{stock_version}{PIN_SUFFIX}");
@@ -211,7 +211,7 @@ pub fn facts(deb_dir: &Path) -> Vec<DebFacts> {
 }
 
 /// The provenance marker our HSA package ships.
-pub fn marker() -> Marker {
+pub(crate) fn marker() -> Marker {
     Marker {
         commit: rocm::PIN_COMMIT.into(),
         commit_time: 1_764_720_000,
@@ -254,7 +254,7 @@ pub fn marker() -> Marker {
 /// Our two replacement .debs, built into `out` with the crate's own .deb writer (what
 /// `rocm-pin package` writes, cut down to what install reads): the control fields, the pin
 /// conffile, and the marker in the HSA package.
-pub fn build_debs(out: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn build_debs(out: &Path) -> Vec<std::path::PathBuf> {
     let m = marker();
     facts(out)
         .iter()

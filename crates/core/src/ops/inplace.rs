@@ -238,7 +238,7 @@ fn stock_runtime_files(
 
 /// Read the in-place state under `root`. None when there is no trace of an in-place patch
 /// (no marker and every stock runtime file matches dpkg), or no ROCm prefix at all.
-pub fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
+pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
     let (prefix, _) = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok()?;
     let prefix = prefix.display().to_string();
     let marker_commit = read_marker(root, &prefix, rocm::INPLACE_COMMIT_RELPATH)

@@ -6,7 +6,7 @@ use crate::exit::ExitKind;
 
 /// How the .debs given to install fail to be one pair from one `rocm-pin package` run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DebSetProblem {
+pub(crate) enum DebSetProblem {
     /// A .deb without our commit field.
     #[error(
         "{} ({package}) is not a rocm-pin replacement package (no {} field); make it with `rocm-pin package`",
@@ -51,7 +51,7 @@ pub enum DebSetProblem {
 
 /// Why install refused the given .debs.
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub(crate) enum InstallError {
     /// Installing an older version of our package over a newer one without `--allow-downgrade`.
     #[error(
         "{package} {installed} is installed (commit {installed_commit}); the given .deb is the older \
@@ -71,7 +71,7 @@ pub enum InstallError {
 
 impl InstallError {
     /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
-    pub fn kind(&self) -> ExitKind {
+    pub(crate) fn kind(&self) -> ExitKind {
         ExitKind::Usage
     }
 }

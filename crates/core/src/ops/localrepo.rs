@@ -15,7 +15,7 @@ use crate::host::root::Root;
 use crate::ops::repo::{self, RepoOptions};
 
 /// The preferences that keep everything but our package names from the local repository.
-pub fn preferences(packages: &[String]) -> String {
+pub(crate) fn preferences(packages: &[String]) -> String {
     format!(
         "Explanation: rocm-pin --local-repo: only {names} may come from the local repository\nPackage: {names}\nPin: release o=rocm-pin\nPin-Priority: 500\n\nExplanation: nothing else from it\nPackage: *\nPin: release o=rocm-pin\nPin-Priority: -1\n",
         names = packages.join(" ")
@@ -23,7 +23,7 @@ pub fn preferences(packages: &[String]) -> String {
 }
 
 /// Publish `facts`' .debs, (re)write the source and the preferences, refresh that source only.
-pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
+pub(crate) fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
     let keys = root.host_path(StateLayout::local_repo_keys());
     std::fs::create_dir_all(&keys).with_context(|| format!("cannot create {}", keys.display()))?;
     {
@@ -109,7 +109,7 @@ pub fn publish(root: &Root, facts: &[DebFacts]) -> anyhow::Result<()> {
 }
 
 /// Take the local repository away (rollback): source, preferences, repository; the key stays.
-pub fn remove(root: &Root) -> anyhow::Result<bool> {
+pub(crate) fn remove(root: &Root) -> anyhow::Result<bool> {
     let mut any = false;
     for p in [
         StateLayout::local_repo_sources(),

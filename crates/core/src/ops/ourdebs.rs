@@ -43,7 +43,7 @@ fn marker_member(deb: &Path) -> anyhow::Result<Option<(String, Vec<u8>)>> {
 }
 
 /// Read our .debs: control fields, and the marker from the one that ships it.
-pub fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
+pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Marker)> {
     let mut facts = Vec::new();
     let mut marker: Option<Marker> = None;
     for deb in debs {

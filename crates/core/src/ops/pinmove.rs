@@ -11,7 +11,7 @@ use crate::rocm;
 /// Refuse installing `version` over the installed `ours` when it is older: a downgrade to an
 /// earlier pin must be asked for (`--allow-downgrade`), never happen because an old .deb was
 /// at hand.
-pub fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()> {
+pub(crate) fn refuse_downgrade(ours: &StatusEntry, version: &str) -> anyhow::Result<()> {
     let order = crate::deb::version::compare(version, &ours.version).map_err(|e| {
         usage(format!(
             "cannot compare versions {version} and {}: {e}",

@@ -808,7 +808,7 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
 }
 
 /// OpenPGP through rpgp.
-pub mod signing {
+pub(crate) mod signing {
     use std::path::Path;
 
     use anyhow::Context;
@@ -824,7 +824,7 @@ pub mod signing {
     use super::{refused, KeyValidityProblem};
 
     /// A v4 Ed25519 (EdDSA legacy) primary key that certifies and signs.
-    pub fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
+    pub(crate) fn generate(user_id: &str) -> anyhow::Result<SignedSecretKey> {
         let mut params = SecretKeyParamsBuilder::default();
         params
             .key_type(KeyType::Ed25519Legacy)
@@ -843,7 +843,7 @@ pub mod signing {
         Ok(key)
     }
 
-    pub fn load_secret_key(path: &Path) -> anyhow::Result<SignedSecretKey> {
+    pub(crate) fn load_secret_key(path: &Path) -> anyhow::Result<SignedSecretKey> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the signing key {}", path.display()))?;
         let (key, _) = SignedSecretKey::from_string(&text).with_context(|| {
@@ -889,7 +889,7 @@ pub mod signing {
     /// Why the primary key (the one that signs) cannot make signatures apt accepts at `now`
     /// (seconds since the epoch), or None. Its expiry is the one its newest self-signature gives,
     /// as GnuPG reads it; any verified revocation signature revokes it.
-    pub fn validity_problem(key: &SignedSecretKey, now: u32) -> Option<KeyValidityProblem> {
+    pub(crate) fn validity_problem(key: &SignedSecretKey, now: u32) -> Option<KeyValidityProblem> {
         let created = key.primary_key.created_at().as_secs();
         if let Some(revocation) = key.details.revocation_signatures.first() {
             return Some(KeyValidityProblem::Revoked {
@@ -917,7 +917,7 @@ pub mod signing {
         (expires <= u64::from(now)).then_some(KeyValidityProblem::Expired { at: expires as i64 })
     }
 
-    pub fn fingerprint(key: &SignedSecretKey) -> String {
+    pub(crate) fn fingerprint(key: &SignedSecretKey) -> String {
         hex::encode_upper(key.fingerprint().as_bytes())
     }
 
@@ -927,7 +927,7 @@ pub mod signing {
     /// its key ("Time conflict"). The subpackets are the ones rpgp writes by default (issuer
     /// fingerprint, creation time; issuer key id unhashed), with the creation time given instead
     /// of the clock, so equal inputs and key give equal bytes.
-    pub fn sign_release(
+    pub(crate) fn sign_release(
         key: &SignedSecretKey,
         release: &str,
         created: i64,
@@ -979,7 +979,7 @@ pub mod signing {
     }
 
     /// (armored, binary) public key.
-    pub fn public_key_bytes(key: &SignedSecretKey) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn public_key_bytes(key: &SignedSecretKey) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
         let public = key.to_public_key();
         let asc = public
             .to_armored_bytes(ArmorOptions::default())

@@ -51,7 +51,10 @@ fn newest(p: &apt::Policy) -> Option<(String, i64)> {
 
 /// On a host without ours: the stock runtime packages found that apt has a newer candidate
 /// for than the installed version.
-pub fn stock_candidates(root: &Root, runtimes: &[StockRuntime]) -> anyhow::Result<Vec<Available>> {
+pub(crate) fn stock_candidates(
+    root: &Root,
+    runtimes: &[StockRuntime],
+) -> anyhow::Result<Vec<Available>> {
     let installed: Vec<(&str, &str)> = runtimes
         .iter()
         .flat_map(|r| &r.packages)
@@ -78,7 +81,7 @@ pub fn stock_candidates(root: &Root, runtimes: &[StockRuntime]) -> anyhow::Resul
         .collect())
 }
 
-pub fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades {
+pub(crate) fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> Upgrades {
     let spec = marker.layout().spec();
     let mut names: Vec<String> = ours.iter().map(|e| e.package.clone()).collect();
     names.extend(marker.replaced.iter().map(|r| r.stock_name.clone()));

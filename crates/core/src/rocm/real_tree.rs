@@ -13,9 +13,9 @@ use anyhow::Context;
 use crate::exit::{usage, ExitKind};
 
 /// CLR's comgr request.
-pub const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
+pub(crate) const COMGR_REQUEST_FILE: &str = "projects/clr/rocclr/cmake/ROCclrLC.cmake";
 /// ROCr's hard-coded offload target lists (file, variable).
-pub const TARGET_LISTS: &[(&str, &str)] = &[
+pub(crate) const TARGET_LISTS: &[(&str, &str)] = &[
     (
         "projects/rocr-runtime/runtime/hsa-runtime/core/runtime/trap_handler/CMakeLists.txt",
         "TARGET_DEVS",
@@ -97,7 +97,7 @@ fn refused(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// `find_package(amd_comgr 2.8 …)` → `("2.8", line)`; None when the tree asks no version.
-pub fn comgr_request(text: &str) -> Option<(String, usize)> {
+pub(crate) fn comgr_request(text: &str) -> Option<(String, usize)> {
     for (n, line) in text.lines().enumerate() {
         let compact: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
         let Some(rest) = compact
@@ -118,7 +118,7 @@ pub fn comgr_request(text: &str) -> Option<(String, usize)> {
 /// Where comgr's CMake package may be: under the ROCm path, Debian's multiarch directory, the
 /// LLVM directory. The first holding a version file wins (CMake's own search order differs in
 /// detail; the build log shows what CMake took).
-pub fn comgr_package_dirs(rocm: &Path, llvm_dir: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn comgr_package_dirs(rocm: &Path, llvm_dir: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = vec![rocm.join("lib/cmake/amd_comgr")];
     if let Some(t) = crate::toolchain::prereq::multiarch() {
         dirs.push(rocm.join(format!("lib/{t}/cmake/amd_comgr")));
@@ -132,7 +132,7 @@ pub fn comgr_package_dirs(rocm: &Path, llvm_dir: Option<&Path>) -> Vec<PathBuf> 
 
 /// The first comgr package found and its version (`set(PACKAGE_VERSION "3.0.0")`), for the
 /// manifest's tool list.
-pub fn comgr_version(dirs: &[PathBuf]) -> Option<(PathBuf, String)> {
+pub(crate) fn comgr_version(dirs: &[PathBuf]) -> Option<(PathBuf, String)> {
     dirs.iter().find_map(|d| {
         let text = std::fs::read_to_string(version_file(d)?).ok()?;
         let version = text.lines().find_map(|l| {
@@ -202,7 +202,7 @@ fn evaluate_version_file(
 }
 
 /// comgr found vs what the tree asks. Ok(Some(version)) when a comgr package was found.
-pub fn check_comgr(
+pub(crate) fn check_comgr(
     tree: &Path,
     dirs: &[PathBuf],
     scratch: &Path,
@@ -234,7 +234,7 @@ pub fn check_comgr(
 }
 
 /// The `gfx…` names in `set(<var> …)` of a CMake file.
-pub fn target_list(text: &str, var: &str) -> Vec<String> {
+pub(crate) fn target_list(text: &str, var: &str) -> Vec<String> {
     let mut out = vec![];
     let mut inside = false;
     for line in text.lines() {
@@ -260,7 +260,7 @@ pub fn target_list(text: &str, var: &str) -> Vec<String> {
 }
 
 /// The AMDGPU processors `clang` accepts.
-pub fn supported_targets(clang: &Path) -> anyhow::Result<Vec<String>> {
+pub(crate) fn supported_targets(clang: &Path) -> anyhow::Result<Vec<String>> {
     let out = Command::new(clang)
         .args(["--target=amdgcn-amd-amdhsa", "--print-supported-cpus"])
         .stdin(Stdio::null())
@@ -280,7 +280,11 @@ pub fn supported_targets(clang: &Path) -> anyhow::Result<Vec<String>> {
 
 /// Every target of ROCr's hard-coded lists must be supported by `clang`; the error names the
 /// targets, the list file and the variable.
-pub fn check_offload_targets(tree: &Path, clang: &Path, image_support: bool) -> anyhow::Result<()> {
+pub(crate) fn check_offload_targets(
+    tree: &Path,
+    clang: &Path,
+    image_support: bool,
+) -> anyhow::Result<()> {
     let supported = supported_targets(clang)?;
     if supported.is_empty() {
         return Err(usage(format!(

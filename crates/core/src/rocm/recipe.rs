@@ -8,16 +8,16 @@ use std::path::{Path, PathBuf};
 use crate::toolchain::prereq::{Probe, Requirement};
 
 /// ROCr, built first and installed into a private prefix.
-pub const ROCR_PROJECT: &str = "projects/rocr-runtime";
+pub(crate) const ROCR_PROJECT: &str = "projects/rocr-runtime";
 /// CLR (HIP runtime), built against ROCr's private prefix.
-pub const CLR_PROJECT: &str = "projects/clr";
+pub(crate) const CLR_PROJECT: &str = "projects/clr";
 /// HIP common sources (`VERSION`, headers), passed to CLR as `HIP_COMMON_DIR`.
-pub const HIP_PROJECT: &str = "projects/hip";
+pub(crate) const HIP_PROJECT: &str = "projects/hip";
 /// Paths only CLR's build reads (with a trailing `/`): a patch confined to them leaves ROCr's
 /// cached stage valid.
-pub const CLR_ONLY_PATHS: &[&str] = &["projects/clr/", "projects/hip/"];
+pub(crate) const CLR_ONLY_PATHS: &[&str] = &["projects/clr/", "projects/hip/"];
 /// Present only in the real CLR: how the real tree is told from any other.
-pub const REAL_TREE_MARKER: &str = "projects/clr/hipamd";
+pub(crate) const REAL_TREE_MARKER: &str = "projects/clr/hipamd";
 
 /// A kind of rocm-systems-shaped source tree: how the build recognises it, how messages name
 /// it, and whether it is compiled with ROCm's toolchain. The build knows [`ROCM_SYSTEMS`]; a
@@ -52,18 +52,18 @@ impl TreeKind {
 }
 
 /// The first of `trees` that `source_dir` is (tried in order), if any.
-pub fn tree_kind(source_dir: &Path, trees: &[TreeKind]) -> Option<TreeKind> {
+pub(crate) fn tree_kind(source_dir: &Path, trees: &[TreeKind]) -> Option<TreeKind> {
     trees.iter().copied().find(|t| t.recognises(source_dir))
 }
 
 /// Why `source_dir` is none of `trees`, for a refusal: the markers it lacks.
-pub fn unknown_tree_reason(trees: &[TreeKind]) -> String {
+pub(crate) fn unknown_tree_reason(trees: &[TreeKind]) -> String {
     let markers: Vec<&str> = trees.iter().filter_map(|t| t.marker).collect();
     format!("lacks {}", markers.join(" and "))
 }
 
 /// Projects the build needs that are missing from `source_dir`.
-pub fn missing_projects(source_dir: &Path) -> Vec<&'static str> {
+pub(crate) fn missing_projects(source_dir: &Path) -> Vec<&'static str> {
     [ROCR_PROJECT, CLR_PROJECT, HIP_PROJECT]
         .into_iter()
         .filter(|p| !source_dir.join(p).is_dir())
@@ -79,7 +79,7 @@ fn program(what: &str, names: &[&str], package: &str) -> Requirement {
 }
 
 /// What every build needs: the checkout and the CMake toolchain.
-pub fn base_requirements() -> Vec<Requirement> {
+pub(crate) fn base_requirements() -> Vec<Requirement> {
     vec![
         program("git", &["git"], "git"),
         program("CMake", &["cmake"], "cmake"),
@@ -92,7 +92,7 @@ pub fn base_requirements() -> Vec<Requirement> {
 /// rocprofiler-register under the ROCm path), or a distribution's (`--llvm-dir`, e.g. Debian's
 /// `/usr/lib/llvm-22` with comgr's CMake package in the multiarch directory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Toolchain<'a> {
+pub(crate) struct Toolchain<'a> {
     pub rocm: &'a Path,
     pub llvm_dir: Option<&'a Path>,
     /// CLR's extra configure arguments (a switched-off feature needs no prerequisite).
@@ -101,7 +101,9 @@ pub struct Toolchain<'a> {
 }
 
 impl<'a> Toolchain<'a> {
-    pub fn rocm_only(rocm: &'a Path) -> Self {
+    /// ROCm's own toolchain under `rocm`, nothing switched off (what the tests compare with).
+    #[cfg(test)]
+    pub(crate) fn rocm_only(rocm: &'a Path) -> Self {
         Toolchain {
             rocm,
             llvm_dir: None,
@@ -111,13 +113,13 @@ impl<'a> Toolchain<'a> {
     }
 
     /// The LLVM root: `--llvm-dir`, else `<rocm>/llvm`.
-    pub fn llvm_root(&self) -> PathBuf {
+    pub(crate) fn llvm_root(&self) -> PathBuf {
         self.llvm_dir
             .map(Path::to_path_buf)
             .unwrap_or_else(|| self.rocm.join("llvm"))
     }
 
-    pub fn clang(&self) -> PathBuf {
+    pub(crate) fn clang(&self) -> PathBuf {
         self.llvm_root().join("bin/clang")
     }
 
@@ -136,7 +138,7 @@ impl<'a> Toolchain<'a> {
     }
 
     /// False when ROCr is configured with `-DIMAGE_SUPPORT=OFF`.
-    pub fn image_support(&self) -> bool {
+    pub(crate) fn image_support(&self) -> bool {
         !Self::switched_off(self.rocr_cmake_args, "IMAGE_SUPPORT")
     }
 
@@ -160,12 +162,13 @@ impl<'a> Toolchain<'a> {
 }
 
 /// What building `kind` needs (the base set included), with ROCm's own toolchain.
-pub fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
+#[cfg(test)]
+pub(crate) fn requirements(kind: TreeKind, rocm: &Path) -> Vec<Requirement> {
     requirements_for(kind, &Toolchain::rocm_only(rocm))
 }
 
 /// What building `kind` with `tc` needs (the base set included).
-pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
+pub(crate) fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
     let mut reqs = base_requirements();
     if !kind.rocm_toolchain {
         return reqs;
@@ -288,7 +291,7 @@ pub fn requirements_for(kind: TreeKind, tc: &Toolchain) -> Vec<Requirement> {
 /// CMake config files, so when they are absent we write small shims pointing at `$ROCM/llvm/bin`
 /// (the known recipes do the same).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LlvmWiring {
+pub(crate) struct LlvmWiring {
     pub llvm_dir: PathBuf,
     pub clang_dir: PathBuf,
     /// Files to write before configuring (empty when ROCm ships real config files).
@@ -296,7 +299,7 @@ pub struct LlvmWiring {
 }
 
 /// `llvm` is the LLVM root: `<rocm>/llvm`, or `--llvm-dir` (whose CMake files Debian ships).
-pub fn llvm_wiring(llvm: &Path, shim_root: &Path) -> LlvmWiring {
+pub(crate) fn llvm_wiring(llvm: &Path, shim_root: &Path) -> LlvmWiring {
     let llvm = llvm.to_path_buf();
     let real_llvm = llvm.join("lib/cmake/llvm");
     let real_clang = llvm.join("lib/cmake/clang");
@@ -342,7 +345,7 @@ pub fn llvm_wiring(llvm: &Path, shim_root: &Path) -> LlvmWiring {
 
 /// Inputs of the two configure command lines.
 #[derive(Debug, Clone)]
-pub struct ConfigureInputs<'a> {
+pub(crate) struct ConfigureInputs<'a> {
     pub kind: TreeKind,
     pub source_dir: &'a Path,
     pub rocm: &'a Path,
@@ -381,7 +384,7 @@ fn p(path: &Path) -> String {
 }
 
 /// ROCr: Release, ROCm on CMAKE_PREFIX_PATH, installed into its private prefix.
-pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
+pub(crate) fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
     let mut d = vec![
         define("CMAKE_BUILD_TYPE", "Release"),
         // Link once with the final RUNPATH: an install-time rewrite leaves the build tree's
@@ -404,7 +407,7 @@ pub fn rocr_defines(i: &ConfigureInputs) -> Vec<String> {
 
 /// CLR: HIP on, OpenCL off, HIP_COMMON_DIR = projects/hip, ROCr's prefix first on
 /// CMAKE_PREFIX_PATH, installed into the staging directory.
-pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
+pub(crate) fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
     let mut d = vec![
         define("CMAKE_BUILD_TYPE", "Release"),
         define("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON"),
@@ -442,7 +445,7 @@ pub fn clr_defines(i: &ConfigureInputs) -> Vec<String> {
 /// Directories to put first on PATH while building ROCr: its blit-kernel rules run a bare
 /// `clang`, which must be ROCm's (it targets amdgcn), not a system clang.
 /// `llvm` is the LLVM root (`<rocm>/llvm` or `--llvm-dir`).
-pub fn rocr_path_prepend(kind: TreeKind, llvm: &Path) -> Vec<PathBuf> {
+pub(crate) fn rocr_path_prepend(kind: TreeKind, llvm: &Path) -> Vec<PathBuf> {
     if kind.rocm_toolchain {
         vec![llvm.join("bin")]
     } else {
@@ -451,7 +454,7 @@ pub fn rocr_path_prepend(kind: TreeKind, llvm: &Path) -> Vec<PathBuf> {
 }
 
 /// The ROCm release installed at `rocm` (first line of `.info/version`), if present.
-pub fn rocm_version(rocm: &Path) -> Option<String> {
+pub(crate) fn rocm_version(rocm: &Path) -> Option<String> {
     let text = std::fs::read_to_string(rocm.join(crate::rocm::VERSION_RELPATH)).ok()?;
     let line = text.lines().next()?.trim();
     (!line.is_empty()).then(|| line.to_string())

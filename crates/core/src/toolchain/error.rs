@@ -5,7 +5,7 @@ use crate::exit::ExitKind;
 
 /// One build prerequisite that was looked for and not found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingItem {
+pub(crate) struct MissingItem {
     /// What a person would call it, e.g. "C++ compiler".
     pub what: String,
     /// What was looked for, e.g. "program `cmake`" or "header <numa.h>".
@@ -18,7 +18,7 @@ pub struct MissingItem {
 
 /// Why the build machine cannot build; nothing was built.
 #[derive(Debug, thiserror::Error)]
-pub enum ToolchainError {
+pub(crate) enum ToolchainError {
     /// Build prerequisites are missing: every item with the Debian package that provides it.
     #[error("{}", missing_prerequisites_text(context, missing))]
     MissingPrerequisites {
@@ -36,7 +36,7 @@ pub enum ToolchainError {
 
 impl ToolchainError {
     /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
-    pub fn kind(&self) -> ExitKind {
+    pub(crate) fn kind(&self) -> ExitKind {
         ExitKind::Usage
     }
 }

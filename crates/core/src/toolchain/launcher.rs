@@ -16,13 +16,13 @@ use crate::toolchain::ToolchainError;
 
 /// Which launcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Launcher {
+pub(crate) enum Launcher {
     Ccache,
     Sccache,
 }
 
 impl Launcher {
-    pub fn parse(text: &str) -> anyhow::Result<Launcher> {
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Launcher> {
         match text {
             "ccache" => Ok(Launcher::Ccache),
             "sccache" => Ok(Launcher::Sccache),
@@ -32,7 +32,7 @@ impl Launcher {
         }
     }
 
-    pub fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Launcher::Ccache => "ccache",
             Launcher::Sccache => "sccache",
@@ -40,12 +40,12 @@ impl Launcher {
     }
 
     /// The Debian package that ships it (for the prerequisite check).
-    pub fn package(self) -> &'static str {
+    pub(crate) fn package(self) -> &'static str {
         self.program()
     }
 
     /// Where it is on PATH, or a usage error naming the package.
-    pub fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
+    pub(crate) fn locate(self, env: &ProbeEnv) -> anyhow::Result<PathBuf> {
         prereq::find_program(env, self.program()).ok_or_else(|| {
             ToolchainError::MissingLauncher {
                 tool: self.program().to_string(),
@@ -56,7 +56,7 @@ impl Launcher {
     }
 
     /// The configure arguments that put it in front of the C and C++ compilers.
-    pub fn cmake_defines(program: &std::path::Path) -> Vec<String> {
+    pub(crate) fn cmake_defines(program: &std::path::Path) -> Vec<String> {
         ["C", "CXX"]
             .iter()
             .map(|lang| format!("-DCMAKE_{lang}_COMPILER_LAUNCHER={}", program.display()))
@@ -76,7 +76,7 @@ pub struct LauncherRecord {
 }
 
 /// `scheme://user:secret@host/…` → `scheme://host/…` (also inside `|`-separated ccache lists).
-pub fn redact_credentials(value: &str) -> String {
+pub(crate) fn redact_credentials(value: &str) -> String {
     value
         .split(' ')
         .map(|word| match word.split_once("://") {
@@ -115,7 +115,11 @@ fn sccache_config() -> BTreeMap<String, String> {
 }
 
 /// The record for `launcher` found at `program`.
-pub fn record(launcher: Launcher, program: &std::path::Path, env: &ProbeEnv) -> LauncherRecord {
+pub(crate) fn record(
+    launcher: Launcher,
+    program: &std::path::Path,
+    env: &ProbeEnv,
+) -> LauncherRecord {
     LauncherRecord {
         program: launcher.program().to_string(),
         version: prereq::version_line(program, &["--version"], env),

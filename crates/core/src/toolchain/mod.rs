@@ -4,7 +4,7 @@
 //! `ops::build` runs it.
 
 mod error;
-pub mod launcher;
-pub mod prereq;
+pub(crate) mod launcher;
+pub(crate) mod prereq;
 
-pub use error::{MissingItem, ToolchainError};
+pub(crate) use error::{MissingItem, ToolchainError};

@@ -9,7 +9,7 @@ use crate::toolchain::{MissingItem, ToolchainError};
 
 /// How to tell whether a prerequisite is present.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// Any of these programs on PATH.
     Program(Vec<String>),
     /// A header (relative path such as `numa.h`) in the system include directories.
@@ -26,7 +26,7 @@ pub enum Probe {
 
 /// One thing the build needs and the package that provides it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
+pub(crate) struct Requirement {
     /// What a person would call it, e.g. "C++ compiler".
     pub what: String,
     pub probe: Probe,
@@ -37,7 +37,7 @@ pub struct Requirement {
 }
 
 impl Requirement {
-    pub fn new(what: &str, probe: Probe, package: &str) -> Self {
+    pub(crate) fn new(what: &str, probe: Probe, package: &str) -> Self {
         Requirement {
             what: what.to_string(),
             probe,
@@ -45,7 +45,7 @@ impl Requirement {
             note: None,
         }
     }
-    pub fn with_note(mut self, note: &str) -> Self {
+    pub(crate) fn with_note(mut self, note: &str) -> Self {
         self.note = Some(note.to_string());
         self
     }
@@ -53,7 +53,7 @@ impl Requirement {
 
 /// The environment probes look in. `path` is the PATH to search (the process PATH by default).
 #[derive(Debug, Clone)]
-pub struct ProbeEnv {
+pub(crate) struct ProbeEnv {
     pub path: Option<OsString>,
     pub include_dirs: Vec<PathBuf>,
     pub library_dirs: Vec<PathBuf>,
@@ -86,7 +86,7 @@ impl Default for ProbeEnv {
 }
 
 /// Debian's multiarch directory name for this machine (`x86_64-linux-gnu`).
-pub fn multiarch() -> Option<&'static str> {
+pub(crate) fn multiarch() -> Option<&'static str> {
     multiarch_triple()
 }
 
@@ -101,7 +101,7 @@ fn multiarch_triple() -> Option<&'static str> {
 }
 
 /// Find `program` on the PATH of `env`: the first executable regular file.
-pub fn find_program(env: &ProbeEnv, program: &str) -> Option<PathBuf> {
+pub(crate) fn find_program(env: &ProbeEnv, program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     if program.contains('/') {
         let p = PathBuf::from(program);
@@ -118,7 +118,7 @@ pub fn find_program(env: &ProbeEnv, program: &str) -> Option<PathBuf> {
 }
 
 /// The first of `programs` found on PATH.
-pub fn find_any_program(env: &ProbeEnv, programs: &[String]) -> Option<PathBuf> {
+pub(crate) fn find_any_program(env: &ProbeEnv, programs: &[String]) -> Option<PathBuf> {
     programs.iter().find_map(|p| find_program(env, p))
 }
 
@@ -170,12 +170,12 @@ fn describe(probe: &Probe) -> String {
 }
 
 /// The requirements whose probe fails.
-pub fn missing<'a>(env: &ProbeEnv, reqs: &'a [Requirement]) -> Vec<&'a Requirement> {
+pub(crate) fn missing<'a>(env: &ProbeEnv, reqs: &'a [Requirement]) -> Vec<&'a Requirement> {
     reqs.iter().filter(|r| !present(env, &r.probe)).collect()
 }
 
 /// Check everything; one error listing every missing item with its package, or Ok.
-pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Result<()> {
+pub(crate) fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Result<()> {
     let missing = missing(env, reqs);
     if missing.is_empty() {
         return Ok(());
@@ -196,7 +196,7 @@ pub fn check(env: &ProbeEnv, reqs: &[Requirement], context: &str) -> anyhow::Res
 }
 
 /// First line of `<program> <args>` output (stdout, else stderr), for the manifest's tool list.
-pub fn version_line(program: &Path, args: &[&str], env: &ProbeEnv) -> Option<String> {
+pub(crate) fn version_line(program: &Path, args: &[&str], env: &ProbeEnv) -> Option<String> {
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
     if let Some(p) = &env.path {

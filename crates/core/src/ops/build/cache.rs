@@ -12,13 +12,13 @@ use sha2::{Digest, Sha256};
 use super::manifest::{BuildManifest, MANIFEST_FILE};
 
 /// Bumped when the meaning of a staging changes (layout, recipe): old stagings then miss.
-pub const CACHE_FORMAT: u32 = 2;
+pub(crate) const CACHE_FORMAT: u32 = 2;
 /// Relative to the work directory.
-pub const CACHE_FILE: &str = "cache-key.json";
+pub(crate) const CACHE_FILE: &str = "cache-key.json";
 
 /// Everything a staging depends on. Jobs are not in it: they change speed, not output.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CacheKey {
+pub(crate) struct CacheKey {
     pub format: u32,
     pub tool_version: String,
     pub commit: String,
@@ -39,7 +39,7 @@ pub struct CacheKey {
 }
 
 impl CacheKey {
-    pub fn digest(&self) -> String {
+    pub(crate) fn digest(&self) -> String {
         // Serialising a struct of strings and maps cannot fail; fall back to Debug regardless.
         let bytes = serde_json::to_vec(self).unwrap_or_else(|_| format!("{self:?}").into_bytes());
         hex::encode(Sha256::digest(bytes))
@@ -54,7 +54,7 @@ struct CacheRecord {
 
 /// The outcome of a lookup.
 #[derive(Debug)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// The key matches and a manifest is present; the caller still revalidates the install.
     Candidate(Box<BuildManifest>),
     Miss(String),
@@ -65,7 +65,7 @@ fn cache_path(work: &Path) -> PathBuf {
 }
 
 /// Compare `key` with what the last successful build in `staging` recorded.
-pub fn lookup(staging: &Path, work: &Path, key: &CacheKey) -> Lookup {
+pub(crate) fn lookup(staging: &Path, work: &Path, key: &CacheKey) -> Lookup {
     let manifest_path = staging.join(MANIFEST_FILE);
     let Ok(manifest_text) = std::fs::read_to_string(&manifest_path) else {
         return Lookup::Miss(format!("no finished build in {}", staging.display()));
@@ -124,7 +124,7 @@ fn describe_change(old: &CacheKey, new: &CacheKey) -> String {
 }
 
 /// Record `key` for the build just finished (before the manifest is written).
-pub fn store(work: &Path, key: &CacheKey) -> anyhow::Result<()> {
+pub(crate) fn store(work: &Path, key: &CacheKey) -> anyhow::Result<()> {
     std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     let record = CacheRecord {
         digest: key.digest(),

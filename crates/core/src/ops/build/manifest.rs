@@ -36,8 +36,8 @@ pub struct BuildManifest {
     pub compiler_launcher: Option<LauncherRecord>,
 }
 
-pub use crate::rocm::PatchRecord;
-pub use crate::toolchain::launcher::LauncherRecord;
+pub(crate) use crate::rocm::PatchRecord;
+pub(crate) use crate::toolchain::launcher::LauncherRecord;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ManifestLibrary {

@@ -9,14 +9,14 @@
 //! and two by-products that are not part of the install: `DIR/logs/` and `DIR/.work/` (checkout,
 //! build trees, ROCr's private prefix, cache key).
 
-pub mod cache;
+pub(crate) mod cache;
 mod error;
-pub mod manifest;
-pub mod patches;
-pub mod source;
-pub mod stage;
-pub mod steps;
-pub mod validate;
+pub(crate) mod manifest;
+pub(crate) mod patches;
+pub(crate) mod source;
+pub(crate) mod stage;
+pub(crate) mod steps;
+pub(crate) mod validate;
 
 pub use crate::rocm::recipe::{TreeKind, ROCM_SYSTEMS};
 pub(crate) use error::refused;

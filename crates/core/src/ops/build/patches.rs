@@ -21,7 +21,7 @@ use crate::rocm::PatchRecord;
 
 /// One patch of the series, read once (the bytes hashed are the bytes applied).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Patch {
+pub(crate) struct Patch {
     pub path: PathBuf,
     pub record: PatchRecord,
     /// The tree paths it changes (from its `--- a/…` / `+++ b/…` headers).
@@ -29,7 +29,7 @@ pub struct Patch {
 }
 
 /// The tree paths a unified or git diff changes.
-pub fn touched_paths(text: &str) -> Vec<String> {
+pub(crate) fn touched_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = vec![];
     for line in text.lines() {
         let Some(rest) = line
@@ -56,7 +56,7 @@ pub fn touched_paths(text: &str) -> Vec<String> {
 /// The series: `dir`'s `*.patch`/`*.diff` files in name order, then `files` in the order given.
 /// Refuses unreadable or empty files and two patches with the same name (the records could
 /// not tell them apart).
-pub fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<Patch>> {
+pub(crate) fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<Patch>> {
     let mut paths = vec![];
     if let Some(dir) = dir {
         let entries = std::fs::read_dir(dir).map_err(|e| BuildError::BadInputFile {
@@ -123,7 +123,7 @@ pub fn load_series(dir: Option<&Path>, files: &[PathBuf]) -> anyhow::Result<Vec<
 
 /// The commands that make the tool's own checkout of a local `source` at `commit` (sparse: only
 /// `paths`), sharing its objects instead of copying them; the user's checkout is only read.
-pub fn local_checkout_commands(
+pub(crate) fn local_checkout_commands(
     source: &Path,
     commit: &str,
     dir: &Path,
@@ -167,7 +167,7 @@ pub fn local_checkout_commands(
 }
 
 /// The `git apply` line for one patch (shown by `--dry-run`).
-pub fn apply_command(checkout: &Path, patch: &Patch) -> Cmd {
+pub(crate) fn apply_command(checkout: &Path, patch: &Patch) -> Cmd {
     Cmd::new(
         "git",
         [
@@ -204,7 +204,7 @@ fn failing_files(stderr: &str) -> Vec<String> {
 
 /// Apply the series in order to `checkout`, at `commit`. A patch that does not apply stops the
 /// build before anything is configured, naming the patch, the file(s) and git's message.
-pub fn apply_series(checkout: &Path, commit: &str, series: &[Patch]) -> anyhow::Result<()> {
+pub(crate) fn apply_series(checkout: &Path, commit: &str, series: &[Patch]) -> anyhow::Result<()> {
     for (n, patch) in series.iter().enumerate() {
         let cmd = apply_command(checkout, patch);
         let out = Command::new(&cmd.program)
@@ -231,7 +231,7 @@ pub fn apply_series(checkout: &Path, commit: &str, series: &[Patch]) -> anyhow::
 }
 
 /// Run `cmds` (the checkout commands) quietly; the error names the command and git's stderr.
-pub fn run_quiet(cmds: &[Cmd]) -> anyhow::Result<()> {
+pub(crate) fn run_quiet(cmds: &[Cmd]) -> anyhow::Result<()> {
     for cmd in cmds {
         let out = Command::new(&cmd.program)
             .args(&cmd.args)

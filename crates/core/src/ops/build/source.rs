@@ -14,7 +14,7 @@ use crate::exit::usage;
 
 /// Where the source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceSpec {
+pub(crate) enum SourceSpec {
     /// A local checkout (absolute path).
     Local(PathBuf),
     /// A git URL (https://, ssh://, git@host:…, file://).
@@ -24,7 +24,7 @@ pub enum SourceSpec {
 impl SourceSpec {
     /// URLs are told by their scheme (`scheme://`) or scp-like `user@host:path` form; anything
     /// else is a local path, made absolute against the current directory.
-    pub fn parse(text: &str) -> anyhow::Result<SourceSpec> {
+    pub(crate) fn parse(text: &str) -> anyhow::Result<SourceSpec> {
         if text.is_empty() {
             return Err(usage("--source is empty"));
         }
@@ -46,7 +46,7 @@ impl SourceSpec {
         Ok(SourceSpec::Local(abs))
     }
 
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         match self {
             SourceSpec::Local(p) => p.display().to_string(),
             SourceSpec::Url(u) => u.clone(),
@@ -55,7 +55,7 @@ impl SourceSpec {
 }
 
 /// A full commit id: 40 (SHA-1) or 64 (SHA-256) hex digits, lower-cased.
-pub fn normalize_commit(commit: &str) -> anyhow::Result<String> {
+pub(crate) fn normalize_commit(commit: &str) -> anyhow::Result<String> {
     let c = commit.trim().to_ascii_lowercase();
     if (c.len() == 40 || c.len() == 64) && c.chars().all(|ch| ch.is_ascii_hexdigit()) {
         Ok(c)
@@ -68,7 +68,7 @@ pub fn normalize_commit(commit: &str) -> anyhow::Result<String> {
 }
 
 /// Run git and return trimmed stdout; the error names the command and git's stderr.
-pub fn git_output(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn git_output(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -89,7 +89,7 @@ pub fn git_output(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
 }
 
 /// The read-only commands the local checks run, for `--dry-run`.
-pub fn local_check_commands(dir: &Path, paths: &[&str]) -> Vec<Cmd> {
+pub(crate) fn local_check_commands(dir: &Path, paths: &[&str]) -> Vec<Cmd> {
     let mut status = vec![
         "-C".to_string(),
         dir.display().to_string(),
@@ -115,7 +115,7 @@ pub fn local_check_commands(dir: &Path, paths: &[&str]) -> Vec<Cmd> {
 }
 
 /// Refuse a local checkout that is not exactly `commit` with a clean build tree.
-pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<()> {
+pub(crate) fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<()> {
     if !dir.is_dir() {
         return Err(usage(format!(
             "source {} is not a directory (give a local rocm-systems checkout or a git URL)",
@@ -153,7 +153,7 @@ pub fn check_local(dir: &Path, commit: &str, paths: &[&str]) -> anyhow::Result<(
 
 /// The commands that fetch `commit` from `url` into `dir`: sparse (only `paths`), blobless,
 /// depth 1, then a detached checkout.
-pub fn fetch_commands(url: &str, commit: &str, dir: &Path, paths: &[&str]) -> Vec<Cmd> {
+pub(crate) fn fetch_commands(url: &str, commit: &str, dir: &Path, paths: &[&str]) -> Vec<Cmd> {
     let d = dir.display().to_string();
     let mut sparse = vec![
         "-C".to_string(),
@@ -194,7 +194,7 @@ pub fn fetch_commands(url: &str, commit: &str, dir: &Path, paths: &[&str]) -> Ve
 }
 
 /// After a fetch: HEAD must be the commit (a server that answered with something else fails here).
-pub fn verify_fetched(dir: &Path, commit: &str) -> anyhow::Result<()> {
+pub(crate) fn verify_fetched(dir: &Path, commit: &str) -> anyhow::Result<()> {
     let head = git_output(dir, &["rev-parse", "--verify", "HEAD^{commit}"])?;
     if head != commit {
         return Err(refused(format!(
@@ -206,7 +206,7 @@ pub fn verify_fetched(dir: &Path, commit: &str) -> anyhow::Result<()> {
 }
 
 /// Committer timestamp of `commit` (seconds since the epoch).
-pub fn commit_time(dir: &Path, commit: &str) -> anyhow::Result<i64> {
+pub(crate) fn commit_time(dir: &Path, commit: &str) -> anyhow::Result<i64> {
     let text = git_output(dir, &["show", "-s", "--format=%ct", commit])?;
     text.trim()
         .parse()

@@ -16,7 +16,7 @@ use super::Prepared;
 use crate::progress::{self, Listener};
 
 /// Relative to the work directory.
-pub const ROCR_STAGE_FILE: &str = "rocr-stage.json";
+pub(crate) const ROCR_STAGE_FILE: &str = "rocr-stage.json";
 
 /// The `--dry-run` lines for the checkout and the series (nothing when there is no series).
 pub(super) fn plan_lines(p: &Prepared) -> Vec<String> {
@@ -128,7 +128,11 @@ pub(super) fn checkout_and_patch(p: &Prepared, listener: &dyn Listener) -> anyho
 /// The inputs ROCr's stage depends on: the whole key but CLR's own arguments, the
 /// backport-check switch (which only decides validation after the build) and the patches that
 /// change only CLR or HIP (`clr_only`: path prefixes ROCr's build never reads).
-pub fn rocr_stage_digest(key: &CacheKey, series: &[patches::Patch], clr_only: &[&str]) -> String {
+pub(crate) fn rocr_stage_digest(
+    key: &CacheKey,
+    series: &[patches::Patch],
+    clr_only: &[&str],
+) -> String {
     let mut k = key.clone();
     k.clr_cmake_args.clear();
     k.backport_check = true;
@@ -151,14 +155,14 @@ fn record_path(layout: &Layout) -> PathBuf {
 }
 
 /// True when the last ROCr stage in `layout` was built from `digest` and is still there.
-pub fn rocr_stage_valid(layout: &Layout, digest: &str) -> bool {
+pub(crate) fn rocr_stage_valid(layout: &Layout, digest: &str) -> bool {
     std::fs::read_to_string(record_path(layout)).is_ok_and(|t| t.trim() == digest)
         && layout.rocr_build.join("CMakeCache.txt").is_file()
         && layout.rocr_prefix.join("lib").is_dir()
 }
 
 /// What [`super::clean_staging`] keeps when the ROCr stage is reused.
-pub fn rocr_stage_paths(layout: &Layout) -> Vec<PathBuf> {
+pub(crate) fn rocr_stage_paths(layout: &Layout) -> Vec<PathBuf> {
     vec![
         layout.rocr_build.clone(),
         layout.rocr_prefix.clone(),
@@ -168,7 +172,7 @@ pub fn rocr_stage_paths(layout: &Layout) -> Vec<PathBuf> {
 }
 
 /// After ROCr's private install succeeded.
-pub fn mark_rocr_stage(layout: &Layout, digest: &str) -> anyhow::Result<()> {
+pub(crate) fn mark_rocr_stage(layout: &Layout, digest: &str) -> anyhow::Result<()> {
     let path = record_path(layout);
     std::fs::write(&path, format!("{digest}\n"))
         .with_context(|| format!("writing {}", path.display()))

@@ -13,11 +13,11 @@ use crate::ops::build::refused;
 use crate::rocm::recipe::{self, ConfigureInputs, TreeKind};
 
 /// Lines of a failed step's log quoted in the error.
-pub const LOG_TAIL_LINES: usize = 40;
+pub(crate) const LOG_TAIL_LINES: usize = 40;
 
 /// One command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cmd {
+pub(crate) struct Cmd {
     pub program: String,
     pub args: Vec<String>,
     /// Extra environment (added to the inherited one).
@@ -27,7 +27,7 @@ pub struct Cmd {
 }
 
 impl Cmd {
-    pub fn new<I, S>(program: &str, args: I) -> Self
+    pub(crate) fn new<I, S>(program: &str, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -48,7 +48,7 @@ impl Cmd {
 }
 
 /// Quote for a POSIX shell only when needed, so the printed line can be pasted.
-pub fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     let plain = !s.is_empty()
         && s.chars().all(|c| {
             c.is_ascii_alphanumeric()
@@ -95,7 +95,7 @@ impl fmt::Display for Cmd {
 
 /// A named step: files it writes first, then its commands, all logged to `<logs>/<name>.log`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub(crate) struct Step {
     pub name: String,
     pub writes: Vec<(PathBuf, String)>,
     pub commands: Vec<Cmd>,
@@ -103,19 +103,19 @@ pub struct Step {
 
 /// The CMake generator: Ninja when available, else Unix Makefiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Generator {
+pub(crate) enum Generator {
     Ninja,
     Make,
 }
 
 impl Generator {
-    pub fn cmake_name(self) -> &'static str {
+    pub(crate) fn cmake_name(self) -> &'static str {
         match self {
             Generator::Ninja => "Ninja",
             Generator::Make => "Unix Makefiles",
         }
     }
-    pub fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Generator::Ninja => "ninja",
             Generator::Make => "make",
@@ -125,7 +125,7 @@ impl Generator {
 
 /// Where everything goes under the output directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// `DIR`: the install (lib/, include/, …) and the manifest.
     pub staging: PathBuf,
     /// `DIR/logs/<step>.log`.
@@ -142,11 +142,11 @@ pub struct Layout {
 }
 
 /// Names of the by-products in `DIR` that are not part of the install.
-pub const WORK_DIR: &str = ".work";
-pub const LOGS_DIR: &str = "logs";
+pub(crate) const WORK_DIR: &str = ".work";
+pub(crate) const LOGS_DIR: &str = "logs";
 
 impl Layout {
-    pub fn new(staging: &Path) -> Layout {
+    pub(crate) fn new(staging: &Path) -> Layout {
         let work = staging.join(WORK_DIR);
         Layout {
             staging: staging.to_path_buf(),
@@ -163,7 +163,7 @@ impl Layout {
 
 /// Everything [`build_steps`] needs.
 #[derive(Debug, Clone)]
-pub struct StepInputs<'a> {
+pub(crate) struct StepInputs<'a> {
     pub kind: TreeKind,
     pub source_dir: &'a Path,
     pub rocm: &'a Path,
@@ -190,7 +190,7 @@ pub struct StepInputs<'a> {
 /// another directory gives the same bytes: `-ffile-prefix-map` rewrites the checkout and work
 /// paths that `__FILE__` and friends would embed (CFLAGS/CXXFLAGS seed CMake's flags on the first
 /// configure, and the user's own flags are kept in front).
-pub fn reproducible_env(
+pub(crate) fn reproducible_env(
     source_date_epoch: &str,
     source_dir: &Path,
     work: &Path,
@@ -223,7 +223,7 @@ pub fn reproducible_env(
 /// The exact build: configure, build and install ROCr into its private prefix; configure CLR
 /// against it (ROCr's prefix first on CMAKE_PREFIX_PATH, its headers first on the include path),
 /// build, install into the staging directory; finally install ROCr into the staging directory too.
-pub fn build_steps(i: &StepInputs) -> Vec<Step> {
+pub(crate) fn build_steps(i: &StepInputs) -> Vec<Step> {
     let l = i.layout;
     let env = reproducible_env(&i.source_date_epoch, i.source_dir, &l.work);
     let llvm_root = i
@@ -375,11 +375,11 @@ impl Cmake<'_> {
 }
 
 /// The steps that make ROCr's stage (its build tree and private prefix), skipped when cached.
-pub const ROCR_STAGE_STEPS: &[&str] = &["configure-rocr", "build-rocr", "install-rocr"];
+pub(crate) const ROCR_STAGE_STEPS: &[&str] = &["configure-rocr", "build-rocr", "install-rocr"];
 
 /// Run one step: write its files, run its commands with output appended to `<logs>/<name>.log`.
 /// On failure the error names the command, the log and quotes its last [`LOG_TAIL_LINES`] lines.
-pub fn run_step(step: &Step, logs: &Path) -> anyhow::Result<()> {
+pub(crate) fn run_step(step: &Step, logs: &Path) -> anyhow::Result<()> {
     for (path, text) in &step.writes {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -437,7 +437,7 @@ pub fn run_step(step: &Step, logs: &Path) -> anyhow::Result<()> {
 }
 
 /// The last `n` lines of a log (lossy UTF-8).
-pub fn log_tail(path: &Path, n: usize) -> String {
+pub(crate) fn log_tail(path: &Path, n: usize) -> String {
     crate::process::tail_lines(&std::fs::read(path).unwrap_or_default(), n)
 }
 

@@ -16,20 +16,20 @@ use crate::rocm::{self, Half};
 
 /// What validation checks beyond the structural rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ValidateOptions {
+pub(crate) struct ValidateOptions {
     /// Refuse an HSA library that does not export [`rocm::BACKPORT_SYMBOL`].
     pub backport_check: bool,
 }
 
 /// The validated libraries (sorted by path) and warnings worth showing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Validated {
+pub(crate) struct Validated {
     pub libraries: Vec<ManifestLibrary>,
     pub warnings: Vec<String>,
 }
 
 /// `libfoo.so` or `libfoo.so.<anything>`.
-pub fn is_library_name(name: &str) -> bool {
+pub(crate) fn is_library_name(name: &str) -> bool {
     name.ends_with(".so") || name.contains(".so.")
 }
 
@@ -110,7 +110,7 @@ struct LibraryEntries {
 
 /// Scan and validate the install under `staging`, skipping the top-level entries in `skip`
 /// (logs, work directory, manifest). One error lists every problem found, each naming its file.
-pub fn validate_install(
+pub(crate) fn validate_install(
     staging: &Path,
     skip: &[&str],
     opts: ValidateOptions,

@@ -9,7 +9,7 @@ use crate::rocm::{self, Half};
 
 /// The flavor makes a package name; every staged family has a stock owner; the staging holds
 /// the patched ROCr (backport symbol) and a libamdhip64.
-pub fn check_inputs(
+pub(super) fn check_inputs(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
     lib_dir: &str,
@@ -73,7 +73,7 @@ pub fn check_inputs(
 
 /// No file of ours may be owned by an installed package other than the stock pair: dpkg
 /// would refuse to overwrite it half-way through the swap.
-pub fn check_target_owners(
+pub(super) fn check_target_owners(
     plans: &[ReplacementPlan],
     target: &Target<'_>,
     stock_names: &[String],

@@ -12,14 +12,14 @@ use crate::ops::plan::staging::{StagedLibrary, Staging};
 use crate::rocm::{self, Half};
 
 /// What the family plan of one package produced.
-pub struct FamilyPlan {
+pub(super) struct FamilyPlan {
     pub files: Vec<PlannedFile>,
     pub libraries: Vec<PlannedLibrary>,
     /// Stock paths the family plan took care of (replaced, aliased or dropped).
     pub handled: BTreeSet<String>,
 }
 
-pub fn plan_families(
+pub(super) fn plan_families(
     s: &StockPackage,
     ours: &str,
     staging: &Staging,

@@ -29,7 +29,7 @@ const LINKER_SYMBOLS: &[&str] = &[
 ];
 
 /// DEBIAN/shlibs and DEBIAN/symbols of `p`, from the stock package's (none when it has none).
-pub fn carried(
+pub(super) fn carried(
     p: &ReplacementPlan,
     s: &StockPackage,
     staging: &Staging,
@@ -104,7 +104,7 @@ fn symbol_of(line: &str) -> Option<&str> {
 /// The stock symbols file with, per library section we rebuild: the stock symbols our library
 /// exports kept, the others dropped, and the symbols only ours exports added at our version
 /// with an alternative template naming our package.
-pub fn rewrite_symbols(
+pub(super) fn rewrite_symbols(
     stock: &str,
     package: &str,
     version: &str,

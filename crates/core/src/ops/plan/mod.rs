@@ -13,7 +13,7 @@ mod error;
 mod families;
 mod library_info;
 pub mod staging;
-pub mod stock;
+pub(crate) mod stock;
 pub mod templates;
 mod vendored;
 

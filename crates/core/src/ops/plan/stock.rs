@@ -9,7 +9,7 @@ use anyhow::Context;
 
 use crate::deb::version::Version;
 use crate::deb::Paragraph;
-pub use crate::digest::{md5_file, sha256_file};
+pub(crate) use crate::digest::{md5_file, sha256_file};
 use crate::host::dpkgdb::{parse_md5sums, DpkgDb};
 use crate::ops::plan::refused;
 
@@ -65,15 +65,11 @@ impl StockPackage {
 }
 
 /// Load one installed package from the database, checking every regular file against the
-/// package's md5sums. A missing file is an error unless dpkg's path filters exclude it.
-pub fn from_dpkg_db(db: &DpkgDb, name: &str) -> anyhow::Result<StockPackage> {
-    from_dpkg_db_allowing(db, name, &|_| false)
-}
-
-/// [`from_dpkg_db`], but a file for which `replaced_in_place(path)` is true may differ from
-/// its md5sum: `rocm-pin adopt` reads a host whose runtime files were overwritten in place
-/// (their content is never carried: the rebuilt library takes those names).
-pub fn from_dpkg_db_allowing(
+/// package's md5sums. A missing file is an error unless dpkg's path filters exclude it; a file
+/// for which `replaced_in_place(path)` is true may differ from its md5sum: `rocm-pin adopt` reads
+/// a host whose runtime files were overwritten in place (their content is never carried: the
+/// rebuilt library takes those names).
+pub(crate) fn from_dpkg_db_allowing(
     db: &DpkgDb,
     name: &str,
     replaced_in_place: &dyn Fn(&str) -> bool,
@@ -172,7 +168,7 @@ pub fn from_dpkg_db_allowing(
 
 /// Load a stock .deb: control, md5sums, conffiles and scripts from control.tar, contents
 /// extracted under `extract_to` (which must exist and be empty) and checked against md5sums.
-pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
+pub(crate) fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
     use crate::deb::reader::{extract_data, read_deb, ReadLimits};
     use crate::deb::EntryKind;
     let limits = ReadLimits::default();
@@ -262,7 +258,7 @@ pub fn from_deb(deb: &Path, extract_to: &Path) -> anyhow::Result<StockPackage> {
 }
 
 /// The control members that describe a shared library to dpkg-shlibdeps and dpkg-gensymbols.
-pub const LIBRARY_INFO_MEMBERS: &[&str] = &["shlibs", "symbols"];
+pub(crate) const LIBRARY_INFO_MEMBERS: &[&str] = &["shlibs", "symbols"];
 
 /// `info/<pkg>.shlibs` and `.symbols` of an installed package (`<pkg>:<arch>.` for
 /// `Multi-Arch: same`), read inside the root.

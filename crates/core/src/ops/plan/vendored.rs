@@ -5,7 +5,7 @@ use super::{Content, PlanOptions, PlannedFile, ReplacementPlan, Role};
 use crate::ops::plan::staging::Staging;
 use crate::rocm::Half;
 
-pub fn place(
+pub(super) fn place(
     staging: &Staging,
     plans: &mut [ReplacementPlan],
     lib_dir: &str,
