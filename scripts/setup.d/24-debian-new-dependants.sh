@@ -63,9 +63,9 @@ apt_opts=(
   -o "Dir::State::status=$work/dpkg/status" -o "Dir::State::extended_states=$work/extended_states"
   -o APT::Architecture=amd64 -o APT::Architectures=amd64 -o APT::Sandbox::User=root
   -o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false
-  -o APT::Default-Release=experimental
+  -o APT::Default-Release=experimental -o Acquire::Languages=none
 )
-apt-get "${apt_opts[@]}" update -q >/dev/null
+apt-get "${apt_opts[@]}" update -q --error-on=any >/dev/null
 
 is_in_image() {
   [ "$(dpkg-query --admindir="$work/dpkg" -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null)" = "ii " ]
