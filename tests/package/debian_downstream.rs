@@ -97,7 +97,10 @@ fn new_dependants() -> Option<NewDependants> {
                 version: version.into(),
                 stock: stock.into(),
             },
-            _ => panic!("{}: not `<package> <version> <stock>`: {l:?}", manifest.display()),
+            _ => panic!(
+                "{}: not `<package> <version> <stock>`: {l:?}",
+                manifest.display()
+            ),
         })
         .collect();
     assert!(!dependants.is_empty(), "{} names none", manifest.display());

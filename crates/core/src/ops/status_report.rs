@@ -811,7 +811,11 @@ mod tests {
         ));
         assert_eq!(release_by_package_versions(&entries, &two, None), None);
         let amd = StockDiscovery {
-            runtimes: vec![runtime(StockFlavour::Amd, "7.2.4", &[("hsa-rocr", "1.18.0.70204-93~24.04")])],
+            runtimes: vec![runtime(
+                StockFlavour::Amd,
+                "7.2.4",
+                &[("hsa-rocr", "1.18.0.70204-93~24.04")],
+            )],
             unrecognised: Vec::new(),
         };
         assert_eq!(release_by_package_versions(&entries, &amd, None), None);
