@@ -156,6 +156,15 @@ fn status_and_verify_see_debian_runtime(image: &DebianImage, tarball: &std::path
     }
 
     let human = text(&rocm_pin(&["status", "--root", &root]));
+    // No `.info/version` here: the first line names the release the stock packages' versions
+    // carry, read the way the gate reads it (it said "ROCm: unknown").
+    assert_eq!(json["rocm_version"], release.as_str(), "{json:#}");
+    assert!(
+        human.starts_with(&format!(
+            "ROCm:        {release} (from the package versions of "
+        )),
+        "{human}"
+    );
     assert!(
         human.contains(&format!("Debian's packaging, ROCm {release}"))
             && stock

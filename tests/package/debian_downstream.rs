@@ -13,9 +13,15 @@
 //! archives, and the sandbox has no network sources):
 //! - the stock .debs, repacked from the chroot's dpkg database, as a local repository;
 //! - the newer stock: the same .debs at `<version>+1`, published by the `newer_stock` entries;
-//! - the new dependant: a tiny local package `Depends: <HIP stock> (>= <installed version>)`
-//!   (no real one can be had offline: the image's apt cache is cleaned), and the custom
-//!   package of the seed entry: `Depends: <stock> (= <version>)` on both halves.
+//! - the new dependants: REAL Debian packages, one per half, that depend directly on a stock
+//!   runtime package and are not installed in the image (today libhipfftw0 on libamdhip64-7 and
+//!   libhsa-amd-aqlprofile64-1 on libhsa-runtime64-1), fetched with the closure the image lacks
+//!   by scripts/setup.d/24-debian-new-dependants.sh into `<cache>/debian-new-dependants`, its
+//!   manifest `dependants` naming them; published as the `deps` repository;
+//! - the custom package of the seed entry: a local `Depends: <stock> (= <version>)` on both
+//!   halves. (The local `Depends: <HIP stock> (>= <installed version>)` dependant this list
+//!   had before the real ones is gone: what it tested beyond them, that ours Provides no lower
+//!   than the exact stock version, the custom package's `=` tests more strictly.)
 
 use std::path::{Path, PathBuf};
 
@@ -29,8 +35,9 @@ use rocm_pin::rocm::Half;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, Scenario, StockNames};
 
-/// The new dependant published in the `deps` repository.
-const NEW_DEPENDANT: &str = "rocm-pin-test-hip-app";
+/// The cached input of scripts/setup.d/24-debian-new-dependants.sh: the real new dependants'
+/// .debs and their manifest.
+const NEW_DEPENDANTS_INPUT: &str = "debian-new-dependants";
 /// The seed entry's custom package, exact `=` on the stock versions (like the custom rccl).
 const CUSTOM: &str = "rocm-pin-test-exact";
 
@@ -43,6 +50,104 @@ enum AptSolver {
     Internal,
 }
 
+/// One real new dependant, as the setup script's manifest names it.
+#[derive(Debug, Clone)]
+struct NewDependant {
+    package: String,
+    version: String,
+    /// The stock runtime package it depends on directly.
+    stock: String,
+}
+
+/// The real new dependants and the directory of .debs (theirs and their closure beyond the
+/// image) published as the `deps` repository.
+#[derive(Debug, Clone)]
+struct NewDependants {
+    dir: PathBuf,
+    dependants: Vec<NewDependant>,
+}
+
+impl NewDependants {
+    fn names(&self) -> Vec<&str> {
+        self.dependants.iter().map(|d| d.package.as_str()).collect()
+    }
+}
+
+/// The cached new dependants, or None after saying why the test skips (the testkit's
+/// setup-input rule: a skip for a contributor's `cargo test`, a failure under scripts/test).
+fn new_dependants() -> Option<NewDependants> {
+    let Some(dir) = rocm_pin_testkit::setup_input(NEW_DEPENDANTS_INPUT) else {
+        rocm_pin_testkit::skip_without_setup("debian_downstream", NEW_DEPENDANTS_INPUT);
+        return None;
+    };
+    let manifest = dir.join("dependants");
+    let lines = std::fs::read_to_string(&manifest).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (remove {} and run scripts/setup.d/24-debian-new-dependants.sh)",
+            manifest.display(),
+            dir.display()
+        )
+    });
+    let dependants: Vec<NewDependant> = lines
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [package, version, stock] => NewDependant {
+                package: package.into(),
+                version: version.into(),
+                stock: stock.into(),
+            },
+            _ => panic!(
+                "{}: not `<package> <version> <stock>`: {l:?}",
+                manifest.display()
+            ),
+        })
+        .collect();
+    assert!(!dependants.is_empty(), "{} names none", manifest.display());
+    Some(NewDependants { dir, dependants })
+}
+
+/// The stock packages `deb`'s Depends names (every alternative), by name only.
+fn depends_names(deb: &Path) -> Vec<String> {
+    field(deb, "Depends")
+        .split([',', '|'])
+        .filter_map(|d| d.split([' ', '(', ':']).find(|w| !w.is_empty()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The inputs are what the scenario needs, checked against the image and discovery: each
+/// dependant's .deb is there at the manifest's version, depends DIRECTLY on a stock runtime
+/// package discovery found, and is not installed in the image yet.
+fn check_new_dependants(sb: &Sandbox, stock: &StockRuntime, new: &NewDependants) {
+    let debs = debs_in(&new.dir);
+    for d in &new.dependants {
+        let deb = debs
+            .iter()
+            .find(|p| field(p, "Package") == d.package)
+            .unwrap_or_else(|| panic!("no .deb of {} in {}", d.package, new.dir.display()));
+        assert_eq!(field(deb, "Version"), d.version, "{}", deb.display());
+        assert!(
+            stock.packages.iter().any(|s| s.package == d.stock),
+            "{} depends on {}, which is not a stock runtime package here: {stock:?}",
+            d.package,
+            d.stock
+        );
+        let names = depends_names(deb);
+        assert!(
+            names.contains(&d.stock),
+            "{} does not depend on {} directly: {names:?}",
+            d.package,
+            d.stock
+        );
+        assert!(
+            !is_installed(sb, &d.package),
+            "{} is installed in the image already: the scenario would install nothing",
+            d.package
+        );
+    }
+}
+
 /// What is made once per test on the host: the replacements, the repositories, the stock as
 /// discovered.
 struct Prepared {
@@ -51,7 +156,9 @@ struct Prepared {
     stock: StockRuntime,
     stock_repo: PathBuf,
     newer_repo: PathBuf,
-    deps_repo: PathBuf,
+    /// The real new dependants (the scenario list's tests; the status and guard tests run
+    /// without them).
+    new: Option<NewDependants>,
     custom: PathBuf,
 }
 
@@ -106,20 +213,19 @@ fn bumped(deb: &Path, out_dir: &Path) -> PathBuf {
     out
 }
 
-fn prepare(image: &ChrootImage) -> Prepared {
+fn prepare(image: &ChrootImage, new: Option<NewDependants>) -> Prepared {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let sb = Sandbox::new(image).unwrap();
     let ours = package_against(&sb, w);
     let stock = discover(&sb);
+    if let Some(new) = &new {
+        check_new_dependants(&sb, &stock, new);
+    }
     let root = Root::new(sb.root());
     let entries = rocm_pin::rocm::read_status(&root).unwrap();
-    let (stock_repo, newer_repo, deps_repo) = (
-        w.join("stock-repo"),
-        w.join("newer-repo"),
-        w.join("deps-repo"),
-    );
-    for d in [&stock_repo, &newer_repo, &deps_repo] {
+    let (stock_repo, newer_repo) = (w.join("stock-repo"), w.join("newer-repo"));
+    for d in [&stock_repo, &newer_repo] {
         std::fs::create_dir_all(d).unwrap();
     }
     for p in &stock.packages {
@@ -130,12 +236,6 @@ fn prepare(image: &ChrootImage) -> Prepared {
     }
     let hip = package_of(&stock, "libamdhip64.so.");
     let hsa = package_of(&stock, "libhsa-runtime64.so.");
-    tiny_package(
-        &deps_repo,
-        NEW_DEPENDANT,
-        "1.0",
-        &format!("Depends: {} (>= {})\n", hip.package, hip.version),
-    );
     let custom_dir = w.join("custom");
     std::fs::create_dir_all(&custom_dir).unwrap();
     let custom = tiny_package(
@@ -153,7 +253,7 @@ fn prepare(image: &ChrootImage) -> Prepared {
         stock,
         stock_repo,
         newer_repo,
-        deps_repo,
+        new,
         custom,
     }
 }
@@ -172,8 +272,13 @@ fn inputs(p: &Prepared) -> Inputs {
     };
     let hip = package_of(&p.stock, "libamdhip64.so.");
     let hsa = package_of(&p.stock, "libhsa-runtime64.so.");
+    let new = p
+        .new
+        .as_ref()
+        .expect("the scenario list needs the new dependants")
+        .names();
     let mut dependants: Vec<&str> = DEPENDANTS.to_vec();
-    dependants.push(NEW_DEPENDANT);
+    dependants.extend(&new);
     Inputs {
         custom_rccl_deb: format!("/root/custom/{CUSTOM}.deb"),
         stock_hsa_deb: format!("/root/stock/{}.deb", hsa.package),
@@ -184,7 +289,7 @@ fn inputs(p: &Prepared) -> Inputs {
             stock_hip: names_of(Half::Hip),
             hsa_package: hsa.package.clone(),
             hip_package: hip.package.clone(),
-            new_dependant: NEW_DEPENDANT.into(),
+            new_dependant: new.join(" "),
             dependants: dependants.join(" "),
             stock_lib_dir: p.stock.library_dirs[0].clone(),
         },
@@ -203,7 +308,9 @@ fn installed_sandbox(image: &ChrootImage, solver: AptSolver, p: &Prepared) -> Sa
         .unwrap();
     }
     sb.add_local_repo("stock", &p.stock_repo).unwrap();
-    sb.add_local_repo("deps", &p.deps_repo).unwrap();
+    if let Some(new) = &p.new {
+        sb.add_local_repo("deps", &new.dir).unwrap();
+    }
     sb.copy_in(&p.stock_repo, "/root/stock").unwrap();
     sb.copy_in(&p.custom, &format!("/root/custom/{CUSTOM}.deb"))
         .unwrap();
@@ -355,8 +462,10 @@ fn run_one(
     let out = sb.sh(&s.script).unwrap();
     let v = verify_root(&sb);
     problems.extend(state_problems(&sb, p, &before));
-    // What the entry installs is there: the seed's custom package, the new dependant.
-    for wanted in [CUSTOM, NEW_DEPENDANT] {
+    // What the entry installs is there: the seed's custom package, the new dependants.
+    let mut installs = vec![CUSTOM];
+    installs.extend(p.new.iter().flat_map(NewDependants::names));
+    for wanted in installs {
         if s.script.contains(wanted) && want.rc == 0 && !is_installed(&sb, wanted) {
             problems.push(format!("{wanted} was not installed"));
         }
@@ -402,17 +511,25 @@ fn run_one(
 fn run_scenarios(solver: AptSolver) {
     rocm_pin_testkit::needs_root!("a chroot");
     let Some(tarball) = tarball() else { return };
+    let Some(new) = new_dependants() else { return };
     let t0 = std::time::Instant::now();
     let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
-    let p = prepare(&image);
+    let p = prepare(&image, Some(new));
     let (table, failures): (Vec<String>, Vec<Option<String>>) = scenarios(&inputs(&p))
         .iter()
         .map(|s| run_one(&image, solver, &p, s))
         .unzip();
     let failures: Vec<String> = failures.into_iter().flatten().collect();
+    let new: Vec<String> = p
+        .new
+        .iter()
+        .flat_map(|n| &n.dependants)
+        .map(|d| format!("{} {} (on {})", d.package, d.version, d.stock))
+        .collect();
     eprintln!(
-        "debian_downstream ({solver:?}), {:.0}s:\n{}",
+        "debian_downstream ({solver:?}), {:.0}s, new dependants {}:\n{}",
         t0.elapsed().as_secs_f64(),
+        new.join(", "),
         table.join("\n")
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -455,7 +572,7 @@ fn status_names_debians_stock_and_the_upgrade_apt_has() {
     rocm_pin_testkit::needs_root!("a chroot");
     let Some(tarball) = tarball() else { return };
     let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
-    let p = prepare(&image);
+    let p = prepare(&image, None);
     status_before_install(&image, &p);
     status_after_install(&image, &p);
 }
@@ -510,6 +627,14 @@ fn status_after_install(image: &ChrootImage, p: &Prepared) {
     sb.add_local_repo("newer", &p.newer_repo).unwrap();
     let (json, human) = status_json(&sb);
     assert_eq!(json["health"], "healthy", "{json:#}\n{human}");
+    // The stock is replaced: the release is the one ours Provides, as the gate reads it.
+    assert_eq!(json["rocm_version"], release.as_str(), "{json:#}");
+    assert!(
+        human.starts_with(&format!(
+            "ROCm:        {release} (from the package versions of "
+        )),
+        "{human}"
+    );
     let up = &json["upgrades"];
     assert_eq!(up["stock_release"], release.as_str(), "{up:#}");
     assert_eq!(up["target_release"], release.as_str(), "{up:#}");
@@ -584,7 +709,7 @@ fn guard_and_adopt_on_a_debian_host() {
     rocm_pin_testkit::needs_root!("a chroot");
     let Some(tarball) = tarball() else { return };
     let image = ChrootImage::from_tarball("sid", &tarball).unwrap();
-    let p = prepare(&image);
+    let p = prepare(&image, None);
     let hip = package_of(&p.stock, "libamdhip64.so.").package.clone();
 
     // adopt on the stock host: refused, nothing changed.

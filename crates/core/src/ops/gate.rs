@@ -8,6 +8,7 @@ use anyhow::Context;
 use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Root};
+use crate::host::status::StatusEntry;
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -98,6 +99,46 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
     }
 }
 
+/// The release each stock package `marker` replaced carries on this host, by the package
+/// versions (Debian's flavour): its installed version, or the stock version ours Provides
+/// when ours is installed in its place; None when neither is installed. What the gate judges,
+/// and what `rocm-pin status` names as the host's ROCm.
+pub fn replaced_releases(
+    entries: &[StatusEntry],
+    marker: &rocm::Marker,
+) -> Vec<(String, Option<String>)> {
+    let installed = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e.package == name && e.status.ends_with(" installed"))
+    };
+    marker
+        .replaced
+        .iter()
+        .map(|r| {
+            let version = match (installed(&r.stock_name), installed(&r.package)) {
+                (Some(stock), _) => Some(stock.version.as_str()),
+                (None, Some(_)) => Some(r.stock_version.as_str()),
+                (None, None) => None,
+            };
+            (
+                r.stock_name.clone(),
+                version.and_then(rocm::release_of_package_version),
+            )
+        })
+        .collect()
+}
+
+/// The one release every package of [`replaced_releases`] carries; None when one has none or
+/// they differ.
+pub fn one_release(found: &[(String, Option<String>)]) -> Option<String> {
+    let first = found.first()?.1.as_deref()?;
+    found
+        .iter()
+        .all(|(_, r)| r.as_deref() == Some(first))
+        .then(|| first.to_string())
+}
+
 /// The gate for a flavour whose release is its packages' versions (Debian's, no
 /// `.info/version`): the release each stock package replaced carries on this host (its
 /// installed version, or the stock version ours Provides when ours is installed), against the
@@ -113,28 +154,8 @@ pub fn evaluate_by_package_versions(
         .first()
         .and_then(|r| rocm::release_of_package_version(&r.stock_version))
         .unwrap_or_else(|| rocm::TARGET_ROCM_VERSION.to_string());
-    let mut found: Vec<(String, Option<String>)> = Vec::new();
-    for r in &marker.replaced {
-        let installed = |name: &str| {
-            entries
-                .iter()
-                .find(|e| e.package == name && e.status.ends_with(" installed"))
-        };
-        let version = match (installed(&r.stock_name), installed(&r.package)) {
-            (Some(stock), _) => Some(stock.version.clone()),
-            (None, Some(_)) => Some(r.stock_version.clone()),
-            (None, None) => None,
-        };
-        let release = version
-            .as_deref()
-            .and_then(rocm::release_of_package_version);
-        found.push((r.stock_name.clone(), release));
-    }
-    let releases: Vec<&str> = found.iter().filter_map(|(_, r)| r.as_deref()).collect();
-    let all_same = !releases.is_empty()
-        && releases.len() == found.len()
-        && releases.iter().all(|r| *r == releases[0]);
-    let found_release = all_same.then(|| releases[0].to_string());
+    let found = replaced_releases(&entries, marker);
+    let found_release = one_release(&found);
     let matches = found_release.as_deref() == Some(wanted.as_str());
     let names: Vec<String> = found
         .iter()

@@ -72,8 +72,12 @@ pub struct HostStatus {
     pub verdict: Option<ExitKind>,
     /// Every hop of the `/opt/rocm` chain, None when it does not resolve.
     pub rocm_path_chain: Option<Vec<String>>,
-    /// `.info/version` of where `/opt/rocm` points.
+    /// `.info/version` of where `/opt/rocm` points; without one, the release a flavour whose
+    /// release is its package versions (Debian's) carries, read the way the gate reads it.
     pub rocm_version: Option<String>,
+    /// Where `rocm_version` was read when not from `.info/version`: `the package versions of
+    /// libhsa-runtime64-1, libamdhip64-7, …`.
+    pub rocm_version_from: Option<String>,
     /// The prefix our packages installed into (from the marker).
     pub target_prefix: Option<String>,
     pub target_version: Option<String>,
@@ -294,6 +298,40 @@ fn quick_verify(
     }
 }
 
+/// The host's ROCm release where there is no `.info/version` to read, and where it was read:
+/// a flavour whose release is its package versions (Debian's), read the way the gate reads it.
+/// With ours installed, the stock packages they replaced (their installed versions, else the
+/// versions ours Provides: `gate::replaced_releases`); without, the one stock runtime found.
+/// None for AMD's packaging, or when the packages name no one release.
+fn release_by_package_versions(
+    entries: &[StatusEntry],
+    found: &StockDiscovery,
+    marker: Option<&rocm::Marker>,
+) -> Option<(String, String)> {
+    let (release, names) = match marker {
+        Some(m) => {
+            if m.layout().spec().release_source != rocm::ReleaseSource::PackageVersions {
+                return None;
+            }
+            let releases = gate::replaced_releases(entries, m);
+            let names: Vec<String> = releases.iter().map(|(n, _)| n.clone()).collect();
+            (gate::one_release(&releases)?, names)
+        }
+        None => {
+            let runtimes = stock_runtime::release_by_package_versions(found);
+            let [rt] = runtimes.as_slice() else {
+                return None;
+            };
+            let names = rt.packages.iter().map(|p| p.package.clone()).collect();
+            (rt.release.clone()?, names)
+        }
+    };
+    Some((
+        release,
+        format!("the package versions of {}", names.join(", ")),
+    ))
+}
+
 /// Nothing of ours is installed: what `rocm-pin install` would decide here under `mode`, so the
 /// line leads somewhere instead of just saying "not installed".
 fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
@@ -345,7 +383,7 @@ pub fn host_status_with(
     accept_skipped_backport_check: bool,
 ) -> anyhow::Result<HostStatus> {
     let chain = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok();
-    let rocm_version = chain.as_ref().and_then(|(p, _)| {
+    let version_file = chain.as_ref().and_then(|(p, _)| {
         first_line_in(root, &format!("{}/{}", p.display(), rocm::VERSION_RELPATH))
     });
     // The status database, read once for every view below (the hold needs Depends).
@@ -366,6 +404,11 @@ pub fn host_status_with(
                 .first()
                 .and_then(|r| m.layout().spec().release_of_version(&r.stock_version)),
         });
+    let (rocm_version, rocm_version_from) = match version_file {
+        Some(v) => (Some(v), None),
+        None => release_by_package_versions(&entries, &found, marker.as_ref())
+            .map_or((None, None), |(r, from)| (Some(r), Some(from))),
+    };
     let skip = gate::read_skip_record(root);
     let gate = match (&skip, &pin) {
         (Some(r), _) => format!("skipped by the version gate: {r}"),
@@ -413,6 +456,7 @@ pub fn host_status_with(
         verdict,
         rocm_path_chain: chain.map(|(_, h)| h.iter().map(|p| p.display().to_string()).collect()),
         rocm_version,
+        rocm_version_from,
         target_prefix,
         target_version,
         skip_record: skip,
@@ -469,8 +513,13 @@ impl HostStatus {
             .as_ref()
             .map(|c| c.join(" -> "))
             .unwrap_or_else(|| format!("{} does not resolve", rocm::DEFAULT_ROCM_PATH));
+        let whence = match (&self.rocm_version_from, &self.rocm_path_chain) {
+            (Some(from), Some(_)) => format!("from {from}; {chain}"),
+            (Some(from), None) => format!("from {from}"),
+            (None, _) => chain,
+        };
         s.push_str(&format!(
-            "ROCm:        {} ({chain})\n",
+            "ROCm:        {} ({whence})\n",
             self.rocm_version.as_deref().unwrap_or("unknown")
         ));
         for r in &self.stock_runtime {
@@ -675,6 +724,106 @@ impl HostStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rocm::stock_runtime::{StockRuntime, StockRuntimePackage};
+    use crate::rocm::{Half, StockFlavour};
+
+    const DEBIAN_DIR: &str = "/usr/lib/x86_64-linux-gnu";
+
+    fn runtime(flavour: StockFlavour, release: &str, packages: &[(&str, &str)]) -> StockRuntime {
+        StockRuntime {
+            flavour,
+            flavour_title: rocm::flavour_spec(flavour).title.to_string(),
+            release: Some(release.into()),
+            release_from: "the package versions".into(),
+            library_dirs: vec![DEBIAN_DIR.into()],
+            packages: packages
+                .iter()
+                .map(|(package, version)| StockRuntimePackage {
+                    package: package.to_string(),
+                    version: version.to_string(),
+                    architecture: "amd64".into(),
+                    half: if package.starts_with("libhsa") {
+                        Half::Hsa
+                    } else {
+                        Half::Hip
+                    },
+                    libraries: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    fn installed(package: &str, version: &str) -> StatusEntry {
+        StatusEntry {
+            package: package.into(),
+            version: version.into(),
+            status: "install ok installed".into(),
+            ..Default::default()
+        }
+    }
+
+    /// A Debian host has no `.info/version`: the `ROCm:` line names the release its stock
+    /// packages' versions carry, as the gate reads it, before and after ours replace them.
+    #[test]
+    fn the_release_of_debians_packaging_is_read_from_its_package_versions() {
+        let stock = [
+            ("libhsa-runtime64-1", "7.2.4+dfsg-1~exp1"),
+            ("libamdhip64-7", "7.2.4-1~exp2"),
+        ];
+        let entries: Vec<StatusEntry> = stock.iter().map(|(p, v)| installed(p, v)).collect();
+        let found = StockDiscovery {
+            runtimes: vec![runtime(StockFlavour::Debian, "7.2.4", &stock)],
+            unrecognised: Vec::new(),
+        };
+        let (release, from) = release_by_package_versions(&entries, &found, None).unwrap();
+        assert_eq!(release, "7.2.4");
+        assert_eq!(
+            from,
+            "the package versions of libhsa-runtime64-1, libamdhip64-7"
+        );
+
+        // Ours installed in place of the stock: the versions ours Provides.
+        let mut marker = crate::ops::fakehost::marker();
+        for (r, (name, version)) in marker.replaced.iter_mut().zip(stock) {
+            r.stock_name = name.into();
+            r.stock_version = version.into();
+            r.package = format!("{name}-pinned");
+        }
+        for l in &mut marker.libraries {
+            l.path = format!("{DEBIAN_DIR}/{}", l.soname);
+        }
+        let ours: Vec<StatusEntry> = marker
+            .replaced
+            .iter()
+            .map(|r| installed(&r.package, &r.version))
+            .collect();
+        let none = StockDiscovery::default();
+        let (release, from) = release_by_package_versions(&ours, &none, Some(&marker)).unwrap();
+        assert_eq!(release, "7.2.4");
+        assert!(from.contains("libamdhip64-7"), "{from}");
+
+        // Two releases at once name no one release; AMD's packaging has its version file.
+        let mut two = found.clone();
+        two.runtimes.push(runtime(
+            StockFlavour::Debian,
+            "6.4.3",
+            &[("libamdhip64-6", "6.4.3-5")],
+        ));
+        assert_eq!(release_by_package_versions(&entries, &two, None), None);
+        let amd = StockDiscovery {
+            runtimes: vec![runtime(
+                StockFlavour::Amd,
+                "7.2.4",
+                &[("hsa-rocr", "1.18.0.70204-93~24.04")],
+            )],
+            unrecognised: Vec::new(),
+        };
+        assert_eq!(release_by_package_versions(&entries, &amd, None), None);
+        assert_eq!(
+            release_by_package_versions(&ours, &none, Some(&crate::ops::fakehost::marker())),
+            None
+        );
+    }
 
     /// `status` reads the dpkg status file once for its screen (our pair, the stock states,
     /// the in-place check, the release hold) and once in the verify it runs (it was 3 + 1).

@@ -48,8 +48,8 @@ pub struct StockNames {
     /// The stock package shipping libhsa-runtime64 / libamdhip64 (titles).
     pub hsa_package: String,
     pub hip_package: String,
-    /// A dependant not installed yet that apt can install from the repositories the runner
-    /// publishes.
+    /// Dependants not installed yet that apt can install from the repositories the runner
+    /// publishes, space-separated (Debian's: one real package per half).
     pub new_dependant: String,
     /// Dependants installed together in one apt command.
     pub dependants: String,
