@@ -272,8 +272,9 @@ impl PrivateCache {
     const SRC_FILE: &'static str = "srcpkgcache.bin";
 
     fn of(root: &Root) -> PrivateCache {
-        let Ok(dir) = tempfile::Builder::new().prefix("rocm-pin-apt-").tempdir() else {
-            // No room for a copy: apt builds one in memory.
+        let Some(dir) = private_dir(&[std::env::temp_dir(), Path::new("/tmp").to_path_buf()])
+        else {
+            // Nowhere to put the links: apt builds its cache in memory, from every list.
             return PrivateCache {
                 dir: None,
                 has_src: false,
@@ -304,6 +305,19 @@ impl PrivateCache {
             ),
         ]
     }
+}
+
+/// A new private directory in the first of `candidates` that takes one. `$TMPDIR` first, then
+/// `/tmp`: a TMPDIR that does not exist where verify runs (a caller's, inherited into a chroot)
+/// must not cost every run apt's build of its cache from every package list (0.4-0.5 s of CPU
+/// with full Debian lists: the 3-4x of docs/performance.md).
+fn private_dir(candidates: &[std::path::PathBuf]) -> Option<tempfile::TempDir> {
+    candidates.iter().find_map(|d| {
+        tempfile::Builder::new()
+            .prefix("rocm-pin-apt-")
+            .tempdir_in(d)
+            .ok()
+    })
 }
 
 /// Link `to` to `/var/cache/apt/<name>` of `root` as found inside the root, when that is a
@@ -617,7 +631,10 @@ mod tests {
         // Held: the links live as long as the cache value.
         let cache = PrivateCache::of(&host.root);
         let [_, pkg, _, src] = cache.options();
-        assert_eq!(std::fs::read(at(&pkg, "Dir::Cache::pkgcache=")).unwrap(), b"pkg\n");
+        assert_eq!(
+            std::fs::read(at(&pkg, "Dir::Cache::pkgcache=")).unwrap(),
+            b"pkg\n"
+        );
         assert_eq!(src, "Dir::Cache::srcpkgcache=");
 
         let host = crate::ops::fakehost::FakeHost::new("7.2.4");
@@ -645,6 +662,21 @@ mod tests {
         let options = PrivateCache::of(&host.root).options();
         assert_eq!(options[1], "Dir::Cache::pkgcache=");
         assert_eq!(options[3], "Dir::Cache::srcpkgcache=");
+    }
+
+    /// A TMPDIR that does not exist (a caller's, inherited into a chroot) falls back to the
+    /// next directory instead of leaving apt without its caches.
+    #[test]
+    fn a_missing_tmpdir_falls_back_to_the_next_directory() {
+        let usable = tempfile::tempdir().unwrap();
+        let missing = usable.path().join("not-there");
+        let dir = private_dir(&[missing.clone(), usable.path().to_path_buf()]).unwrap();
+        assert!(
+            dir.path().starts_with(usable.path()),
+            "{}",
+            dir.path().display()
+        );
+        assert!(private_dir(&[missing]).is_none());
     }
 
     #[test]
