@@ -257,8 +257,8 @@ fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadE
 /// maps a current cache read-only, and writes a rebuilt one to a temporary file that it
 /// renames over the name it was given (`FileFd::WriteAtomic`), which replaces our link and
 /// never touches the root's file; copying both (72 MB with full Debian lists) made verify
-/// write that much on every run, 3-4x `dpkg --verify` + `apt-cache policy` on a busy machine
-/// (docs/performance.md). Both, because apt rebuilds a stale pkgcache.bin (the dpkg status
+/// write that much on every run (its apt step 87 ms against 41 ms linked at load 8:
+/// docs/performance.md). Both, because apt rebuilds a stale pkgcache.bin (the dpkg status
 /// changed since it was written, as after any dpkg run) from srcpkgcache.bin in a few
 /// milliseconds, but without one from every package list: 0.5 s of CPU with full Debian lists.
 struct PrivateCache {
