@@ -17,7 +17,7 @@ FROM ${DEBIAN_ROCM_IMAGE} AS app
 # In the stage so a new artifact is a new layer-cache key for the RUNs mounting it.
 ARG ROCM_PIN_COMMIT=b539bf7eebfd99ad0a69668caa1f4037034d501f
 ARG ROCM_PIN_MODE=require
-# 1: rocm-pin and its --guard hooks stay in the image (~8 MB); 0: leaner, no guard.
+# 1: rocm-pin and its --guard hooks stay in the image (~9 MB, docs/docker.md); 0: leaner, no guard.
 ARG ROCM_PIN_KEEP_TOOL=1
 LABEL io.rocm-pin.commit=${ROCM_PIN_COMMIT}
 COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/

@@ -18,7 +18,7 @@ FROM ${ROCM_IMAGE} AS sglang
 ARG ROCM_PIN_RUNTIME_IMAGE
 ARG ROCM_PIN_COMMIT
 ARG ROCM_PIN_MODE=require
-# 1: rocm-pin and its --guard hooks stay in the image (~8 MB); 0: leaner, no guard.
+# 1: rocm-pin and its --guard hooks stay in the image (~9 MB, docs/docker.md); 0: leaner, no guard.
 ARG ROCM_PIN_KEEP_TOOL=1
 LABEL io.rocm-pin.commit=${ROCM_PIN_COMMIT}
 COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/

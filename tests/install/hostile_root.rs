@@ -421,8 +421,8 @@ fn a_local_repository_index_that_is_a_fifo_does_not_hang() {
 #[test]
 fn an_apt_cache_that_is_a_fifo_does_not_hang_verify() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots");
-    // verify copies the root's pkgcache.bin for `apt-cache policy`; the copy reads inside
-    // the root like every other read (an unusable cache is simply not copied).
+    // verify links the root's pkgcache.bin for `apt-cache policy`, found inside the root like
+    // every other read (an unusable cache, a FIFO here, is simply not linked).
     let d = hostile_root();
     let cache = "/var/cache/apt/pkgcache.bin";
     std::fs::create_dir_all(host(d.path(), "/var/cache/apt")).unwrap();

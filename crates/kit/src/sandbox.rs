@@ -12,9 +12,10 @@
 //! ```
 //!
 //! Two ways to get a fresh tree, chosen per sandbox ([`Backend`]): an overlayfs mount over a
-//! read-only unpacked copy of the image kept in the cache (a few milliseconds), or a full
-//! `tar --zstd -xf` of the tarball (about a second). Overlay is used when the kernel lets us
-//! mount it; `ROCM_PIN_SANDBOX_BACKEND=copy|overlay` forces one.
+//! read-only unpacked copy of the image kept in the cache (milliseconds), or a full
+//! `tar --zstd -xf` of the tarball (seconds; `scripts/bench-sandbox` measures both,
+//! docs/performance.md). Overlay is used when the kernel lets us mount it;
+//! `ROCM_PIN_SANDBOX_BACKEND=copy|overlay` forces one.
 //!
 //! Everything here needs root (chroot, mount, device nodes from the tarball).
 
@@ -187,7 +188,7 @@ impl ChrootImage {
 pub enum Backend {
     /// overlayfs over a cached unpacked image: milliseconds.
     Overlay,
-    /// A full unpack of the tarball: about a second.
+    /// A full unpack of the tarball: seconds (`scripts/bench-sandbox`).
     Copy,
 }
 

@@ -110,8 +110,9 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     let mut cmd = apt_command(root, "apt-cache");
     // verify changes nothing (and adds no bytes to an image layer), so apt must not (re)write
     // /var/cache/apt/*.bin. Pointing pkgcache at nothing made apt rebuild its cache in memory
-    // on every run, 4.7 ms of verify's 17 (scripts/bench-verify). Private copies of the root's
-    // caches are used as is when apt finds them current, and rewritten (the copies) when not.
+    // on every run, 4.7 ms of verify's 17 (scripts/bench-verify). The root's caches, linked
+    // from a private directory, are read as they are when apt finds them current; a rebuilt
+    // one goes to the private directory (see [`PrivateCache`]).
     // On a root that is not `/`, apt reads the root's preferences, sources and lists through
     // a view whose every entry was found inside the root (see [`AptView`]).
     let _view = if root.is_system() {
@@ -251,14 +252,18 @@ fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadE
     Err(refuse(ReadProblem::NotRegular { what }))
 }
 
-/// Copies of the root's `pkgcache.bin` and `srcpkgcache.bin` in a directory of our own, removed
-/// on drop. Both, because apt rebuilds a stale pkgcache.bin (the dpkg status changed since it
-/// was written, as after any dpkg run) from srcpkgcache.bin in a few milliseconds, but without
-/// one from every package list: 0.5 s of CPU with full Debian lists, on every verify, since
-/// the rebuilt copy is thrown away (scripts/bench-verify, docs/performance.md).
+/// Symlinks to the root's `pkgcache.bin` and `srcpkgcache.bin` (each a regular file found
+/// inside the root) in a directory of our own, removed on drop. Links, not copies: apt only
+/// maps a current cache read-only, and writes a rebuilt one to a temporary file that it
+/// renames over the name it was given (`FileFd::WriteAtomic`), which replaces our link and
+/// never touches the root's file; copying both (72 MB with full Debian lists) made verify
+/// write that much on every run (its apt step 87 ms against 41 ms linked at load 8:
+/// docs/performance.md). Both, because apt rebuilds a stale pkgcache.bin (the dpkg status
+/// changed since it was written, as after any dpkg run) from srcpkgcache.bin in a few
+/// milliseconds, but without one from every package list: 0.5 s of CPU with full Debian lists.
 struct PrivateCache {
     dir: Option<tempfile::TempDir>,
-    /// Whether the root had a srcpkgcache.bin that was copied.
+    /// Whether the root had a srcpkgcache.bin that was linked.
     has_src: bool,
 }
 
@@ -267,23 +272,24 @@ impl PrivateCache {
     const SRC_FILE: &'static str = "srcpkgcache.bin";
 
     fn of(root: &Root) -> PrivateCache {
-        let Ok(dir) = tempfile::Builder::new().prefix("rocm-pin-apt-").tempdir() else {
-            // No room for a copy: apt builds one in memory.
+        let Some(dir) = private_dir(&[std::env::temp_dir(), Path::new("/tmp").to_path_buf()])
+        else {
+            // Nowhere to put the links: apt builds its cache in memory, from every list.
             return PrivateCache {
                 dir: None,
                 has_src: false,
             };
         };
-        let copied = |name: &str| copy_apt_cache(root, name, &dir.path().join(name)).is_ok();
-        let has_pkg = copied(Self::FILE);
-        let has_src = copied(Self::SRC_FILE);
+        let linked = |name: &str| link_apt_cache(root, name, &dir.path().join(name));
+        let has_pkg = linked(Self::FILE);
+        let has_src = linked(Self::SRC_FILE);
         PrivateCache {
             dir: (has_pkg || has_src).then_some(dir),
             has_src,
         }
     }
 
-    /// The `-o` options for apt's two cache files: the copies, or empty (built in memory).
+    /// The `-o` options for apt's two cache files: the links, or empty (built in memory).
     fn options(&self) -> [String; 4] {
         let at = |name: &str, present: bool| match &self.dir {
             Some(d) if present => d.path().join(name).display().to_string(),
@@ -301,17 +307,35 @@ impl PrivateCache {
     }
 }
 
-/// Copy `/var/cache/apt/<name>` of `root` to `to`, read inside the root, a regular file under
-/// its cap: a link to the host's /dev/zero or a FIFO in an image must not fill the disk or hang
-/// verify.
-fn copy_apt_cache(root: &Root, name: &str, to: &Path) -> std::io::Result<()> {
-    let kind = FileKind::AptCache;
-    let (file, _) = root
-        .open_regular(format!("/var/cache/apt/{name}"), kind)
-        .map_err(std::io::Error::other)?;
-    let mut out = std::fs::File::create(to)?;
-    std::io::copy(&mut std::io::Read::take(file, kind.cap()), &mut out)?;
-    Ok(())
+/// A new private directory in the first of `candidates` that takes one. `$TMPDIR` first, then
+/// `/tmp`: a TMPDIR that does not exist where verify runs (a caller's, inherited into a chroot)
+/// must not cost every run apt's build of its cache from every package list (0.4-0.5 s of CPU
+/// with full Debian lists: the 3-4x of docs/performance.md).
+fn private_dir(candidates: &[std::path::PathBuf]) -> Option<tempfile::TempDir> {
+    candidates.iter().find_map(|d| {
+        tempfile::Builder::new()
+            .prefix("rocm-pin-apt-")
+            .tempdir_in(d)
+            .ok()
+    })
+}
+
+/// Link `to` to `/var/cache/apt/<name>` of `root` as found inside the root, when that is a
+/// regular file under its cap; whether it was linked. Anything else (missing, a FIFO or device
+/// that would block or feed apt, a link out of the root, an oversized file) is not linked, and
+/// apt builds that cache itself.
+fn link_apt_cache(root: &Root, name: &str, to: &Path) -> bool {
+    let Ok(resolved) = root.resolve(format!("/var/cache/apt/{name}"), Missing::Fail) else {
+        return false;
+    };
+    let host = root.host_path(&resolved.path);
+    // lstat of a path with no symlink left in it: never opens, so a FIFO cannot block it.
+    match std::fs::symlink_metadata(&host) {
+        Ok(m) if m.is_file() && m.len() <= FileKind::AptCache.cap() => {
+            std::os::unix::fs::symlink(&host, to).is_ok()
+        }
+        _ => false,
+    }
 }
 
 /// One pin stanza from an apt preferences file.
@@ -536,7 +560,7 @@ mod tests {
     const POLICY: &str = "hsa-rocr:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n     1.18.0.70205-1~24.04 -1\n        500 file:/srv/repo ./ Packages\n     1.18.0.70204-93~24.04 -1\n        500 file:/srv/repo ./ Packages\nhip-runtime-amd:\n  Installed: (none)\n  Candidate: 7.2.70204-93~24.04\n  Version table:\n     7.2.70204-93~24.04 500\n        500 file:/srv/repo ./ Packages\nrocm-core:\n  Installed: 7.2.4.70204-93~24.04\n  Candidate: 7.2.4.70204-93~24.04\n  Version table:\n *** 7.2.4.70204-93~24.04 100\n        100 /var/lib/dpkg/status\nvirt:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n";
 
     /// On this machine's own apt: the answer is apt's, and /var/cache/apt is exactly as it was
-    /// (a stale cache is rebuilt in the private copy, a current one read from it).
+    /// (a stale cache is rebuilt in the private directory, a current one read through the link).
     #[test]
     fn policy_reads_apt_and_leaves_its_cache_untouched() {
         let cache_dir = std::path::Path::new("/var/cache/apt");
@@ -564,9 +588,10 @@ mod tests {
     }
 
     /// A root whose cache apt cannot use (here: not a cache at all): apt rebuilds it in our
-    /// private copy, answers from the root's dpkg status, and the root's file stays as it was.
+    /// private directory (over the link), answers from the root's dpkg status, and the root's
+    /// file stays as it was.
     #[test]
-    fn an_unusable_cache_in_the_root_is_rebuilt_in_the_copy_only() {
+    fn an_unusable_cache_in_the_root_is_rebuilt_in_the_private_directory_only() {
         let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         std::fs::create_dir_all(host.root.host_path("/var/lib/apt/lists")).unwrap();
         host.write("/var/cache/apt/pkgcache.bin", "not a cache\n");
@@ -578,32 +603,80 @@ mod tests {
         assert!(!host.exists("/var/cache/apt/srcpkgcache.bin"));
     }
 
-    /// Both of apt's caches are copied (a stale pkgcache.bin is then brought up to date from
-    /// srcpkgcache.bin, not rebuilt from every list), and an absent one stays apt's in-memory build.
+    /// Both of apt's caches are linked, not copied (a stale pkgcache.bin is then brought up to
+    /// date from srcpkgcache.bin, not rebuilt from every list; nothing is written for a current
+    /// one), and an absent one stays apt's in-memory build.
     #[test]
-    fn both_caches_are_copied_and_a_missing_one_is_built_in_memory() {
+    fn both_caches_are_linked_and_a_missing_one_is_built_in_memory() {
         let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
         host.write("/var/cache/apt/srcpkgcache.bin", "src\n");
         let cache = PrivateCache::of(&host.root);
         let [_, pkg, _, src] = cache.options();
-        let copy = |opt: &str, key: &str| std::fs::read(opt.strip_prefix(key).unwrap()).unwrap();
-        assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
-        assert_eq!(copy(&src, "Dir::Cache::srcpkgcache="), b"src\n");
-        assert!(!pkg.contains(host.root.path().to_str().unwrap()), "{pkg}");
+        let at = |opt: &str, key: &str| std::path::PathBuf::from(opt.strip_prefix(key).unwrap());
+        let (pkg, src) = (
+            at(&pkg, "Dir::Cache::pkgcache="),
+            at(&src, "Dir::Cache::srcpkgcache="),
+        );
+        assert!(!pkg.starts_with(host.root.path()), "{}", pkg.display());
+        for (link, name) in [(&pkg, "pkgcache.bin"), (&src, "srcpkgcache.bin")] {
+            let target = std::fs::read_link(link).expect("a link, not a copy");
+            let root_file = host.root.host_path(format!("/var/cache/apt/{name}"));
+            assert_eq!(target, root_file);
+        }
+        assert_eq!(std::fs::read(&pkg).unwrap(), b"pkg\n");
 
         let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         host.write("/var/cache/apt/pkgcache.bin", "pkg\n");
-        // Held: the copies live as long as the cache value.
+        // Held: the links live as long as the cache value.
         let cache = PrivateCache::of(&host.root);
         let [_, pkg, _, src] = cache.options();
-        assert_eq!(copy(&pkg, "Dir::Cache::pkgcache="), b"pkg\n");
+        assert_eq!(
+            std::fs::read(at(&pkg, "Dir::Cache::pkgcache=")).unwrap(),
+            b"pkg\n"
+        );
         assert_eq!(src, "Dir::Cache::srcpkgcache=");
 
         let host = crate::ops::fakehost::FakeHost::new("7.2.4");
         let options = PrivateCache::of(&host.root).options();
         assert_eq!(options[1], "Dir::Cache::pkgcache=");
         assert_eq!(options[3], "Dir::Cache::srcpkgcache=");
+    }
+
+    /// A cache that is a FIFO (apt would block opening it) or a link leading out of the root is
+    /// not linked: apt builds that one itself.
+    #[test]
+    fn a_fifo_or_a_link_out_of_the_root_is_not_linked() {
+        let host = crate::ops::fakehost::FakeHost::new("7.2.4");
+        std::fs::create_dir_all(host.root.host_path("/var/cache/apt")).unwrap();
+        let fifo = host.root.host_path("/var/cache/apt/pkgcache.bin");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo {}", fifo.display());
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("srcpkgcache.bin"), "host\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("srcpkgcache.bin"),
+            host.root.host_path("/var/cache/apt/srcpkgcache.bin"),
+        )
+        .unwrap();
+        let options = PrivateCache::of(&host.root).options();
+        assert_eq!(options[1], "Dir::Cache::pkgcache=");
+        assert_eq!(options[3], "Dir::Cache::srcpkgcache=");
+    }
+
+    /// A TMPDIR that does not exist (a caller's, inherited into a chroot) falls back to the
+    /// next directory instead of leaving apt without its caches.
+    #[test]
+    fn a_missing_tmpdir_falls_back_to_the_next_directory() {
+        let usable = tempfile::tempdir().unwrap();
+        let missing = usable.path().join("not-there");
+        let dir = private_dir(&[missing.clone(), usable.path().to_path_buf()]).unwrap();
+        assert!(
+            dir.path().starts_with(usable.path()),
+            "{}",
+            dir.path().display()
+        );
+        assert!(private_dir(&[missing]).is_none());
     }
 
     #[test]

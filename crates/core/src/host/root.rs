@@ -221,7 +221,7 @@ impl Root {
 /// | `Config`           | 4 MiB   | apt preferences, apt.conf.d, dpkg.cfg.d, ld.so.conf, loader entries |
 /// | `VersionFile`      | 64 KiB  | `<prefix>/.info/version` and similar one-liners     |
 /// | `PackageIndex`     | 128 MiB | a local apt repository's `Packages`                 |
-/// | `AptCache`         | 1 GiB   | `var/cache/apt/{,src}pkgcache.bin`, copied for apt-cache |
+/// | `AptCache`         | 1 GiB   | `var/cache/apt/{,src}pkgcache.bin`, linked for apt-cache |
 /// | `PackagedFile`     | 64 GiB  | a packaged file that is hashed as a stream          |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
