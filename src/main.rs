@@ -1,9 +1,5 @@
 #![warn(clippy::too_many_lines)]
 
-// The `out!`/`outln!`/`errln!` macros every subcommand prints through.
-#[macro_use]
-extern crate rocm_pin;
-
 mod cli;
 
 use clap::Parser;

@@ -1,5 +1,6 @@
 //! `rocm-pin adopt`.
 
+use rocm_pin::outln;
 use std::path::PathBuf;
 
 use clap::Args;

@@ -1,5 +1,6 @@
 //! `rocm-pin build`.
 
+use rocm_pin::outln;
 use std::path::PathBuf;
 
 use clap::Args;

@@ -1,5 +1,6 @@
 //! `rocm-pin demo`.
 
+use rocm_pin::{out, outln};
 use std::path::PathBuf;
 
 use clap::Args;

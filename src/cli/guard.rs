@@ -1,6 +1,7 @@
 //! `rocm-pin guard on|off|status`.
 
 use clap::{Args, Subcommand};
+use rocm_pin::outln;
 
 use rocm_pin::exit::Failure;
 use rocm_pin::host::root::Root;

@@ -1,5 +1,6 @@
 //! `rocm-pin package`.
 
+use rocm_pin::outln;
 use std::path::PathBuf;
 
 use clap::Args;

@@ -1,5 +1,6 @@
 //! `rocm-pin repo`: publish .debs as a (signed) apt repository; `rocm-pin repo keygen`.
 
+use rocm_pin::outln;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};

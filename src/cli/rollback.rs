@@ -1,6 +1,7 @@
 //! `rocm-pin rollback`.
 
 use clap::Args;
+use rocm_pin::outln;
 
 /// Put the stock runtime back, offline, and purge the replacement packages, in one apt
 /// transaction with the stock .debs kept by `rocm-pin install` (/var/lib/rocm-pin/stock/).

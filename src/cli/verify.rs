@@ -1,5 +1,6 @@
 //! `rocm-pin verify`.
 
+use rocm_pin::{errln, out, outln};
 use std::path::PathBuf;
 
 use clap::Args;
