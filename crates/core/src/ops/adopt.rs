@@ -184,42 +184,7 @@ fn adopt_locked(
     // adopt ends in, reads it again: adopt wrote nothing dpkg reads, but install stands alone).
     let entries = crate::rocm::read_status(root)?;
     let given = opts.commit.as_deref();
-    if let Some(c) = given {
-        if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(usage(format!(
-                "--commit {c:?} is not a full 40-digit commit id; nothing changed"
-            )));
-        }
-    }
-    let patch = inplace::detect(root, &entries).map(|p| p.with_commit(given));
-    let patch = match patch {
-        None => return Err(usage(not_patched_reason(root, &entries))),
-        Some(p) if !p.is_live() => {
-            return Err(usage(format!(
-                "nothing live to adopt; nothing changed:\n{}",
-                p.describe()
-            )))
-        }
-        // Only the commit is missing (a flavour without the in-place marker): one line.
-        Some(p) if p.problems == [p.commit_unknown()] => {
-            return Err(usage(format!(
-                "refusing to adopt the in-place patch of {}; nothing changed: {}",
-                p.stock
-                    .iter()
-                    .map(|(n, v)| format!("{n} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                p.problems[0]
-            )))
-        }
-        Some(p) if !p.problems.is_empty() => {
-            return Err(usage(format!(
-                "refusing to adopt this in-place patch; nothing changed:\n{}",
-                p.describe()
-            )))
-        }
-        Some(p) => p,
-    };
+    let patch = patch_to_adopt(root, &entries, given)?;
     let commit = patch
         .commit(given)
         .context("internal: a clean in-place patch without a commit")?;
@@ -296,6 +261,44 @@ fn adopt_locked(
     write_state(state_file, &state)?;
     report.patch = Some(patch);
     finish(root, opts, state, report, listener)
+}
+
+/// The live in-place patch to adopt, judged with the commit `--commit` gives; a refusal
+/// (exit 2, nothing changed) when there is none or it cannot be adopted as it is.
+fn patch_to_adopt(
+    root: &Root,
+    entries: &[status::StatusEntry],
+    given: Option<&str>,
+) -> anyhow::Result<InPlacePatch> {
+    if let Some(c) = given {
+        if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(usage(format!(
+                "--commit {c:?} is not a full 40-digit commit id; nothing changed"
+            )));
+        }
+    }
+    match inplace::detect(root, entries).map(|p| p.with_commit(given)) {
+        None => Err(usage(not_patched_reason(root, entries))),
+        Some(p) if !p.is_live() => Err(usage(format!(
+            "nothing live to adopt; nothing changed:\n{}",
+            p.describe()
+        ))),
+        // Only the commit is missing (a flavour without the in-place marker): one line.
+        Some(p) if p.problems == [p.commit_unknown()] => Err(usage(format!(
+            "refusing to adopt the in-place patch of {}; nothing changed: {}",
+            p.stock
+                .iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            p.problems[0]
+        ))),
+        Some(p) if !p.problems.is_empty() => Err(usage(format!(
+            "refusing to adopt this in-place patch; nothing changed:\n{}",
+            p.describe()
+        ))),
+        Some(p) => Ok(p),
+    }
 }
 
 fn write_state(path: &Path, state: &AdoptState) -> anyhow::Result<()> {

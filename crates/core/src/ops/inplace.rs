@@ -897,6 +897,11 @@ mod tests {
             "{}",
             p.commit_unknown()
         );
+        judges_a_given_commit(&p);
+    }
+
+    /// `--commit` on a patch without a marker whose HIP file name says b539bf7.
+    fn judges_a_given_commit(p: &InPlacePatch) {
         // --commit names it: the commit problem is gone; one disagreeing with the file name is
         // said; not 40 hex digits is said.
         let given = p.clone().with_commit(Some(rocm::PIN_COMMIT));
