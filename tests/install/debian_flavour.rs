@@ -313,6 +313,21 @@ fn adopt_takes_over_debians_files_patched_in_place() {
         .unwrap_or_else(|e| panic!("status --json: {e}: {}", text(&out)));
     assert_eq!(json["in_place"]["flavour"], "debian", "{json:#}");
     assert_eq!(json["in_place"]["lib_dir"], MULTIARCH, "{json:#}");
+    // verify fails on it, naming the directory and the fix with --commit.
+    let out = sb.run(&["rocm-pin", "verify", "--json"]).unwrap();
+    assert_eq!(rc(&out), 1, "verify before adopt:\n{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "in-place-patch")
+        .unwrap_or_else(|| panic!("no in-place-patch check: {report:#}"));
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        check["subject"] == MULTIARCH && detail.contains("fix: `rocm-pin adopt --commit"),
+        "{check:#}"
+    );
 
     let t = std::time::Instant::now();
     let out = sb
