@@ -564,3 +564,44 @@ fn make_staging(
     };
     staging::adopted(staging, commit, commit_time, source)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record written before `lib_dir` existed (AMD's `<prefix>/lib`) still resumes, and a
+    /// Debian adoption's record names the multiarch directory (no marker to take over there).
+    #[test]
+    fn adoption_records_resume_with_their_layout() {
+        let old: AdoptState = serde_json::from_str(
+            r#"{"commit":"b539bf7eebfd99ad0a69668caa1f4037034d501f","prefix":"/opt/rocm-7.2.4","debs":["/x.deb"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            old.layout(),
+            rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4")
+        );
+        assert!(old.layout().inplace_markers().is_some());
+        // Written back, it is the record it was (no lib_dir key on AMD's layout).
+        assert!(!serde_json::to_string(&old).unwrap().contains("lib_dir"));
+        let debian = AdoptState {
+            commit: rocm::PIN_COMMIT.into(),
+            prefix: "/usr".into(),
+            lib_dir: Some("/usr/lib/x86_64-linux-gnu".into()),
+            debs: vec![],
+        };
+        let back: AdoptState =
+            serde_json::from_str(&serde_json::to_string(&debian).unwrap()).unwrap();
+        assert_eq!(
+            back.layout(),
+            rocm::RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu")
+        );
+        assert!(back.layout().inplace_markers().is_none());
+        let d = tempfile::tempdir().unwrap();
+        assert!(
+            take_over_markers(&Root::new(d.path()), &back.layout(), rocm::PIN_COMMIT)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
