@@ -8,17 +8,22 @@ use clap::Args;
 use rocm_pin::ops::adopt::AdoptOptions;
 use rocm_pin::ops::workflow::adopt;
 
-/// Turn a host or image patched in place (the old `cp -P` + hard-link method, with
-/// /opt/rocm/.info/atom-rocm-runtime-commit) into the pinned, Protected packages: offline,
-/// without a source build. The live patched libraries are packaged exactly as `rocm-pin
-/// package` does and installed exactly as `rocm-pin install` does, then verified.
+/// Turn a host or image patched in place into the pinned, Protected packages: offline, without
+/// a source build. Patched in place means patched libraries copied over the stock files dpkg
+/// owns: on AMD's packaging the old `cp -P` + hard-link method under /opt/rocm-*/lib, with
+/// /opt/rocm/.info/atom-rocm-runtime-commit; on Debian's packaging (libamdhip64-7,
+/// libhsa-runtime64-1, ...) the files in /usr/lib/<triplet>/, which have no marker, so give the
+/// commit with --commit. The live patched libraries are packaged exactly as `rocm-pin package`
+/// does and installed exactly as `rocm-pin install` does, then verified.
 ///
 /// Refuses (exit 2, nothing changed) on a host that is not patched in place, on an in-place
-/// patch that is broken (empty or dangling files, a marker disagreeing with the libraries), and
-/// when no stock .deb can be had for rollback (unless --no-rollback). A run killed part-way is
-/// completed by the next `rocm-pin adopt`.
+/// patch that is broken (empty or dangling files, a marker disagreeing with the libraries or
+/// with --commit, no backport symbol, only half of the pair patched), on Debian's packaging
+/// without --commit, and when no stock .deb can be had for rollback (unless --no-rollback). A
+/// run killed part-way is completed by the next `rocm-pin adopt`.
 ///
-/// Example: `rocm-pin adopt && rocm-pin status`
+/// Examples: `rocm-pin adopt && rocm-pin status`;
+/// on Debian's packaging `rocm-pin adopt --commit <40-digit commit>`
 #[derive(Args, Debug)]
 pub struct AdoptArgs {
     /// Directory that receives the adopted .debs (default /var/lib/rocm-pin/adopted)
@@ -33,6 +38,12 @@ pub struct AdoptArgs {
     /// that breaks the runtime fails
     #[arg(long)]
     pub guard: bool,
+    /// The full 40-digit commit the patched libraries were built from. Needed where there is no
+    /// in-place marker (Debian's packaging; a HIP library file named
+    /// libamdhip64.so.<version>-<short hash> carries its start); where there is one
+    /// (.info/atom-rocm-runtime-commit) it must say the same
+    #[arg(long, value_name = "COMMIT")]
+    pub commit: Option<String>,
     /// Seconds to wait for another apt/dpkg holding the lock
     #[arg(long, default_value_t = 120)]
     pub lock_timeout: u32,
@@ -50,6 +61,7 @@ pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
             no_rollback: args.no_rollback,
             lock_timeout: args.lock_timeout,
             guard: args.guard,
+            commit: args.commit,
         },
         listener.as_ref(),
     )?;

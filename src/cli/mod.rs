@@ -44,7 +44,7 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Report ROCm version, gate decision, installed flavor/commit and verify summary
     Status(status::StatusArgs),
-    /// Turn a host patched in place (cp -P + hard links) into the pinned packages, offline
+    /// Turn a host patched in place (cp -P + hard links; on Debian's packaging with --commit) into the pinned packages, offline
     Adopt(adopt::AdoptArgs),
     /// Put the stock runtime back (offline) and purge the replacement packages
     Rollback(rollback::RollbackArgs),

@@ -304,6 +304,29 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
             }
         }
     }
+    // --commit naming another commit than the marker: refused naming both, nothing changed;
+    // the marker's own commit given with --commit is adopted.
+    let sb = fresh(a, &a.stock_snapshot);
+    patch_in_place(&sb, a, &commit);
+    let before = host_fingerprint(&sb);
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    let out = sb.run(&["rocm-pin", "adopt", "--commit", other]).unwrap();
+    let both = format!("{COMMIT_MARKER} says {commit} but --commit says {other}");
+    if rc(&out) != 2 || !text(&out).contains(&both) || before != host_fingerprint(&sb) {
+        failures.push(format!(
+            "--commit disagreeing with the marker: rc {} (want 2), expected {both:?} in:\n{}",
+            rc(&out),
+            text(&out)
+        ));
+    }
+    let out = sb.run(&["rocm-pin", "adopt", "--commit", &commit]).unwrap();
+    if rc(&out) != 0 || !all_patched(&probe(&sb)) {
+        failures.push(format!(
+            "--commit agreeing with the marker: rc {}:\n{}",
+            rc(&out),
+            text(&out)
+        ));
+    }
     // No repository, but the stock .debs in apt's cache: adopt takes them from there, and
     // rollback puts stock back offline.
     let sb = fresh(a, &a.stock_snapshot);

@@ -205,3 +205,296 @@ fn status_and_verify_see_debians_rocm_runtime() {
         }
     }
 }
+
+/// Debian's runtime packages of the 7.2.4 image (SONAME major 7), HSA first, and the real
+/// dependants installed there.
+const STOCK_7: &[&str] = &[
+    "libhsa-runtime64-1",
+    "libamdhip64-7",
+    "libhiprtc-builtins7",
+    "libhiprtc7",
+];
+const DEPENDANTS_7: &[&str] = &["rocminfo", "librocfft0", "libhipfft0"];
+const MULTIARCH: &str = "/usr/lib/x86_64-linux-gnu";
+
+/// The 7.2.4 image patched in place the way a user does it on Debian's packaging: the stand-in
+/// patched libraries (the ones tests/package/debian_stock.rs packages) copied over Debian's
+/// stock library files in the multiarch directory, keeping the stock names, then ldconfig.
+/// Before that, the stock .debs go where apt keeps what it downloaded (`/var/cache/apt/archives`;
+/// the image keeps none), repacked from the chroot's dpkg database while every file matches.
+fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
+    use rocm_pin::host::root::Root;
+    use rocm_pin_testkit::staging::{build_staging, StagingSpec};
+    let sb = Sandbox::with_options(
+        &ChrootImage::from_tarball("sid", tarball).unwrap(),
+        &rocm_pin_kit::sandbox::SandboxOptions {
+            mount_proc: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sb.install_rocm_pin(&bin()).unwrap();
+    let root = Root::new(sb.root());
+    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    std::fs::create_dir_all(sb.path("/var/cache/apt/archives")).unwrap();
+    for stock in STOCK_7 {
+        let e = entries
+            .iter()
+            .find(|e| e.package == *stock)
+            .unwrap_or_else(|| panic!("{stock} is not installed in the image"));
+        let name = rocm_pin::ops::install::deb_file_name(&e.package, &e.version, &e.architecture);
+        rocm_pin::host::repack::repack(
+            &root,
+            e,
+            &sb.path(format!("/var/cache/apt/archives/{name}")),
+        )
+        .unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    let staging = work.path().join("staging");
+    build_staging(&staging, &StagingSpec::default());
+    let mut script = String::from("set -e\n");
+    for entry in std::fs::read_dir(staging.join("lib")).unwrap() {
+        let entry = entry.unwrap();
+        if !entry.file_type().unwrap().is_file() {
+            continue;
+        }
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let soname = rocm_pin::elf::read_elf(&entry.path())
+            .unwrap()
+            .soname
+            .unwrap();
+        sb.copy_in(&entry.path(), &format!("/tmp/patched/{file}"))
+            .unwrap();
+        script.push_str(&format!(
+            "cp /tmp/patched/{file} \"$(readlink -f {MULTIARCH}/{soname})\"\n"
+        ));
+    }
+    script.push_str("rm -r /tmp/patched\nldconfig\n");
+    sb.sh_ok(&script).unwrap();
+    // It is patched in place now: dpkg's md5sums of each stock runtime package differ.
+    for stock in STOCK_7 {
+        let out = sb.run(&["dpkg", "--verify", stock]).unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("5"),
+            "{stock} is not patched in place: {}",
+            text(&out)
+        );
+    }
+    sb
+}
+
+/// The ROCm packages as `dpkg -l` lists them, for the record of what changed.
+fn dpkg_states(sb: &Sandbox, names: &[String]) -> Vec<(String, bool)> {
+    names
+        .iter()
+        .map(|n| (n.clone(), is_installed(sb, n)))
+        .collect()
+}
+
+/// Issue 23: `rocm-pin adopt --commit` on Debian's packaging patched in place: the live
+/// patched files become the Debian-shaped replacements (one per stock package), installed
+/// offline with the stock .debs kept; verify passes, the loader maps ours, the real dependants
+/// stay; `rocm-pin rollback` then puts Debian's packages back offline.
+#[test]
+fn adopt_takes_over_debians_files_patched_in_place() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball(IMAGES[0].tag) else {
+        return;
+    };
+    let t = std::time::Instant::now();
+    let sb = patched_in_place_sandbox(&tarball);
+    let prepared = t.elapsed();
+    let pinned: Vec<String> = STOCK_7.iter().map(|s| format!("{s}-pinned")).collect();
+
+    // status sees the patch: Debian's packaging, in the multiarch directory, commit unknown.
+    let out = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("status --json: {e}: {}", text(&out)));
+    assert_eq!(json["in_place"]["flavour"], "debian", "{json:#}");
+    assert_eq!(json["in_place"]["lib_dir"], MULTIARCH, "{json:#}");
+    // verify fails on it, naming the directory and the fix with --commit.
+    let out = sb.run(&["rocm-pin", "verify", "--json"]).unwrap();
+    assert_eq!(rc(&out), 1, "verify before adopt:\n{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "in-place-patch")
+        .unwrap_or_else(|| panic!("no in-place-patch check: {report:#}"));
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        check["subject"] == MULTIARCH && detail.contains("fix: `rocm-pin adopt --commit"),
+        "{check:#}"
+    );
+
+    let t = std::time::Instant::now();
+    let out = sb
+        .run(&["rocm-pin", "adopt", "--commit", rocm_pin::rocm::PIN_COMMIT])
+        .unwrap();
+    let adopt_time = t.elapsed();
+    let said = text(&out);
+    assert_eq!(rc(&out), 0, "rocm-pin adopt --commit:\n{said}");
+    eprintln!("debian_flavour: rocm-pin adopt --commit said:\n{said}");
+    assert!(said.contains("from the apt cache"), "{said}");
+    for (name, installed) in dpkg_states(&sb, &pinned) {
+        assert!(installed, "{name} not installed after adopt:\n{said}");
+    }
+    let stock: Vec<String> = STOCK_7.iter().map(|s| s.to_string()).collect();
+    for (name, installed) in dpkg_states(&sb, &stock) {
+        assert!(!installed, "stock {name} still installed after adopt");
+    }
+    for p in &pinned {
+        let out = sb.run(&["dpkg", "--verify", p]).unwrap();
+        assert!(
+            rc(&out) == 0 && out.stdout.is_empty(),
+            "dpkg --verify {p}: {}",
+            text(&out)
+        );
+    }
+    // The replacements are the Debian-shaped ones: Multi-Arch same, shlibs, the marker in the
+    // state directory, the commit given.
+    for p in &pinned {
+        let f = sb
+            .run_ok(&[
+                "dpkg-query",
+                "-W",
+                "-f",
+                "${Multi-Arch}|${X-Rocm-Pin-Commit}",
+                p,
+            ])
+            .unwrap();
+        assert_eq!(f, format!("same|{}", rocm_pin::rocm::PIN_COMMIT), "{p}");
+        assert!(
+            sb.path(format!("/var/lib/dpkg/info/{p}:amd64.shlibs"))
+                .is_file(),
+            "{p}: no shlibs"
+        );
+    }
+    let marker: serde_json::Value = serde_json::from_str(
+        &sb.read_to_string("/var/lib/rocm-pin/marker/amd64.json")
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marker["commit"], rocm_pin::rocm::PIN_COMMIT);
+    assert!(
+        marker["source"]
+            .as_str()
+            .is_some_and(|s| s.contains(MULTIARCH) && s.contains("--commit")),
+        "{marker:#}"
+    );
+    let out = sb.run(&["rocm-pin", "verify"]).unwrap();
+    assert_eq!(rc(&out), 0, "verify after adopt:\n{}", text(&out));
+    // The loader: the cache names the multiarch files, and what rocminfo resolves is the file
+    // our marker records (stock and ours share the path: by sha256).
+    let recorded: Vec<&str> = marker["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["sha256"].as_str().unwrap())
+        .collect();
+    let cache = sb.sh_ok("ldconfig -p").unwrap();
+    for soname in ["libhsa-runtime64.so.1", "libamdhip64.so.7"] {
+        let line = format!("{MULTIARCH}/{soname}");
+        assert!(cache.contains(&line), "ldconfig -p has no {line}:\n{cache}");
+        let sha = sb
+            .sh_ok(&format!(
+                "sha256sum \"$(readlink -f {line})\" | cut -d' ' -f1"
+            ))
+            .unwrap();
+        assert!(recorded.contains(&sha.trim()), "{line}: {sha} not ours");
+    }
+    let resolved = sb
+        .sh_ok("ldd /usr/bin/rocminfo | awk '/libhsa-runtime64.so.1/ {print $3}'")
+        .unwrap();
+    let sha = sb
+        .sh_ok(&format!(
+            "sha256sum \"$(readlink -f {})\" | cut -d' ' -f1",
+            resolved.trim()
+        ))
+        .unwrap();
+    assert!(
+        recorded.contains(&sha.trim()),
+        "rocminfo loads {} ({sha}), not ours {recorded:?}",
+        resolved.trim()
+    );
+    for d in DEPENDANTS_7 {
+        assert!(is_installed(&sb, d), "adopt removed dependant {d}");
+    }
+
+    // rollback: Debian's packages back, offline, from the kept .debs; their files as dpkg
+    // recorded them.
+    let t = std::time::Instant::now();
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    let rollback_time = t.elapsed();
+    assert_eq!(rc(&out), 0, "rollback:\n{}", text(&out));
+    for (name, installed) in dpkg_states(&sb, &stock) {
+        assert!(installed, "rollback did not restore {name}");
+    }
+    for (name, installed) in dpkg_states(&sb, &pinned) {
+        assert!(!installed, "{name} left after rollback");
+    }
+    for s in STOCK_7 {
+        let out = sb.run(&["dpkg", "--verify", s]).unwrap();
+        assert!(
+            rc(&out) == 0 && out.stdout.is_empty(),
+            "dpkg --verify {s} after rollback: {}",
+            text(&out)
+        );
+    }
+    for d in DEPENDANTS_7 {
+        assert!(is_installed(&sb, d), "rollback removed dependant {d}");
+    }
+    eprintln!(
+        "debian_flavour adopt: patch in place {:.1} s, adopt {:.1} s, rollback {:.1} s",
+        prepared.as_secs_f64(),
+        adopt_time.as_secs_f64(),
+        rollback_time.as_secs_f64()
+    );
+}
+
+/// Without `--commit` on Debian's packaging (no in-place marker there) adopt refuses in one
+/// line naming `--commit`, exit 2, and changes nothing: the dpkg status file is byte-identical.
+#[test]
+fn adopt_without_commit_on_debian_refuses_in_one_line() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball(IMAGES[0].tag) else {
+        return;
+    };
+    let sb = patched_in_place_sandbox(&tarball);
+    let before = std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap();
+    let state_before = sb.path("/var/lib/rocm-pin").exists();
+    let out = sb.run(&["rocm-pin", "adopt"]).unwrap();
+    let said = text(&out);
+    assert_eq!(rc(&out), 2, "{said}");
+    eprintln!("debian_flavour: rocm-pin adopt without --commit said: {said}");
+    assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
+    assert!(
+        said.contains("rocm-pin adopt --commit")
+            && said.contains("Debian's packaging keeps no in-place commit marker")
+            && said.contains(MULTIARCH)
+            && said.contains("libamdhip64-7"),
+        "{said}"
+    );
+    assert_eq!(
+        before,
+        std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap(),
+        "the dpkg status file changed"
+    );
+    assert_eq!(state_before, sb.path("/var/lib/rocm-pin").exists());
+    // Not a full commit: refused too, before anything.
+    let out = sb
+        .run(&["rocm-pin", "adopt", "--commit", "b539bf7"])
+        .unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert!(
+        text(&out).contains("not a full 40-digit commit"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        before,
+        std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap()
+    );
+}

@@ -702,8 +702,8 @@ fn bench_verify(sb: &Sandbox, stock: &StockRuntime) {
 
 /// Issue 23 item 3: the guard on a Debian-flavour host: `rocm-pin guard on` arms after
 /// `rocm-pin install`, a forced stock .deb then fails at that very dpkg command naming the
-/// stock package and the repair, which goes through. `adopt` refuses in one line: the in-place
-/// method it takes over lives under /opt, which Debian's packaging does not have.
+/// stock package and the repair, which goes through. `adopt` on the stock host refuses in one
+/// line: nothing is patched in place (tests/install/debian_flavour.rs adopts a patched one).
 #[test]
 fn guard_and_adopt_on_a_debian_host() {
     rocm_pin_testkit::needs_root!("a chroot");
@@ -722,7 +722,8 @@ fn guard_and_adopt_on_a_debian_host() {
     assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
     assert!(
         said.contains("Debian's packaging")
-            && said.contains("no /opt prefix")
+            && said.contains("not patched in place")
+            && said.contains("--stock-root")
             && said.contains(&hip),
         "{said}"
     );

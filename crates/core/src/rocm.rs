@@ -432,11 +432,13 @@ mod discovery_tests {
 pub const INPLACE_COMMIT_RELPATH: &str = ".info/atom-rocm-runtime-commit";
 /// The in-place method's soname list (relative to the prefix), one soname per line.
 pub const INPLACE_SONAMES_RELPATH: &str = ".info/atom-rocm-runtime-sonames";
-/// Stock packages whose files the in-place method overwrites: hsa-rocr / hip-runtime-amd and
-/// their multi-version names (`hip-runtime-amd7.2.4`); never the `-asan` builds.
+/// Stock packages whose files the seed's in-place method (with its `.info` markers) overwrites:
+/// hsa-rocr / hip-runtime-amd and their multi-version names (`hip-runtime-amd7.2.4`); never the
+/// `-asan` builds. (Files of the other flavours' packages patched in place are found by
+/// [`InPlaceSearch::StockPackageDirs`].)
 pub fn is_stock_runtime_package(name: &str) -> bool {
-    // The in-place method overwrote files in an `/opt/rocm-*` prefix: flavours with one.
-    stock_package_by_name(name).is_some_and(|n| flavour_spec(n.flavour).opt_prefix)
+    stock_package_by_name(name)
+        .is_some_and(|n| flavour_spec(n.flavour).in_place == InPlaceSearch::RocmPathWithMarkers)
 }
 
 /// The short git hash CLR puts in the HIP library's file name when built without a ROCm patch
@@ -550,6 +552,19 @@ pub enum LoaderRegistration {
     LdconfigTrigger,
 }
 
+/// Where a runtime patched in place (patched library files copied over the dpkg-owned stock
+/// ones) is looked for, and where the commit it was built from is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlaceSearch {
+    /// The seed's Dockerfile block: `<prefix>/lib` of `/opt/rocm` resolved, the commit in the
+    /// marker `<prefix>/.info/atom-rocm-runtime-commit` (and the `-sonames` sibling), which
+    /// `rocm-pin adopt` takes over.
+    RocmPathWithMarkers,
+    /// Each library directory the installed stock packages' md5sums list runtime libraries in
+    /// (`/usr/lib/<triplet>`); no marker: the commit is given (`rocm-pin adopt --commit`).
+    StockPackageDirs,
+}
+
 /// One stock flavour, as data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StockFlavourSpec {
@@ -566,6 +581,8 @@ pub struct StockFlavourSpec {
     pub shlibs_and_symbols: bool,
     /// The flavour has a `/opt/rocm-*` prefix with an `.info/` directory for our marker.
     pub opt_prefix: bool,
+    /// Where `inplace::detect` looks for files patched in place, and where their commit is.
+    pub in_place: InPlaceSearch,
     /// The release hold also holds the exact-`=` dependants themselves at their installed
     /// versions (Debian's `libamdhip64-dev`, `libhsa-runtime-dev`: a newer one needs a newer
     /// stock). AMD's metas stay unpinned so apt lists them as kept back.
@@ -598,6 +615,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: false,
         shlibs_and_symbols: false,
         opt_prefix: true,
+        in_place: InPlaceSearch::RocmPathWithMarkers,
         hold_exact_dependants: false,
     },
     StockFlavourSpec {
@@ -610,6 +628,7 @@ pub const STOCK_FLAVOURS: &[StockFlavourSpec] = &[
         multi_arch_same: true,
         shlibs_and_symbols: true,
         opt_prefix: false,
+        in_place: InPlaceSearch::StockPackageDirs,
         hold_exact_dependants: true,
     },
 ];
@@ -883,9 +902,23 @@ mod flavour_tests {
             Some("7.2.4")
         );
         assert_eq!(amd.release_of_version("7.2.4-1~exp2"), None);
-        // The in-place method's stock packages are AMD's only.
+        // The in-place method with markers is AMD's only; Debian's is found by its packages.
         assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
         assert!(!is_stock_runtime_package("libamdhip64-7"));
+        assert_eq!(amd.in_place, InPlaceSearch::RocmPathWithMarkers);
+        assert_eq!(debian.in_place, InPlaceSearch::StockPackageDirs);
+        let deb = RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu");
+        assert_eq!(deb.inplace_markers(), None);
+        assert_eq!(deb.package_prefix(), "/usr/lib/x86_64-linux-gnu");
+        let amd = RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
+        assert_eq!(amd.package_prefix(), "/opt/rocm-7.2.4");
+        assert_eq!(
+            amd.inplace_markers(),
+            Some([
+                "/opt/rocm-7.2.4/.info/atom-rocm-runtime-commit".to_string(),
+                "/opt/rocm-7.2.4/.info/atom-rocm-runtime-sonames".to_string()
+            ])
+        );
     }
 }
 
@@ -1020,6 +1053,24 @@ impl RuntimeLayout {
     /// May a half have several stock packages (one per library, replaced together)?
     pub fn one_package_per_library(&self) -> bool {
         self.spec().naming == StockNaming::PerLibrary
+    }
+
+    /// The in-place method's marker files (commit, sonames) of this layout, None where the
+    /// flavour keeps none ([`InPlaceSearch::StockPackageDirs`]).
+    pub fn inplace_markers(&self) -> Option<[String; 2]> {
+        (self.spec().in_place == InPlaceSearch::RocmPathWithMarkers).then(|| {
+            [INPLACE_COMMIT_RELPATH, INPLACE_SONAMES_RELPATH]
+                .map(|rel| format!("{}/{rel}", self.prefix))
+        })
+    }
+
+    /// What `rocm-pin package --prefix` takes to read this layout back: the versioned prefix,
+    /// or the multiarch library directory.
+    pub fn package_prefix(&self) -> &str {
+        match self.spec().library_dir {
+            RuntimeLibraryDir::VersionedPrefixLib => &self.prefix,
+            RuntimeLibraryDir::Multiarch => &self.lib_dir,
+        }
     }
 }
 

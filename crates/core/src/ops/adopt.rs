@@ -34,6 +34,9 @@ pub struct AdoptOptions {
     pub lock_timeout: u32,
     /// Install the guard hooks too (as `rocm-pin install --guard`).
     pub guard: bool,
+    /// The commit the live libraries were built from (`--commit`): needed where the flavour
+    /// keeps no in-place marker (Debian's); where a marker is, it must agree.
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -55,8 +58,22 @@ pub struct AdoptReport {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct AdoptState {
     commit: String,
+    /// The patch's prefix (`/opt/rocm-7.2.4`; `/usr` for Debian's flavour).
     prefix: String,
+    /// The library directory patched in place; absent in the records of earlier versions,
+    /// which adopted `<prefix>/lib` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lib_dir: Option<String>,
     debs: Vec<PathBuf>,
+}
+
+impl AdoptState {
+    fn layout(&self) -> rocm::RuntimeLayout {
+        match &self.lib_dir {
+            Some(dir) => rocm::RuntimeLayout::of_library_dir(dir),
+            None => rocm::RuntimeLayout::versioned_prefix(&self.prefix),
+        }
+    }
 }
 
 fn state_path(root: &Root) -> PathBuf {
@@ -123,24 +140,22 @@ pub fn adopt(
     result.map(|()| report)
 }
 
-/// Why there is nothing to adopt. The in-place method keeps its marker under an `/opt` prefix,
-/// so on a flavour without one (Debian's) the runtime found is named with the way to replace it.
+/// Why there is nothing to adopt. On a flavour whose in-place patches are found through its
+/// stock packages (Debian's), the runtime found is named with the way to replace it.
 fn not_patched_reason(root: &Root, entries: &[status::StatusEntry]) -> String {
     let found = crate::rocm::stock_runtime::discover(root, entries);
-    let no_opt: Vec<&crate::rocm::stock_runtime::StockRuntime> = found
+    let by_packages: Vec<&crate::rocm::stock_runtime::StockRuntime> = found
         .runtimes
         .iter()
-        .filter(|r| !rocm::flavour_spec(r.flavour).opt_prefix)
+        .filter(|r| rocm::flavour_spec(r.flavour).in_place == rocm::InPlaceSearch::StockPackageDirs)
         .collect();
-    let Some(r) = no_opt.first() else {
+    let Some(r) = by_packages.first() else {
         return "this host is not patched in place: every stock runtime file matches dpkg's md5sums and there is no in-place marker (.info/atom-rocm-runtime-commit). Nothing to adopt; nothing changed. To install the patched pair use `rocm-pin install`.".to_string();
     };
-    let names: Vec<&str> = r.packages.iter().map(|p| p.package.as_str()).collect();
     format!(
-        "rocm-pin adopt takes over the in-place patch of {} (its marker .info/atom-rocm-runtime-commit under /opt/rocm-*); the stock runtime here is {}, which has no /opt prefix for it. Nothing to adopt; nothing changed. Library files patched in place here go back to the stock ones with `apt-get install --reinstall {}`; `rocm-pin package --stock-root /` and `rocm-pin install` then replace them as packages.",
-        rocm::flavour_spec(rocm::StockFlavour::Amd).title,
+        "this host is not patched in place: every runtime file of the stock runtime here, {}, matches dpkg's md5sums. Nothing to adopt; nothing changed. To replace it with the patched pair: {}.",
         r.describe(),
-        names.join(" ")
+        crate::rocm::stock_runtime::PACKAGE_AGAINST_THIS_STOCK
     )
 }
 
@@ -168,28 +183,11 @@ fn adopt_locked(
     // The status database, read once for the detection and the stock .debs (install, which
     // adopt ends in, reads it again: adopt wrote nothing dpkg reads, but install stands alone).
     let entries = crate::rocm::read_status(root)?;
-    let patch = inplace::detect(root, &entries);
-    let patch = match patch {
-        None => return Err(usage(not_patched_reason(root, &entries))),
-        Some(p) if !p.is_live() => {
-            return Err(usage(format!(
-                "nothing live to adopt; nothing changed:\n{}",
-                p.describe()
-            )))
-        }
-        Some(p) if !p.problems.is_empty() => {
-            return Err(usage(format!(
-                "refusing to adopt this in-place patch; nothing changed:\n{}",
-                p.describe()
-            )))
-        }
-        Some(p) => p,
-    };
+    let given = opts.commit.as_deref();
+    let patch = patch_to_adopt(root, &entries, given)?;
     let commit = patch
-        .marker_commit
-        .clone()
-        .context("internal: a clean in-place patch without a marker commit")?
-        .to_ascii_lowercase();
+        .commit(given)
+        .context("internal: a clean in-place patch without a commit")?;
     report.commit = commit.clone();
     listener.info(&format!(
         "patched in place: commit {commit}, {}",
@@ -218,8 +216,9 @@ fn adopt_locked(
             )
         })?;
     let staging = progress::step(listener, "stage the live patched libraries", || {
-        make_staging(root, &patch, &commit, &work.path().join("staging"))
+        make_staging(root, &patch, &commit, given, &work.path().join("staging"))
     })?;
+    let layout = patch.layout();
     let req = PackageRequest {
         staging: StagingInput::Read(staging),
         stock: if stock_debs.is_empty() {
@@ -230,7 +229,7 @@ fn adopt_locked(
                 target_root: root.clone(),
             }
         },
-        prefix: Some(patch.prefix.clone()),
+        prefix: Some(layout.package_prefix().to_string()),
         out: out.clone(),
         compression: crate::deb::Compression::Xz,
         source_date_epoch: None,
@@ -254,11 +253,52 @@ fn adopt_locked(
     let state = AdoptState {
         commit,
         prefix: patch.prefix.clone(),
+        // Written where it says more than `<prefix>/lib` (the record stays as it was on AMD's).
+        lib_dir: (layout != rocm::RuntimeLayout::versioned_prefix(&patch.prefix))
+            .then(|| patch.lib_dir.clone()),
         debs,
     };
     write_state(state_file, &state)?;
     report.patch = Some(patch);
     finish(root, opts, state, report, listener)
+}
+
+/// The live in-place patch to adopt, judged with the commit `--commit` gives; a refusal
+/// (exit 2, nothing changed) when there is none or it cannot be adopted as it is.
+fn patch_to_adopt(
+    root: &Root,
+    entries: &[status::StatusEntry],
+    given: Option<&str>,
+) -> anyhow::Result<InPlacePatch> {
+    if let Some(c) = given {
+        if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(usage(format!(
+                "--commit {c:?} is not a full 40-digit commit id; nothing changed"
+            )));
+        }
+    }
+    match inplace::detect(root, entries).map(|p| p.with_commit(given)) {
+        None => Err(usage(not_patched_reason(root, entries))),
+        Some(p) if !p.is_live() => Err(usage(format!(
+            "nothing live to adopt; nothing changed:\n{}",
+            p.describe()
+        ))),
+        // Only the commit is missing (a flavour without the in-place marker): one line.
+        Some(p) if p.problems == [p.commit_unknown()] => Err(usage(format!(
+            "refusing to adopt the in-place patch of {}; nothing changed: {}",
+            p.stock
+                .iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            p.problems[0]
+        ))),
+        Some(p) if !p.problems.is_empty() => Err(usage(format!(
+            "refusing to adopt this in-place patch; nothing changed:\n{}",
+            p.describe()
+        ))),
+        Some(p) => Ok(p),
+    }
 }
 
 fn write_state(path: &Path, state: &AdoptState) -> anyhow::Result<()> {
@@ -318,7 +358,7 @@ fn finish(
     report.warnings.extend(inst.warnings.iter().cloned());
     report.install = Some(inst);
     report.actions.extend(
-        take_over_markers(root, &state.prefix, &state.commit)
+        take_over_markers(root, &state.layout(), &state.commit)
             .map_err(|e| HostChange::Changed.attach(e))?,
     );
     std::fs::remove_file(state_path(root))
@@ -329,10 +369,19 @@ fn finish(
 }
 
 /// Move the in-place markers into the state directory, after checking they name the commit
-/// that is now installed: they must never be left to disagree with the packages.
-fn take_over_markers(root: &Root, prefix: &str, commit: &str) -> anyhow::Result<Vec<String>> {
+/// that is now installed: they must never be left to disagree with the packages. Nothing to do
+/// where the flavour keeps no marker.
+fn take_over_markers(
+    root: &Root,
+    layout: &rocm::RuntimeLayout,
+    commit: &str,
+) -> anyhow::Result<Vec<String>> {
     let dir = root.host_path(StateLayout::adopted_from());
     let mut done = Vec::new();
+    if layout.inplace_markers().is_none() {
+        return Ok(done);
+    }
+    let prefix = layout.prefix.as_str();
     for rel in [rocm::INPLACE_COMMIT_RELPATH, rocm::INPLACE_SONAMES_RELPATH] {
         let from = root.host_path(format!("{prefix}/{rel}"));
         if !from.exists() {
@@ -448,11 +497,13 @@ fn find_stock_debs(
 }
 
 /// The staging of an adoption: the live real files and their soname/dev links copied into
-/// `staging/lib`, of the marker's commit, with a source saying where the libraries came from.
+/// `staging/lib`, of the commit (the marker's, or `given` with `--commit`), with a source
+/// saying where the libraries came from.
 fn make_staging(
     root: &Root,
     patch: &InPlacePatch,
     commit: &str,
+    given: Option<&str>,
     staging: &Path,
 ) -> anyhow::Result<Staging> {
     let lib = staging.join("lib");
@@ -481,23 +532,76 @@ fn make_staging(
             )));
         }
     }
-    let marker = format!("{}/{}", patch.prefix, rocm::INPLACE_COMMIT_RELPATH);
+    let layout = patch.layout();
+    let marker = layout.inplace_markers().map(|[commit, _]| commit);
     // The commit's own time is not on the host; the marker's mtime (when the patch was
-    // applied) orders the package version instead.
-    let commit_time = root
-        .metadata(&marker)
-        .ok()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    // applied) orders the package version instead; without a marker, the newest patched
+    // library's mtime (when it was copied over the stock file).
+    let times: Vec<&str> = match &marker {
+        Some(m) if root.metadata(m).is_ok() => vec![m.as_str()],
+        _ => patch.libraries.iter().map(|l| l.path.as_str()).collect(),
+    };
+    let commit_time = times
+        .iter()
+        .filter_map(|p| root.metadata(p).ok())
+        .filter_map(|m| m.modified().ok())
+        .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_secs() as i64)
         .filter(|t| *t > 0)
+        .max()
         .unwrap_or(1);
-    let source = format!(
-        "{} of {}/lib (marker {}/{})",
-        rocm::ADOPTED_SOURCE,
-        patch.prefix,
-        patch.prefix,
-        rocm::INPLACE_COMMIT_RELPATH
-    );
+    let source = match (&marker, given) {
+        (Some(m), None) => format!(
+            "{} of {} (marker {m})",
+            rocm::ADOPTED_SOURCE,
+            layout.lib_dir
+        ),
+        _ => format!(
+            "{} of {} (commit given with --commit)",
+            rocm::ADOPTED_SOURCE,
+            layout.lib_dir
+        ),
+    };
     staging::adopted(staging, commit, commit_time, source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record written before `lib_dir` existed (AMD's `<prefix>/lib`) still resumes, and a
+    /// Debian adoption's record names the multiarch directory (no marker to take over there).
+    #[test]
+    fn adoption_records_resume_with_their_layout() {
+        let old: AdoptState = serde_json::from_str(
+            r#"{"commit":"b539bf7eebfd99ad0a69668caa1f4037034d501f","prefix":"/opt/rocm-7.2.4","debs":["/x.deb"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            old.layout(),
+            rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4")
+        );
+        assert!(old.layout().inplace_markers().is_some());
+        // Written back, it is the record it was (no lib_dir key on AMD's layout).
+        assert!(!serde_json::to_string(&old).unwrap().contains("lib_dir"));
+        let debian = AdoptState {
+            commit: rocm::PIN_COMMIT.into(),
+            prefix: "/usr".into(),
+            lib_dir: Some("/usr/lib/x86_64-linux-gnu".into()),
+            debs: vec![],
+        };
+        let back: AdoptState =
+            serde_json::from_str(&serde_json::to_string(&debian).unwrap()).unwrap();
+        assert_eq!(
+            back.layout(),
+            rocm::RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu")
+        );
+        assert!(back.layout().inplace_markers().is_none());
+        let d = tempfile::tempdir().unwrap();
+        assert!(
+            take_over_markers(&Root::new(d.path()), &back.layout(), rocm::PIN_COMMIT)
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::host::root::{FileKind, Root};
 use crate::host::status::{self, StatusEntry};
-use crate::rocm::{self, Half};
+use crate::rocm::{self, Half, InPlaceSearch, RuntimeLayout};
 
 /// The most entries read from a ROCm lib directory of a root (a real one has a few hundred).
 const MAX_LIB_DIR_ENTRIES: usize = 100_000;
@@ -48,8 +48,13 @@ pub struct PatchedLibrary {
 /// What `detect` found.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct InPlacePatch {
-    /// The real versioned prefix (`/opt/rocm-7.2.4`).
+    /// The real versioned prefix (`/opt/rocm-7.2.4`); `/usr` for Debian's flavour.
     pub prefix: String,
+    /// The stock flavour whose files were patched.
+    pub flavour: rocm::StockFlavour,
+    /// The library directory the stock runtime files are in (`/opt/rocm-7.2.4/lib`,
+    /// `/usr/lib/x86_64-linux-gnu`).
+    pub lib_dir: String,
     /// Content of the commit marker, None when absent.
     pub marker_commit: Option<String>,
     /// Lines of the sonames marker, None when absent.
@@ -69,6 +74,73 @@ impl InPlacePatch {
     /// The in-place patch is live: stock files differ from dpkg's record.
     pub fn is_live(&self) -> bool {
         !self.differing.is_empty()
+    }
+
+    /// The runtime layout the patched files are in.
+    pub fn layout(&self) -> RuntimeLayout {
+        RuntimeLayout::of_library_dir(&self.lib_dir)
+    }
+
+    /// Does the flavour keep the in-place commit marker (AMD's `/opt` prefix)?
+    fn has_markers(&self) -> bool {
+        rocm::flavour_spec(self.flavour).in_place == InPlaceSearch::RocmPathWithMarkers
+    }
+
+    /// The command that adopts this patch (`--commit` where no marker can name the commit).
+    fn adopt_command(&self) -> &'static str {
+        if self.has_markers() || self.marker_commit.is_some() {
+            "rocm-pin adopt"
+        } else {
+            "rocm-pin adopt --commit <the 40-digit commit>"
+        }
+    }
+
+    /// The problem a live patch has when nothing names its commit (no marker, no `--commit`).
+    pub(crate) fn commit_unknown(&self) -> String {
+        if self.has_markers() {
+            return format!(
+                "no commit marker {}/{}: the source commit is unknown: write the full 40-digit commit the libraries were built from ({}'s file name ends in its short hash) into that file and run `rocm-pin adopt` again, or give it with `rocm-pin adopt --commit <40-digit commit>`",
+                self.prefix,
+                rocm::INPLACE_COMMIT_RELPATH,
+                rocm::pair_family(Half::Hip).stem
+            );
+        }
+        let hint = self
+            .libraries
+            .iter()
+            .flat_map(|l| std::iter::once(&l.path).chain(l.aliases.iter()))
+            .find_map(|p| {
+                let name = p.rsplit('/').next().unwrap_or(p);
+                rocm::commit_hint_of_file_name(name).map(|h| format!("{p} says commit {h}"))
+            })
+            .unwrap_or_else(|| {
+                format!(
+                    "no file name here carries it: the {} file CLR's build installs is named `{}.so.<version>-<short hash>`",
+                    rocm::pair_family(Half::Hip).stem,
+                    rocm::pair_family(Half::Hip).stem
+                )
+            });
+        format!(
+            "the commit the libraries patched in place in {} were built from is unknown: {} keeps no in-place commit marker; pass it with `rocm-pin adopt --commit <40-digit commit>` ({hint})",
+            self.lib_dir,
+            rocm::flavour_spec(self.flavour).title
+        )
+    }
+
+    /// The commit an adoption packages: `--commit` when given, else the marker's (lowercase).
+    /// None when neither names one.
+    pub(crate) fn commit(&self, given: Option<&str>) -> Option<String> {
+        given
+            .or(self.marker_commit.as_deref())
+            .map(str::to_ascii_lowercase)
+    }
+
+    /// The problems again, judging the commit given with `--commit` as well.
+    pub(crate) fn with_commit(mut self, given: Option<&str>) -> Self {
+        if self.is_live() {
+            self.problems = problems(&self, given);
+        }
+        self
     }
 
     /// Stock package names, space-separated (for commands in messages).
@@ -121,7 +193,7 @@ impl InPlacePatch {
             );
         }
         format!(
-            "patched in place (commit {}), NOT protected: dpkg-owned {} differ from dpkg's md5sums, so `{}` or `apt --fix-broken install` puts stock back{}; fix: `rocm-pin adopt`",
+            "patched in place (commit {}), NOT protected: dpkg-owned {} differ from dpkg's md5sums, so `{}` or `apt --fix-broken install` puts stock back{}; fix: `{}`",
             self.marker_commit.as_deref().unwrap_or("unknown"),
             self.differing
                 .iter()
@@ -133,7 +205,8 @@ impl InPlacePatch {
                 String::new()
             } else {
                 format!(" [problems: {}]", self.problems.join("; "))
-            }
+            },
+            self.adopt_command()
         )
     }
 
@@ -143,7 +216,13 @@ impl InPlacePatch {
         if !self.is_live() && self.installed_commit.is_some() {
             return format!("{}\n", self.summary());
         }
-        if self.is_live() {
+        if self.is_live() && !self.has_markers() {
+            s.push_str(&format!(
+                "patched IN PLACE in {} (commit unknown: {} keeps no in-place marker), NOT protected:\n",
+                self.lib_dir,
+                rocm::flavour_spec(self.flavour).title
+            ));
+        } else if self.is_live() {
             s.push_str(&format!(
                 "patched IN PLACE (commit {} from {}/{}), NOT protected:\n",
                 self.marker_commit
@@ -163,14 +242,16 @@ impl InPlacePatch {
         }
         for l in &self.libraries {
             s.push_str(&format!(
-                "  {} ({}, {} bytes) hard-linked as {}\n",
+                "  {} ({}, {} bytes) {}\n",
                 l.path,
                 l.soname.as_deref().unwrap_or("no SONAME"),
                 l.size,
                 if l.aliases.is_empty() {
-                    "(no stock name)".to_string()
+                    "hard-linked as (no stock name)".to_string()
+                } else if l.aliases == [l.path.clone()] {
+                    "copied over the stock file of that name".to_string()
                 } else {
-                    l.aliases.join(", ")
+                    format!("hard-linked as {}", l.aliases.join(", "))
                 }
             ));
         }
@@ -188,7 +269,10 @@ impl InPlacePatch {
             for c in self.reverting_commands() {
                 s.push_str(&format!("    {c}\n"));
             }
-            s.push_str("  fix: `rocm-pin adopt` (packages the live patched pair as Protected replacements, offline)\n");
+            s.push_str(&format!(
+                "  fix: `{}` (packages the live patched pair as Protected replacements, offline)\n",
+                self.adopt_command()
+            ));
         } else {
             s.push_str("  fix: install the patched pair as packages (`rocm-pin install`), or remove the stale marker files\n");
         }
@@ -196,9 +280,8 @@ impl InPlacePatch {
     }
 }
 
-fn read_marker(root: &Root, prefix: &str, rel: &str) -> Option<String> {
-    root.read_to_string(format!("{prefix}/{rel}"), FileKind::StateRecord)
-        .ok()
+fn read_marker(root: &Root, path: &str) -> Option<String> {
+    root.read_to_string(path, FileKind::StateRecord).ok()
 }
 
 /// The md5 of the regular file `path` names inside the root, streamed (None: not readable
@@ -208,26 +291,21 @@ fn md5_of(root: &Root, path: &str) -> Option<String> {
     crate::digest::md5_reader(file).ok()
 }
 
-/// The stock runtime packages installed for `prefix`, with their md5sums of runtime files.
+/// The stock runtime packages of the layout's flavour installed in it, with their md5sums of
+/// runtime files directly in its library directory.
 fn stock_runtime_files(
     root: &Root,
     entries: &[StatusEntry],
-    prefix: &str,
+    layout: &RuntimeLayout,
 ) -> Vec<(StatusEntry, Vec<(String, String)>)> {
     let mut out = Vec::new();
-    for e in entries {
-        if !e.has_files()
-            || e.extra.contains_key(rocm::COMMIT_FIELD)
-            || !rocm::is_stock_runtime_package(&e.package)
-        {
-            continue;
-        }
+    for (e, _) in stock_packages_of(entries, layout.flavour) {
         let Ok(Some(sums)) = status::package_md5sums(root, &e.package, &e.architecture) else {
             continue;
         };
         let files: Vec<(String, String)> = sums
             .into_iter()
-            .filter(|(p, _)| rocm::runtime_library_family_at(prefix, p).is_some())
+            .filter(|(p, _)| rocm::runtime_library_family_in(&layout.lib_dir, p).is_some())
             .collect();
         if !files.is_empty() {
             out.push((e.clone(), files));
@@ -237,19 +315,87 @@ fn stock_runtime_files(
 }
 
 /// Read the in-place state under `root`. None when there is no trace of an in-place patch
-/// (no marker and every stock runtime file matches dpkg), or no ROCm prefix at all.
+/// (no marker and every stock runtime file matches dpkg), or no stock runtime at all. Where to
+/// look is each flavour's data ([`rocm::InPlaceSearch`]): AMD's `/opt/rocm` first (its markers
+/// are there), then the library directories of the other flavours' stock packages.
 pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
-    let (prefix, _) = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)).ok()?;
-    let prefix = prefix.display().to_string();
-    let marker_commit = read_marker(root, &prefix, rocm::INPLACE_COMMIT_RELPATH)
+    layouts(root, entries)
+        .iter()
+        .find_map(|layout| detect_in(root, entries, layout))
+}
+
+/// The runtime layouts an in-place patch may be in, by the flavours' data.
+fn layouts(root: &Root, entries: &[StatusEntry]) -> Vec<RuntimeLayout> {
+    let mut out: Vec<RuntimeLayout> = Vec::new();
+    for spec in rocm::STOCK_FLAVOURS {
+        match spec.in_place {
+            InPlaceSearch::RocmPathWithMarkers => {
+                if let Ok((prefix, _)) =
+                    rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH))
+                {
+                    out.push(RuntimeLayout::versioned_prefix(
+                        &prefix.display().to_string(),
+                    ));
+                }
+            }
+            InPlaceSearch::StockPackageDirs => {
+                for (e, _) in stock_packages_of(entries, spec.flavour) {
+                    let Ok(Some(sums)) = status::package_md5sums(root, &e.package, &e.architecture)
+                    else {
+                        continue;
+                    };
+                    for (path, _) in sums {
+                        let Some((flavour, _, dir)) = rocm::runtime_library_location(&path) else {
+                            continue;
+                        };
+                        let layout = RuntimeLayout::of_library_dir(dir);
+                        if flavour == spec.flavour
+                            && layout.flavour == spec.flavour
+                            && !out.contains(&layout)
+                        {
+                            out.push(layout);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The installed stock runtime packages of `flavour` (by name; never ours).
+fn stock_packages_of(
+    entries: &[StatusEntry],
+    flavour: rocm::StockFlavour,
+) -> impl Iterator<Item = (&StatusEntry, rocm::StockPackageName)> {
+    entries.iter().filter_map(move |e| {
+        if !e.has_files() || e.extra.contains_key(rocm::COMMIT_FIELD) {
+            return None;
+        }
+        rocm::stock_package_by_name(&e.package)
+            .filter(|n| n.flavour == flavour)
+            .map(|n| (e, n))
+    })
+}
+
+/// [`detect`] in one layout.
+fn detect_in(root: &Root, entries: &[StatusEntry], layout: &RuntimeLayout) -> Option<InPlacePatch> {
+    let prefix = layout.prefix.clone();
+    let markers = layout.inplace_markers();
+    let marker_commit = markers
+        .as_ref()
+        .and_then(|[commit, _]| read_marker(root, commit))
         .map(|t| t.lines().next().unwrap_or("").trim().to_string());
-    let marker_sonames = read_marker(root, &prefix, rocm::INPLACE_SONAMES_RELPATH).map(|t| {
-        t.lines()
-            .map(|l| l.trim().to_string())
-            .filter(|l| !l.is_empty())
-            .collect()
-    });
-    let stock = stock_runtime_files(root, entries, &prefix);
+    let marker_sonames = markers
+        .as_ref()
+        .and_then(|[_, sonames]| read_marker(root, sonames))
+        .map(|t| {
+            t.lines()
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect()
+        });
+    let stock = stock_runtime_files(root, entries, layout);
     let filters = crate::host::excludes::PathFilters::load(root).ok();
     let mut differing = Vec::new();
     for (e, files) in &stock {
@@ -288,7 +434,9 @@ pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatc
         return None;
     }
     let mut patch = InPlacePatch {
-        prefix: prefix.clone(),
+        prefix,
+        flavour: layout.flavour,
+        lib_dir: layout.lib_dir.clone(),
         marker_commit,
         marker_sonames,
         stock: stock
@@ -302,48 +450,62 @@ pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatc
     };
     if patch.is_live() {
         patch.libraries = patched_libraries(root, &patch);
-        patch.problems = problems(&patch);
+        patch.problems = problems(&patch, None);
     }
     Some(patch)
 }
 
 /// Group the differing files by inode and find, for each, the real patched file: a regular
-/// file in the same lib directory, same inode, not one of the stock names.
+/// file in that file's own directory, same inode, not one of the stock names (the seed's
+/// hard links); else the stock-named file itself (patched files copied over the stock names).
 fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
-    let lib_dir = format!("{}/lib", patch.prefix);
-    let mut entries: Vec<(String, std::fs::Metadata)> = root
-        .read_dir_names(&lib_dir, MAX_LIB_DIR_ENTRIES)
-        .map(|names| {
-            names
-                .into_iter()
-                .filter_map(|name| {
-                    rocm::family_of(&name)?;
-                    let m = root.symlink_metadata(format!("{lib_dir}/{name}")).ok()?;
-                    Some((name, m))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let stock_names: Vec<&str> = patch.differing.iter().map(|d| d.path.as_str()).collect();
-    // inode -> differing stock paths
-    let mut by_inode: BTreeMap<(u64, u64), Vec<String>> = BTreeMap::new();
+    // The directories of the differing files, each read once: (dir, [(name, metadata)]).
+    let mut dirs: BTreeMap<String, Vec<(String, std::fs::Metadata)>> = BTreeMap::new();
     for d in &patch.differing {
+        let Some((dir, _)) = d.path.rsplit_once('/') else {
+            continue;
+        };
+        dirs.entry(dir.to_string()).or_insert_with(|| {
+            let mut entries: Vec<(String, std::fs::Metadata)> = root
+                .read_dir_names(dir, MAX_LIB_DIR_ENTRIES)
+                .map(|names| {
+                    names
+                        .into_iter()
+                        .filter_map(|name| {
+                            rocm::family_of(&name)?;
+                            let m = root.symlink_metadata(format!("{dir}/{name}")).ok()?;
+                            Some((name, m))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries
+        });
+    }
+    let stock_names: Vec<&str> = patch.differing.iter().map(|d| d.path.as_str()).collect();
+    // (dir, inode) -> differing stock paths
+    let mut by_inode: BTreeMap<(String, u64, u64), Vec<String>> = BTreeMap::new();
+    for d in &patch.differing {
+        let Some((dir, _)) = d.path.rsplit_once('/') else {
+            continue;
+        };
         if let Ok(m) = root.symlink_metadata(&d.path) {
             if m.is_file() {
                 by_inode
-                    .entry((m.dev(), m.ino()))
+                    .entry((dir.to_string(), m.dev(), m.ino()))
                     .or_default()
                     .push(d.path.clone());
             }
         }
     }
     let mut out = Vec::new();
-    for ((dev, ino), aliases) in by_inode {
+    for ((dir, dev, ino), aliases) in by_inode {
+        let entries = dirs.get(&dir).map(Vec::as_slice).unwrap_or_default();
         let real = entries
             .iter()
             .filter(|(_, m)| m.is_file() && m.dev() == dev && m.ino() == ino)
-            .map(|(n, _)| format!("{lib_dir}/{n}"))
+            .map(|(n, _)| format!("{dir}/{n}"))
             .find(|p| !stock_names.contains(&p.as_str()))
             .unwrap_or_else(|| aliases[0].clone());
         let name = Path::new(&real)
@@ -360,7 +522,7 @@ fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
             .iter()
             .filter(|(_, m)| m.file_type().is_symlink())
             .filter(|(n, _)| {
-                root.canonical(&format!("{lib_dir}/{n}"))
+                root.canonical(&format!("{dir}/{n}"))
                     .is_ok_and(|t| t == real)
             })
             .map(|(n, _)| n.clone())
@@ -381,8 +543,9 @@ fn patched_libraries(root: &Root, patch: &InPlacePatch) -> Vec<PatchedLibrary> {
     out
 }
 
-/// What makes a live in-place patch unusable as the source of an adoption.
-fn problems(patch: &InPlacePatch) -> Vec<String> {
+/// What makes a live in-place patch unusable as the source of an adoption; `given` is the
+/// commit `rocm-pin adopt --commit` names (it must agree with a marker, when there is one).
+fn problems(patch: &InPlacePatch, given: Option<&str>) -> Vec<String> {
     let mut p = Vec::new();
     for d in &patch.differing {
         if d.actual_md5 == "missing" {
@@ -393,6 +556,14 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
         }
     }
     for l in &patch.libraries {
+        if l.size == 0 && l.aliases == [l.path.clone()] {
+            p.push(format!(
+                "{} is EMPTY (0 bytes): an empty file was copied over the stock file; restore stock with `apt-get install --reinstall {}`",
+                l.path,
+                patch.stock_names()
+            ));
+            continue;
+        }
         if l.size == 0 {
             p.push(format!(
                 "{} is EMPTY (0 bytes) and hard-linked as {}: the in-place block linked an empty file (its `touch` on a dangling link); restore stock with `apt-get install --reinstall {}`",
@@ -402,11 +573,15 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
             ));
             continue;
         }
+        let dir = l.path.rsplit_once('/').map_or("", |(d, _)| d);
         match &l.soname {
-            None => p.push(format!("{} is not an ELF shared library with a SONAME", l.path)),
+            None => p.push(format!(
+                "{} is not an ELF shared library with a SONAME",
+                l.path
+            )),
             Some(s) if !l.links.iter().any(|n| n == s) => p.push(format!(
-                "the soname link {}/lib/{s} does not resolve to {} (dangling or pointing elsewhere)",
-                patch.prefix, l.path
+                "the soname link {dir}/{s} does not resolve to {} (dangling or pointing elsewhere)",
+                l.path
             )),
             Some(_) => {}
         }
@@ -425,18 +600,26 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
             ));
         }
     }
-    match &patch.marker_commit {
-        None => p.push(format!(
-            "no commit marker {}/{}: the source commit is unknown: write the full 40-digit commit the libraries were built from ({}'s file name ends in its short hash) into that file and run `rocm-pin adopt` again",
-            patch.prefix,
-            rocm::INPLACE_COMMIT_RELPATH,
-            rocm::pair_family(Half::Hip).stem
-        )),
+    if let (Some(m), Some(g)) = (&patch.marker_commit, given) {
+        if !m.eq_ignore_ascii_case(g) {
+            p.push(format!(
+                "the commit marker {}/{} says {m} but --commit says {g}: which one the libraries were built from is for you to check; correct the marker or --commit",
+                patch.prefix,
+                rocm::INPLACE_COMMIT_RELPATH
+            ));
+        }
+    }
+    // Where the commit was read, for the messages: the marker's, else --commit's.
+    let said_by = if given.is_some() {
+        "--commit says"
+    } else {
+        "the commit marker says"
+    };
+    match given.or(patch.marker_commit.as_deref()) {
+        None => p.push(patch.commit_unknown()),
         Some(c) => {
             if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
-                p.push(format!(
-                    "the commit marker says {c:?}, not a full 40-digit commit id"
-                ));
+                p.push(format!("{said_by} {c:?}, not a full 40-digit commit id"));
             }
             for l in &patch.libraries {
                 let name = Path::new(&l.path)
@@ -446,7 +629,7 @@ fn problems(patch: &InPlacePatch) -> Vec<String> {
                 if let Some(h) = rocm::commit_hint_of_file_name(&name) {
                     if !c.to_ascii_lowercase().starts_with(&h.to_ascii_lowercase()) {
                         p.push(format!(
-                            "the commit marker says {c} but {} was built from commit {h} (its file name)",
+                            "{said_by} {c} but {} was built from commit {h} (its file name)",
                             l.path
                         ));
                     }
@@ -596,6 +779,214 @@ mod tests {
                 .contains(&format!("reverted, the stock runtime of {name} {version}")),
             "{}",
             p.summary()
+        );
+    }
+
+    /// Debian's flavour on a fake root: the stock packages' files in the multiarch directory
+    /// (from their md5sums), one copied over in place keeping the stock name, one the seed's
+    /// way (a hard link to a file named with the short commit); no marker anywhere.
+    #[test]
+    fn reads_debians_multiarch_files_patched_in_place_and_asks_for_the_commit() {
+        use md5::Digest as _;
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let dir = "usr/lib/x86_64-linux-gnu";
+        let lib = r.join(dir);
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
+        let md5 = |b: &[u8]| hex::encode(md5::Md5::digest(b));
+        let hsa = "libhsa-runtime64.so.1.18.0";
+        let hip = "libamdhip64.so.7.2.53211";
+        for (package, file, soname) in [
+            ("libhsa-runtime64-1", hsa, "libhsa-runtime64.so.1"),
+            ("libamdhip64-7", hip, "libamdhip64.so.7"),
+        ] {
+            std::fs::write(
+                r.join(format!("var/lib/dpkg/info/{package}:amd64.md5sums")),
+                format!(
+                    "{}  {dir}/{file}\n{}  usr/share/doc/{package}/copyright\n",
+                    md5(format!("stock {package}").as_bytes()),
+                    md5(b"c")
+                ),
+            )
+            .unwrap();
+            std::fs::write(lib.join(file), format!("stock {package}")).unwrap();
+            std::os::unix::fs::symlink(file, lib.join(soname)).unwrap();
+        }
+        let entry = |package: &str, version: &str| StatusEntry {
+            package: package.into(),
+            version: version.into(),
+            architecture: "amd64".into(),
+            status: "install ok installed".into(),
+            ..Default::default()
+        };
+        let entries = [
+            entry("libhsa-runtime64-1", "7.2.4+dfsg-1~exp1"),
+            entry("libamdhip64-7", "7.2.4-1~exp2"),
+        ];
+        // Stock as dpkg installed it: nothing to report (and no /opt/rocm at all).
+        assert!(detect(&Root::new(r), &entries).is_none());
+
+        // HSA copied over the stock file, keeping its name (`cp`, then ldconfig).
+        std::fs::write(lib.join(hsa), b"patched hsa").unwrap();
+        let p = detect(&Root::new(r), &entries).unwrap();
+        assert!(p.is_live());
+        assert_eq!(p.flavour, rocm::StockFlavour::Debian);
+        assert_eq!(p.lib_dir, format!("/{dir}"));
+        assert_eq!(p.prefix, "/usr");
+        assert_eq!(p.layout(), RuntimeLayout::multiarch(&format!("/{dir}")));
+        assert_eq!(p.marker_commit, None);
+        assert_eq!(p.differing.len(), 1);
+        assert_eq!(p.differing[0].package, "libhsa-runtime64-1");
+        assert_eq!(p.stock.len(), 2, "{:?}", p.stock);
+        let l = &p.libraries[0];
+        assert_eq!(l.path, format!("/{dir}/{hsa}"));
+        assert_eq!(l.aliases, vec![l.path.clone()]);
+        assert_eq!(l.links, vec!["libhsa-runtime64.so.1".to_string()]);
+        assert!(
+            p.problems
+                .iter()
+                .any(|x| x.contains("no patched libamdhip64")),
+            "{:?}",
+            p.problems
+        );
+        // No marker on this flavour: the commit is asked for, without a file name hint here.
+        let unknown = p.commit_unknown();
+        assert!(
+            unknown.contains("Debian's packaging keeps no in-place commit marker")
+                && unknown.contains("rocm-pin adopt --commit")
+                && unknown.contains("no file name here carries it"),
+            "{unknown}"
+        );
+        assert!(p.problems.contains(&unknown), "{:?}", p.problems);
+        assert!(
+            p.summary().contains("fix: `rocm-pin adopt --commit"),
+            "{}",
+            p.summary()
+        );
+        assert!(
+            p.describe().contains("copied over the stock file")
+                && p.describe().contains(&format!("IN PLACE in /{dir}")),
+            "{}",
+            p.describe()
+        );
+
+        // HIP the seed's way, in that same directory: a file named with the short commit, the
+        // stock name hard-linked to it, the soname link re-pointed.
+        let patched = "libamdhip64.so.7.2.53211-b539bf7";
+        std::fs::write(lib.join(patched), b"patched hip").unwrap();
+        std::fs::remove_file(lib.join(hip)).unwrap();
+        std::fs::hard_link(lib.join(patched), lib.join(hip)).unwrap();
+        std::fs::remove_file(lib.join("libamdhip64.so.7")).unwrap();
+        std::os::unix::fs::symlink(patched, lib.join("libamdhip64.so.7")).unwrap();
+        let p = detect(&Root::new(r), &entries).unwrap();
+        assert_eq!(p.differing.len(), 2);
+        let l = p
+            .libraries
+            .iter()
+            .find(|l| l.family == "libamdhip64")
+            .unwrap();
+        assert_eq!(l.path, format!("/{dir}/{patched}"));
+        assert_eq!(l.aliases, vec![format!("/{dir}/{hip}")]);
+        assert_eq!(l.links, vec!["libamdhip64.so.7".to_string()]);
+        assert!(!p.problems.iter().any(|x| x.contains("no patched")));
+        // The hint: the file name's short commit.
+        assert!(
+            p.commit_unknown()
+                .contains(&format!("/{dir}/{patched} says commit b539bf7")),
+            "{}",
+            p.commit_unknown()
+        );
+        judges_a_given_commit(&p);
+    }
+
+    /// `--commit` on a patch without a marker whose HIP file name says b539bf7.
+    fn judges_a_given_commit(p: &InPlacePatch) {
+        // --commit names it: the commit problem is gone; one disagreeing with the file name is
+        // said; not 40 hex digits is said.
+        let given = p.clone().with_commit(Some(rocm::PIN_COMMIT));
+        assert!(!given.problems.contains(&p.commit_unknown()));
+        assert!(!given.problems.iter().any(|x| x.contains("--commit says")));
+        assert_eq!(
+            given.commit(Some(&rocm::PIN_COMMIT.to_ascii_uppercase())),
+            Some(rocm::PIN_COMMIT.to_string())
+        );
+        let other = p
+            .clone()
+            .with_commit(Some("0123456789abcdef0123456789abcdef01234567"));
+        assert!(
+            other.problems.iter().any(
+                |x| x.contains("--commit says 0123") && x.contains("built from commit b539bf7")
+            ),
+            "{:?}",
+            other.problems
+        );
+        let short = p.clone().with_commit(Some("b539bf7"));
+        assert!(
+            short
+                .problems
+                .iter()
+                .any(|x| x.contains("not a full 40-digit")),
+            "{:?}",
+            short.problems
+        );
+    }
+
+    /// AMD's flavour: `--commit` where the marker is missing replaces it; with a marker it must
+    /// agree, and a disagreement names both.
+    #[test]
+    fn a_given_commit_must_agree_with_the_marker() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let lib = r.join("opt/rocm-7.2.4/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
+        std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
+        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        std::fs::write(
+            r.join("var/lib/dpkg/info/hip-runtime-amd.md5sums"),
+            "00000000000000000000000000000000  opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204\n",
+        )
+        .unwrap();
+        std::fs::write(lib.join("libamdhip64.so.7.2.70204"), b"patched").unwrap();
+        let entries = [StatusEntry {
+            package: "hip-runtime-amd".into(),
+            version: "7.2.53211.70204-93~24.04".into(),
+            architecture: "amd64".into(),
+            status: "install ok installed".into(),
+            ..Default::default()
+        }];
+        let p = detect(&Root::new(r), &entries).unwrap();
+        assert_eq!(p.flavour, rocm::StockFlavour::Amd);
+        assert_eq!(p.lib_dir, "/opt/rocm-7.2.4/lib");
+        assert!(
+            p.problems.iter().any(|x| x
+                .starts_with("no commit marker /opt/rocm-7.2.4/.info/atom-rocm-runtime-commit")),
+            "{:?}",
+            p.problems
+        );
+        let given = p.clone().with_commit(Some(rocm::PIN_COMMIT));
+        assert!(!given
+            .problems
+            .iter()
+            .any(|x| x.contains("no commit marker")));
+        std::fs::write(
+            r.join("opt/rocm-7.2.4/.info/atom-rocm-runtime-commit"),
+            format!("{}\n", rocm::PIN_COMMIT),
+        )
+        .unwrap();
+        let p = detect(&Root::new(r), &entries).unwrap();
+        let same = p.clone().with_commit(Some(rocm::PIN_COMMIT));
+        assert!(!same.problems.iter().any(|x| x.contains("--commit says")));
+        let other = "0123456789abcdef0123456789abcdef01234567";
+        let differs = p.with_commit(Some(other));
+        assert!(
+            differs.problems.iter().any(|x| x.contains(&format!(
+                "the commit marker /opt/rocm-7.2.4/.info/atom-rocm-runtime-commit says {} but --commit says {other}",
+                rocm::PIN_COMMIT
+            ))),
+            "{:?}",
+            differs.problems
         );
     }
 }

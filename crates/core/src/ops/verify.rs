@@ -217,7 +217,12 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     let entries = crate::rocm::read_status(root)?;
     let mut c = Checks(Vec::new());
     if let Some(p) = crate::ops::inplace::detect(root, &entries) {
-        c.add("in-place-patch", &p.prefix, false, p.summary());
+        c.add(
+            "in-place-patch",
+            p.layout().package_prefix(),
+            false,
+            p.summary(),
+        );
     }
     run_checks(opts, &entries, &mut c);
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
