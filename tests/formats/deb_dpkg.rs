@@ -172,8 +172,15 @@ fn dpkg_installs_it_into_a_throwaway_root_with_hard_links_sharing_an_inode() {
     }
     fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
     fs::write(root.join("var/lib/dpkg/available"), "").unwrap();
+    // dpkg refuses to run unless ldconfig and start-stop-daemon are on PATH, and a non-root
+    // user's PATH on Debian has no sbin directory (/etc/profile): add them, as root's has.
+    let path = format!(
+        "{}:/usr/sbin:/sbin",
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    );
     must(
         Command::new("dpkg")
+            .env("PATH", path)
             .arg(format!("--root={}", root.display()))
             .args([
                 "--force-not-root",
