@@ -20,3 +20,22 @@ pub fn runtime_is_patched<'a>(
             .iter()
             .all(|id| id.contains(PATCHED_MARKER) && commit.is_none_or(|c| id.ends_with(c)))
 }
+
+/// What the loader resolves `soname` to for `program` inside the sandbox (ldd), and that
+/// file's sha256: on a host where stock and ours share a path, only the hash tells them apart.
+pub fn resolved_sha256(
+    sb: &rocm_pin_kit::sandbox::Sandbox,
+    program: &str,
+    soname: &str,
+) -> (String, String) {
+    let path = sb
+        .sh_ok(&format!("ldd {program} | awk '/{soname}/ {{print $3}}'"))
+        .unwrap_or_else(|e| panic!("ldd {program}: {e:#}"));
+    let path = path.trim().to_string();
+    let sha = sb
+        .sh_ok(&format!(
+            "sha256sum \"$(readlink -f {path})\" | cut -d' ' -f1"
+        ))
+        .unwrap_or_else(|e| panic!("sha256sum {path}: {e:#}"));
+    (path, sha.trim().to_string())
+}

@@ -405,19 +405,14 @@ fn adopt_takes_over_debians_files_patched_in_place() {
             .unwrap();
         assert!(recorded.contains(&sha.trim()), "{line}: {sha} not ours");
     }
-    let resolved = sb
-        .sh_ok("ldd /usr/bin/rocminfo | awk '/libhsa-runtime64.so.1/ {print $3}'")
-        .unwrap();
-    let sha = sb
-        .sh_ok(&format!(
-            "sha256sum \"$(readlink -f {})\" | cut -d' ' -f1",
-            resolved.trim()
-        ))
-        .unwrap();
+    let (resolved, sha) = rocm_pin_testkit::runtime::resolved_sha256(
+        &sb,
+        "/usr/bin/rocminfo",
+        "libhsa-runtime64.so.1",
+    );
     assert!(
-        recorded.contains(&sha.trim()),
-        "rocminfo loads {} ({sha}), not ours {recorded:?}",
-        resolved.trim()
+        recorded.contains(&sha.as_str()),
+        "rocminfo loads {resolved} ({sha}), not ours {recorded:?}"
     );
     for d in DEPENDANTS_7 {
         assert!(is_installed(&sb, d), "adopt removed dependant {d}");

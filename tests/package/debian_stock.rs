@@ -268,15 +268,11 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
             .unwrap(),
     )
     .unwrap();
-    let resolved = sb
-        .sh_ok("ldd /usr/bin/rocminfo | awk '/libhsa-runtime64.so.1/ {print $3}'")
-        .unwrap();
-    let sha = sb
-        .sh_ok(&format!(
-            "sha256sum \"$(readlink -f {})\" | cut -d' ' -f1",
-            resolved.trim()
-        ))
-        .unwrap();
+    let (resolved, sha) = rocm_pin_testkit::runtime::resolved_sha256(
+        &sb,
+        "/usr/bin/rocminfo",
+        "libhsa-runtime64.so.1",
+    );
     let recorded: Vec<&str> = marker["libraries"]
         .as_array()
         .unwrap()
@@ -284,9 +280,8 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
         .map(|l| l["sha256"].as_str().unwrap())
         .collect();
     assert!(
-        recorded.contains(&sha.trim()),
-        "rocminfo loads {} (sha256 {sha}), not ours {recorded:?}",
-        resolved.trim()
+        recorded.contains(&sha.as_str()),
+        "rocminfo loads {resolved} (sha256 {sha}), not ours {recorded:?}"
     );
     // verify on the Debian-flavour host: our marker under the state directory, the loader
     // mapping ours (stock and ours share the path: sha256 against the marker), no loader entry.

@@ -701,18 +701,35 @@ mod tests {
         assert!(detect(&Root::new(r), &[ours(rocm::PIN_COMMIT)]).is_none());
     }
 
+    /// An AMD-flavour root with an empty `/opt/rocm-7.2.4` (lib/, .info/, the `/opt/rocm`
+    /// link) and a dpkg info directory; returns the lib directory.
+    fn amd_fake_root(r: &Path) -> std::path::PathBuf {
+        let lib = r.join("opt/rocm-7.2.4/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
+        std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
+        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        lib
+    }
+
+    /// AMD's HIP runtime package as dpkg's status lists it, installed.
+    fn installed_hip_runtime_amd() -> StatusEntry {
+        StatusEntry {
+            package: "hip-runtime-amd".into(),
+            version: "7.2.53211.70204-93~24.04".into(),
+            architecture: "amd64".into(),
+            status: "install ok installed".into(),
+            ..Default::default()
+        }
+    }
+
     /// The seed's shape on a fake root: the stock name hard-linked to a patched file whose
     /// name carries the short commit, the soname link re-pointed, the markers.
     #[test]
     fn reads_hard_links_over_stock_names_and_judges_the_markers() {
         use md5::Digest as _;
         let d = tempfile::tempdir().unwrap();
-        let r = d.path();
-        let lib = r.join("opt/rocm-7.2.4/lib");
-        std::fs::create_dir_all(&lib).unwrap();
-        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
-        std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
-        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        let (r, lib) = (d.path(), amd_fake_root(d.path()));
         let stock = "libamdhip64.so.7.2.70204";
         std::fs::write(
             r.join("var/lib/dpkg/info/hip-runtime-amd.md5sums"),
@@ -728,13 +745,7 @@ mod tests {
         std::os::unix::fs::symlink(patched, lib.join("libamdhip64.so.7")).unwrap();
         let marker = r.join("opt/rocm-7.2.4/.info/atom-rocm-runtime-commit");
         std::fs::write(&marker, format!("{}\n", rocm::PIN_COMMIT)).unwrap();
-        let entries = [StatusEntry {
-            package: "hip-runtime-amd".into(),
-            version: "7.2.53211.70204-93~24.04".into(),
-            architecture: "amd64".into(),
-            status: "install ok installed".into(),
-            ..Default::default()
-        }];
+        let entries = [installed_hip_runtime_amd()];
         let p = detect(&Root::new(r), &entries).unwrap();
         assert!(p.is_live());
         assert_eq!(p.differing.len(), 1);
@@ -937,25 +948,14 @@ mod tests {
     #[test]
     fn a_given_commit_must_agree_with_the_marker() {
         let d = tempfile::tempdir().unwrap();
-        let r = d.path();
-        let lib = r.join("opt/rocm-7.2.4/lib");
-        std::fs::create_dir_all(&lib).unwrap();
-        std::fs::create_dir_all(r.join("opt/rocm-7.2.4/.info")).unwrap();
-        std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
-        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        let (r, lib) = (d.path(), amd_fake_root(d.path()));
         std::fs::write(
             r.join("var/lib/dpkg/info/hip-runtime-amd.md5sums"),
             "00000000000000000000000000000000  opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204\n",
         )
         .unwrap();
         std::fs::write(lib.join("libamdhip64.so.7.2.70204"), b"patched").unwrap();
-        let entries = [StatusEntry {
-            package: "hip-runtime-amd".into(),
-            version: "7.2.53211.70204-93~24.04".into(),
-            architecture: "amd64".into(),
-            status: "install ok installed".into(),
-            ..Default::default()
-        }];
+        let entries = [installed_hip_runtime_amd()];
         let p = detect(&Root::new(r), &entries).unwrap();
         assert_eq!(p.flavour, rocm::StockFlavour::Amd);
         assert_eq!(p.lib_dir, "/opt/rocm-7.2.4/lib");
