@@ -39,3 +39,15 @@ pub fn resolved_sha256(
         .unwrap_or_else(|e| panic!("sha256sum {path}: {e:#}"));
     (path, sha.trim().to_string())
 }
+
+/// The sha256 of every library our provenance marker (its JSON) records.
+pub fn marker_sha256s(marker: &serde_json::Value) -> Vec<String> {
+    marker["libraries"]
+        .as_array()
+        .map(|libs| {
+            libs.iter()
+                .filter_map(|l| l["sha256"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
