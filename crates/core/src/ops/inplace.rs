@@ -291,27 +291,45 @@ fn md5_of(root: &Root, path: &str) -> Option<String> {
     crate::digest::md5_reader(file).ok()
 }
 
-/// The stock runtime packages of the layout's flavour installed in it, with their md5sums of
-/// runtime files directly in its library directory.
-fn stock_runtime_files(
+/// One installed stock runtime package with dpkg's md5sums of its files.
+type PackageSums<'a> = (&'a StatusEntry, Vec<(String, String)>);
+
+/// The installed stock runtime packages of `flavour` (by name; never ours) with their md5sums,
+/// each package's read once per [`detect`].
+fn stock_package_sums<'a>(
     root: &Root,
-    entries: &[StatusEntry],
+    entries: &'a [StatusEntry],
+    flavour: rocm::StockFlavour,
+) -> Vec<PackageSums<'a>> {
+    entries
+        .iter()
+        .filter(|e| e.has_files() && !e.extra.contains_key(rocm::COMMIT_FIELD))
+        .filter(|e| rocm::stock_package_by_name(&e.package).is_some_and(|n| n.flavour == flavour))
+        .filter_map(
+            |e| match status::package_md5sums(root, &e.package, &e.architecture) {
+                Ok(Some(sums)) => Some((e, sums)),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// The stock packages' md5sums of runtime files directly in the layout's library directory
+/// (packages without one left out).
+fn stock_runtime_files(
+    sums: &[PackageSums<'_>],
     layout: &RuntimeLayout,
 ) -> Vec<(StatusEntry, Vec<(String, String)>)> {
-    let mut out = Vec::new();
-    for (e, _) in stock_packages_of(entries, layout.flavour) {
-        let Ok(Some(sums)) = status::package_md5sums(root, &e.package, &e.architecture) else {
-            continue;
-        };
-        let files: Vec<(String, String)> = sums
-            .into_iter()
-            .filter(|(p, _)| rocm::runtime_library_family_in(&layout.lib_dir, p).is_some())
-            .collect();
-        if !files.is_empty() {
-            out.push((e.clone(), files));
-        }
-    }
-    out
+    sums.iter()
+        .filter_map(|(e, sums)| {
+            let files: Vec<(String, String)> = sums
+                .iter()
+                .filter(|(p, _)| rocm::runtime_library_family_in(&layout.lib_dir, p).is_some())
+                .cloned()
+                .collect();
+            (!files.is_empty()).then(|| ((*e).clone(), files))
+        })
+        .collect()
 }
 
 /// Read the in-place state under `root`. None when there is no trace of an in-place patch
@@ -319,67 +337,51 @@ fn stock_runtime_files(
 /// look is each flavour's data ([`rocm::InPlaceSearch`]): AMD's `/opt/rocm` first (its markers
 /// are there), then the library directories of the other flavours' stock packages.
 pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
-    layouts(root, entries)
-        .iter()
-        .find_map(|layout| detect_in(root, entries, layout))
-}
-
-/// The runtime layouts an in-place patch may be in, by the flavours' data.
-fn layouts(root: &Root, entries: &[StatusEntry]) -> Vec<RuntimeLayout> {
-    let mut out: Vec<RuntimeLayout> = Vec::new();
-    for spec in rocm::STOCK_FLAVOURS {
-        match spec.in_place {
-            InPlaceSearch::RocmPathWithMarkers => {
-                if let Ok((prefix, _)) =
-                    rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH))
-                {
-                    out.push(RuntimeLayout::versioned_prefix(
-                        &prefix.display().to_string(),
-                    ));
-                }
-            }
-            InPlaceSearch::StockPackageDirs => {
-                for (e, _) in stock_packages_of(entries, spec.flavour) {
-                    let Ok(Some(sums)) = status::package_md5sums(root, &e.package, &e.architecture)
-                    else {
-                        continue;
-                    };
-                    for (path, _) in sums {
-                        let Some((flavour, _, dir)) = rocm::runtime_library_location(&path) else {
-                            continue;
-                        };
-                        let layout = RuntimeLayout::of_library_dir(dir);
-                        if flavour == spec.flavour
-                            && layout.flavour == spec.flavour
-                            && !out.contains(&layout)
-                        {
-                            out.push(layout);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The installed stock runtime packages of `flavour` (by name; never ours).
-fn stock_packages_of(
-    entries: &[StatusEntry],
-    flavour: rocm::StockFlavour,
-) -> impl Iterator<Item = (&StatusEntry, rocm::StockPackageName)> {
-    entries.iter().filter_map(move |e| {
-        if !e.has_files() || e.extra.contains_key(rocm::COMMIT_FIELD) {
-            return None;
-        }
-        rocm::stock_package_by_name(&e.package)
-            .filter(|n| n.flavour == flavour)
-            .map(|n| (e, n))
+    rocm::STOCK_FLAVOURS.iter().find_map(|spec| {
+        let sums = stock_package_sums(root, entries, spec.flavour);
+        layouts(root, spec, &sums)
+            .iter()
+            .find_map(|layout| detect_in(root, entries, layout, &sums))
     })
 }
 
+/// The runtime layouts of one flavour an in-place patch may be in, by its data: the resolved
+/// `/opt/rocm`, or the library directories its stock packages' files are in.
+fn layouts(
+    root: &Root,
+    spec: &rocm::StockFlavourSpec,
+    sums: &[PackageSums<'_>],
+) -> Vec<RuntimeLayout> {
+    match spec.in_place {
+        InPlaceSearch::RocmPathWithMarkers => {
+            rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH))
+                .map(|(prefix, _)| RuntimeLayout::versioned_prefix(&prefix.display().to_string()))
+                .into_iter()
+                .collect()
+        }
+        InPlaceSearch::StockPackageDirs => {
+            let mut out: Vec<RuntimeLayout> = Vec::new();
+            for (path, _) in sums.iter().flat_map(|(_, sums)| sums) {
+                let Some((flavour, _, dir)) = rocm::runtime_library_location(path) else {
+                    continue;
+                };
+                let layout = RuntimeLayout::of_library_dir(dir);
+                if flavour == spec.flavour && !out.contains(&layout) {
+                    out.push(layout);
+                }
+            }
+            out
+        }
+    }
+}
+
 /// [`detect`] in one layout.
-fn detect_in(root: &Root, entries: &[StatusEntry], layout: &RuntimeLayout) -> Option<InPlacePatch> {
+fn detect_in(
+    root: &Root,
+    entries: &[StatusEntry],
+    layout: &RuntimeLayout,
+    sums: &[PackageSums<'_>],
+) -> Option<InPlacePatch> {
     let prefix = layout.prefix.clone();
     let markers = layout.inplace_markers();
     let marker_commit = markers
@@ -395,7 +397,7 @@ fn detect_in(root: &Root, entries: &[StatusEntry], layout: &RuntimeLayout) -> Op
                 .filter(|l| !l.is_empty())
                 .collect()
         });
-    let stock = stock_runtime_files(root, entries, layout);
+    let stock = stock_runtime_files(sums, layout);
     let filters = crate::host::excludes::PathFilters::load(root).ok();
     let mut differing = Vec::new();
     for (e, files) in &stock {
