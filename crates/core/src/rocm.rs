@@ -432,15 +432,6 @@ mod discovery_tests {
 pub const INPLACE_COMMIT_RELPATH: &str = ".info/atom-rocm-runtime-commit";
 /// The in-place method's soname list (relative to the prefix), one soname per line.
 pub const INPLACE_SONAMES_RELPATH: &str = ".info/atom-rocm-runtime-sonames";
-/// Stock packages whose files the seed's in-place method (with its `.info` markers) overwrites:
-/// hsa-rocr / hip-runtime-amd and their multi-version names (`hip-runtime-amd7.2.4`); never the
-/// `-asan` builds. (Files of the other flavours' packages patched in place are found by
-/// [`InPlaceSearch::StockPackageDirs`].)
-pub fn is_stock_runtime_package(name: &str) -> bool {
-    stock_package_by_name(name)
-        .is_some_and(|n| flavour_spec(n.flavour).in_place == InPlaceSearch::RocmPathWithMarkers)
-}
-
 /// The short git hash CLR puts in the HIP library's file name when built without a ROCm patch
 /// version (`libamdhip64.so.7.2.53211-b539bf7` → `b539bf7`). None when the name carries none.
 pub fn commit_hint_of_file_name(file_name: &str) -> Option<&str> {
@@ -454,11 +445,13 @@ mod inplace_name_tests {
 
     #[test]
     fn stock_runtime_names_and_commit_hints() {
-        assert!(is_stock_runtime_package("hsa-rocr"));
-        assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
-        assert!(!is_stock_runtime_package("hsa-rocr-asan"));
-        assert!(!is_stock_runtime_package("hsa-rocr-pinned"));
-        assert!(!is_stock_runtime_package("hsa-rocr-dev"));
+        // The seed's in-place method overwrote AMD's runtime packages, never the -asan builds.
+        let amd = |name| stock_package_by_name(name).map(|n| n.flavour);
+        assert_eq!(amd("hsa-rocr"), Some(StockFlavour::Amd));
+        assert_eq!(amd("hip-runtime-amd7.2.4"), Some(StockFlavour::Amd));
+        assert_eq!(amd("hsa-rocr-asan"), None);
+        assert_eq!(amd("hsa-rocr-pinned"), None);
+        assert_eq!(amd("hsa-rocr-dev"), None);
         assert_eq!(
             commit_hint_of_file_name("libamdhip64.so.7.2.53211-b539bf7"),
             Some("b539bf7")
@@ -903,8 +896,9 @@ mod flavour_tests {
         );
         assert_eq!(amd.release_of_version("7.2.4-1~exp2"), None);
         // The in-place method with markers is AMD's only; Debian's is found by its packages.
-        assert!(is_stock_runtime_package("hip-runtime-amd7.2.4"));
-        assert!(!is_stock_runtime_package("libamdhip64-7"));
+        let flavour = |name| stock_package_by_name(name).map(|n| n.flavour);
+        assert_eq!(flavour("hip-runtime-amd7.2.4"), Some(StockFlavour::Amd));
+        assert_eq!(flavour("libamdhip64-7"), Some(StockFlavour::Debian));
         assert_eq!(amd.in_place, InPlaceSearch::RocmPathWithMarkers);
         assert_eq!(debian.in_place, InPlaceSearch::StockPackageDirs);
         let deb = RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu");
