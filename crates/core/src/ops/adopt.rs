@@ -271,7 +271,7 @@ fn patch_to_adopt(
     given: Option<&str>,
 ) -> anyhow::Result<InPlacePatch> {
     if let Some(c) = given {
-        if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !inplace::is_full_commit(c) {
             return Err(usage(format!(
                 "--commit {c:?} is not a full 40-digit commit id; nothing changed"
             )));

@@ -280,6 +280,11 @@ impl InPlacePatch {
     }
 }
 
+/// A full git commit id: 40 hex digits (what a marker and `adopt --commit` must say).
+pub(crate) fn is_full_commit(c: &str) -> bool {
+    c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 fn read_marker(root: &Root, path: &str) -> Option<String> {
     root.read_to_string(path, FileKind::StateRecord).ok()
 }
@@ -620,7 +625,7 @@ fn problems(patch: &InPlacePatch, given: Option<&str>) -> Vec<String> {
     match given.or(patch.marker_commit.as_deref()) {
         None => p.push(patch.commit_unknown()),
         Some(c) => {
-            if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if !is_full_commit(c) {
                 p.push(format!("{said_by} {c:?}, not a full 40-digit commit id"));
             }
             for l in &patch.libraries {
