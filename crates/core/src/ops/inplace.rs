@@ -6,7 +6,7 @@
 //!
 //! [`detect`] reads that state (read-only) for `verify`, `status` and `adopt`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -319,65 +319,84 @@ fn stock_package_sums<'a>(
         .collect()
 }
 
-/// The stock packages' md5sums of runtime files directly in the layout's library directory
-/// (packages without one left out).
-fn stock_runtime_files(
-    sums: &[PackageSums<'_>],
-    layout: &RuntimeLayout,
-) -> Vec<(StatusEntry, Vec<(String, String)>)> {
-    sums.iter()
-        .filter_map(|(e, sums)| {
-            let files: Vec<(String, String)> = sums
-                .iter()
-                .filter(|(p, _)| rocm::runtime_library_family_in(&layout.lib_dir, p).is_some())
-                .cloned()
-                .collect();
-            (!files.is_empty()).then(|| ((*e).clone(), files))
-        })
-        .collect()
-}
+/// The stock runtime files of one layout: each package with dpkg's md5sums of its runtime
+/// libraries directly in the layout's library directory.
+type LayoutFiles = (RuntimeLayout, Vec<(StatusEntry, Vec<(String, String)>)>);
+
+/// dpkg's path-exclude filters of the root, loaded when a layout first needs them.
+type LazyFilters = std::cell::OnceCell<Option<crate::host::excludes::PathFilters>>;
 
 /// Read the in-place state under `root`. None when there is no trace of an in-place patch
 /// (no marker and every stock runtime file matches dpkg), or no stock runtime at all. Where to
 /// look is each flavour's data ([`rocm::InPlaceSearch`]): AMD's `/opt/rocm` first (its markers
 /// are there), then the library directories of the other flavours' stock packages.
 pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
+    let filters = LazyFilters::new();
     rocm::STOCK_FLAVOURS.iter().find_map(|spec| {
         let sums = stock_package_sums(root, entries, spec.flavour);
-        layouts(root, spec, &sums)
-            .iter()
-            .find_map(|layout| detect_in(root, entries, layout, &sums))
+        runtime_files_by_layout(root, spec, &sums)
+            .into_iter()
+            .find_map(|(layout, stock)| detect_in(root, entries, &layout, stock, &filters))
     })
 }
 
-/// The runtime layouts of one flavour an in-place patch may be in, by its data: the resolved
-/// `/opt/rocm`, or the library directories its stock packages' files are in.
-fn layouts(
+/// The layouts of one flavour an in-place patch may be in, by its data (the resolved
+/// `/opt/rocm`, even with no stock file: its markers may be there; or every library directory
+/// the flavour's stock packages list runtime files in, in the order first listed), each with
+/// its stock runtime files. One pass over the sums: a root whose md5sums list many library
+/// directories costs what its md5sums weigh, not that times the directories.
+fn runtime_files_by_layout(
     root: &Root,
     spec: &rocm::StockFlavourSpec,
     sums: &[PackageSums<'_>],
-) -> Vec<RuntimeLayout> {
-    match spec.in_place {
-        InPlaceSearch::RocmPathWithMarkers => {
-            rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH))
-                .map(|(prefix, _)| RuntimeLayout::versioned_prefix(&prefix.display().to_string()))
-                .into_iter()
-                .collect()
-        }
-        InPlaceSearch::StockPackageDirs => {
-            let mut out: Vec<RuntimeLayout> = Vec::new();
-            for (path, _) in sums.iter().flat_map(|(_, sums)| sums) {
-                let Some((flavour, _, dir)) = rocm::runtime_library_location(path) else {
-                    continue;
-                };
-                let layout = RuntimeLayout::of_library_dir(dir);
-                if flavour == spec.flavour && !out.contains(&layout) {
-                    out.push(layout);
-                }
-            }
-            out
+) -> Vec<LayoutFiles> {
+    let mut out: Vec<LayoutFiles> = Vec::new();
+    if spec.in_place == InPlaceSearch::RocmPathWithMarkers {
+        if let Ok((prefix, _)) = rocm::resolve_rocm_path(root, Path::new(rocm::DEFAULT_ROCM_PATH)) {
+            out.push((
+                RuntimeLayout::versioned_prefix(&prefix.display().to_string()),
+                Vec::new(),
+            ));
         }
     }
+    let mut index: HashMap<String, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, (layout, _))| (layout.lib_dir.clone(), i))
+        .collect();
+    for (e, sums) in sums {
+        for (path, md5) in sums {
+            let Some((dir, name)) = path.rsplit_once('/') else {
+                continue;
+            };
+            if rocm::family_of(name).is_none() {
+                continue;
+            }
+            let i = match index.get(dir) {
+                Some(&i) => i,
+                None if spec.in_place == InPlaceSearch::StockPackageDirs
+                    && rocm::runtime_library_location(path)
+                        .is_some_and(|(flavour, ..)| flavour == spec.flavour) =>
+                {
+                    out.push((RuntimeLayout::of_library_dir(dir), Vec::new()));
+                    index.insert(dir.to_string(), out.len() - 1);
+                    out.len() - 1
+                }
+                None => continue,
+            };
+            let files = &mut out[i].1;
+            match files.last_mut() {
+                // A package's files are read together, so its entry is the last one.
+                Some((last, list))
+                    if last.package == e.package && last.architecture == e.architecture =>
+                {
+                    list.push((path.clone(), md5.clone()))
+                }
+                _ => files.push(((*e).clone(), vec![(path.clone(), md5.clone())])),
+            }
+        }
+    }
+    out
 }
 
 /// [`detect`] in one layout.
@@ -385,7 +404,8 @@ fn detect_in(
     root: &Root,
     entries: &[StatusEntry],
     layout: &RuntimeLayout,
-    sums: &[PackageSums<'_>],
+    stock: Vec<(StatusEntry, Vec<(String, String)>)>,
+    filters: &LazyFilters,
 ) -> Option<InPlacePatch> {
     let prefix = layout.prefix.clone();
     let markers = layout.inplace_markers();
@@ -402,8 +422,7 @@ fn detect_in(
                 .filter(|l| !l.is_empty())
                 .collect()
         });
-    let stock = stock_runtime_files(sums, layout);
-    let filters = crate::host::excludes::PathFilters::load(root).ok();
+    let filters = filters.get_or_init(|| crate::host::excludes::PathFilters::load(root).ok());
     let mut differing = Vec::new();
     for (e, files) in &stock {
         for (path, want) in files {
