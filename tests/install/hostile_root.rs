@@ -462,3 +462,58 @@ fn apt_inputs_that_are_fifos_or_lead_out_of_the_root_are_refused_before_apt_read
     );
     assert_ne!(run.code, 0, "{}", run.all());
 }
+
+/// Debian's HIP package as a hostile root could list it: one runtime library in each of
+/// `dirs` made-up multiarch directories, none present, each absent by a dpkg path-exclude
+/// (how dpkg installs an excluded file, so in-place detection reads the path and moves on).
+fn root_listing_many_library_dirs(dirs: usize) -> tempfile::TempDir {
+    const EMPTY_MD5: &str = "d41d8cd98f00b204e9800998ecf8427e";
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let (mut sums, mut list) = (String::new(), String::new());
+    for i in 0..dirs {
+        let dir = format!("usr/lib/x{i}-linux-gnu");
+        sums.push_str(&format!("{EMPTY_MD5}  {dir}/libamdhip64.so.7\n"));
+        list.push_str(&format!("/{dir}\n/{dir}/libamdhip64.so.7\n"));
+    }
+    let info = host(r, "/var/lib/dpkg/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("libamdhip64-7:amd64.md5sums"), sums).unwrap();
+    std::fs::write(info.join("libamdhip64-7:amd64.list"), list).unwrap();
+    std::fs::create_dir_all(host(r, "/etc/dpkg/dpkg.cfg.d")).unwrap();
+    std::fs::write(
+        host(r, "/etc/dpkg/dpkg.cfg.d/excludes"),
+        "path-exclude=/usr/lib/x*\n",
+    )
+    .unwrap();
+    std::fs::write(
+        host(r, STATUS),
+        "Package: libamdhip64-7\nStatus: install ok installed\nPriority: optional\n\
+         Section: libs\nInstalled-Size: 1\nMaintainer: nobody <nobody@example.org>\n\
+         Architecture: amd64\nMulti-Arch: same\nSource: rocm-hipamd\nVersion: 7.2.4-1~exp2\n\
+         Description: HIP runtime\n",
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn a_stock_package_listing_thousands_of_library_dirs_is_read_in_one_pass() {
+    // In-place detection groups the stock files by library directory. Filtering every md5sums
+    // line for each directory cost dirs × lines: 20 000 directories took 89 s (a7d7621's debug
+    // binary), past the timeout; 0.6 s in one pass.
+    let d = root_listing_many_library_dirs(20_000);
+    let root = d.path().to_str().unwrap();
+    let status = rocm_pin(&["status", "--root", root]);
+    assert_bounded(&status, "status");
+    assert_eq!(status.code, 0, "{}", status.all());
+    assert!(
+        status.stdout.contains("libamdhip64-7"),
+        "status does not name the stock package: {}",
+        status.all()
+    );
+    // No file carries a SONAME, so verify finds no runtime: a failed check, not a hang.
+    let verify = rocm_pin(&["verify", "--root", root]);
+    assert_bounded(&verify, "verify");
+    assert_eq!(verify.code, 1, "{}", verify.all());
+}
