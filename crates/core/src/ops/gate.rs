@@ -68,7 +68,7 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
     let matches = found
         .as_deref()
         .is_some_and(|v| rocm::version_matches(v, wanted));
-    let mut reason = rocm::finding_text(
+    let reason = rocm::finding_text(
         found.as_deref(),
         wanted,
         target_prefix,
@@ -76,12 +76,7 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
         elsewhere,
     );
     let other = elsewhere.map(Path::to_path_buf);
-    match mode {
-        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
-        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
-        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
-        _ => {}
-    }
+    let reason = with_mode(reason, mode, matches);
     GateDecision {
         mode,
         target_prefix: target_prefix.to_string(),
@@ -161,7 +156,7 @@ pub fn evaluate_by_package_versions(
         .iter()
         .map(|(n, r)| format!("{n} {}", r.as_deref().unwrap_or("not installed")))
         .collect();
-    let mut reason = match &found_release {
+    let reason = match &found_release {
         Some(v) if matches => format!(
             "ROCm {v} from the package versions ({}) matches {wanted}",
             names.join(", ")
@@ -171,12 +166,7 @@ pub fn evaluate_by_package_versions(
             names.join(", ")
         ),
     };
-    match mode {
-        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
-        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
-        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
-        _ => {}
-    }
+    let reason = with_mode(reason, mode, matches);
     Ok(GateDecision {
         mode,
         target_prefix: marker.prefix.clone(),
@@ -246,6 +236,17 @@ impl GateError {
             GateError::GateSkipped { .. } => ExitKind::Skipped,
         }
     }
+}
+
+/// The gate's finding with what the mode does about it (the same words for both flavours).
+fn with_mode(mut reason: String, mode: GateMode, matches: bool) -> String {
+    match mode {
+        GateMode::Off => reason = format!("mode off: not installing ({reason})"),
+        GateMode::Auto if !matches => reason.push_str("; mode auto: skipped, nothing changed"),
+        GateMode::Require if !matches => reason.push_str(rocm::REQUIRE_REFUSES),
+        _ => {}
+    }
+    reason
 }
 
 fn gate_refusal_text(
