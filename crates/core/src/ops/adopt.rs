@@ -172,6 +172,7 @@ fn adopt_locked(
                 .with_context(|| format!("cannot read {}", state_file.display()))?,
         )
         .with_context(|| format!("{} is not an adoption state file", state_file.display()))?;
+        resumable_with(&state, opts.commit.as_deref(), state_file)?;
         listener.info(&format!(
             "completing the adoption interrupted earlier ({})",
             state_file.display()
@@ -261,6 +262,23 @@ fn adopt_locked(
     write_state(state_file, &state)?;
     report.patch = Some(patch);
     finish(root, opts, state, report, listener)
+}
+
+/// An interrupted adoption completes with the packages it built for its commit: a `--commit`
+/// naming another one is refused (exit 2, nothing changed) rather than silently ignored.
+fn resumable_with(
+    state: &AdoptState,
+    given: Option<&str>,
+    state_file: &Path,
+) -> anyhow::Result<()> {
+    match given {
+        Some(c) if !c.eq_ignore_ascii_case(&state.commit) => Err(usage(format!(
+            "--commit {c} but the adoption interrupted earlier ({}) built its packages for commit {}; nothing changed: run `rocm-pin adopt` (or with that --commit) to complete it, or remove the record and adopt again",
+            state_file.display(),
+            state.commit
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The live in-place patch to adopt, judged with the commit `--commit` gives; a refusal
@@ -571,6 +589,32 @@ mod tests {
 
     /// A record written before `lib_dir` existed (AMD's `<prefix>/lib`) still resumes, and a
     /// Debian adoption's record names the multiarch directory (no marker to take over there).
+    #[test]
+    fn a_resumed_adoption_refuses_another_commit() {
+        let state: AdoptState = serde_json::from_str(
+            r#"{"commit":"b539bf7eebfd99ad0a69668caa1f4037034d501f","prefix":"/usr","lib_dir":"/usr/lib/x86_64-linux-gnu","debs":["/x.deb"]}"#,
+        )
+        .unwrap();
+        let record = Path::new("/var/lib/rocm-pin/adopt.json");
+        assert!(resumable_with(&state, None, record).is_ok());
+        assert!(resumable_with(
+            &state,
+            Some("B539BF7EEBFD99AD0A69668CAA1F4037034D501F"),
+            record
+        )
+        .is_ok());
+        let e = resumable_with(&state, Some("xyz"), record).unwrap_err();
+        assert_eq!(crate::error::exit_code_for(&e), 2);
+        let text = e.to_string();
+        assert!(
+            text.contains("--commit xyz")
+                && text.contains("b539bf7eebfd99ad0a69668caa1f4037034d501f")
+                && text.contains("/var/lib/rocm-pin/adopt.json")
+                && text.contains("nothing changed"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn adoption_records_resume_with_their_layout() {
         let old: AdoptState = serde_json::from_str(

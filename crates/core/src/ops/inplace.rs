@@ -329,15 +329,27 @@ type LazyFilters = std::cell::OnceCell<Option<crate::host::excludes::PathFilters
 /// Read the in-place state under `root`. None when there is no trace of an in-place patch
 /// (no marker and every stock runtime file matches dpkg), or no stock runtime at all. Where to
 /// look is each flavour's data ([`rocm::InPlaceSearch`]): AMD's `/opt/rocm` first (its markers
-/// are there), then the library directories of the other flavours' stock packages.
+/// are there), then the library directories of the other flavours' stock packages. The first
+/// live patch is the answer; a trace of one that is not live (a reverted patch's marker) only
+/// when no layout has a live one.
 pub(crate) fn detect(root: &Root, entries: &[StatusEntry]) -> Option<InPlacePatch> {
     let filters = LazyFilters::new();
-    rocm::STOCK_FLAVOURS.iter().find_map(|spec| {
+    // A live patch wins over a marker left by a reverted one (AMD's, searched first, would
+    // otherwise hide a live patch of Debian's files on a host with both).
+    let mut not_live = None;
+    for spec in rocm::STOCK_FLAVOURS {
         let sums = stock_package_sums(root, entries, spec.flavour);
-        runtime_files_by_layout(root, spec, &sums)
-            .into_iter()
-            .find_map(|(layout, stock)| detect_in(root, entries, &layout, stock, &filters))
-    })
+        for (layout, stock) in runtime_files_by_layout(root, spec, &sums) {
+            match detect_in(root, entries, &layout, stock, &filters) {
+                Some(p) if p.is_live() => return Some(p),
+                Some(p) => {
+                    not_live.get_or_insert(p);
+                }
+                None => {}
+            }
+        }
+    }
+    not_live
 }
 
 /// The layouts of one flavour an in-place patch may be in, by its data (the resolved
@@ -869,6 +881,20 @@ mod tests {
         let p = detect(&Root::new(r), &entries).unwrap();
         assert!(p.is_live());
         assert_eq!(p.flavour, rocm::StockFlavour::Debian);
+        // A reverted AMD patch's marker left in /opt (AMD's layout is searched first) does not
+        // hide the live patch of Debian's files.
+        let opt = r.join("opt/rocm-7.2.4");
+        std::fs::create_dir_all(opt.join(".info")).unwrap();
+        std::os::unix::fs::symlink("/opt/rocm-7.2.4", r.join("opt/rocm")).unwrap();
+        std::fs::write(
+            opt.join(rocm::INPLACE_COMMIT_RELPATH),
+            format!("{}\n", rocm::PIN_COMMIT),
+        )
+        .unwrap();
+        let beside_stale = detect(&Root::new(r), &entries).unwrap();
+        assert!(beside_stale.is_live(), "{}", beside_stale.describe());
+        assert_eq!(beside_stale.flavour, rocm::StockFlavour::Debian);
+        std::fs::remove_dir_all(r.join("opt")).unwrap();
         assert_eq!(p.lib_dir, format!("/{dir}"));
         assert_eq!(p.prefix, "/usr");
         assert_eq!(p.layout(), RuntimeLayout::multiarch(&format!("/{dir}")));
