@@ -497,4 +497,23 @@ fn adopt_without_commit_on_debian_refuses_in_one_line() {
         before,
         std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap()
     );
+    // dpkg's md5sums gone: the patch cannot be seen, and adopt says why instead of calling
+    // the patched files stock.
+    sb.sh_ok("rm /var/lib/dpkg/info/libhsa-runtime64-1:*.md5sums /var/lib/dpkg/info/libamdhip64-7:*.md5sums /var/lib/dpkg/info/libhiprtc*.md5sums")
+        .unwrap();
+    let out = sb
+        .run(&["rocm-pin", "adopt", "--commit", rocm_pin::rocm::PIN_COMMIT])
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(rc(&out), 2, "{said}");
+    assert!(
+        said.contains("cannot tell whether this host is patched in place")
+            && said.contains("libamdhip64-7's md5sums file is missing")
+            && !said.contains("matches dpkg's md5sums"),
+        "{said}"
+    );
+    assert_eq!(
+        before,
+        std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap()
+    );
 }

@@ -144,6 +144,11 @@ pub fn adopt(
 /// stock packages (Debian's), the runtime found is named with the way to replace it.
 fn not_patched_reason(root: &Root, entries: &[status::StatusEntry]) -> String {
     let found = crate::rocm::stock_runtime::discover(root, entries);
+    if let Some(why) = unreadable_md5sums(root, &found.runtimes) {
+        return format!(
+            "cannot tell whether this host is patched in place: {why}; nothing changed. In-place patches are found by dpkg's md5sums: restore the file from the package's .deb (`apt-get download <package>; dpkg-deb -I <package>_*.deb md5sums`) and run `rocm-pin adopt` again"
+        );
+    }
     let by_packages: Vec<&crate::rocm::stock_runtime::StockRuntime> = found
         .runtimes
         .iter()
@@ -157,6 +162,30 @@ fn not_patched_reason(root: &Root, entries: &[status::StatusEntry]) -> String {
         r.describe(),
         crate::rocm::stock_runtime::PACKAGE_AGAINST_THIS_STOCK
     )
+}
+
+/// The stock runtime packages whose md5sums dpkg has not got or cannot be read. In-place
+/// detection leaves such a package out, so "every file matches" would be said of files never
+/// compared.
+fn unreadable_md5sums(
+    root: &Root,
+    runtimes: &[crate::rocm::stock_runtime::StockRuntime],
+) -> Option<String> {
+    let why: Vec<String> = runtimes
+        .iter()
+        .flat_map(|r| &r.packages)
+        .filter_map(
+            |p| match status::package_md5sums(root, &p.package, &p.architecture) {
+                Ok(Some(_)) => None,
+                Ok(None) => Some(format!(
+                    "{}'s md5sums file is missing from /var/lib/dpkg/info",
+                    p.package
+                )),
+                Err(e) => Some(format!("{e:#}")),
+            },
+        )
+        .collect();
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 fn adopt_locked(
