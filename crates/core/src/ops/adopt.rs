@@ -616,8 +616,7 @@ fn make_staging(
 mod tests {
     use super::*;
 
-    /// A record written before `lib_dir` existed (AMD's `<prefix>/lib`) still resumes, and a
-    /// Debian adoption's record names the multiarch directory (no marker to take over there).
+    /// `--commit` on resuming must name the record's commit (any case), or nothing happens.
     #[test]
     fn a_resumed_adoption_refuses_another_commit() {
         let state: AdoptState = serde_json::from_str(
@@ -644,6 +643,8 @@ mod tests {
         );
     }
 
+    /// A record written before `lib_dir` existed (AMD's `<prefix>/lib`) still resumes, and a
+    /// Debian adoption's record names the multiarch directory (no marker to take over there).
     #[test]
     fn adoption_records_resume_with_their_layout() {
         let old: AdoptState = serde_json::from_str(
