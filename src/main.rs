@@ -17,6 +17,9 @@ fn main() {
             for cause in err.chain().skip(1) {
                 msg.push_str(&format!("\n  caused by: {cause}"));
             }
+            // The safety net: a message quoting what a root, an image or a .deb said never
+            // drives the terminal (the newlines that lay the message out are kept).
+            let msg = output::escaped_keeping_lines(&msg);
             output::write_stderr(format_args!("{msg}\n"));
             std::process::exit(rocm_pin::error::exit_code_for(&err));
         }

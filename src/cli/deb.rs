@@ -1,6 +1,7 @@
 //! `rocm-pin deb build|inspect`.
 
 use rocm_pin::outln;
+use rocm_pin::output::shown;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
@@ -131,26 +132,38 @@ fn mode_string(e: &deb::Entry) -> String {
     )
 }
 
+/// The report as text. Everything in it but the numbers and our own words comes from the
+/// package (control fields, member and entry names, link targets, ELF names), so each is
+/// shown escaped: a name cannot start a line of its own or drive the terminal.
 fn print_text(r: &InspectReport, info: &deb::DebInfo) -> anyhow::Result<()> {
-    outln!("{}", r.file);
+    outln!("{}", shown(&r.file));
     outln!("control:");
     for (k, v) in info.control.fields() {
-        outln!("  {k}: {v}");
+        outln!("  {}: {}", shown(k), shown(v));
     }
-    outln!("control files: {}", r.control_files.join(", "));
+    outln!("control files: {}", shown(&r.control_files.join(", ")));
     outln!("members:");
     for m in &r.members {
         let c = m.compression.map(|c| c.name()).unwrap_or("-");
-        outln!("  {:<16} {:>12} bytes  compression {c}", m.name, m.size);
+        outln!(
+            "  {:<16} {:>12} bytes  compression {c}",
+            shown(&m.name),
+            m.size
+        );
     }
     outln!("entries ({}):", r.entries.len());
     for e in &r.entries {
         let tail = match &e.kind {
-            EntryKind::Symlink(t) => format!(" -> {t}"),
-            EntryKind::Hardlink(t) => format!(" link to {t}"),
+            EntryKind::Symlink(t) => format!(" -> {}", shown(t)),
+            EntryKind::Hardlink(t) => format!(" link to {}", shown(t)),
             _ => String::new(),
         };
-        outln!("  {} {:>10} {}{tail}", mode_string(e), e.size, e.path);
+        outln!(
+            "  {} {:>10} {}{tail}",
+            mode_string(e),
+            e.size,
+            shown(&e.path)
+        );
     }
     let m = &r.md5sums;
     if m.present {
@@ -162,27 +175,27 @@ fn print_text(r: &InspectReport, info: &deb::DebInfo) -> anyhow::Result<()> {
             m.unlisted.len()
         );
         for p in &m.mismatches {
-            outln!("  MISMATCH {p}");
+            outln!("  MISMATCH {}", shown(p));
         }
         for p in &m.missing {
-            outln!("  MISSING  {p}");
+            outln!("  MISSING  {}", shown(p));
         }
     } else {
         outln!("md5sums: none in the package");
     }
     outln!("ELF shared objects ({}):", r.elf.len());
     for e in &r.elf {
-        outln!("  {}", e.path);
-        outln!("    SONAME {}", e.soname.as_deref().unwrap_or("-"));
-        outln!("    NEEDED {}", e.needed.join(", "));
+        outln!("  {}", shown(&e.path));
+        outln!("    SONAME {}", shown(e.soname.as_deref().unwrap_or("-")));
+        outln!("    NEEDED {}", shown(&e.needed.join(", ")));
         match (&e.symbol.exported, &e.symbol.version) {
-            (true, Some(v)) => outln!("    exports {}@{v}", e.symbol.name),
+            (true, Some(v)) => outln!("    exports {}@{}", e.symbol.name, shown(v)),
             (true, None) => outln!("    exports {} (unversioned)", e.symbol.name),
             _ => outln!("    does not export {}", e.symbol.name),
         }
     }
     for p in &r.elf_skipped {
-        outln!("  {p}: ELF larger than --max-elf-mib, not parsed");
+        outln!("  {}: ELF larger than --max-elf-mib, not parsed", shown(p));
     }
     Ok(())
 }

@@ -36,7 +36,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
                 "{} {:<16} {}",
                 if c.ok { "ok  " } else { "FAIL" },
                 c.name,
-                c.detail
+                rocm_pin::output::shown(&c.detail)
             );
         }
         outln!("rocm-pin rollback: the stock runtime is back");

@@ -1,5 +1,6 @@
 //! `rocm-pin verify`.
 
+use rocm_pin::output::shown;
 use rocm_pin::{errln, out, outln};
 use std::path::PathBuf;
 
@@ -73,11 +74,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.quiet {
         for c in report.failed() {
+            // The guard's apt output: what the root said is shown escaped.
             errln!(
                 "rocm-pin verify: FAIL {} {}: {}",
                 c.name,
-                c.subject,
-                c.detail
+                shown(&c.subject),
+                shown(&c.detail)
             );
         }
     } else {

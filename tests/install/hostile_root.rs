@@ -517,3 +517,98 @@ fn a_stock_package_listing_thousands_of_library_dirs_is_read_in_one_pass() {
     assert_bounded(&verify, "verify");
     assert_eq!(verify.code, 1, "{}", verify.all());
 }
+
+/// What a hostile root writes into a text field: a newline then a line that reads like a
+/// passing check, an OSC sequence that sets the terminal's title, an erase-line sequence
+/// (hides the line it lands on, a FAIL line), a C1 CSI and a right-to-left override.
+const FORGED_LINE: &str = "ok   forged           all checks passed";
+const FORGED: &str =
+    "\nok   forged           all checks passed\x1b]0;owned\x07\x1b[2K\u{9b}2K\u{202e}";
+
+/// The text has none of the forged bytes raw: no control character but the newlines and
+/// tabs the renderer lays it out with, no bidi override, no forged line of its own.
+#[track_caller]
+fn assert_escaped(text: &str, what: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(FORGED_LINE)),
+        "{what}: a forged line stands on its own:\n{text}"
+    );
+    assert!(
+        text.contains("\\nok   forged"),
+        "{what}: the forged text must still be shown, escaped:\n{text}"
+    );
+}
+
+/// Issue 31 item 7: the marker's commit and a file it lists, and a stock package's dpkg
+/// Version, carry newlines and escape sequences. `verify`, `verify --quiet` (what the guard
+/// prints into apt's output) and `status` show them escaped; their JSON keeps the exact value.
+#[test]
+fn control_characters_from_the_root_are_escaped_in_text_and_exact_in_json() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = hostile_root();
+    let r = d.path().to_str().unwrap();
+    let mp = host(d.path(), MARKER);
+    let mut marker: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mp).unwrap()).unwrap();
+    let commit = format!("{}{FORGED}", marker["commit"].as_str().unwrap());
+    // (A newline in a marker path is refused by name already; the escapes are not.)
+    let file = "/opt/rocm-7.2.4/lib/forged\x1b]0;owned\x07\x1b[2K\u{9b}2K\u{202e}".to_string();
+    marker["commit"] = serde_json::Value::String(commit.clone());
+    marker["files"][&file] = serde_json::Value::String("0".repeat(64));
+    // A patch whose name forges a line and whose "sha256" has a character across byte 12,
+    // where verify cuts the hash short (it panicked there).
+    marker["patches"] =
+        serde_json::json!([{"name": format!("0001.patch{FORGED}"), "sha256": "aéééééé"}]);
+    std::fs::write(&mp, serde_json::to_string(&marker).unwrap()).unwrap();
+    // A stock package installed next to ours, its Version and Description hostile.
+    let stock_version = "7.2.53211.70204-93~24.04\x1b]0;owned\x07\x1b[2K\u{202e}";
+    let mut status = std::fs::read_to_string(host(d.path(), STATUS)).unwrap();
+    status.push_str(&format!(
+        "\nPackage: hip-runtime-amd\nStatus: install ok installed\nArchitecture: amd64\n\
+         Version: {stock_version}\nDescription: stock\x1b[2K\n .\x1b]0;owned\x07\n"
+    ));
+    std::fs::write(host(d.path(), STATUS), status).unwrap();
+
+    let text = rocm_pin(&["verify", "--root", r]);
+    assert_eq!(text.code, 1, "{}", text.all());
+    assert_escaped(&text.stdout, "verify");
+    let quiet = rocm_pin(&["verify", "--quiet", "--root", r]);
+    assert_escaped(&quiet.stderr, "verify --quiet");
+    let status_text = rocm_pin(&["status", "--root", r]);
+    assert_escaped(&status_text.stdout, "status");
+    assert!(
+        status_text.stdout.contains("\\x1b]0;owned\\x07"),
+        "status must show the stock Version escaped:\n{}",
+        status_text.stdout
+    );
+
+    let run = verify_json(d.path());
+    let checks = json(&run)["checks"].as_array().unwrap().clone();
+    assert!(
+        checks.iter().any(|c| c["subject"] == file.as_str()),
+        "verify --json must name the file exactly: {}",
+        run.stdout
+    );
+    let status_json = rocm_pin(&["status", "--json", "--root", r]);
+    let s = json(&status_json);
+    assert_eq!(s["commit"], commit.as_str(), "{}", status_json.stdout);
+    assert!(
+        s["stock"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|st| st["version"] == stock_version),
+        "status --json must keep the stock Version exactly: {}",
+        status_json.stdout
+    );
+}

@@ -79,7 +79,7 @@ impl InspectReport {
                 .iter()
                 .chain(&m.missing)
                 .take(5)
-                .cloned()
+                .map(|name| crate::output::escaped(name).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         ))

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::host::root::{FileKind, Root};
 use crate::host::status::{self, StatusEntry};
+use crate::output::shown;
 use crate::rocm::{self, Half, InPlaceSearch, RuntimeLayout};
 
 /// The most entries read from a ROCm lib directory of a root (a real one has a few hundred).
@@ -210,68 +211,75 @@ impl InPlacePatch {
         )
     }
 
-    /// One paragraph for humans: what was found, why it is not protected, the fix.
+    /// One paragraph for humans: what was found, why it is not protected, the fix. What was
+    /// read from the root (the marker's commit, file names, package names) is shown escaped,
+    /// one line per item whatever it holds.
     pub fn describe(&self) -> String {
         let mut s = String::new();
         if !self.is_live() && self.installed_commit.is_some() {
-            return format!("{}\n", self.summary());
+            return format!("{}\n", shown(&self.summary()));
         }
         if self.is_live() && !self.has_markers() {
             s.push_str(&format!(
                 "patched IN PLACE in {} (commit unknown: {} keeps no in-place marker), NOT protected:\n",
-                self.lib_dir,
+                shown(&self.lib_dir),
                 rocm::flavour_spec(self.flavour).title
             ));
         } else if self.is_live() {
             s.push_str(&format!(
                 "patched IN PLACE (commit {} from {}/{}), NOT protected:\n",
-                self.marker_commit
-                    .as_deref()
-                    .unwrap_or("unknown: no marker"),
-                self.prefix,
+                shown(
+                    self.marker_commit
+                        .as_deref()
+                        .unwrap_or("unknown: no marker")
+                ),
+                shown(&self.prefix),
                 rocm::INPLACE_COMMIT_RELPATH
             ));
         } else {
             s.push_str(&format!(
                 "the in-place marker {}/{} (commit {}) is present but every stock file matches dpkg again: the in-place patch was REVERTED, the stock runtime{} is live\n",
-                self.prefix,
+                shown(&self.prefix),
                 rocm::INPLACE_COMMIT_RELPATH,
-                self.marker_commit.as_deref().unwrap_or("?"),
-                self.stock_with_versions()
+                shown(self.marker_commit.as_deref().unwrap_or("?")),
+                shown(&self.stock_with_versions())
             ));
         }
         for l in &self.libraries {
             s.push_str(&format!(
                 "  {} ({}, {} bytes) {}\n",
-                l.path,
-                l.soname.as_deref().unwrap_or("no SONAME"),
+                shown(&l.path),
+                shown(l.soname.as_deref().unwrap_or("no SONAME")),
                 l.size,
                 if l.aliases.is_empty() {
                     "hard-linked as (no stock name)".to_string()
                 } else if l.aliases == [l.path.clone()] {
                     "copied over the stock file of that name".to_string()
                 } else {
-                    format!("hard-linked as {}", l.aliases.join(", "))
+                    format!("hard-linked as {}", shown(&l.aliases.join(", ")))
                 }
             ));
         }
         for d in &self.differing {
             s.push_str(&format!(
                 "  dpkg-owned {} ({}) differs: md5 {} vs dpkg's {}\n",
-                d.path, d.package, d.actual_md5, d.dpkg_md5
+                shown(&d.path),
+                shown(&d.package),
+                shown(&d.actual_md5),
+                shown(&d.dpkg_md5)
             ));
         }
         for p in &self.problems {
-            s.push_str(&format!("  PROBLEM: {p}\n"));
+            s.push_str(&format!("  PROBLEM: {}\n", shown(p)));
         }
         if self.is_live() {
             s.push_str("  these put the stock runtime back:\n");
             for c in self.reverting_commands() {
-                s.push_str(&format!("    {c}\n"));
+                s.push_str(&format!("    {}\n", shown(&c)));
             }
             s.push_str(&format!(
                 "  fix: `{}` (packages the live patched pair as Protected replacements, offline)\n",
-                self.adopt_command()
+                shown(&self.adopt_command())
             ));
         } else {
             s.push_str("  fix: install the patched pair as packages (`rocm-pin install`), or remove the stale marker files\n");

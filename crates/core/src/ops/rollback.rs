@@ -185,7 +185,7 @@ fn rollback_steps(
             .checks
             .iter()
             .filter(|c| !c.ok)
-            .map(|c| format!("{}: {}", c.name, c.detail))
+            .map(|c| format!("{}: {}", c.name, crate::output::shown(&c.detail)))
             .collect();
         return Err(Failure::check_failed(format!(
             "rollback ran but checks fail: {}",

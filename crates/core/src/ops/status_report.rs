@@ -8,6 +8,7 @@ use crate::host::root::{FileKind, Missing, Root};
 use crate::host::status::StatusEntry;
 use crate::ops::gate;
 use crate::ops::rollback::installed_pin;
+use crate::output::{escaped, escaped_keeping_lines, shown};
 use crate::rocm::stock_runtime::{self, StockDiscovery};
 use crate::rocm::{self, GateMode};
 
@@ -511,44 +512,60 @@ impl HostStatus {
         let chain = self
             .rocm_path_chain
             .as_ref()
-            .map(|c| c.join(" -> "))
+            .map(|c| {
+                c.iter()
+                    .map(|hop| escaped(hop))
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
+            })
             .unwrap_or_else(|| format!("{} does not resolve", rocm::DEFAULT_ROCM_PATH));
         let whence = match (&self.rocm_version_from, &self.rocm_path_chain) {
-            (Some(from), Some(_)) => format!("from {from}; {chain}"),
-            (Some(from), None) => format!("from {from}"),
+            (Some(from), Some(_)) => format!("from {}; {chain}", shown(from)),
+            (Some(from), None) => format!("from {}", shown(from)),
             (None, _) => chain,
         };
         s.push_str(&format!(
             "ROCm:        {} ({whence})\n",
-            self.rocm_version.as_deref().unwrap_or("unknown")
+            shown(self.rocm_version.as_deref().unwrap_or("unknown"))
         ));
         for r in &self.stock_runtime {
-            s.push_str(&format!("stock ROCm:  {}\n", r.describe()));
+            s.push_str(&format!("stock ROCm:  {}\n", shown(&r.describe())));
         }
         for u in &self.stock_unrecognised {
-            s.push_str(&format!("stock ROCm:  {u}\n"));
+            s.push_str(&format!("stock ROCm:  {}\n", shown(u)));
         }
         for a in &self.stock_runtime_upgrades {
             s.push_str(&format!(
                 "stock ROCm:  upgrade available: {} {} -> {} (apt's candidate)\n",
-                a.package, a.current, a.newest
+                shown(&a.package),
+                shown(&a.current),
+                shown(&a.newest)
             ));
         }
         if let Some(p) = &self.target_prefix {
             s.push_str(&format!(
-                "target:      {p} (ROCm {})\n",
-                self.target_version.as_deref().unwrap_or("unknown")
+                "target:      {} (ROCm {})\n",
+                shown(p),
+                shown(self.target_version.as_deref().unwrap_or("unknown"))
             ));
         }
-        s.push_str(&format!("gate:        {}\n", self.gate));
+        s.push_str(&format!("gate:        {}\n", shown(&self.gate)));
         if let Some(p) = &self.in_place {
             s.push_str(&format!("in place:    {}", p.describe()));
         }
         if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
-            s.push_str(&format!("installed:   flavor {f}, commit {c}\n"));
+            s.push_str(&format!(
+                "installed:   flavor {}, commit {}\n",
+                shown(f),
+                shown(c)
+            ));
         }
         for p in &self.patches {
-            s.push_str(&format!("  + patch    {} (sha256 {})\n", p.name, p.sha256));
+            s.push_str(&format!(
+                "  + patch    {} (sha256 {})\n",
+                shown(&p.name),
+                shown(&p.sha256)
+            ));
         }
         if self.backport_check_skipped {
             s.push_str(
@@ -556,21 +573,21 @@ impl HostStatus {
             );
         }
         for p in &self.packages {
-            s.push_str(&format!("             {p}\n"));
+            s.push_str(&format!("             {}\n", shown(p)));
         }
         self.push_ours_and_stock(&mut s);
         self.push_upgrades(&mut s);
         s.push_str(&format!(
             "guard hook:  {}\n",
             if self.guard {
-                format!("on ({})", self.guard_path)
+                format!("on ({})", shown(&self.guard_path))
             } else {
                 "off (`rocm-pin guard status` says why; `rocm-pin guard on` arms it)".to_string()
             }
         ));
         s.push_str(&format!(
             "local repo:  {}\n",
-            self.local_repo.as_deref().unwrap_or("none")
+            shown(self.local_repo.as_deref().unwrap_or("none"))
         ));
         if !self.release_hold.is_empty() || !self.release_hold_missing.is_empty() {
             s.push_str(&format!(
@@ -578,7 +595,7 @@ impl HostStatus {
                 if self.release_hold.is_empty() {
                     "nothing".to_string()
                 } else {
-                    self.release_hold.join(", ")
+                    escaped(&self.release_hold.join(", ")).into_owned()
                 },
                 StateLayout::release_hold().display(),
                 if self.release_hold_missing.is_empty() {
@@ -586,7 +603,7 @@ impl HostStatus {
                 } else {
                     format!(
                         "; MISSING {}: a new stock release could half-upgrade around the pin — run `rocm-pin install` again",
-                        self.release_hold_missing.join(", ")
+                        shown(&self.release_hold_missing.join(", "))
                     )
                 }
             ));
@@ -603,7 +620,7 @@ impl HostStatus {
                     self.verify_checks
                 ));
                 for f in &self.verify_failed {
-                    s.push_str(&format!("             {f}\n"));
+                    s.push_str(&format!("             {}\n", shown(f)));
                 }
             }
             None => s.push_str("verify:      not applicable\n"),
@@ -615,7 +632,9 @@ impl HostStatus {
             for p in &self.stale_processes {
                 s.push_str(&format!(
                     "             {} {} {}\n",
-                    p.pid, p.command, p.path
+                    p.pid,
+                    shown(&p.command),
+                    shown(&p.path)
                 ));
             }
         }
@@ -624,7 +643,7 @@ impl HostStatus {
             self.health.to_uppercase(),
             ExitKind::code_of(self.verdict)
         ));
-        s
+        escaped_keeping_lines(&s).into_owned()
     }
 
     fn push_ours_and_stock(&self, s: &mut String) {
@@ -632,11 +651,11 @@ impl HostStatus {
             s.push_str(&format!(
                 "origin:      {} — commit time {}, made by rocm-pin {}{}\n",
                 match &o.source {
-                    Some(src) if o.origin == "adopted" => src.clone(),
+                    Some(src) if o.origin == "adopted" => escaped(src).into_owned(),
                     _ => "built from source (rocm-pin build + package)".to_string(),
                 },
-                o.commit_date,
-                o.tool_version,
+                shown(&o.commit_date),
+                shown(&o.tool_version),
                 o.installed_at
                     .map(|t| format!(
                         ", installed {}",
@@ -647,18 +666,18 @@ impl HostStatus {
         }
         for st in &self.stock {
             let what = match (&st.version, &st.replaced_by) {
-                (Some(v), _) => format!("{} {v}", st.state),
-                (None, Some(o)) => format!("not installed (replaced by {o})"),
-                (None, None) => format!("not installed ({})", st.state),
+                (Some(v), _) => format!("{} {}", shown(&st.state), shown(v)),
+                (None, Some(o)) => format!("not installed (replaced by {})", shown(o)),
+                (None, None) => format!("not installed ({})", shown(&st.state)),
             };
-            s.push_str(&format!("stock:       {}: {what}\n", st.package));
+            s.push_str(&format!("stock:       {}: {what}\n", shown(&st.package)));
         }
         for p in &self.pins {
             s.push_str(&format!(
                 "pin:         {} {} {}{}; Protected: {}\n",
-                p.file,
+                shown(&p.file),
                 if p.pinned { "pins" } else { "does NOT pin" },
-                p.stock_name,
+                shown(&p.stock_name),
                 if p.pinned { " away (priority < 0)" } else { "" },
                 if p.protected { "yes" } else { "NO" }
             ));
@@ -668,7 +687,7 @@ impl HostStatus {
     fn push_upgrades(&self, s: &mut String) {
         let Some(u) = &self.upgrades else { return };
         if let Some(e) = &u.error {
-            s.push_str(&format!("upgrades:    unknown ({e})\n"));
+            s.push_str(&format!("upgrades:    unknown ({})\n", shown(e)));
             return;
         }
         if u.ours.is_empty() {
@@ -677,21 +696,25 @@ impl HostStatus {
         for a in &u.ours {
             s.push_str(&format!(
                 "upgrades:    ours: {} {} -> {} (a new commit pin; `apt-get upgrade` installs it)\n",
-                a.package, a.current, a.newest
+                shown(&a.package),
+                shown(&a.current),
+                shown(&a.newest)
             ));
         }
         match &u.stock_release {
             None => s.push_str("             stock: nothing newer than the replaced versions\n"),
             Some(rel) if u.target_release.as_ref() == Some(rel) => {
                 s.push_str(&format!(
-                    "             stock: a newer upload of ROCm {rel}, the release this pin targets — kept back by the pin:\n"
+                    "             stock: a newer upload of ROCm {}, the release this pin targets — kept back by the pin:\n",
+                    shown(rel)
                 ));
                 self.push_stock_upgrades(s, u);
             }
             Some(rel) => {
                 s.push_str(&format!(
-                    "             stock: ROCm {rel} is available while this pin targets {} — kept back by the pin:\n",
-                    u.target_release.as_deref().unwrap_or("?")
+                    "             stock: ROCm {} is available while this pin targets {} — kept back by the pin:\n",
+                    shown(rel),
+                    shown(u.target_release.as_deref().unwrap_or("?"))
                 ));
                 self.push_stock_upgrades(s, u);
             }
@@ -703,20 +726,27 @@ impl HostStatus {
         for a in &u.stock {
             s.push_str(&format!(
                 "               {} {} (replaced: {}, priority {})\n",
-                a.package, a.newest, a.current, a.priority
+                shown(&a.package),
+                shown(&a.newest),
+                shown(&a.current),
+                a.priority
             ));
         }
         for a in &u.held {
             s.push_str(&format!(
                 "               {} held at {} ({} available; {})\n",
-                a.package,
-                a.current,
-                a.newest,
+                shown(&a.package),
+                shown(&a.current),
+                shown(&a.newest),
                 StateLayout::release_hold().display()
             ));
         }
         for (i, w) in u.ways_forward.iter().enumerate() {
-            s.push_str(&format!("             way forward {}: {w}\n", i + 1));
+            s.push_str(&format!(
+                "             way forward {}: {}\n",
+                i + 1,
+                shown(w)
+            ));
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::root::{unclean_in_root_path, FileKind, Root};
 use crate::host::status::{self, StatusEntry};
+use crate::output::{escaped_keeping_lines, shown};
 use crate::rocm::{self, Half};
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
@@ -93,25 +94,21 @@ impl VerifyReport {
             .into(),
         })
     }
-    /// Human-readable lines: one per check, then a summary.
+    /// Human-readable lines: one per check, then a summary. Subjects and details quote what
+    /// was read from the root (marker fields, dpkg fields, file names, link targets), so each
+    /// is shown escaped ([`shown`]), and the whole text goes through the safety net.
     pub fn to_human(&self) -> String {
         let mut s = String::new();
         if let Some(reason) = &self.skipped {
             s.push_str(&format!(
-                "SKIPPED  the version gate skipped this host: {reason}\n"
+                "SKIPPED  the version gate skipped this host: {}\n",
+                shown(reason)
             ));
-            return s;
+            return escaped_keeping_lines(&s).into_owned();
         }
         for c in &self.checks {
             let word = if c.ok { "ok  " } else { "FAIL" };
-            if c.subject.is_empty() {
-                s.push_str(&format!("{word} {:<16} {}\n", c.name, c.detail));
-            } else {
-                s.push_str(&format!(
-                    "{word} {:<16} {}: {}\n",
-                    c.name, c.subject, c.detail
-                ));
-            }
+            s.push_str(&format!("{word} {}\n", c.line()));
         }
         let failed = self.failed().count();
         if failed == 0 {
@@ -127,7 +124,24 @@ impl VerifyReport {
                 names.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
-        s
+        escaped_keeping_lines(&s).into_owned()
+    }
+}
+
+impl Check {
+    /// `name subject: detail` on one line, the subject and detail escaped ([`shown`]): what
+    /// the text report and `verify --quiet` (the guard's apt output) print after ok/FAIL.
+    pub fn line(&self) -> String {
+        if self.subject.is_empty() {
+            format!("{:<16} {}", self.name, shown(&self.detail))
+        } else {
+            format!(
+                "{:<16} {}: {}",
+                self.name,
+                shown(&self.subject),
+                shown(&self.detail)
+            )
+        }
     }
 }
 
@@ -815,7 +829,12 @@ fn marker_summary(m: &rocm::Marker) -> String {
         let names: Vec<String> = m
             .patches
             .iter()
-            .map(|p| format!("{} ({})", p.name, &p.sha256[..p.sha256.len().min(12)]))
+            // By characters: the marker is the root's, its "sha256" any text (a cut by bytes
+            // panicked inside a multi-byte character).
+            .map(|p| {
+                let short: String = p.sha256.chars().take(12).collect();
+                format!("{} ({short})", p.name)
+            })
             .collect();
         text.push_str(&format!(" + patches {}", names.join(", ")));
     }
