@@ -139,7 +139,17 @@ fn print_text(r: &InspectReport, info: &deb::DebInfo) -> anyhow::Result<()> {
     outln!("{}", shown(&r.file));
     outln!("control:");
     for (k, v) in info.control.fields() {
-        outln!("  {}: {}", shown(k), shown(v));
+        // A multi-line field (Description) keeps its lines, each escaped and indented
+        // under its field: none can stand where a line of the report's own stands.
+        let mut lines = v.split('\n');
+        outln!(
+            "  {}: {}",
+            shown(k),
+            shown(lines.next().unwrap_or_default())
+        );
+        for more in lines {
+            outln!("   {}", shown(more));
+        }
     }
     outln!("control files: {}", shown(&r.control_files.join(", ")));
     outln!("members:");

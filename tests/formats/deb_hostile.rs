@@ -568,3 +568,119 @@ fn deb_build_writes_a_new_path_a_regular_file_and_through_a_symlink_like_dpkg_de
         }
     }
 }
+
+/// What a hostile package writes into its names and fields: a newline then a line that reads
+/// like inspect's own, an OSC title sequence, an erase-line sequence and a bidi override.
+const FORGED_LINE: &str = "md5sums: 2 checked, 0 mismatched";
+const ESCAPES: &str = "\x1b]0;owned\x07\x1b[2K\u{202e}";
+
+/// No control character but the renderer's newlines and tabs, no bidi override, no forged
+/// line standing where the report's own lines stand (column 0; a continuation line of a
+/// multi-line control field is shown indented under its field).
+#[track_caller]
+fn assert_escaped(text: &str, what: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with(FORGED_LINE)),
+        "{what}: a forged line stands on its own:\n{text}"
+    );
+}
+
+/// Issue 31 item 7: `deb inspect` of a package whose data tar has an entry named with a
+/// newline and escapes, a link whose target has escapes, a file whose md5sums line does not
+/// match (so it is quoted in the MISMATCH line and the error), and control fields (Version,
+/// Description) with escapes. The text shows every one escaped; the JSON keeps them exactly.
+#[test]
+fn control_characters_in_names_and_fields_are_escaped_in_text_and_exact_in_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data_dir = tmp.path().join("data");
+    let forged_name = format!("usr/share/hostile/x\n{FORGED_LINE}{ESCAPES}");
+    let mismatched = format!("usr/share/hostile/m{ESCAPES}");
+    let target = format!("a.txt{ESCAPES}");
+    payload(&data_dir);
+    write_file(&data_dir, &forged_name, b"forged\n", 0o644);
+    write_file(&data_dir, &mismatched, b"not what md5sums says\n", 0o644);
+    symlink(&target, data_dir.join("usr/share/hostile/link")).unwrap();
+    let control_dir = tmp.path().join("control");
+    fs::create_dir_all(&control_dir).unwrap();
+    let version = format!("1:2.3~rc1-4{ESCAPES}");
+    let control = CONTROL
+        .replace("Version: 1:2.3~rc1-4", &format!("Version: {version}"))
+        .replace(
+            " over several lines.",
+            &format!(" over{ESCAPES}\n {FORGED_LINE}"),
+        );
+    fs::write(control_dir.join("control"), &control).unwrap();
+    let sums = format!(
+        "{}  usr/share/hostile/a.txt\n{}  {mismatched}\n",
+        md5_of(&data_dir.join("usr/share/hostile/a.txt")),
+        "0".repeat(32)
+    );
+    fs::write(control_dir.join("md5sums"), sums).unwrap();
+    let deb = tmp.path().join("hostile.deb");
+    fs::write(
+        &deb,
+        ar_deb(
+            "control.tar.gz",
+            &filter("gzip", &["-c"], &tar_bytes(&control_dir)),
+            "data.tar.gz",
+            &filter("gzip", &["-c"], &tar_bytes(&data_dir)),
+        ),
+    )
+    .unwrap();
+
+    let text = Command::new(bin())
+        .args(["deb", "inspect"])
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert_eq!(text.status.code(), Some(1), "{text:?}");
+    let stdout = String::from_utf8(text.stdout).unwrap();
+    let stderr = String::from_utf8(text.stderr).unwrap();
+    assert_escaped(&stdout, "deb inspect");
+    assert_escaped(&stderr, "deb inspect's error");
+    for shown in [
+        "x\\nmd5sums: 2 checked",
+        "MISMATCH ./usr/share/hostile/m\\x1b]0;owned\\x07\\x1b[2K\\u{202e}",
+        "-> a.txt\\x1b]0;owned",
+        "Version: 1:2.3~rc1-4\\x1b]0;owned",
+        "\n    with a long description\n",
+        "\n    md5sums: 2 checked, 0 mismatched\n",
+    ] {
+        assert!(stdout.contains(shown), "{shown} not shown:\n{stdout}");
+    }
+    assert!(
+        stderr.contains("m\\x1b]0;owned\\x07\\x1b[2K\\u{202e}"),
+        "the error must name the file, escaped: {stderr}"
+    );
+
+    let (_, json) = inspect_json(&deb, None);
+    let json = json.expect("deb inspect --json gives JSON");
+    let paths: Vec<&str> = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert!(
+        paths.contains(&format!("./{forged_name}").as_str()),
+        "JSON must keep the entry name exactly: {paths:?}"
+    );
+    assert!(
+        json.to_string()
+            .contains(&serde_json::to_string(&version).unwrap()),
+        "JSON must keep the Version exactly: {json}"
+    );
+}
+
+fn md5_of(path: &Path) -> String {
+    let out = must(Command::new("md5sum").arg(path)).stdout;
+    String::from_utf8(out).unwrap()[..32].to_string()
+}
