@@ -605,3 +605,123 @@ fn the_limit_error_is_one_line_naming_layer_entry_limit_and_flag() {
     assert_eq!(rc(&out), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("keys: bytes, entries"));
 }
+
+/// A line that reads like a passing check, after a newline, then an OSC title sequence, an
+/// erase-line sequence, a C1 CSI and a right-to-left override.
+const FORGED_LINE: &str = "ok   forged           all checks passed";
+const ESCAPES: &str = "\x1b]0;owned\x07\x1b[2K\u{9b}2K\u{202e}";
+
+/// No control character but the renderer's newlines and tabs, no bidi override, no forged
+/// line of its own.
+#[track_caller]
+fn assert_escaped(text: &str, what: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(FORGED_LINE)),
+        "{what}: a forged line stands on its own:\n{text}"
+    );
+}
+
+/// An image layer with one of our packages in its dpkg status (Version with escapes), the
+/// marker its file list names (commit with a newline and escapes), and a file whose tar
+/// entry name carries escapes, listed in the marker with a wrong hash.
+fn image_with_hostile_text(forged_commit: &str, forged_file: &str, version: &str) -> Vec<u8> {
+    let marker = serde_json::json!({
+        "commit": forged_commit, "commit_time": 1_700_000_000, "flavor": "pinned",
+        "prefix": "/opt/rocm-7.2.4", "replaced": [], "libraries": [],
+        "files": { format!("/{forged_file}"): "0".repeat(64) }, "tool_version": "test",
+    })
+    .to_string();
+    let status = format!(
+        "Package: hsa-rocr-pinned\nStatus: install ok installed\nArchitecture: amd64\n\
+         Version: {version}\nX-Rocm-Pin-Commit: {}\nDescription: x{ESCAPES}\n",
+        "a".repeat(40)
+    );
+    let list = "/opt/rocm-7.2.4/.info/rocm-pin.json\n";
+    tar_of(&[
+        ("var/", WriteKind::Dir, b""),
+        ("var/lib/", WriteKind::Dir, b""),
+        ("var/lib/dpkg/", WriteKind::Dir, b""),
+        ("var/lib/dpkg/info/", WriteKind::Dir, b""),
+        (
+            "var/lib/dpkg/status",
+            file(status.as_bytes()),
+            status.as_bytes(),
+        ),
+        (
+            "var/lib/dpkg/info/hsa-rocr-pinned.list",
+            file(list.as_bytes()),
+            list.as_bytes(),
+        ),
+        ("opt/", WriteKind::Dir, b""),
+        ("opt/rocm-7.2.4/", WriteKind::Dir, b""),
+        ("opt/rocm-7.2.4/.info/", WriteKind::Dir, b""),
+        (
+            "opt/rocm-7.2.4/.info/rocm-pin.json",
+            file(marker.as_bytes()),
+            marker.as_bytes(),
+        ),
+        ("opt/rocm-7.2.4/lib/", WriteKind::Dir, b""),
+        (forged_file, file(b"forged"), b"forged"),
+    ])
+}
+
+/// Issue 31 item 7: `verify --image-archive` of an image whose marker, dpkg status and tar
+/// entry names carry newlines and escape sequences shows them escaped in its text (and its
+/// `--quiet` lines, the guard's output), and exactly in its JSON.
+#[test]
+fn control_characters_from_an_image_are_escaped_in_text_and_exact_in_json() {
+    let t = tempfile::tempdir().unwrap();
+    let commit = format!("{}\n{FORGED_LINE}{ESCAPES}", "a".repeat(40));
+    let forged_file = format!("opt/rocm-7.2.4/lib/forged{ESCAPES}");
+    let version = format!("1.0{ESCAPES}");
+    let layer = image_with_hostile_text(&commit, &forged_file, &version);
+    let archive = oci_archive(t.path(), "text.tar", &[(layer.clone(), sha256(&layer))]);
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+
+    let out = spawn_verify(&archive, &tmp, &[])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(rc(&out), 1, "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_escaped(&stdout, "verify --image-archive");
+    for shown in [
+        "\\nok   forged",
+        "forged\\x1b]0;owned\\x07\\x1b[2K\\u{9b}2K\\u{202e}",
+    ] {
+        assert!(stdout.contains(shown), "{shown} not shown:\n{stdout}");
+    }
+    let quiet = spawn_verify(&archive, &tmp, &["--quiet"])
+        .wait_with_output()
+        .unwrap();
+    assert_escaped(&String::from_utf8(quiet.stderr).unwrap(), "--quiet");
+
+    let json = spawn_verify(&archive, &tmp, &["--json"])
+        .wait_with_output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["subject"] == format!("/{forged_file}").as_str()),
+        "the JSON must name the file exactly: {report}"
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["detail"].as_str().is_some_and(|d| d.contains(&commit))),
+        "the JSON must carry the commit exactly: {report}"
+    );
+    assert!(temp_roots(&tmp).is_empty());
+}
