@@ -418,6 +418,39 @@ fn a_local_repository_index_that_is_a_fifo_does_not_hang() {
     assert_refused(&run, packages, 1, "local-repo", "a FIFO");
 }
 
+/// The local repository's permission walk goes through the root's resolver with a cap: a
+/// repository of 12,000 entries (rocm-pin makes a dozen) is refused by name, where a host
+/// walk (walkdir on the root's path) listed and `lstat`ed every one.
+#[test]
+fn a_local_repository_with_more_entries_than_any_we_make_is_refused_by_name() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = hostile_root();
+    let pool = host(d.path(), "/var/lib/rocm-pin/repo/pool");
+    std::fs::create_dir_all(&pool).unwrap();
+    for i in 0..12_000 {
+        std::fs::write(pool.join(format!("f{i}")), b"").unwrap();
+    }
+    let run = verify_json(d.path());
+    let said = failed(&run, "local-repo").join("\n");
+    assert!(
+        said.contains("/var/lib/rocm-pin/repo/pool") && said.contains("more than"),
+        "the walk must stop at its cap and name the directory:\n{said}\n{}",
+        run.all()
+    );
+    // Under the cap, the walk still finds a group/other-writable entry.
+    use std::os::unix::fs::PermissionsExt;
+    let d = hostile_root();
+    let index = host(d.path(), "/var/lib/rocm-pin/repo/pool/main/x.deb");
+    std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+    std::fs::write(&index, b"").unwrap();
+    std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let said = failed(&verify_json(d.path()), "local-repo").join("\n");
+    assert!(
+        said.contains("/var/lib/rocm-pin/repo/pool/main/x.deb is group/other-writable (666)"),
+        "{said}"
+    );
+}
+
 #[test]
 fn an_apt_cache_that_is_a_fifo_does_not_hang_verify() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots");

@@ -1154,11 +1154,9 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
 /// versions of our packages, be signed and not be writable by group or others.
 fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
     let repo_in_root = StateLayout::local_repo();
-    // Resolved inside the root: the walk below then starts at the root's own directory.
-    let Ok(resolved) = root.resolve(&repo_in_root, crate::host::root::Missing::Fail) else {
+    if !root.exists(&repo_in_root) {
         return;
-    };
-    let repo = root.host_path(&resolved.path);
+    }
     let subject = repo_in_root.display().to_string();
     let mut problems = Vec::new();
     match root.read_to_string(repo_in_root.join("Packages"), FileKind::PackageIndex) {
@@ -1190,20 +1188,7 @@ fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
     {
         problems.push("not signed (no InRelease or Release.gpg)".into());
     }
-    for entry in walkdir::WalkDir::new(&repo)
-        .into_iter()
-        .filter_map(|e| e.ok())
-    {
-        if let Ok(m) = entry.metadata() {
-            if !m.file_type().is_symlink() && m.mode() & 0o022 != 0 {
-                problems.push(format!(
-                    "{} is group/other-writable ({:o})",
-                    entry.path().display(),
-                    m.mode() & 0o7777
-                ));
-            }
-        }
-    }
+    writable_entries(root, &repo_in_root, &mut problems);
     c.add(
         "local-repo",
         &subject,
@@ -1214,6 +1199,56 @@ fn check_local_repo(root: &Root, ours: &[&StatusEntry], c: &mut Checks) {
             problems.join("; ")
         },
     );
+}
+
+/// The most entries the local repository's permission walk looks at: a repository rocm-pin
+/// made holds a dozen; a root with more is refused by name, not walked for minutes.
+const LOCAL_REPO_ENTRIES: usize = 10_000;
+/// Its deepest directory (`pool/main/<letter>/<source>/` is 4).
+const LOCAL_REPO_DEPTH: usize = 8;
+
+/// Every entry of the local repository `dir` that is group/other-writable (whoever can write
+/// there chooses what apt installs), walked inside the root: each directory is listed and
+/// each entry `lstat`ed through the resolver, no link is followed, at most
+/// [`LOCAL_REPO_ENTRIES`] entries and [`LOCAL_REPO_DEPTH`] levels.
+fn writable_entries(root: &Root, dir: &Path, problems: &mut Vec<String>) {
+    let mut left = LOCAL_REPO_ENTRIES;
+    let mut pending = vec![(dir.to_path_buf(), 0)];
+    while let Some((path, depth)) = pending.pop() {
+        let Ok(m) = root.symlink_metadata(&path) else {
+            continue;
+        };
+        if m.file_type().is_symlink() {
+            continue;
+        }
+        if m.mode() & 0o022 != 0 {
+            problems.push(format!(
+                "{} is group/other-writable ({:o})",
+                path.display(),
+                m.mode() & 0o7777
+            ));
+        }
+        if !m.is_dir() {
+            continue;
+        }
+        if depth == LOCAL_REPO_DEPTH {
+            problems.push(format!(
+                "{} is nested deeper than {LOCAL_REPO_DEPTH} levels; not checked further",
+                path.display()
+            ));
+            continue;
+        }
+        match root.read_dir_names(&path, left) {
+            Ok(names) => {
+                left -= names.len();
+                pending.extend(names.into_iter().map(|n| (path.join(n), depth + 1)));
+            }
+            Err(e) => {
+                problems.push(format!("cannot check its permissions: {e}"));
+                return;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
