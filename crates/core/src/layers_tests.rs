@@ -44,7 +44,7 @@ struct Reference {
 
 /// Every library source file the check reads: not lib.rs (it only declares modules), not
 /// test-only files.
-fn library_sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn library_sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("reading crates/core/src") {
         let path = entry.expect("reading a directory entry").path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -75,7 +75,7 @@ fn module_path(relative: &Path) -> Vec<String> {
 
 /// The source without its inline test modules (`#[cfg(test)]` then `mod name {` up to the
 /// brace that closes it): that is test code, which may reach anywhere.
-fn non_test_code(text: &str) -> String {
+pub(crate) fn non_test_code(text: &str) -> String {
     let mut code = String::new();
     let mut rest = text;
     while let Some(at) = rest.find("#[cfg(test)]") {

@@ -33,4 +33,6 @@ pub mod rocm;
 pub(crate) mod toolchain;
 
 #[cfg(test)]
+mod fs_rule_tests;
+#[cfg(test)]
 mod layers_tests;
