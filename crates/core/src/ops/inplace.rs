@@ -279,7 +279,7 @@ impl InPlacePatch {
             }
             s.push_str(&format!(
                 "  fix: `{}` (packages the live patched pair as Protected replacements, offline)\n",
-                shown(&self.adopt_command())
+                shown(self.adopt_command())
             ));
         } else {
             s.push_str("  fix: install the patched pair as packages (`rocm-pin install`), or remove the stale marker files\n");

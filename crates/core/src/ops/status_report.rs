@@ -608,6 +608,16 @@ impl HostStatus {
                 }
             ));
         }
+        self.push_verify_and_processes(&mut s);
+        s.push_str(&format!(
+            "health:      {} (exit {})\n",
+            self.health.to_uppercase(),
+            ExitKind::code_of(self.verdict)
+        ));
+        escaped_keeping_lines(&s).into_owned()
+    }
+
+    fn push_verify_and_processes(&self, s: &mut String) {
         match self.verify_ok {
             Some(true) => s.push_str(&format!(
                 "verify:      all {} checks pass\n",
@@ -638,12 +648,6 @@ impl HostStatus {
                 ));
             }
         }
-        s.push_str(&format!(
-            "health:      {} (exit {})\n",
-            self.health.to_uppercase(),
-            ExitKind::code_of(self.verdict)
-        ));
-        escaped_keeping_lines(&s).into_owned()
     }
 
     fn push_ours_and_stock(&self, s: &mut String) {
