@@ -1,7 +1,9 @@
 //! Benchmark (not a test): how long a fresh chroot sandbox takes, per backend, against what a
 //! person would otherwise run — unpacking the cached image with `tar --zstd -xf` into a new
-//! directory and `rm -rf` after. RUNS (default 5) runs of each, the order of the three rotated
-//! every run; min/median/max per side, and each ratio's median with its per-run min and max.
+//! directory and `rm -rf` after. RUNS (default 6, rounded up to a multiple of 6) runs of each, in
+//! the orders of a balanced Latin square (each side first, second and last equally often, each
+//! ordered pair adjacent equally often: the 3 rotations, then each reversed); min/median/max per
+//! side, and each ratio paired per run: the median of the per-run ratios with their min and max.
 //! Run by `scripts/bench-sandbox` (needs root and the cached bookworm image). Under
 //! `cargo test --all-targets` it only says how to run it.
 
@@ -15,7 +17,24 @@ use rocm_pin_testkit::cache_dir as test_cache_dir;
 /// `min/median/max` of `v` in seconds (or as ratios), three decimals.
 fn spread(mut v: Vec<f64>) -> String {
     v.sort_by(|a, b| a.total_cmp(b));
-    format!("{:.3}/{:.3}/{:.3}", v[0], v[v.len() / 2], v[v.len() - 1])
+    let n = v.len();
+    let median = (v[(n - 1) / 2] + v[n / 2]) / 2.0;
+    format!("{:.3}/{:.3}/{:.3}", v[0], median, v[n - 1])
+}
+
+/// The side order of each run: a balanced Latin square over 3 sides (Williams design; for an odd
+/// count the rows and then the rows reversed), repeated to at least `runs` rows.
+fn balanced_orders(runs: usize) -> Vec<[usize; 3]> {
+    let square: Vec<[usize; 3]> = (0..3).map(|r| [r, (r + 1) % 3, (r + 2) % 3]).collect();
+    let reversed = square.iter().map(|&[a, b, c]| [c, b, a]);
+    let design: Vec<[usize; 3]> = square.iter().copied().chain(reversed).collect();
+    let whole = runs.div_ceil(design.len()).max(1);
+    design
+        .iter()
+        .copied()
+        .cycle()
+        .take(whole * design.len())
+        .collect()
 }
 
 /// Per-run ratios `a[i] / b[i]` (the runs of one round share the machine's state).
@@ -70,7 +89,9 @@ fn main() {
     let runs: usize = std::env::var("RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(6);
+    let orders = balanced_orders(runs);
+    let runs = orders.len();
     let cache = test_cache_dir();
     let tarball = cache.join("chroot/bookworm-apt.tar.zst");
     let image = ChrootImage::existing("bookworm", &cache).unwrap_or_else(|e| panic!("{e:#}"));
@@ -79,9 +100,8 @@ fn main() {
     // Side 0 is the tar baseline, 1 and 2 the two backends: (create, remove) seconds per run.
     let backends = [Backend::Overlay, Backend::Copy];
     let mut times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); 3];
-    for run in 0..runs {
-        for k in 0..3 {
-            let side = (k + run) % 3;
+    for order in &orders {
+        for &side in order {
             let (c, r) = match side {
                 0 => plain_tar(&tarball),
                 _ => sandbox(&image, backends[side - 1]),
@@ -91,8 +111,8 @@ fn main() {
         }
     }
     println!(
-        "sandbox bench: {runs} runs per side, order rotated every run; seconds min/median/max; \
-         baseline `tar --zstd -xf` + `rm -rf`"
+        "sandbox bench: {runs} runs per side, orders a balanced Latin square (rotations, then \
+         reversed); seconds min/median/max; ratios paired per run; baseline `tar --zstd -xf` + `rm -rf`"
     );
     let (tar_c, tar_r) = &times[0];
     println!(

@@ -46,8 +46,9 @@ pub struct BuildArgs {
     /// Compression level (default: dpkg-deb's — xz 6, gzip 9, zstd 3)
     #[arg(short = 'z', long = "level")]
     pub level: Option<u32>,
-    /// Compressor threads (default: all CPUs); the output does not depend on it
-    #[arg(long)]
+    /// Compressor threads (default: the CPUs this process may use, per affinity and cgroup
+    /// quota); the output does not depend on it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
     /// Print the build summary as JSON
     #[arg(long)]

@@ -54,6 +54,10 @@ pub struct PackageOptions {
     /// data.tar compression
     #[arg(short = 'Z', long = "compression", value_enum, default_value = "xz")]
     pub compression: CompressionArg,
+    /// Compressor threads (default: the CPUs this process may use, per affinity and cgroup
+    /// quota); the output does not depend on it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
     /// Keep debug information in the rebuilt libraries
     #[arg(long)]
     pub no_strip: bool,
@@ -121,6 +125,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
         prefix: args.prefix,
         out: args.out,
         compression: args.compression.into(),
+        threads: args.threads,
         source_date_epoch: sde,
         options: PlanOptions {
             flavor: args.flavor,

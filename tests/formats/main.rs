@@ -13,6 +13,7 @@ mod deb_dpkg;
 mod deb_fuzz;
 mod deb_hostile;
 mod deb_real;
+mod deb_threads;
 mod elf_cross;
 mod elf_debian;
 mod elf_fuzz;

@@ -368,6 +368,7 @@ fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from
         prefix: None,
         out: out.clone(),
         compression: rocm_pin::deb::Compression::Gzip,
+        threads: None,
         source_date_epoch: None,
         options: Default::default(),
     };

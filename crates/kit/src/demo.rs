@@ -743,6 +743,7 @@ fn package_replacements(
         prefix: None,
         out: work.join("debs"),
         compression: rocm_pin::deb::Compression::Xz,
+        threads: None,
         source_date_epoch: None,
         options: PlanOptions::default(),
     };

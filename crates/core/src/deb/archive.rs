@@ -34,7 +34,8 @@ pub struct BuildOptions {
     pub compression: Compression,
     /// Compressor level; None = the compressor's default as dpkg-deb uses it.
     pub level: Option<u32>,
-    /// Compressor threads; None = all CPUs. Output bytes must not depend on this.
+    /// Compressor threads; None = the CPUs this process may use ([`default_threads`]). Output
+    /// bytes must not depend on this.
     pub threads: Option<u32>,
     /// When set, every mtime in both tars is set to it (not only clamped).
     pub source_date_epoch: Option<u64>,
@@ -85,6 +86,8 @@ pub struct BuildSummary {
     pub entries: usize,
     pub installed_size_kib: u64,
     pub size: u64,
+    /// Compressor threads data.tar was written with (the bytes do not depend on it).
+    pub compressor_threads: u32,
 }
 
 /// Maintainer scripts: dpkg-deb requires them to be executable.
@@ -382,48 +385,47 @@ fn parse_conffiles(text: &str) -> Result<Vec<ConffileLine>, String> {
     Ok(out)
 }
 
-/// The compressor threads `deb build` uses when none are given. Start from the CPUs this process
-/// may use (std's count honours the cgroup v2 CPU quota and the affinity mask, so a container
-/// limited to 2 CPUs gets 2, not the host's count). When the machine is busier than that (the
-/// 1-minute load average above it), add workers up to twice the count: the scheduler shares the
-/// CPUs per runnable thread, so under contention a compressor with as many workers as CPUs gets
-/// less than its share — scripts/bench-deb-build --load 6 on 2 CPUs measured zstd -3 with 1, 2, 4
-/// and 8 workers at 16.4, 12.5 (8.7 in another run), 5.1 and 4.6 s (docs/performance.md). Capped
-/// at twice, as each xz worker holds about 140 MiB at -6. The output bytes never depend on it.
-/// Public so the bare-compressor benchmark driver picks the same count.
+/// The compressor threads `deb build` uses when none are given: the CPUs this process may use
+/// (std's count honours the affinity mask and the cgroup v2 CPU quota, so a container limited to
+/// 2 CPUs gets 2, not the host's count), and never more. A busy machine is no reason to add
+/// workers: that takes CPU from the neighbours and multiplies xz's memory exactly when the
+/// machine is busiest. The output bytes never depend on it. Public so the bare-compressor
+/// benchmark driver picks the same count.
 pub fn default_threads() -> u32 {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1);
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok());
-    threads_for_load(cpus, load)
+    compressor_threads(None, std::thread::available_parallelism().ok())
 }
 
-/// `cpus` workers, more (up to `2 * cpus`) when the load average `load` exceeds `cpus`.
-fn threads_for_load(cpus: u32, load: Option<f64>) -> u32 {
-    let cpus = cpus.max(1);
-    match load {
-        Some(l) if l.is_finite() && l > f64::from(cpus) => (l.ceil() as u32).clamp(cpus, 2 * cpus),
-        _ => cpus,
+/// The threads for a build: `requested` (`--threads N`) when given, else `available` (what
+/// [`std::thread::available_parallelism`] reports; 1 when it cannot tell). At least 1.
+pub fn compressor_threads(
+    requested: Option<u32>,
+    available: Option<std::num::NonZeroUsize>,
+) -> u32 {
+    match requested {
+        Some(n) => n.max(1),
+        None => available.map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
     }
 }
 
 #[cfg(test)]
 mod thread_tests {
-    use super::threads_for_load;
+    use super::{compressor_threads, default_threads};
+    use std::num::NonZeroUsize;
 
     #[test]
-    fn workers_follow_the_load_between_the_cpus_and_twice_them() {
-        assert_eq!(threads_for_load(2, None), 2);
-        assert_eq!(threads_for_load(2, Some(0.3)), 2);
-        assert_eq!(threads_for_load(2, Some(2.0)), 2);
-        assert_eq!(threads_for_load(2, Some(3.2)), 4);
-        assert_eq!(threads_for_load(2, Some(24.0)), 4);
-        assert_eq!(threads_for_load(8, Some(9.5)), 10);
-        assert_eq!(threads_for_load(2, Some(f64::NAN)), 2);
-        assert_eq!(threads_for_load(0, Some(5.0)), 2);
+    fn the_default_is_the_available_cpus_and_a_request_wins() {
+        let cpus = |n| NonZeroUsize::new(n);
+        assert_eq!(compressor_threads(None, cpus(2)), 2);
+        assert_eq!(compressor_threads(None, cpus(64)), 64);
+        assert_eq!(compressor_threads(None, None), 1);
+        assert_eq!(compressor_threads(Some(3), cpus(2)), 3);
+        assert_eq!(compressor_threads(Some(0), cpus(2)), 1);
+    }
+
+    #[test]
+    fn the_default_never_exceeds_available_parallelism() {
+        let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(default_threads() as usize, available);
     }
 }
 
@@ -634,7 +636,11 @@ pub fn build_package(
 
     let c = opts.compression;
     let want_md5 = !content.control_files.iter().any(|f| f.name == "md5sums");
-    let (data, sums) = write_data_member(&out_dir, &entries, opts, want_md5, listener)?;
+    let threads = match opts.threads {
+        Some(n) => n.max(1),
+        None => default_threads(),
+    };
+    let (data, sums) = write_data_member(&out_dir, &entries, opts, threads, want_md5, listener)?;
     let md5sums = if want_md5 {
         md5sums_text(&sums, &content.conffiles)
     } else {
@@ -671,6 +677,7 @@ pub fn build_package(
         entries: entries.len(),
         installed_size_kib,
         size,
+        compressor_threads: threads,
     })
 }
 
@@ -765,10 +772,10 @@ fn write_data_member(
     out_dir: &Path,
     entries: &[Ordered<'_>],
     opts: &BuildOptions,
+    threads: u32,
     want_md5: bool,
     listener: &dyn Listener,
 ) -> anyhow::Result<(DataMember, Vec<(String, String)>)> {
-    let threads = opts.threads.unwrap_or_else(default_threads).max(1);
     let name = format!("data.tar{}", opts.compression.suffix());
     let data_tmp = tempfile::Builder::new()
         .prefix(".rocm-pin-data.")

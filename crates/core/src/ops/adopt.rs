@@ -262,6 +262,7 @@ fn adopt_locked(
         prefix: Some(layout.package_prefix().to_string()),
         out: out.clone(),
         compression: crate::deb::Compression::Xz,
+        threads: None,
         source_date_epoch: None,
         // The live bytes, unchanged: what runs now is what gets packaged (and no binutils
         // needed on an image).

@@ -66,6 +66,8 @@ pub struct PackageRequest {
     pub prefix: Option<String>,
     pub out: PathBuf,
     pub compression: Compression,
+    /// Compressor threads; None = the CPUs this process may use.
+    pub threads: Option<u32>,
     /// None = the commit time (byte-identical rebuilds from the same inputs).
     pub source_date_epoch: Option<u64>,
     pub options: PlanOptions,
@@ -118,7 +120,7 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
     let opts = BuildOptions {
         compression: req.compression,
         level: None,
-        threads: None,
+        threads: req.threads,
         source_date_epoch: Some(epoch),
     };
     let mut debs = vec![];
