@@ -17,11 +17,12 @@ use super::gate_mode::ModeArg;
 /// require), when the installed stock packages are not exactly the versions the replacements
 /// were built against, or when apt would remove anything but the stock pair. Idempotent.
 ///
-/// Example: `rocm-pin install hsa-rocr-pinned_*.deb hip-runtime-amd-pinned_*.deb`
+/// Example: `rocm-pin install hsa-rocr-pinned_*.deb hip-runtime-amd-pinned_*.deb`; later,
+/// `rocm-pin install` alone repairs the host with the .debs it kept.
 #[derive(Args, Debug)]
 pub struct InstallArgs {
-    /// The replacement .debs made by `rocm-pin package` (both of them)
-    #[arg(required = true)]
+    /// The replacement .debs made by `rocm-pin package` (all of them). None: reinstall the
+    /// ones an earlier install kept in /var/lib/rocm-pin/ours (the repair `verify` names)
     pub debs: Vec<PathBuf>,
     /// What to do on a host whose ROCm version does not match: require (refuse), auto (skip
     /// with exit 0 and a skip record), off (do nothing)

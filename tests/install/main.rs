@@ -4,6 +4,7 @@
 
 mod util;
 
+mod advice;
 mod cli_pipes;
 mod day2;
 mod debian_flavour;

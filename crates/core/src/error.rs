@@ -110,8 +110,7 @@ mod tests {
                 anyhow::Error::from(GateError::GateRefused {
                     found: None,
                     required: "7.2.4".into(),
-                    prefix: "/opt/rocm-7.2.4".into(),
-                    version_file: "/opt/rocm-7.2.4/.info/version".into(),
+                    finding: "/opt/rocm-7.2.4/.info/version is missing".into(),
                     rocm_path_elsewhere: None,
                 }),
                 2,

@@ -46,6 +46,11 @@ impl StateLayout {
     pub fn stock_dir() -> PathBuf {
         Self::state("stock")
     }
+    /// Where install keeps our own .debs, so `rocm-pin install` with no .deb given repairs
+    /// the host (a replacement force-removed, a deleted pin) with the packages it installed.
+    pub fn ours_dir() -> PathBuf {
+        Self::state("ours")
+    }
     /// The record `install --no-rollback` leaves: no stock .debs were kept on purpose.
     pub fn stock_not_kept() -> PathBuf {
         Self::state("stock-not-kept")

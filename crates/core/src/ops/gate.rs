@@ -29,6 +29,10 @@ pub struct GateDecision {
     pub matches: bool,
     /// What a person should read: why it matched or not, and what happens.
     pub reason: String,
+    /// What the gate found, in the flavour's own terms (AMD's version file, Debian's package
+    /// versions), without what the mode does about it: the refusal's text.
+    #[serde(skip)]
+    pub finding: String,
 }
 
 impl GateDecision {
@@ -45,8 +49,7 @@ impl GateDecision {
         Some(GateError::GateRefused {
             found: self.found_version.clone(),
             required: self.wanted_version.clone(),
-            prefix: self.target_prefix.clone(),
-            version_file: rocm::version_file(&self.target_prefix),
+            finding: self.finding.clone(),
             rocm_path_elsewhere: self.rocm_path_other.clone(),
         })
     }
@@ -76,6 +79,7 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
         elsewhere,
     );
     let other = elsewhere.map(Path::to_path_buf);
+    let finding = reason.clone();
     let reason = with_mode(reason, mode, matches);
     GateDecision {
         mode,
@@ -91,6 +95,7 @@ pub fn evaluate(root: &Root, target_prefix: &str, mode: GateMode, wanted: &str) 
         rocm_path_other: other,
         matches,
         reason,
+        finding,
     }
 }
 
@@ -166,6 +171,7 @@ pub fn evaluate_by_package_versions(
             names.join(", ")
         ),
     };
+    let finding = reason.clone();
     let reason = with_mode(reason, mode, matches);
     Ok(GateDecision {
         mode,
@@ -177,6 +183,7 @@ pub fn evaluate_by_package_versions(
         rocm_path_other: None,
         matches,
         reason,
+        finding,
     })
 }
 
@@ -208,16 +215,15 @@ pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
     /// The ROCm version gate refused this host (mode `require`).
-    #[error("{}", gate_refusal_text(found.as_deref(), required, prefix, version_file, rocm_path_elsewhere.as_deref()))]
+    #[error("{finding}{}", rocm::REQUIRE_REFUSES)]
     GateRefused {
-        /// First line of the target prefix's version file; None when it is missing.
+        /// The release found (AMD's version file's first line, or the one release of Debian's
+        /// package versions); None when there is none.
         found: Option<String>,
         /// The ROCm version the packages were built for.
         required: String,
-        /// The prefix the packages install into.
-        prefix: String,
-        /// The version file read, inside the prefix.
-        version_file: String,
+        /// What the gate found, in the flavour's terms ([`GateDecision::finding`]).
+        finding: String,
         /// Where `/opt/rocm` points when that is not the prefix (multi-version host).
         rocm_path_elsewhere: Option<PathBuf>,
     },
@@ -247,19 +253,6 @@ fn with_mode(mut reason: String, mode: GateMode, matches: bool) -> String {
         _ => {}
     }
     reason
-}
-
-fn gate_refusal_text(
-    found: Option<&str>,
-    required: &str,
-    prefix: &str,
-    version_file: &str,
-    rocm_path_elsewhere: Option<&Path>,
-) -> String {
-    let mut text =
-        crate::rocm::finding_text(found, required, prefix, version_file, rocm_path_elsewhere);
-    text.push_str(crate::rocm::REQUIRE_REFUSES);
-    text
 }
 
 #[cfg(test)]
@@ -380,6 +373,46 @@ mod tests {
         )
         .refusal()
         .is_none());
+    }
+
+    /// Debian's flavour under mode `require` (the default): the refusal says what the gate
+    /// judged, the package versions, not AMD's `/usr/.info/version is missing`.
+    #[test]
+    fn debians_refusal_names_the_package_versions() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("var/lib/dpkg")).unwrap();
+        std::fs::write(
+            d.path().join("var/lib/dpkg/status"),
+            "Package: libamdhip64-7\nStatus: install ok installed\nArchitecture: amd64\n\
+             Version: 7.1.0-1\nDescription: x\n",
+        )
+        .unwrap();
+        let marker = rocm::Marker {
+            commit: rocm::PIN_COMMIT.into(),
+            commit_time: 0,
+            flavor: "debian".into(),
+            prefix: "/usr".into(),
+            replaced: vec![rocm::ReplacedPackage {
+                stock_name: "libamdhip64-7".into(),
+                stock_version: "7.2.4-1~exp2".into(),
+                architecture: "amd64".into(),
+                package: "libamdhip64-7-pinned".into(),
+                version: "7.2.4-1~exp2+pin1".into(),
+            }],
+            libraries: vec![],
+            files: Default::default(),
+            tool_version: "t".into(),
+            patches: vec![],
+            backport_check_skipped: false,
+            source: None,
+        };
+        let g =
+            evaluate_by_package_versions(&Root::new(d.path()), &marker, GateMode::Require).unwrap();
+        let e = g.refusal().expect("7.1 is not 7.2.4").to_string();
+        assert!(e.contains("libamdhip64-7 7.1"), "{e}");
+        assert!(e.contains("does not match 7.2.4"), "{e}");
+        assert!(!e.contains(".info/version"), "{e}");
+        assert_eq!(e, g.reason);
     }
 
     #[test]

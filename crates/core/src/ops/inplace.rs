@@ -6,7 +6,7 @@
 //!
 //! [`detect`] reads that state (read-only) for `verify`, `status` and `adopt`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -308,7 +308,11 @@ fn md5_of(root: &Root, path: &str) -> Option<String> {
 type PackageSums<'a> = (&'a StatusEntry, Vec<(String, String)>);
 
 /// The installed stock runtime packages of `flavour` (by name; never ours) with their md5sums,
-/// each package's read once per [`detect`].
+/// each package's read once per [`detect`]. Only the files dpkg lists for the package *now*
+/// count: when a stock package is forced in next to ours (`dpkg -i --force-all`), dpkg skips
+/// every file ours already owns ("Replaced by files in installed package …"), so its md5sums
+/// still name those paths while its `.list` no longer does. Comparing them would call our own
+/// installed files a patch in place and send the user to `adopt`, which refuses.
 fn stock_package_sums<'a>(
     root: &Root,
     entries: &'a [StatusEntry],
@@ -318,12 +322,18 @@ fn stock_package_sums<'a>(
         .iter()
         .filter(|e| e.has_files() && !e.extra.contains_key(rocm::COMMIT_FIELD))
         .filter(|e| rocm::stock_package_by_name(&e.package).is_some_and(|n| n.flavour == flavour))
-        .filter_map(
-            |e| match status::package_md5sums(root, &e.package, &e.architecture) {
-                Ok(Some(sums)) => Some((e, sums)),
-                _ => None,
-            },
-        )
+        .filter_map(|e| {
+            let sums = status::package_md5sums(root, &e.package, &e.architecture).ok()??;
+            let listed: HashSet<String> = status::package_list(root, &e.package, &e.architecture)
+                .ok()?
+                .into_iter()
+                .collect();
+            let owned = sums
+                .into_iter()
+                .filter(|(p, _)| listed.contains(p))
+                .collect();
+            Some((e, owned))
+        })
         .collect()
 }
 
@@ -747,6 +757,19 @@ mod tests {
         assert!(detect(&Root::new(r), &[ours(rocm::PIN_COMMIT)]).is_none());
     }
 
+    /// dpkg's md5sums for the info file stem `stem` (`hip-runtime-amd`, `libamdhip64-7:amd64`)
+    /// and the `.list` naming the same files, as dpkg writes both on install.
+    fn write_sums(r: &Path, stem: &str, sums: &str) {
+        let info = r.join("var/lib/dpkg/info");
+        std::fs::write(info.join(format!("{stem}.md5sums")), sums).unwrap();
+        let list: String = sums
+            .lines()
+            .filter_map(|l| l.split_once("  "))
+            .map(|(_, p)| format!("/{p}\n"))
+            .collect();
+        std::fs::write(info.join(format!("{stem}.list")), list).unwrap();
+    }
+
     /// An AMD-flavour root with an empty `/opt/rocm-7.2.4` (lib/, .info/, the `/opt/rocm`
     /// link) and a dpkg info directory; returns the lib directory.
     fn amd_fake_root(r: &Path) -> std::path::PathBuf {
@@ -777,14 +800,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (r, lib) = (d.path(), amd_fake_root(d.path()));
         let stock = "libamdhip64.so.7.2.70204";
-        std::fs::write(
-            r.join("var/lib/dpkg/info/hip-runtime-amd.md5sums"),
-            format!(
+        write_sums(
+            r,
+            "hip-runtime-amd",
+            &format!(
                 "{}  opt/rocm-7.2.4/lib/{stock}\n",
                 hex::encode(md5::Md5::digest(b"stock hip"))
             ),
-        )
-        .unwrap();
+        );
         let patched = "libamdhip64.so.7.2.53211-b539bf7";
         std::fs::write(lib.join(patched), b"patched hip").unwrap();
         std::fs::hard_link(lib.join(patched), lib.join(stock)).unwrap();
@@ -858,15 +881,15 @@ mod tests {
             ("libhsa-runtime64-1", hsa, "libhsa-runtime64.so.1"),
             ("libamdhip64-7", hip, "libamdhip64.so.7"),
         ] {
-            std::fs::write(
-                r.join(format!("var/lib/dpkg/info/{package}:amd64.md5sums")),
-                format!(
+            write_sums(
+                r,
+                &format!("{package}:amd64"),
+                &format!(
                     "{}  {dir}/{file}\n{}  usr/share/doc/{package}/copyright\n",
                     md5(format!("stock {package}").as_bytes()),
                     md5(b"c")
                 ),
-            )
-            .unwrap();
+            );
             std::fs::write(lib.join(file), format!("stock {package}")).unwrap();
             std::os::unix::fs::symlink(file, lib.join(soname)).unwrap();
         }
@@ -1003,17 +1026,47 @@ mod tests {
         );
     }
 
+    /// A stock package forced in next to ours (`dpkg -i --force-all`): dpkg skipped every file
+    /// ours owns ("Replaced by files in installed package"), so the stock md5sums still name the
+    /// runtime file while its `.list` does not, and the file on disk is ours. That is no patch
+    /// in place (verify's advice was `adopt`, which refuses); the same file dropped from the
+    /// list only is how dpkg leaves it.
+    #[test]
+    fn a_stock_package_forced_in_next_to_ours_is_not_a_patch_in_place() {
+        let d = tempfile::tempdir().unwrap();
+        let (r, lib) = (d.path(), amd_fake_root(d.path()));
+        let stock = "libamdhip64.so.7.2.70204";
+        write_sums(
+            r,
+            "hip-runtime-amd",
+            &format!("00000000000000000000000000000000  opt/rocm-7.2.4/lib/{stock}\n"),
+        );
+        std::fs::write(lib.join(stock), b"ours, installed by our package").unwrap();
+        let entries = [installed_hip_runtime_amd()];
+        assert!(
+            detect(&Root::new(r), &entries).is_some_and(|p| p.is_live()),
+            "listed and differing: a live patch"
+        );
+        // dpkg's list after the forced install: the runtime file is ours, not the stock one's.
+        std::fs::write(
+            r.join("var/lib/dpkg/info/hip-runtime-amd.list"),
+            "/opt/rocm-7.2.4\n/opt/rocm-7.2.4/lib\n",
+        )
+        .unwrap();
+        assert_eq!(detect(&Root::new(r), &entries), None);
+    }
+
     /// AMD's flavour: `--commit` where the marker is missing replaces it; with a marker it must
     /// agree, and a disagreement names both.
     #[test]
     fn a_given_commit_must_agree_with_the_marker() {
         let d = tempfile::tempdir().unwrap();
         let (r, lib) = (d.path(), amd_fake_root(d.path()));
-        std::fs::write(
-            r.join("var/lib/dpkg/info/hip-runtime-amd.md5sums"),
+        write_sums(
+            r,
+            "hip-runtime-amd",
             "00000000000000000000000000000000  opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204\n",
-        )
-        .unwrap();
+        );
         std::fs::write(lib.join("libamdhip64.so.7.2.70204"), b"patched").unwrap();
         let entries = [installed_hip_runtime_amd()];
         let p = detect(&Root::new(r), &entries).unwrap();

@@ -22,7 +22,7 @@ use crate::host::layout::StateLayout;
 use crate::host::loader;
 use crate::host::refused;
 use crate::host::root::Root;
-use crate::host::status::StatusEntry;
+use crate::host::status::{self, StatusEntry};
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
 use crate::rocm::{self, GateMode, Marker};
@@ -262,11 +262,23 @@ fn install_steps(
     changed: &mut HostChange,
 ) -> anyhow::Result<InstallReport> {
     let mut report = InstallReport::default();
-    if opts.debs.is_empty() {
-        return Err(usage(
-            "no .deb given: rocm-pin install HSA.deb HIP.deb (made by `rocm-pin package`)",
-        ));
-    }
+    // No .deb given: the ones an earlier install kept (the repair verify names).
+    let kept;
+    let opts = if opts.debs.is_empty() {
+        kept = InstallOptions {
+            debs: super::ourdebs::kept(root),
+            ..opts.clone()
+        };
+        if kept.debs.is_empty() {
+            return Err(usage(format!(
+                "no .deb given, and no earlier install kept ours in {} (none was made on this host, it ran with --no-rollback, or a rollback removed them): give the .debs `rocm-pin package` made: rocm-pin install HSA.deb HIP.deb",
+                StateLayout::ours_dir().display()
+            )));
+        }
+        &kept
+    } else {
+        opts
+    };
     if opts.guard {
         // Fail before changing anything if the hook could not name this executable.
         crate::process::self_path()?;
@@ -336,6 +348,7 @@ fn install_steps(
     // 6. ldconfig, our entry again (a stock prerm may have run ldconfig without it), the
     // release hold, the guard, the local repository.
     finish_host(root, opts, &tx, &facts, &after, &mut report, listener)?;
+    keep_ours(root, opts, &mut report)?;
 
     // 7. verify: workflow::install, above host/.
     Ok(report)
@@ -440,11 +453,31 @@ fn complete_interrupted_run(
     Ok(!interrupted.is_empty())
 }
 
+/// The files dpkg's md5sums list for each of ours installed that are gone from the root (a
+/// deleted marker or library): what only a reinstall of ours puts back.
+fn missing_files_of_ours(root: &Root, facts: &[DebFacts], before: &[StatusEntry]) -> Vec<String> {
+    facts
+        .iter()
+        .filter_map(|f| {
+            before
+                .iter()
+                .find(|e| e.package == f.package && e.has_files())
+        })
+        .filter_map(|e| status::package_md5sums(root, &e.package, &e.architecture).ok()?)
+        .flatten()
+        .map(|(path, _)| path)
+        .filter(|p| root.symlink_metadata(p).is_err())
+        .collect()
+}
+
 /// What the apt transaction will be, decided before anything changes.
 struct Transaction {
     stock_match: StockMatch,
     /// Pin conffiles of ours that were deleted (restored with --force-confmiss).
     missing_conffiles: Vec<String>,
+    /// Other files of ours (dpkg's md5sums of an installed package of ours) that are gone:
+    /// the marker, a library. `--reinstall` unpacks them again.
+    missing_files: Vec<String>,
     /// The HSA library's directory and our loader entry naming it.
     lib_dir: String,
     loader_entry: PathBuf,
@@ -483,6 +516,7 @@ impl Transaction {
             .filter(|p| !root.host_path(p).exists())
             .map(|p| p.display().to_string())
             .collect();
+        let missing_files = missing_files_of_ours(root, facts, before);
         let hsa_lib = marker
             .libraries
             .iter()
@@ -499,7 +533,9 @@ impl Transaction {
             .unwrap_or_default();
         let need_apt = !stock_match.ours_current
             || !stock_match.present.is_empty()
-            || !missing_conffiles.is_empty();
+            || !missing_conffiles.is_empty()
+            || !missing_files.is_empty()
+            || stock_match.unprotected;
         let mut deb_args: Vec<String> =
             facts.iter().map(|f| f.path.display().to_string()).collect();
         deb_args.extend(
@@ -513,6 +549,7 @@ impl Transaction {
             reinstall: stock_match.ours_current,
             stock_match,
             missing_conffiles,
+            missing_files,
             lib_dir,
             loader_entry: StateLayout::loader_entry(&hsa_lib.package),
             need_apt,
@@ -531,6 +568,9 @@ impl Transaction {
         }
         if opts.allow_downgrade {
             cmd.arg("--allow-downgrades");
+        }
+        if self.stock_match.repair {
+            cmd.arg("--fix-broken");
         }
         if self.reinstall {
             cmd.arg("--reinstall");
@@ -611,6 +651,22 @@ fn keep_stock_for_rollback(
     for w in &report.warnings {
         listener.warn(w);
     }
+    Ok(())
+}
+
+/// Keep our .debs for the repair `rocm-pin install` with none given (not with
+/// `--no-rollback`: an image build keeps no second copy of anything in its layer).
+fn keep_ours(root: &Root, opts: &InstallOptions, report: &mut InstallReport) -> anyhow::Result<()> {
+    if opts.no_rollback {
+        super::ourdebs::forget(root)?;
+        return Ok(());
+    }
+    let kept = super::ourdebs::keep(root, &opts.debs)?;
+    report.actions.push(format!(
+        "kept {} of ours in {} (`rocm-pin install` with no .deb reinstalls them)",
+        kept.len(),
+        StateLayout::ours_dir().display()
+    ));
     Ok(())
 }
 
@@ -710,7 +766,7 @@ fn apt_failure(opts: &InstallOptions, out: &std::process::Output, changed: bool)
 fn apt_action(tx: &Transaction, facts: &[DebFacts]) -> String {
     let stock_present = &tx.stock_match.present;
     format!(
-        "apt-get install {}{}{}",
+        "apt-get install {}{}{}{}",
         facts
             .iter()
             .map(|f| format!("{}_{}", f.package, f.version))
@@ -740,6 +796,11 @@ fn apt_action(tx: &Transaction, facts: &[DebFacts]) -> String {
                 " (--reinstall --force-confmiss restored {})",
                 tx.missing_conffiles.join(", ")
             )
+        },
+        if tx.missing_files.is_empty() {
+            String::new()
+        } else {
+            format!(" (--reinstall restored {})", tx.missing_files.join(", "))
         }
     )
 }
@@ -811,6 +872,14 @@ struct StockMatch {
     present: Vec<StatusEntry>,
     /// Every replacement installed (`ii`) at the version given.
     ours_current: bool,
+    /// Some of ours are installed and another was force-removed (left in `rc` or gone): dpkg's
+    /// database is broken on purpose, and apt only installs the missing one with
+    /// `--fix-broken` (measured: without it apt keeps the removed one's status version at
+    /// priority -1, offers no candidate and refuses "Unmet dependencies").
+    repair: bool,
+    /// One of ours is installed at the version given but its dpkg record lost `Protected:
+    /// yes` (an edited status database): only a reinstall writes the record again.
+    unprotected: bool,
     /// (stock name, the exact version our Provides carries).
     provided: Vec<(String, String)>,
 }
@@ -839,7 +908,17 @@ fn match_stock(
         present: Vec::new(),
         ours_current: true,
         provided: Vec::new(),
+        repair: false,
+        unprotected: false,
     };
+    // A replacement of this set is (or was: its pin conffile left behind) on the host: a stock
+    // package that is absent was replaced by ours, and installing ours back is the repair
+    // (one of ours force-removed), not "nothing to replace".
+    let ours_seen = facts.iter().any(|f| {
+        by_name
+            .get(f.package.as_str())
+            .is_some_and(|e| e.has_files() || e.status.ends_with(" config-files"))
+    });
     for f in facts {
         m.provided
             .push((f.stock_name.clone(), f.stock_version.clone()));
@@ -849,6 +928,8 @@ fn match_stock(
             Some(o) if o.provides.contains(&provides) => {
                 if o.version != f.version || !o.is_installed_ok() {
                     m.ours_current = false;
+                } else if !o.protected {
+                    m.unprotected = true;
                 }
                 if !allow_downgrade {
                     super::pinmove::refuse_downgrade(o, &f.version)?;
@@ -883,6 +964,7 @@ fn match_stock(
                 m.present.push((*s).clone());
             }
             (None, Some(_)) => {}
+            (None, None) if ours_seen => m.repair = true,
             (None, None) => {
                 return Err(usage(format!(
                     "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",

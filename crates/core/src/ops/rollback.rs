@@ -118,8 +118,9 @@ fn rollback_steps(
     };
     let marker = marker.ok_or_else(|| {
         usage(format!(
-            "the provenance marker */{} is missing or unreadable, so the stock versions to restore are unknown; reinstall the replacement (`rocm-pin install`) first",
-            rocm::MARKER_RELPATH
+            "the provenance marker */{} is missing or unreadable, so the stock versions to restore are unknown; reinstall the replacement (`{}`) first",
+            rocm::MARKER_RELPATH,
+            super::ourdebs::reinstall_command(root)
         ))
     })?;
     let mut report = RollbackReport::default();
@@ -151,6 +152,12 @@ fn rollback_steps(
         report
             .purged
             .push(StateLayout::release_hold().display().to_string());
+    }
+    // Our kept .debs (install's repair copies) leave with our packages.
+    if super::ourdebs::forget(root)? {
+        report
+            .purged
+            .push(StateLayout::ours_dir().display().to_string());
     }
     // The local repository (--local-repo) holds only our packages: it leaves with them.
     if super::localrepo::remove(root)? {

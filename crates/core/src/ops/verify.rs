@@ -9,6 +9,7 @@ pub use error::VerifyError;
 
 use crate::exit::usage;
 use crate::ops::gate::GateError;
+use crate::ops::ourdebs;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -173,9 +174,10 @@ impl Default for VerifyOptions {
 /// How to remove a stock package that sits next to ours, for the solver apt uses here
 /// (measured in bookworm/trixie chroots: `apt-get remove` and `rocm-pin install` repair under
 /// both solvers; `apt-get -f install` only under the classic one).
-fn stock_repair_hint(stock: &str, solver: apt::Solver) -> String {
+fn stock_repair_hint(root: &Root, stock: &str, solver: apt::Solver) -> String {
     let common = format!(
-        "remove it: `apt-get remove -y {stock}` (ours provide it, nothing else goes), or run `rocm-pin install` with our .debs again"
+        "remove it: `apt-get remove -y {stock}` (ours provide it, nothing else goes), or `{}`",
+        ourdebs::reinstall_command(root)
     );
     match solver {
         apt::Solver::Classic => format!("{common} (or `apt-get -f install`)"),
@@ -257,7 +259,7 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         return;
     }
     let (lists, marker_path, marker) = read_marker(root, &ours, c);
-    check_our_packages(&ours, marker.as_ref(), c);
+    check_our_packages(root, &ours, marker.as_ref(), c);
     let Some(marker) = marker else { return };
     check_marker_packages(root, &marker, &by_name, c);
 
@@ -318,8 +320,9 @@ fn read_marker(
                 "",
                 false,
                 format!(
-                    "no installed package ships the provenance marker */{}; reinstall with `rocm-pin install`",
-                    rocm::MARKER_RELPATH
+                    "no installed package ships the provenance marker */{}; reinstall ours: `{}`",
+                    rocm::MARKER_RELPATH,
+                    ourdebs::reinstall_command(root)
                 ),
             );
             None
@@ -339,7 +342,10 @@ fn read_marker(
                     "marker",
                     p,
                     false,
-                    format!("missing or unreadable: {e}; reinstall the HSA replacement package"),
+                    format!(
+                        "missing or unreadable: {e}; reinstall ours: `{}`",
+                        ourdebs::reinstall_command(root)
+                    ),
                 );
                 None
             }
@@ -350,7 +356,12 @@ fn read_marker(
 
 /// Each of ours installed (ii), Protected, at the marker's version, its commit and patch
 /// fields agreeing with the marker.
-fn check_our_packages(ours: &[&StatusEntry], marker: Option<&rocm::Marker>, c: &mut Checks) {
+fn check_our_packages(
+    root: &Root,
+    ours: &[&StatusEntry],
+    marker: Option<&rocm::Marker>,
+    c: &mut Checks,
+) {
     for e in ours {
         let commit = e
             .extra
@@ -384,7 +395,11 @@ fn check_our_packages(ours: &[&StatusEntry], marker: Option<&rocm::Marker>, c: &
             if problems.is_empty() {
                 format!("ii {} Protected: yes", e.version)
             } else {
-                problems.join("; ")
+                format!(
+                    "{}; reinstall ours: `{}`",
+                    problems.join("; "),
+                    ourdebs::reinstall_command(root)
+                )
             },
         );
         if let Some(m) = marker {
@@ -443,7 +458,7 @@ fn check_marker_packages(
                         e.package,
                         e.version,
                         e.abbrev(),
-                        stock_repair_hint(&e.package, apt::solver(root, apt_version))
+                        stock_repair_hint(root, &e.package, apt::solver(root, apt_version))
                     ),
                 )
             }
@@ -560,7 +575,8 @@ fn check_pin_files(
                 &pin.display().to_string(),
                 false,
                 format!(
-                    "missing or unreadable ({e}); restore it with `rocm-pin install` (reinstalls {} with --force-confmiss)",
+                    "missing or unreadable ({e}); restore it with `{}` (reinstalls {} with --force-confmiss)",
+                    ourdebs::reinstall_command(root),
                     r.package
                 ),
             ),
@@ -749,8 +765,10 @@ fn check_file(
         Err(_) => {
             fail(
                 c,
-                "missing; reinstall with `apt-get install --reinstall` or `rocm-pin install`"
-                    .into(),
+                format!(
+                    "missing; reinstall ours: `{}`",
+                    ourdebs::reinstall_command(root)
+                ),
             );
             return FileCheck::Unreadable;
         }
@@ -1144,7 +1162,10 @@ fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
         Ok(false) => (false, format!("does not list {dir}")),
         Err(e) => (
             false,
-            format!("{e:#}; run `rocm-pin install` again (writes it and runs ldconfig)"),
+            format!(
+                "{e:#}; run `{}` again (writes it and runs ldconfig)",
+                ourdebs::reinstall_command(root)
+            ),
         ),
     };
     c.add("loader-entry", &entry.display().to_string(), ok, detail);
@@ -1257,14 +1278,23 @@ mod tests {
 
     #[test]
     fn the_stock_repair_hint_fits_the_solver() {
-        let classic = stock_repair_hint("hsa-rocr", apt::Solver::Classic);
-        let solver3 = stock_repair_hint("hsa-rocr", apt::Solver::Solver3);
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::new(d.path());
+        let classic = stock_repair_hint(&root, "hsa-rocr", apt::Solver::Classic);
+        let solver3 = stock_repair_hint(&root, "hsa-rocr", apt::Solver::Solver3);
         for h in [&classic, &solver3] {
             assert!(h.contains("`apt-get remove -y hsa-rocr`"), "{h}");
-            assert!(h.contains("rocm-pin install"), "{h}");
+            // Nothing kept: the .debs must be given.
+            assert!(h.contains("`rocm-pin install <our .debs"), "{h}");
         }
         assert!(classic.contains("(or `apt-get -f install`)"), "{classic}");
         assert!(solver3.contains("not `apt-get -f install`"), "{solver3}");
+        // Kept by an earlier install: the repair runs as printed.
+        let kept = root.host_path(StateLayout::ours_dir());
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(kept.join("hsa-rocr-pinned_1_amd64.deb"), b"").unwrap();
+        let h = stock_repair_hint(&root, "hsa-rocr", apt::Solver::Classic);
+        assert!(h.contains("or `rocm-pin install`"), "{h}");
     }
 
     #[test]

@@ -1,0 +1,162 @@
+//! Every fix verify names leads to green (issue: "advice that loops"). Each row breaks an
+//! installed host the way a user or a downstream image does; verify must fail, and every fix
+//! command it prints (backquoted, starting with a command a user runs) is run verbatim in the
+//! chroot, in order, until verify passes. No fix may be the command that just refused, and the
+//! last one run must leave verify passing with the patched runtime live.
+
+use crate::util::*;
+use rocm_pin_kit::sandbox::Sandbox;
+use rocm_pin_kit::standin::StockRole;
+
+/// One way to break an installed host.
+struct Breakage {
+    id: &'static str,
+    /// Shell run in the chroot (placeholders: `{stock_hsa_deb}`, `{stock_hip_deb}`).
+    script: &'static str,
+}
+
+const BREAKAGES: &[Breakage] = &[
+    Breakage {
+        id: "forced-stock-hsa",
+        script: "dpkg -i --force-all {stock_hsa_deb}",
+    },
+    Breakage {
+        id: "ours-force-removed",
+        script: "dpkg -r --force-depends --force-remove-protected hsa-rocr-pinned",
+    },
+    Breakage {
+        id: "both-ours-force-removed",
+        script: "dpkg -r --force-depends --force-remove-protected hsa-rocr-pinned hip-runtime-amd-pinned",
+    },
+    Breakage {
+        id: "forced-stock-hip",
+        script: "dpkg -i --force-all {stock_hip_deb}",
+    },
+    Breakage {
+        id: "pin-file-deleted",
+        script: "rm /etc/apt/preferences.d/hip-runtime-amd-pinned",
+    },
+    Breakage {
+        id: "protected-dropped",
+        script: "sed -i '/^Package: hsa-rocr-pinned$/,/^$/{/^Protected: yes$/d}' /var/lib/dpkg/status",
+    },
+    Breakage {
+        id: "marker-deleted",
+        script: "rm /opt/rocm-7.2.4/.info/rocm-pin.json",
+    },
+    Breakage {
+        id: "library-deleted",
+        script: "rm /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.53211-*",
+    },
+    Breakage {
+        id: "loader-entry-deleted",
+        script: "rm /etc/ld.so.conf.d/hsa-rocr-pinned.conf && ldconfig",
+    },
+];
+
+/// The commands a verify report names as fixes, in order: backquoted text on FAIL lines that
+/// starts with a program a user runs.
+fn fixes_named(report: &str) -> Vec<String> {
+    const PROGRAMS: &[&str] = &["rocm-pin ", "apt-get ", "apt ", "dpkg "];
+    let mut out = Vec::new();
+    for line in report.lines().filter(|l| l.contains("FAIL")) {
+        for (i, part) in line.split('`').enumerate() {
+            if i % 2 == 1
+                && PROGRAMS.iter().any(|p| part.starts_with(p))
+                && !out.contains(&part.to_string())
+            {
+                out.push(part.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_fix_verify_names_leads_to_green() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let a = artifacts("bookworm");
+    let stock_deb = |role: StockRole| {
+        let deb = &a.stock.require(role).unwrap().deb;
+        format!(
+            "{STOCK_DEBS_DIR}/{}",
+            deb.file_name().unwrap().to_string_lossy()
+        )
+    };
+    let mut table = Vec::new();
+    let mut failures = Vec::new();
+    for b in BREAKAGES {
+        let sb = fresh(a, &a.installed_snapshot);
+        let script = b
+            .script
+            .replace("{stock_hsa_deb}", &stock_deb(StockRole::HsaRocr))
+            .replace("{stock_hip_deb}", &stock_deb(StockRole::HipRuntime));
+        sb.sh_ok(&script).unwrap();
+        let (row, problem) = follow_the_advice(&sb, b.id);
+        table.push(row);
+        if let Some(p) = problem {
+            failures.push(p);
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Run verify, then each fix it names, until verify passes. Returns the table row and a
+/// problem when the advice does not lead to green.
+fn follow_the_advice(sb: &Sandbox, id: &str) -> (String, Option<String>) {
+    let v = verify(sb);
+    if v.status.success() {
+        return (
+            format!("{id:<22} verify passes after the breakage"),
+            Some(format!(
+                "{id}: verify passes on a broken host:\n{}",
+                text(&v)
+            )),
+        );
+    }
+    let fixes = fixes_named(&text(&v));
+    let mut ran = Vec::new();
+    for fix in &fixes {
+        let out = sb.sh(fix).unwrap();
+        ran.push(format!("`{fix}` rc {}", rc(&out)));
+        let after = verify(sb);
+        if after.status.success() {
+            let problems = runtime_problems(sb);
+            return (
+                format!("{id:<22} {} -> verify ok", ran.join(", then ")),
+                (!problems.is_empty()).then(|| format!("{id}: {problems:?}")),
+            );
+        }
+        let next = fixes_named(&text(&after));
+        if rc(&out) != 0 && next.contains(fix) {
+            return (
+                format!("{id:<22} {} -> LOOP", ran.join(", then ")),
+                Some(format!(
+                    "{id}: `{fix}` failed and verify names it again:\n{}\n--- verify:\n{}",
+                    text(&out),
+                    text(&after)
+                )),
+            );
+        }
+    }
+    (
+        format!("{id:<22} {} -> still failing", ran.join(", then ")),
+        Some(format!(
+            "{id}: no fix verify named made it pass ({fixes:?}):\n{}",
+            text(&verify(sb))
+        )),
+    )
+}
+
+fn runtime_problems(sb: &Sandbox) -> Vec<String> {
+    let mut problems = Vec::new();
+    let ids = probe(sb);
+    if !all_patched(&ids) {
+        problems.push(format!("loader uses {ids:?}"));
+    }
+    if !dependants_installed(sb) {
+        problems.push(format!("dependants {:?}", dependant_states(sb)));
+    }
+    problems
+}
