@@ -306,6 +306,14 @@ fn check_index_filename(filename: &str) -> Result<(), &'static str> {
     if filename.starts_with('/') {
         return Err("is absolute");
     }
+    // A continuation line or a control character would name another file than apt fetches
+    // and break the one-line messages that name it.
+    if filename
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err("has white space or a control character");
+    }
     if filename
         .split('/')
         .any(|part| part.is_empty() || part == "." || part == "..")
@@ -328,6 +336,16 @@ fn listed_from_stanza(stanza: Paragraph) -> anyhow::Result<Listed> {
     let sha256 = field("SHA256")?;
     field("Filename")?;
     field("Size")?;
+    // These make the package's id and appear in messages: only what rocm-pin itself writes.
+    if package_name_problem(&name).is_some() {
+        anyhow::bail!("its Package is not a valid package name");
+    }
+    if version.parse::<Version>().is_err() || version.contains(char::is_whitespace) {
+        anyhow::bail!("its Version is not a valid version");
+    }
+    if arch.is_empty() || !arch.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        anyhow::bail!("its Architecture is not a valid architecture");
+    }
     Ok(Listed {
         stanza,
         name,
@@ -1208,6 +1226,9 @@ pub(crate) mod tests {
             "pool/../../x.deb",
             "pool//x.deb",
             "",
+            "pool/main\n /x.deb",
+            "pool/a b.deb",
+            "pool/\u{1b}[2J.deb",
         ] {
             assert!(check_index_filename(escape).is_err(), "{escape}");
         }
