@@ -344,7 +344,11 @@ pub fn repo_index(data: &[u8], scratch: &Path) {
     match &parsed {
         Ok(packages) => {
             for p in packages {
-                assert!(clean_repo_filename(&p.filename), "accepted {:?}", p.filename);
+                assert!(
+                    clean_repo_filename(&p.filename),
+                    "accepted {:?}",
+                    p.filename
+                );
             }
         }
         Err(e) => one_line(&e),
@@ -353,7 +357,10 @@ pub fn repo_index(data: &[u8], scratch: &Path) {
     match (&parsed, &read) {
         (Ok(packages), Ok(read)) => {
             for p in read {
-                assert!(packages.contains(p), "read {p:?}, which the parser did not give");
+                assert!(
+                    packages.contains(p),
+                    "read {p:?}, which the parser did not give"
+                );
                 let file = repo.join(&p.filename);
                 let meta = fs::symlink_metadata(&file).expect("an accepted pool file exists");
                 assert!(meta.is_file(), "{} is not a regular file", file.display());
@@ -364,5 +371,8 @@ pub fn repo_index(data: &[u8], scratch: &Path) {
         (_, Err(e)) => one_line(&e),
     }
     // Reading changes nothing: the pool file is as written.
-    assert_eq!(fs::read(repo.join(REPO_POOL_FILE)).unwrap(), REPO_POOL_BYTES);
+    assert_eq!(
+        fs::read(repo.join(REPO_POOL_FILE)).unwrap(),
+        REPO_POOL_BYTES
+    );
 }

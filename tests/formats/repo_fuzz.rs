@@ -105,7 +105,10 @@ fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
             3 if len > 0 => {
                 // Duplicate a line somewhere else.
                 let a = rng.below(len);
-                let b = v[a..].iter().position(|c| *c == b'\n').map_or(len, |p| a + p + 1);
+                let b = v[a..]
+                    .iter()
+                    .position(|c| *c == b'\n')
+                    .map_or(len, |p| a + p + 1);
                 let line = v[a..b].to_vec();
                 let at = rng.below(v.len() + 1);
                 v.splice(at..at, line);
@@ -133,7 +136,10 @@ fn run_mutations(seed_value: u64, budget: Duration, max: usize) -> (usize, Vec<V
     while n < max && start.elapsed() < budget {
         let base = &seeds[rng.below(seeds.len())];
         let input = mutate(&mut rng, base);
-        if catch_unwind(AssertUnwindSafe(|| harness::repo_index(&input, scratch.path()))).is_err()
+        if catch_unwind(AssertUnwindSafe(|| {
+            harness::repo_index(&input, scratch.path())
+        }))
+        .is_err()
         {
             failing.push(input);
         }
@@ -175,7 +181,11 @@ fn regressions_and_quick_mutations() {
     }
     let (n, failing) = run_mutations(0x5eed, Duration::from_secs(10), 2000);
     let saved = save(&failing);
-    assert!(saved.is_empty(), "{} of {n} inputs fail: {saved:?}", saved.len());
+    assert!(
+        saved.is_empty(),
+        "{} of {n} inputs fail: {saved:?}",
+        saved.len()
+    );
 }
 
 #[test]
