@@ -7,8 +7,8 @@
 //!   repo_fuzz::stress --nocapture`): mutations for the given time; a failing input is saved
 //!   into `fuzz/regressions/repo_index/`.
 
-#[path = "../../fuzz/harness.rs"]
-mod harness;
+// The harness is compiled once, in root_fuzz (clippy: duplicate_mod).
+use crate::root_fuzz::harness;
 
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
