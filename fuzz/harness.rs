@@ -314,3 +314,65 @@ pub fn image_layer(data: &[u8], scratch: &LayerScratch) -> Result<usize, String>
     }
     first.unwrap()
 }
+
+/// Where the `repo_index` scratch repository's one pool file lives, and its bytes.
+const REPO_POOL_FILE: &str = "pool/main/f/fuzzed/fuzzed_1.0_all.deb";
+const REPO_POOL_BYTES: &[u8] = b"not a real package: only its size is checked\n";
+
+/// Whether an index `Filename:` stays inside the repository: relative, plain components.
+fn clean_repo_filename(f: &str) -> bool {
+    !f.starts_with('/') && f.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// `repo_index`: an existing repository's `dists/stable/main/binary-all/Packages`, parsed as
+/// `repo --out` parses it (`ops::repo::parse_index_bytes`) and read through the repository
+/// directory as `repo --out` reads it before adding (`ops::repo::existing_index`: index and
+/// pool through no-follow descriptors). Every Filename accepted stays inside the repository;
+/// the reader accepts only what the parser does, and only pool files that are there at the
+/// listed size; every error is one line.
+pub fn repo_index(data: &[u8], scratch: &Path) {
+    use rocm_pin::ops::repo::{existing_index, parse_index_bytes, RepoOptions};
+    let repo = scratch.join("repo");
+    let _ = fs::remove_dir_all(&repo);
+    put(&repo, "dists/stable/main/binary-all/Packages", data);
+    put(&repo, REPO_POOL_FILE, REPO_POOL_BYTES);
+    let one_line = |e: &dyn std::fmt::Display| {
+        let text = format!("{e:#}");
+        assert!(!text.contains('\n'), "a multi-line error: {text:?}");
+    };
+    let parsed = parse_index_bytes(Path::new("Packages"), data);
+    match &parsed {
+        Ok(packages) => {
+            for p in packages {
+                assert!(
+                    clean_repo_filename(&p.filename),
+                    "accepted {:?}",
+                    p.filename
+                );
+            }
+        }
+        Err(e) => one_line(&e),
+    }
+    let read = existing_index(&RepoOptions::new(&repo));
+    match (&parsed, &read) {
+        (Ok(packages), Ok(read)) => {
+            for p in read {
+                assert!(
+                    packages.contains(p),
+                    "read {p:?}, which the parser did not give"
+                );
+                let file = repo.join(&p.filename);
+                let meta = fs::symlink_metadata(&file).expect("an accepted pool file exists");
+                assert!(meta.is_file(), "{} is not a regular file", file.display());
+                assert_eq!(meta.len().to_string(), p.size, "{}", file.display());
+            }
+        }
+        (Err(_), Ok(read)) => panic!("the reader accepted what the parser refused: {read:?}"),
+        (_, Err(e)) => one_line(&e),
+    }
+    // Reading changes nothing: the pool file is as written.
+    assert_eq!(
+        fs::read(repo.join(REPO_POOL_FILE)).unwrap(),
+        REPO_POOL_BYTES
+    );
+}

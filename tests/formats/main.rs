@@ -18,5 +18,6 @@ mod elf_cross;
 mod elf_debian;
 mod elf_fuzz;
 mod elf_gcc;
+mod repo_fuzz;
 mod root_fuzz;
 mod version_vs_dpkg;

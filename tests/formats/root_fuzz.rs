@@ -8,7 +8,7 @@
 //!   hard links and symlinks that point beside the root.
 
 #[path = "../../fuzz/harness.rs"]
-mod harness;
+pub(crate) mod harness;
 
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};

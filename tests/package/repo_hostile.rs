@@ -295,3 +295,294 @@ fn an_index_whose_filename_leaves_the_repository_is_refused() {
         assert_eq!(snapshot(&repo), before, "{escape}: the repository changed");
     }
 }
+
+/// One bounded run of `rocm-pin repo`: its exit code (128 + signal when killed) and stderr.
+struct Bounded {
+    code: i32,
+    stderr: String,
+}
+
+/// How long a refused `repo` run may take: it reads nothing large.
+const REPO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Run `cmd` with at most 2 GiB of address space (a read of `/dev/zero` fails fast instead of
+/// pushing the machine into the OOM killer) and kill it after [`REPO_TIMEOUT`] (a FIFO read
+/// hangs); `None` when it was killed for taking too long.
+fn run_bounded(cmd: &mut Command) -> Option<Bounded> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &limit);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = err.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > REPO_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    Some(Bounded {
+        code,
+        stderr: reader.join().unwrap(),
+    })
+}
+
+/// A published repository holding `first`, and the package `second` to add to it.
+fn published(tmp: &Path) -> (PathBuf, PathBuf) {
+    let first = tiny_package(tmp, "first", "1.0", "");
+    let second = tiny_package(tmp, "second", "1.0", "");
+    let repo = tmp.join("repo");
+    must_stdout(
+        rocm_pin()
+            .args(["repo", "--quiet", "--out"])
+            .arg(&repo)
+            .arg(&first),
+    );
+    (repo, second)
+}
+
+const TRUSTED_ONLY: &str =
+    "refused: an existing repository directory is trusted only for its regular files and directories";
+
+/// Issue 31: with a directory inside an existing repository replaced by a symlink to another
+/// directory (holding the same files, so the repository still reads as consistent), `repo`
+/// wrote Packages, Release and the new .deb into the directory the link names. Each is now
+/// refused with one line naming the link, before anything is written anywhere.
+#[test]
+fn a_symlinked_directory_in_an_existing_repository_is_refused_and_nothing_is_written() {
+    for linked in [
+        "dists/stable/main/binary-all",
+        "dists/stable",
+        "pool/main",
+        "pool/main/f/first",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, second) = published(tmp.path());
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::rename(repo.join(linked), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, repo.join(linked)).unwrap();
+        let (repo_before, elsewhere_before) = (snapshot(&repo), snapshot(&elsewhere));
+        let out = run_bounded(
+            rocm_pin()
+                .args(["repo", "--quiet", "--out"])
+                .arg(&repo)
+                .arg(&second),
+        )
+        .unwrap_or_else(|| panic!("{linked}: repo hung"));
+        assert_eq!(out.code, 2, "{linked}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.trim_end(),
+            format!(
+                "rocm-pin: error: {} is a symlink; {TRUSTED_ONLY}",
+                repo.join(linked).display()
+            ),
+            "{linked}"
+        );
+        assert_eq!(
+            snapshot(&elsewhere),
+            elsewhere_before,
+            "{linked}: written through the link"
+        );
+        assert_eq!(
+            snapshot(&repo),
+            repo_before,
+            "{linked}: the repository changed"
+        );
+    }
+}
+
+/// A symlinked `Release` (or key file) is refused too: the repository is trusted for regular
+/// files only, and a refused run writes nothing.
+#[test]
+fn a_symlinked_file_rocm_pin_would_replace_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, second) = published(tmp.path());
+    let host_file = tmp.path().join("host-release");
+    std::fs::write(&host_file, "kept\n").unwrap();
+    let release = repo.join("dists/stable/Release");
+    std::fs::remove_file(&release).unwrap();
+    std::os::unix::fs::symlink(&host_file, &release).unwrap();
+    let out = run_bounded(
+        rocm_pin()
+            .args(["repo", "--quiet", "--out"])
+            .arg(&repo)
+            .arg(&second),
+    )
+    .expect("repo hung");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "{} is a symlink; {TRUSTED_ONLY}",
+            release.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(std::fs::symlink_metadata(&release).unwrap().is_symlink());
+    assert_eq!(std::fs::read_to_string(&host_file).unwrap(), "kept\n");
+}
+
+/// Make a FIFO (`mknod p`) or the character device 1:5 (`/dev/zero`) at `path`.
+fn mknod(path: &Path, mode: libc::mode_t, dev: libc::dev_t) {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mknod(c.as_ptr(), mode | 0o644, dev) },
+        0,
+        "mknod {}",
+        path.display()
+    );
+}
+
+/// Issue 31: `repo --out` read the existing index and the pool with host lookups and no cap. A
+/// `Packages` linked to a host file had a line of it quoted in the error; a FIFO hung; a
+/// device like /dev/zero ran out of memory (index) or hashed forever (a pool file where the
+/// new package goes). Each is now refused at once, one line naming the file, nothing of a
+/// refused file quoted, nothing written.
+#[test]
+fn a_hostile_existing_index_or_pool_file_is_refused_unread() {
+    rocm_pin_testkit::needs_root!("mknod of a character device");
+    let secret = "SECRET-LINE-FROM-THE-HOST";
+    type Setup = fn(&Path, &Path, &str);
+    let cases: [(&str, Setup, &str); 6] = [
+        (
+            "Packages -> host file",
+            |repo, tmp, secret| {
+                let host = tmp.join("host-file");
+                std::fs::write(&host, format!("{secret}\n")).unwrap();
+                let index = repo.join("dists/stable/main/binary-all/Packages");
+                std::fs::remove_file(&index).unwrap();
+                std::os::unix::fs::symlink(&host, &index).unwrap();
+            },
+            "Packages is a symlink; refused",
+        ),
+        (
+            "Packages is a FIFO",
+            |repo, _, _| {
+                mknod(
+                    &repo.join("dists/stable/main/binary-all/Packages"),
+                    libc::S_IFIFO,
+                    0,
+                )
+            },
+            "Packages is a FIFO, not a regular file; refused",
+        ),
+        (
+            "Packages is /dev/zero",
+            |repo, _, _| {
+                mknod(
+                    &repo.join("dists/stable/main/binary-all/Packages"),
+                    libc::S_IFCHR,
+                    libc::makedev(1, 5),
+                )
+            },
+            "Packages is a character device, not a regular file; refused",
+        ),
+        (
+            "Packages over the index cap",
+            |repo, _, _| {
+                let f = std::fs::File::create(repo.join("dists/stable/main/binary-all/Packages"))
+                    .unwrap();
+                f.set_len((128 << 20) + 1).unwrap();
+            },
+            "is larger than the 134217728-byte limit for a Packages index; refused, not truncated",
+        ),
+        (
+            "the new package's pool file is /dev/zero",
+            |repo, _, _| {
+                let dir = repo.join("pool/main/s/second");
+                std::fs::create_dir_all(&dir).unwrap();
+                mknod(
+                    &dir.join("second_1.0_all.deb"),
+                    libc::S_IFCHR,
+                    libc::makedev(1, 5),
+                );
+            },
+            "second_1.0_all.deb is a character device, not a regular file; refused",
+        ),
+        (
+            "the new package's pool file is a FIFO",
+            |repo, _, _| {
+                let dir = repo.join("pool/main/s/second");
+                std::fs::create_dir_all(&dir).unwrap();
+                mknod(&dir.join("second_1.0_all.deb"), libc::S_IFIFO, 0);
+            },
+            "second_1.0_all.deb is a FIFO, not a regular file; refused",
+        ),
+    ];
+    for (what, setup, expected) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, second) = published(tmp.path());
+        setup(&repo, tmp.path(), secret);
+        let before = snapshot_entries(&repo);
+        let out = run_bounded(
+            rocm_pin()
+                .args(["repo", "--quiet", "--out"])
+                .arg(&repo)
+                .arg(&second),
+        )
+        .unwrap_or_else(|| panic!("{what}: repo hung for {}s", REPO_TIMEOUT.as_secs()));
+        assert_eq!(out.code, 2, "{what}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.trim_end().lines().count(),
+            1,
+            "{what}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(expected), "{what}: {}", out.stderr);
+        assert!(!out.stderr.contains(secret), "{what}: {}", out.stderr);
+        assert_eq!(
+            snapshot_entries(&repo),
+            before,
+            "{what}: the repository changed"
+        );
+    }
+}
+
+/// Every entry under `dir` (not following links, not opening special files): its type and,
+/// for a regular file, its bytes.
+fn snapshot_entries(dir: &Path) -> BTreeMap<PathBuf, (String, Vec<u8>)> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| {
+            let kind = format!("{:?}", e.file_type());
+            let bytes = if e.file_type().is_file() {
+                std::fs::read(e.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            (e.path().to_path_buf(), (kind, bytes))
+        })
+        .collect()
+}

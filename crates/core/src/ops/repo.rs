@@ -14,7 +14,9 @@
 //! Signing uses rpgp (pure Rust). Keys are v4 EdDSA (Ed25519, "legacy" encoding): the
 //! algorithm GnuPG 2.2 (bookworm's gpgv, which apt uses) and Sequoia's sqv (trixie) both verify.
 
+mod dir;
 mod error;
+use dir::RepoDir;
 use error::refused;
 pub use error::{KeyValidityProblem, RepoConflict, RepoError};
 
@@ -26,9 +28,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 
-use crate::deb::control::{format_many, package_name_problem, Paragraph};
+use crate::deb::control::{format_many, package_name_problem, ControlError, Paragraph};
 use crate::deb::Version;
 use crate::exit::usage;
+use crate::host::root::FileKind;
 use crate::progress::{step, Listener};
 
 pub const DEFAULT_SUITE: &str = "stable";
@@ -130,65 +133,170 @@ fn packages_rel(opts: &RepoOptions, arch: &str) -> String {
     }
 }
 
-/// Read the packages an existing repository already lists (nothing when `out` is new).
-fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
-    let root = index_root(opts);
-    let mut files = Vec::new();
+/// Where the index files are, relative to the repository directory (`""` when flat).
+fn index_rel(opts: &RepoOptions) -> String {
     if opts.flat {
-        files.push(root.join("Packages"));
+        String::new()
     } else {
-        let comp = root.join(&opts.component);
-        if comp.is_dir() {
-            for entry in
-                fs::read_dir(&comp).with_context(|| format!("reading {}", comp.display()))?
-            {
-                let entry = entry?;
-                let name = entry.file_name();
-                if name.to_string_lossy().starts_with("binary-") {
-                    files.push(entry.path().join("Packages"));
-                }
-            }
-        }
+        format!("dists/{}", opts.suite)
     }
+}
+
+/// The directories holding an existing repository's `Packages`, relative to the repository.
+fn index_dirs(repo: &RepoDir, opts: &RepoOptions) -> anyhow::Result<Vec<String>> {
+    if opts.flat {
+        return Ok(vec![String::new()]);
+    }
+    let component = format!("{}/{}", index_rel(opts), opts.component);
+    let Some(dir) = repo.dir(&component)? else {
+        return Ok(Vec::new());
+    };
+    Ok(dir
+        .names(dir::MAX_DIR_ENTRIES)?
+        .into_iter()
+        .filter(|name| name.starts_with("binary-"))
+        .map(|name| format!("{component}/{name}"))
+        .collect())
+}
+
+/// Read the packages an existing repository already lists (nothing when there is none yet),
+/// through no-follow descriptors: a symlink, FIFO or device anywhere on the way is refused,
+/// each index is read up to [`FileKind::PackageIndex`]'s cap, and each listed pool file must
+/// be a regular file of the listed size.
+fn existing_packages(repo: Option<&RepoDir>, opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
+    let Some(repo) = repo else {
+        return Ok(Vec::new());
+    };
     let mut by_id: BTreeMap<String, Listed> = BTreeMap::new();
-    for file in files {
-        if !file.exists() {
+    for rel in index_dirs(repo, opts)? {
+        let Some(dir) = repo.dir(&rel)? else {
             continue;
-        }
-        let text = fs::read_to_string(&file)
-            .with_context(|| format!("reading the existing index {}", file.display()))?;
-        let stanzas = Paragraph::parse_many(&text)
-            .with_context(|| format!("parsing the existing index {}", file.display()))?;
-        for stanza in stanzas {
-            let listed = listed_from_stanza(stanza)
-                .with_context(|| format!("in the existing index {}", file.display()))?;
-            let filename = listed.stanza.get("Filename").unwrap_or_default();
-            check_index_filename(filename).map_err(|why| {
-                usage(format!(
-                    "{} lists {} with Filename {filename:?}, which {why}: refusing to read or \
-                     publish outside the repository; fix the index or start a new repository",
-                    file.display(),
-                    listed.id()
-                ))
-            })?;
-            let deb = opts.out.join(filename);
-            let size: u64 = listed
-                .stanza
-                .get("Size")
-                .unwrap_or_default()
-                .parse()
-                .unwrap_or(0);
-            match fs::metadata(&deb) {
-                Ok(m) if m.len() == size => {}
-                Ok(m) => return Err(refused(format!("{} lists {} with Size {size}, but {} has {} bytes: the repository is inconsistent; \
-                     restore the file or start a new repository", file.display(), listed.id(), deb.display(), m.len()))),
-                Err(e) => return Err(refused(format!("{} lists {}, but {} is missing ({e}): restore the pool or start a new repository", file.display(), listed.id(), deb.display()))),
-            }
+        };
+        let Some(bytes) = dir.read_capped("Packages", FileKind::PackageIndex)? else {
+            continue;
+        };
+        let file = dir.path_of("Packages");
+        for listed in parse_index(&file, &bytes)? {
+            check_pool_file(repo, &file, &listed)?;
             // Arch-all packages appear once per binary-<arch>; keep one.
             by_id.entry(listed.id()).or_insert(listed);
         }
     }
     Ok(by_id.into_values().collect())
+}
+
+/// The packages an index lists, each with a `Filename:` inside the repository. An index that
+/// does not parse is refused by line number, without quoting it.
+fn parse_index(file: &Path, bytes: &[u8]) -> anyhow::Result<Vec<Listed>> {
+    let bad = |why: String| {
+        refused(format!(
+            "the existing index {}: {why}; refused (its text is not shown): fix the index or \
+             start a new repository",
+            file.display()
+        ))
+    };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| bad(format!("not UTF-8 text (at byte {})", e.valid_up_to())))?;
+    let stanzas = Paragraph::parse_many(text).map_err(|e| {
+        bad(match e {
+            ControlError::Syntax { line, .. } => format!("line {line} is not a deb822 field"),
+            ControlError::Field { .. } => "a field name or value is not valid deb822".into(),
+            ControlError::Missing(_) => "a required field is missing".into(),
+        })
+    })?;
+    let mut listed = Vec::with_capacity(stanzas.len());
+    for (number, stanza) in stanzas.into_iter().enumerate() {
+        let package =
+            listed_from_stanza(stanza).map_err(|e| bad(format!("stanza {}: {e}", number + 1)))?;
+        let filename = package.stanza.get("Filename").unwrap_or_default();
+        check_index_filename(filename).map_err(|why| {
+            usage(format!(
+                "{} lists {} with Filename {filename:?}, which {why}: refusing to read or \
+                 publish outside the repository; fix the index or start a new repository",
+                file.display(),
+                package.id()
+            ))
+        })?;
+        listed.push(package);
+    }
+    Ok(listed)
+}
+
+/// The pool file an index lists must be a regular file of the listed size, reached without a
+/// symlink (its bytes are not read: the index's SHA256 stays the published one).
+fn check_pool_file(repo: &RepoDir, file: &Path, listed: &Listed) -> anyhow::Result<()> {
+    let filename = listed.stanza.get("Filename").unwrap_or_default();
+    let deb = repo.path_of(filename);
+    let size: u64 = listed
+        .stanza
+        .get("Size")
+        .unwrap_or_default()
+        .parse()
+        .unwrap_or(0);
+    let (parent, name) = filename.rsplit_once('/').unwrap_or(("", filename));
+    let found = match repo.dir(parent)? {
+        Some(dir) => dir.regular_size(name)?,
+        None => None,
+    };
+    match found {
+        Some(len) if len == size => Ok(()),
+        Some(len) => Err(refused(format!(
+            "{} lists {} with Size {size}, but {} has {len} bytes: the repository is \
+             inconsistent; restore the file or start a new repository",
+            file.display(),
+            listed.id(),
+            deb.display()
+        ))),
+        None => Err(refused(format!(
+            "{} lists {}, but {} is missing: restore the pool or start a new repository",
+            file.display(),
+            listed.id(),
+            deb.display()
+        ))),
+    }
+}
+
+/// A package an existing index lists, as [`existing_index`] reads it (for the fuzz harness).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedPackage {
+    /// `name_version_arch`
+    pub id: String,
+    pub filename: String,
+    pub size: String,
+    pub sha256: String,
+}
+
+impl From<&Listed> for IndexedPackage {
+    fn from(l: &Listed) -> Self {
+        IndexedPackage {
+            id: l.id(),
+            filename: l.stanza.get("Filename").unwrap_or_default().to_string(),
+            size: l.stanza.get("Size").unwrap_or_default().to_string(),
+            sha256: l.sha256.clone(),
+        }
+    }
+}
+
+/// The packages one `Packages` index lists (`file` names it in errors), as `repo` parses an
+/// existing index before it reads anything it names.
+pub fn parse_index_bytes(file: &Path, bytes: &[u8]) -> anyhow::Result<Vec<IndexedPackage>> {
+    Ok(parse_index(file, bytes)?
+        .iter()
+        .map(IndexedPackage::from)
+        .collect())
+}
+
+/// The packages the existing repository `opts.out` lists, read as `repo --out` reads them
+/// (indices and pool checked; nothing written). Empty when `opts.out` does not exist.
+pub fn existing_index(opts: &RepoOptions) -> anyhow::Result<Vec<IndexedPackage>> {
+    let repo = match fs::metadata(&opts.out) {
+        Ok(m) if m.is_dir() => Some(RepoDir::open(&opts.out)?),
+        _ => None,
+    };
+    Ok(existing_packages(repo.as_ref(), opts)?
+        .iter()
+        .map(IndexedPackage::from)
+        .collect())
 }
 
 /// Why an index's `Filename:` does not name a file inside the repository, or Ok: it must be
@@ -197,6 +305,14 @@ fn existing_packages(opts: &RepoOptions) -> anyhow::Result<Vec<Listed>> {
 fn check_index_filename(filename: &str) -> Result<(), &'static str> {
     if filename.starts_with('/') {
         return Err("is absolute");
+    }
+    // A continuation line or a control character would name another file than apt fetches
+    // and break the one-line messages that name it.
+    if filename
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err("has white space or a control character");
     }
     if filename
         .split('/')
@@ -220,6 +336,16 @@ fn listed_from_stanza(stanza: Paragraph) -> anyhow::Result<Listed> {
     let sha256 = field("SHA256")?;
     field("Filename")?;
     field("Size")?;
+    // These make the package's id and appear in messages: only what rocm-pin itself writes.
+    if package_name_problem(&name).is_some() {
+        anyhow::bail!("its Package is not a valid package name");
+    }
+    if version.parse::<Version>().is_err() || version.contains(char::is_whitespace) {
+        anyhow::bail!("its Version is not a valid version");
+    }
+    if arch.is_empty() || !arch.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        anyhow::bail!("its Architecture is not a valid architecture");
+    }
     Ok(Listed {
         stanza,
         name,
@@ -293,6 +419,7 @@ struct Incoming {
     source: PathBuf,
     listed: Listed,
     pool_rel: String,
+    size: u64,
 }
 
 fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
@@ -343,37 +470,33 @@ fn read_incoming(deb: &Path, component: &str) -> anyhow::Result<Incoming> {
             sha256: hashed.sha256,
         },
         pool_rel,
+        size: hashed.size,
     })
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no parent directory", path.display()))?;
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.as_file().sync_all().ok();
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    set_mode(path, 0o644)?;
-    Ok(())
+/// `rel` (`a/b/name`) split into its directory and file name.
+fn split_rel(rel: &str) -> (&str, &str) {
+    rel.rsplit_once('/').unwrap_or(("", rel))
 }
 
-/// Copy `from` to `to` through a temporary file beside `to` (streamed: ROCm packages are
-/// hundreds of megabytes) and a rename. The bytes copied must still have the SHA-256 the index
-/// will list; a file changed since it was read is refused.
-fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
-    let dir = to
-        .parent()
-        .with_context(|| format!("{} has no parent directory", to.display()))?;
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+/// Write `bytes` as `rel` inside the repository (directories created as needed, none
+/// followed through a symlink), through a temporary file and a rename.
+fn write_atomic(repo: &RepoDir, rel: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let (dir, name) = split_rel(rel);
+    repo.create_dir_all(dir)?.write_atomic(name, bytes)
+}
+
+/// Copy `from` to `rel` inside the repository through a temporary file beside it (streamed:
+/// ROCm packages are hundreds of megabytes) and a rename. The bytes copied must still have
+/// the SHA-256 the index will list; a file changed since it was read is refused.
+fn copy_atomic(from: &Path, repo: &RepoDir, rel: &str, sha256: &str) -> anyhow::Result<()> {
+    let (dir, name) = split_rel(rel);
+    let dir = repo.create_dir_all(dir)?;
+    if dir.regular_size(name)?.is_some() {
+        return Ok(());
+    }
     let mut source = fs::File::open(from).with_context(|| format!("opening {}", from.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let mut tmp = dir.new_file(name)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -384,8 +507,9 @@ fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
             break;
         }
         hasher.update(&buf[..n]);
-        tmp.write_all(&buf[..n])
-            .with_context(|| format!("writing {}", to.display()))?;
+        tmp.file
+            .write_all(&buf[..n])
+            .with_context(|| format!("writing {}", dir.path_of(name).display()))?;
     }
     if hex::encode(hasher.finalize()) != sha256 {
         return Err(refused(format!(
@@ -393,16 +517,7 @@ fn copy_atomic(from: &Path, to: &Path, sha256: &str) -> anyhow::Result<()> {
             from.display()
         )));
     }
-    tmp.as_file().sync_all().ok();
-    tmp.persist(to)
-        .with_context(|| format!("renaming into {}", to.display()))?;
-    set_mode(to, 0o644)
-}
-
-fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .with_context(|| format!("setting the mode of {}", path.display()))
+    tmp.persist()
 }
 
 fn gzip(data: &[u8]) -> anyhow::Result<Vec<u8>> {
@@ -457,8 +572,12 @@ pub fn publish(
     let date = crate::deb::date::release_date(released_at)?;
     // One writer at a time per repository: an existing one is locked before it is read; a new
     // one is created (exclusively) and locked only once the inputs have been checked.
-    let existing_lock = match fs::metadata(&opts.out) {
-        Ok(m) if m.is_dir() => Some(lock_repository(&opts.out, listener)?),
+    let existing = match fs::metadata(&opts.out) {
+        Ok(m) if m.is_dir() => {
+            let repo = RepoDir::open(&opts.out)?;
+            lock_repository(&repo, listener)?;
+            Some(repo)
+        }
         Ok(_) => {
             return Err(usage(format!(
                 "--out {} exists and is not a directory",
@@ -469,10 +588,14 @@ pub fn publish(
     };
     let (mut by_id, incoming, unchanged) =
         step(listener, "read the repository and the new packages", || {
-            plan_additions(debs, opts)
+            let plan = plan_additions(existing.as_ref(), debs, opts)?;
+            if let Some(repo) = &existing {
+                check_writes(repo, opts, &plan, key.is_some())?;
+            }
+            anyhow::Ok(plan)
         })?;
-    let _lock = match existing_lock {
-        Some(lock) => lock,
+    let repo = match existing {
+        Some(repo) => repo,
         None => {
             if let Some(parent) = opts.out.parent().filter(|p| !p.as_os_str().is_empty()) {
                 fs::create_dir_all(parent)
@@ -484,16 +607,15 @@ pub fn publish(
                     opts.out.display()
                 )
             })?;
-            lock_repository(&opts.out, listener)?
+            let repo = RepoDir::open(&opts.out)?;
+            lock_repository(&repo, listener)?;
+            repo
         }
     };
     let added = step(listener, "copy packages into the pool", || {
         let mut added = Vec::new();
         for new in incoming {
-            let target = opts.out.join(&new.pool_rel);
-            if !target.exists() {
-                copy_atomic(&new.source, &target, &new.listed.sha256)?;
-            }
+            copy_atomic(&new.source, &repo, &new.pool_rel, &new.listed.sha256)?;
             listener.info(&format!("added {}", new.pool_rel));
             added.push(new.listed.id());
             by_id.insert(new.listed.id(), new.listed);
@@ -501,7 +623,7 @@ pub fn publish(
         anyhow::Ok(added)
     })?;
     let release = step(listener, "write the indices and Release", || {
-        write_indices(opts, &by_id, &date, released_at, key.as_ref())
+        write_indices(&repo, opts, &by_id, &date, released_at, key.as_ref())
     })?;
     let architectures = index_architectures(&by_id);
     Ok(PublishSummary {
@@ -514,32 +636,36 @@ pub fn publish(
     })
 }
 
-/// An exclusive flock on the repository directory, released when the returned file is dropped.
-fn lock_repository(dir: &Path, listener: &dyn Listener) -> anyhow::Result<fs::File> {
-    let file =
-        fs::File::open(dir).with_context(|| format!("opening {} to lock it", dir.display()))?;
-    match file.try_lock() {
+/// An exclusive flock on the repository directory, released when it is closed.
+fn lock_repository(repo: &RepoDir, listener: &dyn Listener) -> anyhow::Result<()> {
+    let dir = repo.path().display();
+    match repo.file().try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
             listener.info(&format!(
                 "waiting for another rocm-pin repo writing {}",
-                dir.display()
+                dir
             ));
-            file.lock()
-                .with_context(|| format!("locking {}", dir.display()))?;
+            repo.file()
+                .lock()
+                .with_context(|| format!("locking {}", dir))?;
         }
         Err(fs::TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("locking {}", dir.display()))
+            return Err(e).with_context(|| format!("locking {}", dir))
         }
     }
-    Ok(file)
+    Ok(())
 }
 
 type Plan = (BTreeMap<String, Listed>, Vec<Incoming>, Vec<String>);
 
 /// What is already published, what is new, what is given again unchanged; refuses conflicts.
-fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> {
-    let existing = existing_packages(opts)?;
+fn plan_additions(
+    repo: Option<&RepoDir>,
+    debs: &[PathBuf],
+    opts: &RepoOptions,
+) -> anyhow::Result<Plan> {
+    let existing = existing_packages(repo, opts)?;
     let by_id: BTreeMap<String, Listed> = existing.into_iter().map(|l| (l.id(), l)).collect();
     let mut incoming: Vec<Incoming> = Vec::new();
     let mut unchanged = Vec::new();
@@ -568,9 +694,11 @@ fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> 
                 sha256: new.listed.sha256.clone(),
             }),
             None => {
-                let target = opts.out.join(&new.pool_rel);
-                if target.exists() && hash_file(&target)?.sha256 != new.listed.sha256 {
-                    conflicts.push(RepoConflict::StrayPoolFile { path: target });
+                if let Some(repo) = repo {
+                    if stray_pool_file(repo, &new)? {
+                        let path = repo.path_of(&new.pool_rel);
+                        conflicts.push(RepoConflict::StrayPoolFile { path });
+                    }
                 }
                 incoming.push(new);
             }
@@ -582,14 +710,76 @@ fn plan_additions(debs: &[PathBuf], opts: &RepoOptions) -> anyhow::Result<Plan> 
     Ok((by_id, incoming, unchanged))
 }
 
+/// Whether a file not in the index lies where `new` goes in the pool with other bytes. Its size
+/// is compared first and it is hashed only at the size of the new package, so an existing file
+/// costs at most what the caller's own .deb does (and never more than a packaged file's cap).
+fn stray_pool_file(repo: &RepoDir, new: &Incoming) -> anyhow::Result<bool> {
+    let (parent, name) = split_rel(&new.pool_rel);
+    let Some(dir) = repo.dir(parent)? else {
+        return Ok(false);
+    };
+    match dir.regular_size(name)? {
+        None => return Ok(false),
+        Some(size) if size != new.size => return Ok(true),
+        Some(_) => {}
+    }
+    let Some((file, _)) = dir.open_regular(name, FileKind::PackagedFile)? else {
+        return Ok(false);
+    };
+    let digests = crate::digest::digests_reader(file.take(new.size + 1), true)
+        .with_context(|| format!("reading {}", dir.path_of(name).display()))?;
+    Ok(digests.sha256.as_deref() != Some(new.listed.sha256.as_str()))
+}
+
+/// Before anything is written into an existing repository: every directory and file this run
+/// will write must be a real directory or regular file (or not exist yet). A symlink among
+/// them is refused here, so a refused run writes nothing anywhere.
+fn check_writes(
+    repo: &RepoDir,
+    opts: &RepoOptions,
+    plan: &Plan,
+    signed: bool,
+) -> anyhow::Result<()> {
+    let (by_id, incoming, _) = plan;
+    let packages = ["Packages", "Packages.gz", "Packages.xz"];
+    let signatures = ["Release", "InRelease", "Release.gpg"];
+    let index = index_rel(opts);
+    if opts.flat {
+        repo.check_writable("", &packages)?;
+    } else {
+        let arches = architectures(
+            by_id
+                .values()
+                .map(|l| l.arch.as_str())
+                .chain(incoming.iter().map(|i| i.listed.arch.as_str())),
+        );
+        for arch in arches {
+            repo.check_writable(
+                &format!("{index}/{}/binary-{arch}", opts.component),
+                &packages,
+            )?;
+        }
+    }
+    repo.check_writable(&index, &signatures)?;
+    if signed {
+        repo.check_writable("", &[REPO_KEY_ASC, REPO_KEY_GPG])?;
+    }
+    for new in incoming {
+        let (dir, name) = split_rel(&new.pool_rel);
+        repo.check_writable(dir, &[name])?;
+    }
+    Ok(())
+}
+
 /// The binary-<arch> indices to write: every concrete architecture (arch-all packages go into
 /// each of them, as apt expects), or `all` alone when there is no other.
 fn index_architectures(by_id: &BTreeMap<String, Listed>) -> Vec<String> {
-    let concrete: BTreeSet<&str> = by_id
-        .values()
-        .map(|l| l.arch.as_str())
-        .filter(|a| *a != "all")
-        .collect();
+    architectures(by_id.values().map(|l| l.arch.as_str()))
+}
+
+/// [`index_architectures`] of the packages' architectures `arches`.
+fn architectures<'a>(arches: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let concrete: BTreeSet<&str> = arches.filter(|a| *a != "all").collect();
     if concrete.is_empty() {
         vec!["all".to_string()]
     } else {
@@ -598,6 +788,7 @@ fn index_architectures(by_id: &BTreeMap<String, Listed>) -> Vec<String> {
 }
 
 fn write_indices(
+    repo: &RepoDir,
     opts: &RepoOptions,
     by_id: &BTreeMap<String, Listed>,
     date: &str,
@@ -605,6 +796,7 @@ fn write_indices(
     key: Option<&pgp::composed::SignedSecretKey>,
 ) -> anyhow::Result<PathBuf> {
     let root = index_root(opts);
+    let index = repo.create_dir_all(&index_rel(opts))?;
     let mut listed: Vec<&Listed> = by_id.values().collect();
     listed.sort_by(|a, b| {
         a.name
@@ -632,10 +824,10 @@ fn write_indices(
         }
     }
     for (rel, bytes) in &indices {
-        write_atomic(&root.join(rel), bytes)?;
+        write_atomic(&index, rel, bytes)?;
     }
     if !opts.flat {
-        remove_stale_indices(&root.join(&opts.component), &arches)?;
+        remove_stale_indices(&index.create_dir_all(&opts.component)?, &arches)?;
     }
 
     let mut release = Paragraph::new();
@@ -673,26 +865,21 @@ fn write_indices(
     release.set("SHA256", &sha_lines)?;
     let release_text = release.to_string();
     let release_path = root.join("Release");
-    write_atomic(&release_path, release_text.as_bytes())?;
+    index.write_atomic("Release", release_text.as_bytes())?;
 
-    let inrelease = root.join("InRelease");
-    let detached = root.join("Release.gpg");
     match key {
         Some(key) => {
             let (clear, det) = signing::sign_release(key, &release_text, released_at)?;
-            write_atomic(&inrelease, clear.as_bytes())?;
-            write_atomic(&detached, det.as_bytes())?;
+            index.write_atomic("InRelease", clear.as_bytes())?;
+            index.write_atomic("Release.gpg", det.as_bytes())?;
             let (asc, gpg) = signing::public_key_bytes(key)?;
-            write_atomic(&opts.out.join(REPO_KEY_ASC), &asc)?;
-            write_atomic(&opts.out.join(REPO_KEY_GPG), &gpg)?;
+            repo.write_atomic(REPO_KEY_ASC, &asc)?;
+            repo.write_atomic(REPO_KEY_GPG, &gpg)?;
         }
         None => {
             // Signatures over an older Release would make apt refuse the repository.
-            for stale in [&inrelease, &detached] {
-                if stale.exists() {
-                    fs::remove_file(stale)
-                        .with_context(|| format!("removing the stale {}", stale.display()))?;
-                }
+            for stale in ["InRelease", "Release.gpg"] {
+                index.remove_file(stale)?;
             }
         }
     }
@@ -702,27 +889,22 @@ fn write_indices(
 /// A `binary-all` index written while the repository held only arch-all packages is replaced by
 /// the per-architecture indices once a concrete architecture arrives: remove it, so no index
 /// outside Release is left to be read back.
-fn remove_stale_indices(component_dir: &Path, arches: &[String]) -> anyhow::Result<()> {
-    let entries = fs::read_dir(component_dir)
-        .with_context(|| format!("reading {}", component_dir.display()))?;
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+fn remove_stale_indices(component: &RepoDir, arches: &[String]) -> anyhow::Result<()> {
+    for name in component.names(dir::MAX_DIR_ENTRIES)? {
         let Some(arch) = name.strip_prefix("binary-") else {
             continue;
         };
         if arches.iter().any(|a| a == arch) {
             continue;
         }
+        let Some(stale) = component.dir(&name)? else {
+            continue;
+        };
         for file in ["Packages", "Packages.gz", "Packages.xz"] {
-            let path = entry.path().join(file);
-            if path.exists() {
-                fs::remove_file(&path)
-                    .with_context(|| format!("removing the stale index {}", path.display()))?;
-            }
+            stale.remove_file(file)?;
         }
         // Only if nothing else is in there.
-        let _ = fs::remove_dir(entry.path());
+        component.remove_empty_dir(&name);
     }
     Ok(())
 }
@@ -1044,6 +1226,9 @@ pub(crate) mod tests {
             "pool/../../x.deb",
             "pool//x.deb",
             "",
+            "pool/main\n /x.deb",
+            "pool/a b.deb",
+            "pool/\u{1b}[2J.deb",
         ] {
             assert!(check_index_filename(escape).is_err(), "{escape}");
         }
