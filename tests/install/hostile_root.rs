@@ -517,3 +517,82 @@ fn a_stock_package_listing_thousands_of_library_dirs_is_read_in_one_pass() {
     assert_bounded(&verify, "verify");
     assert_eq!(verify.code, 1, "{}", verify.all());
 }
+
+/// A process of the root's own `/proc` (as a hand-made root or an image can ship one) that
+/// maps a deleted copy of the HIP runtime, so `status` reads its `maps` and its `comm`.
+fn give_root_a_stale_process(root: &Path, pid: u32) {
+    let dir = host(root, &format!("/proc/{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("comm"), "python3\n").unwrap();
+    std::fs::write(
+        dir.join("maps"),
+        "7f00-7f01 r-xp 00000000 08:01 123 /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204 (deleted)\n",
+    )
+    .unwrap();
+}
+
+fn status_root(root: &Path, json: bool) -> Run {
+    let root = root.to_str().unwrap();
+    let run = if json {
+        rocm_pin(&["status", "--json", "--root", root])
+    } else {
+        rocm_pin(&["status", "--root", root])
+    };
+    assert_bounded(&run, "status --root");
+    assert!(run.code == 0 || run.code == 1, "{}", run.all());
+    run
+}
+
+/// Issue 31 item 1: `status --root` read the root's `/proc/<pid>/comm` and `maps` with host
+/// lookups and no cap (fails on f225f56: a `comm` linked to a host file printed it whole, a
+/// FIFO hung, `maps -> /dev/zero` grew without bound, `/proc/1 -> /proc/1` read the host's
+/// PID 1). Now each is read inside the root, capped, and what could not be read is said.
+#[test]
+fn a_roots_proc_is_read_inside_the_root_bounded() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let canary = Canary::new("shadow");
+    let d = hostile_root();
+    give_root_a_stale_process(d.path(), 4242);
+    replace_with_link(d.path(), "/proc/4242/comm", canary.path.to_str().unwrap());
+    for json in [false, true] {
+        let run = status_root(d.path(), json);
+        canary.assert_absent(&run);
+        assert!(run.stdout.contains("libamdhip64.so.7.2.70204"), "{}", run.all());
+    }
+
+    let d = hostile_root();
+    give_root_a_stale_process(d.path(), 4242);
+    replace_with_fifo(d.path(), "/proc/4242/comm");
+    let run = status_root(d.path(), false);
+    assert!(run.stdout.contains("4242"), "{}", run.all());
+
+    // maps a device (the root's own /dev/zero) or a link to the host's PID 1: not read, said.
+    let d = hostile_root();
+    give_root_a_stale_process(d.path(), 4242);
+    give_root_dev_zero(d.path());
+    replace_with_link(d.path(), "/proc/4242/maps", "/dev/zero");
+    symlink("/proc/1", host(d.path(), "/proc/1")).unwrap();
+    let run = status_root(d.path(), false);
+    assert!(
+        run.stdout
+            .contains("could not look at processes: the maps of 2 of 2 processes"),
+        "{}",
+        run.all()
+    );
+    let run = status_root(d.path(), true);
+    let unseen = json(&run)["processes_unseen"].as_str().unwrap().to_string();
+    assert!(unseen.contains("/proc/1/maps"), "{unseen}");
+
+    // No /proc at all (an image): status says it could not look, in text and JSON.
+    let d = hostile_root();
+    let _ = std::fs::remove_dir_all(host(d.path(), "/proc"));
+    let run = status_root(d.path(), false);
+    assert!(
+        run.stdout.contains("could not look at processes: /proc")
+            && !run.stdout.contains("none maps a deleted runtime library"),
+        "{}",
+        run.all()
+    );
+    let run = status_root(d.path(), true);
+    assert!(json(&run)["processes_unseen"].is_string(), "{}", run.stdout);
+}
