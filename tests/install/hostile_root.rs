@@ -81,12 +81,18 @@ impl Run {
 
 /// Run `rocm-pin args…` with a stdin pipe that is never closed (so a read of fd 0 would
 /// block), kill it after `TIMEOUT`, and measure its peak RSS with `wait4`.
+fn rocm_pin(args: &[&str]) -> Run {
+    rocm_pin_in(Path::new("."), args)
+}
+
+/// [`rocm_pin`] run in the directory `cwd`.
 #[allow(
     clippy::zombie_processes,
     reason = "reaped by wait4 below, which also reports its peak RSS"
 )]
-fn rocm_pin(args: &[&str]) -> Run {
+fn rocm_pin_in(cwd: &Path, args: &[&str]) -> Run {
     let mut child = Command::new(rocm_pin_testkit::rocm_pin_bin!())
+        .current_dir(cwd)
         .args(args)
         .env("ROCM_PIN_NO_GUARD", "1")
         .stdin(Stdio::piped())
@@ -557,7 +563,11 @@ fn a_roots_proc_is_read_inside_the_root_bounded() {
     for json in [false, true] {
         let run = status_root(d.path(), json);
         canary.assert_absent(&run);
-        assert!(run.stdout.contains("libamdhip64.so.7.2.70204"), "{}", run.all());
+        assert!(
+            run.stdout.contains("libamdhip64.so.7.2.70204"),
+            "{}",
+            run.all()
+        );
     }
 
     let d = hostile_root();
@@ -595,4 +605,79 @@ fn a_roots_proc_is_read_inside_the_root_bounded() {
     );
     let run = status_root(d.path(), true);
     assert!(json(&run)["processes_unseen"].is_string(), "{}", run.stdout);
+}
+
+/// Issue 31 item 11: verify's symlink check `lstat`ed a listed path with the host's lookup, so a
+/// root-internal link to `/` made it an existence oracle for host symlinks (fails on f225f56: a
+/// host symlink named through `/hostlink` was reported as a dangling link of ours).
+#[test]
+fn the_symlink_check_does_not_lstat_through_a_link_to_the_host() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let outside = tempfile::tempdir().unwrap();
+    let host_link = outside.path().join("host-only-link");
+    symlink("/nonexistent-target", &host_link).unwrap();
+    let d = hostile_root();
+    symlink("/", host(d.path(), "/hostlink")).unwrap();
+    let listed = format!("/hostlink{}", host_link.display());
+    let list = host(d.path(), HSA_LIST);
+    let mut text = std::fs::read_to_string(&list).unwrap();
+    text.push_str(&format!("\n{listed}\n"));
+    std::fs::write(&list, text).unwrap();
+    let run = verify_json(d.path());
+    assert_bounded(&run, "verify");
+    let symlinks = failed(&run, "symlinks");
+    assert!(
+        symlinks.is_empty(),
+        "the host's {} was looked at: {symlinks:?}",
+        host_link.display()
+    );
+}
+
+/// The checks of a verify run as (name, subject, ok, detail), the root's own path taken out.
+fn check_outcomes(run: &Run, root: &Path) -> Vec<[String; 4]> {
+    let (absolute, name) = (
+        root.to_str().unwrap(),
+        root.file_name().unwrap().to_str().unwrap(),
+    );
+    let text = |v: &serde_json::Value| {
+        v.as_str()
+            .unwrap()
+            .replace(absolute, "<root>")
+            .replace(name, "<root>")
+    };
+    json(run)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            [
+                text(&c["name"]),
+                text(&c["subject"]),
+                c["ok"].to_string(),
+                text(&c["detail"]),
+            ]
+        })
+        .collect()
+}
+
+/// Issue 31 item 11: a relative `--root` handed apt a status path it resolved against its
+/// `Dir`, so apt ran without the root's dpkg status (fails on f225f56: the pin check said "apt
+/// knows no version of it in any source" where the absolute path gives "1 version(s) at
+/// priority -1"). The root is made absolute once.
+#[test]
+fn a_relative_root_is_the_same_root_as_its_absolute_path() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = hostile_root();
+    let parent = d.path().parent().unwrap();
+    let name = d.path().file_name().unwrap().to_str().unwrap();
+    let absolute = verify_json(d.path());
+    let relative = rocm_pin_in(parent, &["verify", "--json", "--root", name]);
+    assert_eq!(
+        check_outcomes(&relative, d.path()),
+        check_outcomes(&absolute, d.path()),
+        "relative:\n{}\nabsolute:\n{}",
+        relative.all(),
+        absolute.all()
+    );
+    assert_eq!(relative.code, absolute.code);
 }

@@ -115,8 +115,16 @@ pub fn chain(hops: &[PathBuf]) -> String {
 }
 
 impl Root {
+    /// The root at `path`, made absolute once here (its own symlinks resolved where it
+    /// exists): the path is handed to programs that run in another directory or join it to
+    /// their own (apt's `Dir` prefixes a relative `Dir::State::status` with itself), so a
+    /// relative `--root` must name the same directory to all of them.
     pub fn new(path: impl Into<PathBuf>) -> Root {
-        Root { path: path.into() }
+        let path = path.into();
+        let path = std::fs::canonicalize(&path)
+            .or_else(|_| std::path::absolute(&path))
+            .unwrap_or(path);
+        Root { path }
     }
 
     /// The live system.
