@@ -840,3 +840,38 @@ fn every_terminating_signal_mid_verify_leaves_tmpdir_empty() {
         );
     }
 }
+
+/// A signal rocm-pin was started with ignored (`nohup` ignores HUP) stays ignored: verify
+/// carries on to its normal end.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = root_with_large_package_lists();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(rocm_pin_testkit::rocm_pin_bin!());
+    cmd.args(["verify", "--root", d.path().to_str().unwrap()])
+        .env("TMPDIR", tmp.path())
+        .env("ROCM_PIN_NO_GUARD", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: signal(2) in the child before exec, as nohup does.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while apt_cache_child_of(child.id()).is_none() {
+        assert!(child.try_wait().unwrap().is_none(), "verify ended first");
+        assert!(start.elapsed() < TIMEOUT, "apt-cache never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(left_in(tmp.path()).is_empty(), "{:?}", left_in(tmp.path()));
+}

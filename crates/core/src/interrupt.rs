@@ -1,8 +1,8 @@
 //! What a run leaves behind when a signal ends it: nothing. Every catchable signal whose
-//! default action ends the process is caught while rocm-pin holds a temporary directory or runs
-//! a program over a root; the watcher thread then kills those programs (their whole process
-//! group), removes the directories, and ends the process with 128+signal, the status a shell
-//! reports for a process a signal ended.
+//! default action ends the process is caught (unless rocm-pin was started with it ignored)
+//! while rocm-pin holds a temporary directory or runs a program over a root; the watcher thread
+//! then kills those programs (their whole process group), removes the directories, and ends the
+//! process with 128+signal, the status a shell reports for a process a signal ended.
 //!
 //! The signals: HUP, INT, QUIT, TERM, USR1, USR2, ALRM, VTALRM, PROF, XCPU, XFSZ, IO (POLL),
 //! PWR and STKFLT end a process by default (QUIT, XCPU and XFSZ with a core) and can be caught.
@@ -30,6 +30,25 @@ pub const TERMINATING_SIGNALS: [i32; 14] = [
     SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU,
     SIGXFSZ, SIGIO, SIGPWR, SIGSTKFLT,
 ];
+
+/// [`TERMINATING_SIGNALS`] less those this process was started with ignored (`nohup` ignores
+/// HUP, a shell without job control INT and QUIT for a background job): an ignored signal
+/// stays ignored, as the one who started rocm-pin asked. Read once, before any handler is set.
+pub fn caught_signals() -> &'static [i32] {
+    static CAUGHT: OnceLock<Vec<i32>> = OnceLock::new();
+    CAUGHT.get_or_init(|| {
+        TERMINATING_SIGNALS
+            .into_iter()
+            .filter(|&sig| {
+                // SAFETY: sigaction with a null new action only reads the current one into
+                // a zeroed struct we own.
+                let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                let read = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+                read != 0 || old.sa_sigaction != libc::SIG_IGN
+            })
+            .collect()
+    })
+}
 
 #[derive(Default)]
 struct Registry {
@@ -150,7 +169,7 @@ pub fn end_registered() {
 fn watch() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
-        let Ok(mut signals) = signal_hook::iterator::Signals::new(TERMINATING_SIGNALS) else {
+        let Ok(mut signals) = signal_hook::iterator::Signals::new(caught_signals()) else {
             return; // no signal support: the default actions stay
         };
         std::thread::spawn(move || {

@@ -255,7 +255,7 @@ impl InterruptGuard {
         let signal = Arc::new(AtomicI32::new(0));
         let closing = Arc::new(AtomicBool::new(false));
         let deferring = crate::interrupt::Deferring::start();
-        let signals = signal_hook::iterator::Signals::new(crate::interrupt::TERMINATING_SIGNALS);
+        let signals = signal_hook::iterator::Signals::new(crate::interrupt::caught_signals());
         let Ok(mut signals) = signals else {
             return InterruptGuard {
                 _deferring: deferring,
