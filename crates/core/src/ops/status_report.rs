@@ -548,6 +548,17 @@ impl HostStatus {
             }
             None => s.push_str("verify:      not applicable\n"),
         }
+        self.push_processes(&mut s);
+        s.push_str(&format!(
+            "health:      {} (exit {})\n",
+            self.health.to_uppercase(),
+            ExitKind::code_of(self.verdict)
+        ));
+        s
+    }
+
+    /// The processes still mapping a deleted runtime library, and why any were not looked at.
+    fn push_processes(&self, s: &mut String) {
         if self.stale_processes.is_empty() {
             match &self.processes_unseen {
                 Some(why) => s.push_str(&format!(
@@ -569,12 +580,6 @@ impl HostStatus {
                 ));
             }
         }
-        s.push_str(&format!(
-            "health:      {} (exit {})\n",
-            self.health.to_uppercase(),
-            ExitKind::code_of(self.verdict)
-        ));
-        s
     }
 
     fn push_ours_and_stock(&self, s: &mut String) {
