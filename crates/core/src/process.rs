@@ -111,7 +111,7 @@ pub fn run_bounded(cmd: &mut Command, what: &str, limit: Duration) -> anyhow::Re
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
             let _ = child.wait();
             crate::interrupt::wait_if_ending();
-            return Err(crate::host::refused(format!(
+            return Err(usage(format!(
                 "{what} did not finish within {} s and was killed (a FIFO or device among the \
                  files it reads?)",
                 limit.as_secs_f64()
