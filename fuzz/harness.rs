@@ -18,7 +18,7 @@ use rocm_pin::host::dpkgdb::{parse_md5sums, DpkgDb};
 use rocm_pin::host::root::Root;
 use rocm_pin::host::{ldcache, loader, status};
 use rocm_pin::image::layer::{apply_layer, open_layer};
-use rocm_pin::ops::rollback;
+use rocm_pin::ops::{rollback, stale_maps};
 use rocm_pin::rocm::{self, Marker};
 
 /// The package the scratch root's status file installs; its info files are the fuzzed ones.
@@ -199,6 +199,41 @@ pub fn ldcache(data: &[u8], scratch: &Path) {
     put(scratch, "etc/ld.so.cache", data);
     let from_root = loader::read_cache(&Root::new(scratch)).expect("parse understood the file");
     assert_eq!(from_root, entries);
+}
+
+/// `proc_maps`: a `/proc/<pid>/maps` text as `status` reads it from a root's `/proc`: the pure
+/// parser (`stale_maps::deleted_runtime_paths`), then `stale_maps::scan` on a scratch root whose
+/// one process has the input as its `maps`.
+pub fn proc_maps(data: &[u8], scratch: &Path) {
+    let text = String::from_utf8_lossy(data);
+    let paths = stale_maps::deleted_runtime_paths(&text);
+    for (i, p) in paths.iter().enumerate() {
+        assert!(!p.is_empty() && !p.contains('\n'), "a path {p:?}");
+        assert!(!paths[..i].contains(p), "{p:?} listed twice");
+        let suffix = format!("{p} (deleted)");
+        assert!(
+            text.lines().any(|l| l.ends_with(&suffix)),
+            "{p:?} is not the path of a deleted mapping's line"
+        );
+        let name = Path::new(p).file_name().unwrap().to_string_lossy();
+        assert!(
+            rocm::family_of(&name).is_some(),
+            "{p:?} is not a runtime library"
+        );
+    }
+    let _ = fs::remove_dir_all(scratch.join("proc"));
+    put(scratch, "proc/4242/maps", data);
+    put(scratch, "proc/4242/comm", b"fuzzed\n");
+    let scan = stale_maps::scan(&Root::new(scratch));
+    assert_eq!(scan.unseen, None, "the scratch process was not read");
+    let mut want: Vec<&str> = paths.clone();
+    want.sort();
+    let got: Vec<&str> = scan.stale.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(got, want, "the root reader disagrees with the parser");
+    assert!(scan
+        .stale
+        .iter()
+        .all(|m| m.pid == 4242 && m.command == "fuzzed"));
 }
 
 /// A scratch directory for the layer target: `layer` (the blob), `root/` (the image root, fresh

@@ -1,5 +1,5 @@
 //! The readers of root and image input under the fuzz targets' checks, without nightly: the same
-//! harness as `fuzz/fuzz_targets/{status,md5sums,marker,ldcache,image_layer}.rs`
+//! harness as `fuzz/fuzz_targets/{status,md5sums,marker,ldcache,image_layer,proc_maps}.rs`
 //! (`fuzz/harness.rs`, included below), driven by
 //!
 //! - every input saved in `fuzz/regressions/<target>/` (a crash once found stays fixed), and
@@ -25,12 +25,13 @@ fn layer(data: &[u8], scratch: &Path) {
     let _ = harness::image_layer(data, &scratch);
 }
 
-const TARGETS: [(&str, Target); 5] = [
+const TARGETS: [(&str, Target); 6] = [
     ("status", harness::status),
     ("md5sums", harness::md5sums),
     ("marker", harness::marker),
     ("ldcache", harness::ldcache),
     ("image_layer", layer),
+    ("proc_maps", harness::proc_maps),
 ];
 
 /// Run `target` on `data` in a fresh scratch directory; the panic message names the input.
@@ -155,4 +156,132 @@ fn layers_made_by_gnu_tar() {
         caught.is_err(),
         "the harness does not notice a changed file beside the root"
     );
+}
+
+/// A small deterministic generator (xorshift64*) for the maps texts below: no dependency, and
+/// the same seed gives the same inputs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
+        of[(self.next() % of.len() as u64) as usize]
+    }
+}
+
+/// A `/proc/<pid>/maps` text built from the pieces the parser cares about (runtime and other
+/// names, spaces in paths, `(deleted)` in and out of place, short lines, tabs, `\r`, UTF-8),
+/// then a few bytes flipped or cut.
+fn generated_maps(rng: &mut Rng) -> Vec<u8> {
+    const COLUMNS: &[&str] = &[
+        "7f00-7f01 r-xp 00000000 08:01 123 ",
+        "7f00-7f01 rw-p 00000000 00:00 0      ",
+        "7f00-7f01\tr--p\t0\t0:0\t9\t",
+        "7f00 r-xp ",
+        "",
+        "   ",
+    ];
+    const DIRS: &[&str] = &[
+        "/opt/rocm-7.2.4/lib/",
+        "/usr/lib/x86_64-linux-gnu/",
+        "/my rocm/",
+        "",
+        "/é/",
+        "/",
+    ];
+    const NAMES: &[&str] = &[
+        "libamdhip64.so.7.2.70204",
+        "libhsa-runtime64.so.1.18.0",
+        "libamdhip64.so",
+        "libfoo.so.1",
+        "[heap]",
+        "..",
+        "libhsa-runtime64.so.1 (deleted)",
+        "",
+    ];
+    const ENDS: &[&str] = &[
+        " (deleted)\n",
+        "\n",
+        " (deleted)\r\n",
+        " (deleted)",
+        "(deleted)\n",
+        " (deleted) \n",
+    ];
+    let mut text = Vec::new();
+    for _ in 0..rng.next() % 12 {
+        for piece in [
+            rng.pick(COLUMNS),
+            rng.pick(DIRS),
+            rng.pick(NAMES),
+            rng.pick(ENDS),
+        ] {
+            text.extend_from_slice(piece.as_bytes());
+        }
+    }
+    for _ in 0..rng.next() % 3 {
+        if text.is_empty() {
+            break;
+        }
+        let at = (rng.next() % text.len() as u64) as usize;
+        match rng.next() % 3 {
+            0 => text[at] = rng.next() as u8,
+            1 => text.truncate(at),
+            _ => text.insert(at, b'\n'),
+        }
+    }
+    text
+}
+
+/// The maps reader under its fuzz checks on generated texts: 500 always, and for
+/// `ROCM_PIN_FUZZ_SECS` seconds when run by hand (`-- --ignored proc_maps_stress`).
+fn proc_maps_generated(seed: u64, until: impl Fn(usize) -> bool) -> usize {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut rng = Rng(seed);
+    let mut runs = 0;
+    while !until(runs) {
+        let data = generated_maps(&mut rng);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            harness::proc_maps(&data, scratch.path())
+        }));
+        if r.is_err() {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/proc_maps");
+            fs::create_dir_all(&dir).unwrap();
+            let saved = dir.join(format!("generated-{seed}-{runs}"));
+            fs::write(&saved, &data).unwrap();
+            panic!(
+                "proc_maps: input saved as {} fails its checks",
+                saved.display()
+            );
+        }
+        runs += 1;
+    }
+    runs
+}
+
+#[test]
+fn proc_maps_generated_quick() {
+    proc_maps_generated(0x5eed_0031, |runs| runs == 500);
+}
+
+#[test]
+#[ignore = "a timed stress run: ROCM_PIN_FUZZ_SECS=120 cargo test --test formats -- --ignored proc_maps_stress"]
+fn proc_maps_stress() {
+    let secs: u64 = std::env::var("ROCM_PIN_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let start = std::time::Instant::now();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let runs = proc_maps_generated(seed, |_| start.elapsed().as_secs() >= secs);
+    eprintln!("proc_maps: {runs} inputs in {secs} s (seed {seed:#x}), no finding");
 }

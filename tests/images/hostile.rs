@@ -552,6 +552,34 @@ fn signal_mid_unpack(signal: &str, number: i32, stall: bool) {
         "SIG{signal}: temp root left: {:?}",
         temp_roots(&tmp)
     );
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "SIG{signal}: left in TMPDIR: {left:?}");
+}
+
+/// Issue 31 item 9: only INT, TERM and HUP were caught; any other terminating signal (QUIT,
+/// USR1, …) mid-unpack left the whole unpacked image in TMPDIR (fails on f225f56: SIGQUIT left
+/// the rocm-pin-image-* root). Every catchable terminating signal now removes it.
+#[test]
+fn every_terminating_signal_mid_unpack_removes_the_temporary_root() {
+    for (name, number) in [
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("ALRM", libc::SIGALRM),
+        ("VTALRM", libc::SIGVTALRM),
+        ("PROF", libc::SIGPROF),
+        ("XCPU", libc::SIGXCPU),
+        ("XFSZ", libc::SIGXFSZ),
+        ("IO", libc::SIGIO),
+        ("PWR", libc::SIGPWR),
+        ("STKFLT", libc::SIGSTKFLT),
+    ] {
+        signal_mid_unpack(name, number, false);
+    }
 }
 
 #[test]

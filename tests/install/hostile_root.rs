@@ -81,12 +81,19 @@ impl Run {
 
 /// Run `rocm-pin args…` with a stdin pipe that is never closed (so a read of fd 0 would
 /// block), kill it after `TIMEOUT`, and measure its peak RSS with `wait4`.
+fn rocm_pin(args: &[&str]) -> Run {
+    rocm_pin_in(Path::new("."), &[], args)
+}
+
+/// [`rocm_pin`] run in the directory `cwd` with `envs` set.
 #[allow(
     clippy::zombie_processes,
     reason = "reaped by wait4 below, which also reports its peak RSS"
 )]
-fn rocm_pin(args: &[&str]) -> Run {
+fn rocm_pin_in(cwd: &Path, envs: &[(&str, &Path)], args: &[&str]) -> Run {
     let mut child = Command::new(rocm_pin_testkit::rocm_pin_bin!())
+        .current_dir(cwd)
+        .envs(envs.iter().copied())
         .args(args)
         .env("ROCM_PIN_NO_GUARD", "1")
         .stdin(Stdio::piped())
@@ -644,4 +651,355 @@ fn control_characters_from_the_root_are_escaped_in_text_and_exact_in_json() {
         "status --json must keep the stock Version exactly: {}",
         status_json.stdout
     );
+}
+
+/// A process of the root's own `/proc` (as a hand-made root or an image can ship one) that
+/// maps a deleted copy of the HIP runtime, so `status` reads its `maps` and its `comm`.
+fn give_root_a_stale_process(root: &Path, pid: u32) {
+    let dir = host(root, &format!("/proc/{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("comm"), "python3\n").unwrap();
+    std::fs::write(
+        dir.join("maps"),
+        "7f00-7f01 r-xp 00000000 08:01 123 /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204 (deleted)\n",
+    )
+    .unwrap();
+}
+
+fn status_root(root: &Path, json: bool) -> Run {
+    let root = root.to_str().unwrap();
+    let run = if json {
+        rocm_pin(&["status", "--json", "--root", root])
+    } else {
+        rocm_pin(&["status", "--root", root])
+    };
+    assert_bounded(&run, "status --root");
+    assert!(run.code == 0 || run.code == 1, "{}", run.all());
+    run
+}
+
+/// Issue 31 item 1: `status --root` read the root's `/proc/<pid>/comm` and `maps` with host
+/// lookups and no cap (fails on f225f56: a `comm` linked to a host file printed it whole, a
+/// FIFO hung, `maps -> /dev/zero` grew without bound, `/proc/1 -> /proc/1` read the host's
+/// PID 1). Now each is read inside the root, capped, and what could not be read is said.
+#[test]
+fn a_roots_proc_is_read_inside_the_root_bounded() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let canary = Canary::new("shadow");
+    let d = hostile_root();
+    give_root_a_stale_process(d.path(), 4242);
+    replace_with_link(d.path(), "/proc/4242/comm", canary.path.to_str().unwrap());
+    for json in [false, true] {
+        let run = status_root(d.path(), json);
+        canary.assert_absent(&run);
+        assert!(
+            run.stdout.contains("libamdhip64.so.7.2.70204"),
+            "{}",
+            run.all()
+        );
+    }
+
+    let d = hostile_root();
+    give_root_a_stale_process(d.path(), 4242);
+    replace_with_fifo(d.path(), "/proc/4242/comm");
+    let run = status_root(d.path(), false);
+    assert!(run.stdout.contains("4242"), "{}", run.all());
+
+    // maps a device (the root's own /dev/zero) or a link to the host's PID 1: not read, said.
+    let d = hostile_root();
+    give_root_a_stale_process(d.path(), 4242);
+    give_root_dev_zero(d.path());
+    replace_with_link(d.path(), "/proc/4242/maps", "/dev/zero");
+    symlink("/proc/1", host(d.path(), "/proc/1")).unwrap();
+    let run = status_root(d.path(), false);
+    assert!(
+        run.stdout
+            .contains("could not look at processes: the maps of 2 of 2 processes"),
+        "{}",
+        run.all()
+    );
+    let run = status_root(d.path(), true);
+    let unseen = json(&run)["processes_unseen"].as_str().unwrap().to_string();
+    assert!(unseen.contains("/proc/1/maps"), "{unseen}");
+
+    // No /proc at all (an image): status says it could not look, in text and JSON.
+    let d = hostile_root();
+    let _ = std::fs::remove_dir_all(host(d.path(), "/proc"));
+    let run = status_root(d.path(), false);
+    assert!(
+        run.stdout.contains("could not look at processes: /proc")
+            && !run.stdout.contains("none maps a deleted runtime library"),
+        "{}",
+        run.all()
+    );
+    let run = status_root(d.path(), true);
+    assert!(json(&run)["processes_unseen"].is_string(), "{}", run.stdout);
+}
+
+/// Issue 31 item 11: verify's symlink check `lstat`ed a listed path with the host's lookup, so a
+/// root-internal link to `/` made it an existence oracle for host symlinks (fails on f225f56: a
+/// host symlink named through `/hostlink` was reported as a dangling link of ours).
+#[test]
+fn the_symlink_check_does_not_lstat_through_a_link_to_the_host() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let outside = tempfile::tempdir().unwrap();
+    let host_link = outside.path().join("host-only-link");
+    symlink("/nonexistent-target", &host_link).unwrap();
+    let d = hostile_root();
+    symlink("/", host(d.path(), "/hostlink")).unwrap();
+    let listed = format!("/hostlink{}", host_link.display());
+    let list = host(d.path(), HSA_LIST);
+    let mut text = std::fs::read_to_string(&list).unwrap();
+    text.push_str(&format!("\n{listed}\n"));
+    std::fs::write(&list, text).unwrap();
+    let run = verify_json(d.path());
+    assert_bounded(&run, "verify");
+    let symlinks = failed(&run, "symlinks");
+    assert!(
+        symlinks.is_empty(),
+        "the host's {} was looked at: {symlinks:?}",
+        host_link.display()
+    );
+}
+
+/// The checks of a verify run as (name, subject, ok, detail), the root's own path taken out.
+fn check_outcomes(run: &Run, root: &Path) -> Vec<[String; 4]> {
+    let (absolute, name) = (
+        root.to_str().unwrap(),
+        root.file_name().unwrap().to_str().unwrap(),
+    );
+    let text = |v: &serde_json::Value| {
+        v.as_str()
+            .unwrap()
+            .replace(absolute, "<root>")
+            .replace(name, "<root>")
+    };
+    json(run)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            [
+                text(&c["name"]),
+                text(&c["subject"]),
+                c["ok"].to_string(),
+                text(&c["detail"]),
+            ]
+        })
+        .collect()
+}
+
+/// Issue 31 item 11: a relative `--root` handed apt a status path it resolved against its
+/// `Dir`, so apt ran without the root's dpkg status (fails on f225f56: the pin check said "apt
+/// knows no version of it in any source" where the absolute path gives "1 version(s) at
+/// priority -1"). The root is made absolute once.
+#[test]
+fn a_relative_root_is_the_same_root_as_its_absolute_path() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = hostile_root();
+    let parent = d.path().parent().unwrap();
+    let name = d.path().file_name().unwrap().to_str().unwrap();
+    let absolute = verify_json(d.path());
+    let relative = rocm_pin_in(parent, &[], &["verify", "--json", "--root", name]);
+    assert_eq!(
+        check_outcomes(&relative, d.path()),
+        check_outcomes(&absolute, d.path()),
+        "relative:\n{}\nabsolute:\n{}",
+        relative.all(),
+        absolute.all()
+    );
+    assert_eq!(relative.code, absolute.code);
+}
+
+/// What is left in a private TMPDIR.
+fn left_in(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Issue 31 item 4: apt-cache opened `<root>/etc/machine-id` itself, outside the view of apt's
+/// files: a FIFO there (or a link to a host FIFO) hung verify and status (fails on f225f56:
+/// the run hung past the test's timeout). apt now reads a copy made inside the root.
+#[test]
+fn a_machine_id_that_is_a_fifo_does_not_hang_apt() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let outside = tempfile::tempdir().unwrap();
+    let host_fifo = outside.path().join("fifo");
+    let c = std::ffi::CString::new(host_fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    for linked in [false, true] {
+        let d = hostile_root();
+        let id = host(d.path(), "/etc/machine-id");
+        std::fs::write(&id, b"").unwrap();
+        if linked {
+            replace_with_link(d.path(), "/etc/machine-id", host_fifo.to_str().unwrap());
+        } else {
+            replace_with_fifo(d.path(), "/etc/machine-id");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let envs = [("TMPDIR", tmp.path())];
+        let root = d.path().to_str().unwrap();
+        for args in [
+            ["verify", "--json", "--root", root],
+            ["status", "--json", "--root", root],
+        ] {
+            let run = rocm_pin_in(Path::new("."), &envs, &args);
+            assert_bounded(&run, "machine-id");
+            assert!(run.code == 0 || run.code == 1, "{}", run.all());
+            assert!(left_in(tmp.path()).is_empty(), "{:?}", left_in(tmp.path()));
+        }
+    }
+}
+
+/// The pid of an `apt-cache` whose parent is `parent`, from /proc.
+fn apt_cache_child_of(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+        let ppid: u32 = rest.split(' ').nth(1)?.parse().ok()?;
+        (comm == "apt-cache" && ppid == parent).then_some(pid)
+    })
+}
+
+/// A root whose apt has a large package list to read (200 000 packages, 47 MB): apt-cache
+/// policy then takes seconds, a window to signal verify while it runs apt over the root.
+fn root_with_large_package_lists() -> tempfile::TempDir {
+    let d = hostile_root();
+    let lists = host(d.path(), "/var/lib/apt/lists");
+    std::fs::create_dir_all(&lists).unwrap();
+    std::fs::write(
+        host(d.path(), "/etc/apt/sources.list"),
+        "deb [trusted=yes] http://example.org/debian x main\n",
+    )
+    .unwrap();
+    let mut text = String::new();
+    for i in 0..200_000 {
+        text.push_str(&format!(
+            "Package: pkg{i}\nVersion: 1.{i}\nArchitecture: amd64\nMaintainer: n <n@e.org>\n\
+             Installed-Size: 1\nFilename: pool/p{i}.deb\nSize: 100\nSHA256: {}\n\
+             Description: package {i}\n\n",
+            "0".repeat(64)
+        ));
+    }
+    std::fs::write(
+        lists.join("example.org_debian_dists_x_main_binary-amd64_Packages"),
+        text,
+    )
+    .unwrap();
+    d
+}
+
+/// Issue 31 item 9: a signal while `verify --root` runs apt-cache left the apt view in TMPDIR
+/// and apt-cache running (fails on f225f56: SIGTERM left `rocm-pin-apt-view-*` behind). Each
+/// terminating signal now ends the run with 128+signal, apt-cache killed, TMPDIR empty.
+#[test]
+fn every_terminating_signal_mid_verify_leaves_tmpdir_empty() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = root_with_large_package_lists();
+    let signals = [
+        ("TERM", libc::SIGTERM),
+        ("INT", libc::SIGINT),
+        ("HUP", libc::SIGHUP),
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("ALRM", libc::SIGALRM),
+        ("VTALRM", libc::SIGVTALRM),
+        ("PROF", libc::SIGPROF),
+        ("XCPU", libc::SIGXCPU),
+        ("XFSZ", libc::SIGXFSZ),
+        ("IO", libc::SIGIO),
+        ("PWR", libc::SIGPWR),
+        ("STKFLT", libc::SIGSTKFLT),
+    ];
+    for (name, number) in signals {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = Command::new(rocm_pin_testkit::rocm_pin_bin!())
+            .args(["verify", "--root", d.path().to_str().unwrap()])
+            .env("TMPDIR", tmp.path())
+            .env("ROCM_PIN_NO_GUARD", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let apt = loop {
+            if let Some(pid) = apt_cache_child_of(child.id()) {
+                break pid;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "SIG{name}: verify ended first"
+            );
+            assert!(start.elapsed() < TIMEOUT, "SIG{name}: apt-cache never ran");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, number) }, 0);
+        let sent = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(sent.elapsed() < TIMEOUT, "SIG{name}: verify did not end");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let code = status.code().unwrap_or_else(|| {
+            128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap()
+        });
+        assert_eq!(code, 128 + number, "SIG{name}");
+        // The killed apt-cache is gone (reaped by init once its parent ended).
+        let gone = Instant::now();
+        while Path::new(&format!("/proc/{apt}")).exists() && gone.elapsed() < TIMEOUT {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            left_in(tmp.path()).is_empty(),
+            "SIG{name}: left in TMPDIR: {:?}",
+            left_in(tmp.path())
+        );
+        assert!(
+            !Path::new(&format!("/proc/{apt}")).exists(),
+            "SIG{name}: apt-cache {apt} runs on"
+        );
+    }
+}
+
+/// A signal rocm-pin was started with ignored (`nohup` ignores HUP) stays ignored: verify
+/// carries on to its normal end.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots");
+    let d = root_with_large_package_lists();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(rocm_pin_testkit::rocm_pin_bin!());
+    cmd.args(["verify", "--root", d.path().to_str().unwrap()])
+        .env("TMPDIR", tmp.path())
+        .env("ROCM_PIN_NO_GUARD", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: signal(2) in the child before exec, as nohup does.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while apt_cache_child_of(child.id()).is_none() {
+        assert!(child.try_wait().unwrap().is_none(), "verify ended first");
+        assert!(start.elapsed() < TIMEOUT, "apt-cache never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(left_in(tmp.path()).is_empty(), "{:?}", left_in(tmp.path()));
 }

@@ -76,6 +76,42 @@ use Category::*;
 /// Every fs call outside the resolver, by file and function, with why its path is safe.
 const AUDITED: &[Audited] = &[
     audited(
+        "host/apt.rs",
+        "copy_machine_id",
+        OursMadeThisRun,
+        "the machine id, read inside the root, written into the private apt view this run made",
+    ),
+    audited(
+        "interrupt.rs",
+        "end_registered",
+        OursMadeThisRun,
+        "removes the temporary paths this run registered (its tempdirs, the unpacked image) on a signal",
+    ),
+    audited(
+        "ops/ourdebs.rs",
+        "keep",
+        LiveHost,
+        "install (live system only): our .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours",
+    ),
+    audited(
+        "ops/ourdebs.rs",
+        "forget",
+        LiveHost,
+        "rollback/install --no-rollback (live system only): our own state directory /var/lib/rocm-pin/ours",
+    ),
+    audited(
+        "ops/repo.rs",
+        "existing_index",
+        UserNamedFile,
+        "`repo --out DIR`: DIR itself is the caller's own path (followed as given); everything inside it goes through ops/repo/dir.rs",
+    ),
+    audited(
+        "ops/repo/dir.rs",
+        "open",
+        UserNamedFile,
+        "`repo --out DIR`: opens DIR itself, the caller's own path; every entry below it is opened relative to it without following links",
+    ),
+    audited(
         "deb/archive.rs",
         "assemble_deb",
         UserNamedFile,
@@ -86,12 +122,6 @@ const AUDITED: &[Audited] = &[
         "build_from_dir",
         UserNamedFile,
         "`deb build TREE`: the tree the user gives (or staging this run made), walked without following links",
-    ),
-    audited(
-        "deb/archive.rs",
-        "default_threads",
-        LiveHost,
-        "the running system's cgroup CPU quota",
     ),
     audited(
         "deb/archive.rs",
@@ -591,26 +621,17 @@ const AUDITED: &[Audited] = &[
         ResolvedByRoot,
         "`package --stock-root`: readlink of an entry whose directory host::root resolved inside the root (the link itself, not followed)",
     ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
     audited(
         "ops/repo.rs",
         "copy_atomic",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
+        UserNamedFile,
+        "`repo ADD.deb`: the .deb the user gives, copied into the repository through RepoDir's no-follow descriptors",
     ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
-    audited(
-        "ops/repo.rs",
-        "existing_packages",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
     audited(
         "ops/repo.rs",
         "hash_file",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
+        UserNamedFile,
+        "`repo ADD.deb`: the .deb the user gives, hashed once",
     ),
     audited(
         "ops/repo.rs",
@@ -624,68 +645,11 @@ const AUDITED: &[Audited] = &[
         UserNamedFile,
         "the signing key file the user names",
     ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
-    audited(
-        "ops/repo.rs",
-        "lock_repository",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
     audited(
         "ops/repo.rs",
         "publish",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
-    audited(
-        "ops/repo.rs",
-        "remove_stale_indices",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
-    audited(
-        "ops/repo.rs",
-        "set_mode",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
-    audited(
-        "ops/repo.rs",
-        "write_atomic",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 2, 3)
-    audited(
-        "ops/repo.rs",
-        "write_indices",
-        Temporary,
-        "issue 31 items 2 and 3: an existing repository read and written with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 1)
-    audited(
-        "ops/status_report.rs",
-        "first_line",
-        Temporary,
-        "issue 31 item 1: <root>/proc/<pid>/comm read with a host lookup",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 1)
-    audited(
-        "ops/status_report.rs",
-        "stale_mappings",
-        Temporary,
-        "issue 31 item 1: <root>/proc/<pid>/maps and comm read with host lookups",
-    ),
-    // TEMPORARY: being fixed on another branch (issue 31 item 11)
-    audited(
-        "ops/verify.rs",
-        "check_symlinks_resolve",
-        Temporary,
-        "issue 31 item 11: the symlink check lstats through a root-internal link to `/` on the host",
+        UserNamedFile,
+        "`repo --out DIR`: DIR itself is the caller's own path (followed as given); everything inside it goes through ops/repo/dir.rs",
     ),
     audited(
         "process.rs",

@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("digest", 0, "base"),
     ("filetype", 0, "base"),
     ("process", 0, "base"),
+    ("interrupt", 0, "base"),
     ("exit", 0, "base"),
     ("deb", 1, "formats"),
     ("elf", 1, "formats"),

@@ -26,6 +26,7 @@ pub mod exit;
 pub(crate) mod filetype;
 pub mod host;
 pub mod image;
+pub mod interrupt;
 pub mod ops;
 pub mod process;
 pub mod progress;

@@ -125,9 +125,16 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     let cache = PrivateCache::of(root);
     cmd.args(cache.options());
     cmd.arg("policy").args(names);
-    let out = cmd
-        .output()
-        .context("cannot run apt-cache policy (is apt installed?)")?;
+    let out = if root.is_system() {
+        cmd.output()
+            .context("cannot run apt-cache policy (is apt installed?)")?
+    } else {
+        crate::process::run_bounded(
+            &mut cmd,
+            &format!("apt-cache policy over the root {}", root.display()),
+            crate::process::OVER_ROOT_TIME_LIMIT,
+        )?
+    };
     if !out.status.success() {
         return Err(refused(format!(
             "apt-cache policy {} failed ({}): {}",
@@ -176,7 +183,15 @@ const APT_VIEW_DIR_LIMIT: usize = 100_000;
 /// file: a FIFO or device is refused by name before apt runs. Removed on drop.
 struct AptView {
     dir: tempfile::TempDir,
+    _removed_on_signal: crate::interrupt::Registered,
 }
+
+/// Where apt looks for the machine id (phased updates) unless told: `Dir::Etc` + `../machine-id`,
+/// a path in the root apt would open itself. The view holds a copy read inside the root.
+const APT_VIEW_MACHINE_ID: (&str, &str, &str) =
+    ("/etc/machine-id", "etc/machine-id", "Dir::Etc::machine-id");
+/// A machine id is 32 hex digits and a newline; anything longer is not one.
+const MACHINE_ID_MAX: usize = 64;
 
 impl AptView {
     fn of(root: &Root) -> Result<AptView, RootReadError> {
@@ -189,9 +204,12 @@ impl AptView {
             .prefix("rocm-pin-apt-view-")
             .tempdir()
             .map_err(|e| io(e, "/etc/apt"))?;
+        let removed_on_signal = crate::interrupt::remove_on_signal(dir.path());
         for (_, view, _) in APT_VIEW_DIRS {
             std::fs::create_dir_all(dir.path().join(view)).map_err(|e| io(e, "/etc/apt"))?;
         }
+        copy_machine_id(root, &dir.path().join(APT_VIEW_MACHINE_ID.1))
+            .map_err(|e| io(e, APT_VIEW_MACHINE_ID.0))?;
         for (in_root, view, _) in APT_VIEW_FILES {
             link_in_view(root, in_root, &dir.path().join(view))?;
         }
@@ -206,7 +224,10 @@ impl AptView {
                 link_in_view(root, &entry, &dir.path().join(view).join(&name))?;
             }
         }
-        Ok(AptView { dir })
+        Ok(AptView {
+            dir,
+            _removed_on_signal: removed_on_signal,
+        })
     }
 
     /// The `-o` options that point apt at the view.
@@ -219,8 +240,24 @@ impl AptView {
         for (_, view, option) in APT_VIEW_DIRS {
             out.extend(["-o".to_string(), format!("{option}={}/", at(view))]);
         }
+        let (_, view, option) = APT_VIEW_MACHINE_ID;
+        out.extend(["-o".to_string(), format!("{option}={}", at(view))]);
         out
     }
+}
+
+/// Copy the root's machine id into the view: read inside the root, capped, only a regular file
+/// holding one line; anything else (missing, a FIFO, a link out of the root, too long) leaves
+/// the view without one, as on a host that has none (apt then phases no update in).
+fn copy_machine_id(root: &Root, to: &Path) -> std::io::Result<()> {
+    let Ok(id) = root.read_file(APT_VIEW_MACHINE_ID.0, FileKind::Config) else {
+        return Ok(());
+    };
+    if id.len() > MACHINE_ID_MAX || id.iter().filter(|&&b| b == b'\n').count() > 1 {
+        return Ok(());
+    }
+    std::fs::create_dir_all(to.parent().unwrap_or(Path::new("/")))?;
+    std::fs::write(to, id)
 }
 
 /// Link `view` to the regular file `in_root` names inside the root; nothing for a missing
@@ -263,6 +300,7 @@ fn link_in_view(root: &Root, in_root: &str, view: &Path) -> Result<(), RootReadE
 /// milliseconds, but without one from every package list: 0.5 s of CPU with full Debian lists.
 struct PrivateCache {
     dir: Option<tempfile::TempDir>,
+    _removed_on_signal: Option<crate::interrupt::Registered>,
     /// Whether the root had a srcpkgcache.bin that was linked.
     has_src: bool,
 }
@@ -277,14 +315,17 @@ impl PrivateCache {
             // Nowhere to put the links: apt builds its cache in memory, from every list.
             return PrivateCache {
                 dir: None,
+                _removed_on_signal: None,
                 has_src: false,
             };
         };
+        let removed_on_signal = crate::interrupt::remove_on_signal(dir.path());
         let linked = |name: &str| link_apt_cache(root, name, &dir.path().join(name));
         let has_pkg = linked(Self::FILE);
         let has_src = linked(Self::SRC_FILE);
         PrivateCache {
             dir: (has_pkg || has_src).then_some(dir),
+            _removed_on_signal: Some(removed_on_signal),
             has_src,
         }
     }

@@ -78,6 +78,7 @@ pub fn read_cache(root: &Root) -> anyhow::Result<Vec<CacheEntry>> {
         return Ok(entries);
     }
     let copy = tempfile::NamedTempFile::new().context("cannot make a temporary file")?;
+    let _removed_on_signal = crate::interrupt::remove_on_signal(copy.path());
     std::fs::write(copy.path(), &bytes)
         .with_context(|| format!("cannot write {}", copy.path().display()))?;
     ldconfig_p(Some(copy.path()))
@@ -90,9 +91,17 @@ fn ldconfig_p(cache: Option<&Path>) -> anyhow::Result<Vec<CacheEntry>> {
         cmd.arg("-C").arg(cache);
     }
     cmd.arg("-p");
-    let out = cmd
-        .output()
-        .context("cannot run ldconfig -p (is libc-bin installed?)")?;
+    let out = match cache {
+        // A root's cache (a vetted copy): under the time limit of programs over a root.
+        Some(cache) => crate::process::run_bounded(
+            &mut cmd,
+            &format!("ldconfig -p -C {}", cache.display()),
+            crate::process::OVER_ROOT_TIME_LIMIT,
+        )?,
+        None => cmd
+            .output()
+            .context("cannot run ldconfig -p (is libc-bin installed?)")?,
+    };
     if !out.status.success() {
         return Err(refused(format!(
             "ldconfig -p failed ({}): {}",
@@ -245,10 +254,16 @@ pub fn write_loader_entry(root: &Root, entry: &Path, lib_dir: &str) -> anyhow::R
 /// Run ldconfig (state-changing: install and rollback only, never verify).
 pub fn run_ldconfig(root: &Root) -> anyhow::Result<()> {
     let mut cmd = Command::new(ldconfig_binary());
-    if !root.is_system() {
+    let out = if root.is_system() {
+        cmd.output().context("cannot run ldconfig")?
+    } else {
         cmd.arg("-r").arg(root.path());
-    }
-    let out = cmd.output().context("cannot run ldconfig")?;
+        crate::process::run_bounded(
+            &mut cmd,
+            &format!("ldconfig -r {}", root.display()),
+            crate::process::OVER_ROOT_TIME_LIMIT,
+        )?
+    };
     if !out.status.success() {
         return Err(refused(format!(
             "ldconfig failed ({}): {}",

@@ -115,8 +115,16 @@ pub fn chain(hops: &[PathBuf]) -> String {
 }
 
 impl Root {
+    /// The root at `path`, made absolute once here (its own symlinks resolved where it
+    /// exists): the path is handed to programs that run in another directory or join it to
+    /// their own (apt's `Dir` prefixes a relative `Dir::State::status` with itself), so a
+    /// relative `--root` must name the same directory to all of them.
     pub fn new(path: impl Into<PathBuf>) -> Root {
-        Root { path: path.into() }
+        let path = path.into();
+        let path = std::fs::canonicalize(&path)
+            .or_else(|_| std::path::absolute(&path))
+            .unwrap_or(path);
+        Root { path }
     }
 
     /// The live system.
@@ -223,6 +231,14 @@ impl Root {
 /// | `PackageIndex`     | 128 MiB | a local apt repository's `Packages`                 |
 /// | `AptCache`         | 1 GiB   | `var/cache/apt/{,src}pkgcache.bin`, linked for apt-cache |
 /// | `PackagedFile`     | 64 GiB  | a packaged file that is hashed as a stream          |
+/// | `ProcMaps`         | 64 MiB  | `/proc/<pid>/maps` (status's stale-mapping scan)    |
+/// | `ProcComm`         | 64 B    | `/proc/<pid>/comm`                                  |
+///
+/// `/proc/<pid>/maps` has one line per mapping: at most `vm.max_map_count` of them (65 530 by
+/// default; 262 144 where databases raise it), each the 73 fixed columns plus a path, ~100
+/// bytes for a library (26 MB at 262 144); long paths on every line of a process at the
+/// raised count are the only way past 64 MiB. `comm` is the kernel's `TASK_COMM_LEN` (16
+/// bytes with its NUL, so 15 + a newline); 64 leaves room for a kernel that widens it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
     DpkgStatus,
@@ -237,6 +253,8 @@ pub enum FileKind {
     PackageIndex,
     AptCache,
     PackagedFile,
+    ProcMaps,
+    ProcComm,
 }
 
 const MIB: u64 = 1 << 20;
@@ -256,6 +274,8 @@ impl FileKind {
             FileKind::VersionFile => 64 * 1024,
             FileKind::AptCache => 1024 * MIB,
             FileKind::PackagedFile => 64 * 1024 * MIB,
+            FileKind::ProcMaps => 64 * MIB,
+            FileKind::ProcComm => 64,
         }
     }
 
@@ -274,6 +294,8 @@ impl FileKind {
             FileKind::PackageIndex => "Packages index",
             FileKind::AptCache => "apt package cache",
             FileKind::PackagedFile => "packaged file",
+            FileKind::ProcMaps => "process memory map (/proc/<pid>/maps)",
+            FileKind::ProcComm => "process name (/proc/<pid>/comm)",
         }
     }
 }

@@ -232,7 +232,8 @@ impl<'a> Budget<'a> {
 /// itself before the watcher does (the main thread may be blocked in a read from a pipe).
 const GRACE: Duration = Duration::from_secs(2);
 
-/// While it lives, SIGINT, SIGTERM and SIGHUP do not kill the process outright: the signal
+/// While it lives, the terminating signals ([`crate::interrupt::TERMINATING_SIGNALS`]: INT, TERM,
+/// HUP, QUIT, USR1, …) do not kill the process outright: the signal
 /// number is stored (all the handler does: signal-hook's self-pipe, async-signal-safe), the
 /// main thread sees it at its next check ([`Budget::check_interrupt`]), returns
 /// [`ImageError::Interrupted`], and the temporary root is removed as the error unwinds (`main` then
@@ -240,6 +241,7 @@ const GRACE: Duration = Duration::from_secs(2);
 /// read), the watcher thread removes the root and exits 128+signal itself. A panic unwinds
 /// through the same drops.
 pub struct InterruptGuard {
+    _deferring: crate::interrupt::Deferring,
     signal: Arc<AtomicI32>,
     closing: Arc<AtomicBool>,
     handle: Option<signal_hook::iterator::Handle>,
@@ -250,11 +252,13 @@ impl InterruptGuard {
     /// Watch for the signals; on one, `dir` is removed (by the main thread, or after [`GRACE`]
     /// by the watcher). Without signal support the guard only never fires.
     pub fn install(dir: PathBuf) -> InterruptGuard {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let signal = Arc::new(AtomicI32::new(0));
         let closing = Arc::new(AtomicBool::new(false));
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        let deferring = crate::interrupt::Deferring::start();
+        let signals = signal_hook::iterator::Signals::new(crate::interrupt::caught_signals());
+        let Ok(mut signals) = signals else {
             return InterruptGuard {
+                _deferring: deferring,
                 signal,
                 closing,
                 handle: None,
@@ -276,6 +280,7 @@ impl InterruptGuard {
                 std::thread::sleep(Duration::from_millis(20));
             }
             // The main thread is stuck: remove the root from here and end as the signal would.
+            crate::interrupt::end_registered();
             for _ in 0..5 {
                 match std::fs::remove_dir_all(&dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -291,6 +296,7 @@ impl InterruptGuard {
             std::process::exit(128 + sig);
         });
         InterruptGuard {
+            _deferring: deferring,
             signal,
             closing,
             handle: Some(handle),

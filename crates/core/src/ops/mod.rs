@@ -17,6 +17,7 @@ pub(crate) mod pinmove;
 pub mod plan;
 pub mod repo;
 pub mod rollback;
+pub mod stale_maps;
 pub mod status_report;
 pub(crate) mod upgrades;
 pub mod verify;

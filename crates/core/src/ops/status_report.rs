@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
-use crate::host::root::{FileKind, Missing, Root};
+use crate::host::root::{FileKind, Root};
 use crate::host::status::StatusEntry;
 use crate::ops::gate;
 use crate::ops::rollback::installed_pin;
@@ -12,12 +12,7 @@ use crate::output::{escaped, escaped_keeping_lines, shown};
 use crate::rocm::stock_runtime::{self, StockDiscovery};
 use crate::rocm::{self, GateMode};
 
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct StaleMapping {
-    pub pid: u32,
-    pub command: String,
-    pub path: String,
-}
+pub use crate::ops::stale_maps::StaleMapping;
 
 /// Our installed pair: where it came from.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -96,6 +91,10 @@ pub struct HostStatus {
     pub verify_checks: usize,
     /// Processes still mapping a deleted copy of a runtime library: they need a restart.
     pub stale_processes: Vec<StaleMapping>,
+    /// Why some or all of the root's processes could not be looked at (no `/proc` in the
+    /// root, a refused file, no permission); None when every process was read. An empty
+    /// `stale_processes` then says nothing about the processes not read.
+    pub processes_unseen: Option<String>,
     /// A patch made the old in-place way (files hard-linked over dpkg-owned names).
     pub in_place: Option<crate::ops::inplace::InPlacePatch>,
     pub ours: Option<OursInfo>,
@@ -137,64 +136,6 @@ fn first_line_in(root: &Root, p: &str) -> Option<String> {
     root.read_to_string(p, FileKind::VersionFile)
         .ok()
         .map(|t| t.lines().next().unwrap_or("").trim().to_string())
-}
-
-/// The first line of a host file (`/proc/<pid>/comm`).
-fn first_line(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|t| t.lines().next().unwrap_or("").trim().to_string())
-}
-
-/// `/proc/<pid>/maps` lines mapping a deleted file of a runtime library family.
-pub fn stale_mappings(proc_dir: &Path) -> Vec<StaleMapping> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(proc_dir) else {
-        return out;
-    };
-    for e in rd.filter_map(|e| e.ok()) {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(maps) = std::fs::read_to_string(e.path().join("maps")) else {
-            continue;
-        };
-        let command = first_line(&e.path().join("comm")).unwrap_or_default();
-        let mut seen = Vec::new();
-        for line in maps.lines() {
-            let Some(path) = line.strip_suffix(" (deleted)") else {
-                continue;
-            };
-            let Some(path) = maps_pathname(path) else {
-                continue;
-            };
-            let name = Path::new(path)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if rocm::family_of(&name).is_some() && !seen.contains(&path.to_string()) {
-                seen.push(path.to_string());
-                out.push(StaleMapping {
-                    pid,
-                    command: command.clone(),
-                    path: path.to_string(),
-                });
-            }
-        }
-    }
-    out.sort_by(|a, b| (a.pid, &a.path).cmp(&(b.pid, &b.path)));
-    out
-}
-
-/// The pathname column of a `/proc/<pid>/maps` line: everything after the five fixed
-/// columns (address, perms, offset, dev, inode), so a path with spaces stays whole.
-fn maps_pathname(line: &str) -> Option<&str> {
-    let mut rest = line.trim_start();
-    for _ in 0..5 {
-        let end = rest.find(char::is_whitespace)?;
-        rest = rest[end..].trim_start();
-    }
-    (!rest.is_empty()).then_some(rest)
 }
 
 fn ours_info(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> OursInfo {
@@ -451,6 +392,7 @@ pub fn host_status_with(
         }
         None => Vec::new(),
     };
+    let processes = crate::ops::stale_maps::scan(root);
     Ok(HostStatus {
         schema: 1,
         health: health.to_string(),
@@ -476,12 +418,10 @@ pub fn host_status_with(
         verify_ok,
         verify_failed: failed,
         verify_checks: n,
-        // The root's own /proc (a chroot's bind mount), resolved inside it: a link to the
+        // The root's own /proc (a chroot's bind mount), read inside it: a link to the
         // host's /proc in an image is a loop there, not the host's processes.
-        stale_processes: root
-            .resolve("/proc", Missing::Fail)
-            .map(|r| stale_mappings(&root.host_path(r.path)))
-            .unwrap_or_default(),
+        stale_processes: processes.stale,
+        processes_unseen: processes.unseen,
         in_place,
         ours: marker.as_ref().map(|m| ours_info(root, &ours, m)),
         stock: stock_states(&entries, marker.as_ref()),
@@ -635,8 +575,18 @@ impl HostStatus {
             }
             None => s.push_str("verify:      not applicable\n"),
         }
+        self.push_processes(s);
+    }
+
+    /// The processes still mapping a deleted runtime library, and why any were not looked at.
+    fn push_processes(&self, s: &mut String) {
         if self.stale_processes.is_empty() {
-            s.push_str("processes:   none maps a deleted runtime library\n");
+            match &self.processes_unseen {
+                Some(why) => s.push_str(&format!(
+                    "processes:   could not look at processes: {why}\n"
+                )),
+                None => s.push_str("processes:   none maps a deleted runtime library\n"),
+            }
         } else {
             s.push_str("processes still mapping a deleted runtime library (restart them):\n");
             for p in &self.stale_processes {
@@ -645,6 +595,11 @@ impl HostStatus {
                     p.pid,
                     shown(&p.command),
                     shown(&p.path)
+                ));
+            }
+            if let Some(why) = &self.processes_unseen {
+                s.push_str(&format!(
+                    "             could not look at other processes: {why}\n"
                 ));
             }
         }
@@ -877,38 +832,5 @@ mod tests {
         assert_eq!(code(Some(ExitKind::CheckFailed)), 1);
         assert_eq!(code(Some(ExitKind::Usage)), 2);
         assert_eq!(code(Some(ExitKind::Skipped)), 3);
-    }
-
-    #[test]
-    fn maps_pathname_keeps_spaces_and_skips_anonymous_mappings() {
-        assert_eq!(
-            maps_pathname(
-                "7f00-7f01 r-xp 00000000 08:01 123      /opt/my rocm/lib/libamdhip64.so.7"
-            ),
-            Some("/opt/my rocm/lib/libamdhip64.so.7")
-        );
-        assert_eq!(maps_pathname("7f00-7f01 rw-p 00000000 00:00 0 "), None);
-    }
-
-    #[test]
-    fn finds_deleted_runtime_mappings_only() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("4242");
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(p.join("comm"), "python3\n").unwrap();
-        std::fs::write(
-            p.join("maps"),
-            "7f00-7f01 r-xp 00000000 08:01 123 /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204 (deleted)\n\
-             7f01-7f02 r--p 00001000 08:01 123 /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204 (deleted)\n\
-             7f02-7f03 r-xp 00000000 08:01 124 /usr/lib/libfoo.so.1 (deleted)\n\
-             7f03-7f04 r-xp 00000000 08:01 125 /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(d.path().join("self")).unwrap();
-        let m = stale_mappings(d.path());
-        assert_eq!(m.len(), 1);
-        assert_eq!(m[0].pid, 4242);
-        assert_eq!(m[0].command, "python3");
-        assert!(m[0].path.ends_with("libamdhip64.so.7.2.70204"));
     }
 }
