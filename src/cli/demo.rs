@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::exit::Failure;
+use rocm_pin::exit::{Failure, Interrupted, CTRL_C_SIGNAL};
 use rocm_pin_kit::demo::{self, DemoOptions};
 
 const DEMO_HELP: &str = "\
@@ -89,10 +89,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     if report.interrupted {
-        Err(Failure::check_failed(
-            "demo interrupted: the steps after the interruption were not run; everything \
-             temporary was cleaned up",
-        )
+        // Exits as the signal would have ended it (130 for Ctrl-C), not as a failed check.
+        Err(Interrupted {
+            signal: report.interrupt_signal.unwrap_or(CTRL_C_SIGNAL),
+            message: "demo interrupted: the steps after the interruption were not run; \
+                      everything temporary was cleaned up"
+                .into(),
+        }
         .into())
     } else if report.ok() {
         Ok(())
