@@ -209,6 +209,24 @@ struct ControlDir {
 }
 
 fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
+    // The tree itself first: "no DEBIAN directory" would send a mistyped path looking for one.
+    match fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(invalid(format!(
+                "{}: the package tree does not exist (give the directory that holds \
+                 DEBIAN/control and the files to install)",
+                dir.display()
+            )))
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(invalid(format!(
+                "{}: is not a directory (the package tree is a directory that holds \
+                 DEBIAN/control and the files to install)",
+                dir.display()
+            )))
+        }
+        _ => {}
+    }
     let debian = dir.join("DEBIAN");
     let meta = fs::symlink_metadata(&debian).with_context(|| {
         format!(
