@@ -357,6 +357,54 @@ fn the_demo_script_checks_rust_and_announces_the_build() {
         "build --release --locked",
         "cargo's own progress is shown"
     );
+    // A failed build's exit code is the script's.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+}
+
+/// The first build's minutes are never silent: a line at every tick while cargo runs (cargo
+/// itself prints nothing while the last crates compile and link), none after it ended.
+#[test]
+fn the_demo_script_says_the_build_is_still_going() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin_dir = tmp.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let fake_cargo = bin_dir.join("cargo");
+    // A build that takes 3.5 s and fails (so the demo itself never runs here).
+    std::fs::write(
+        &fake_cargo,
+        "#!/bin/sh
+if [ \"$1\" = --version ]; then echo 'cargo 1.95.0 (test)'; exit 0; fi
+\
+         sleep 3.5\nexit 7\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &fake_cargo,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let started = std::time::Instant::now();
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo"))
+        .env("PATH", path)
+        .env("ROCM_PIN_DEMO_TICK_SECONDS", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    let ticks = stderr
+        .lines()
+        .filter(|l| l.starts_with("demo: still building rocm-pin ("))
+        .count();
+    assert!((2..=4).contains(&ticks), "{ticks} ticks:\n{stderr}");
+    // The ticker ended with the script: `output()` waits for every holder of the pipes, and
+    // a ticker left behind would hold stderr until its next tick at the earliest.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// The README's key command, pasted in a fresh checkout: `keys/` does not exist yet. rocm-pin
