@@ -18,7 +18,7 @@ what the dynamic loader maps. Prints a table: step, result, time. Exit 0 only wh
 is ok.
 
 Needs root (the chroot). Installs nothing on this host; needs mmdebstrap the first time to make
-the chroot image (scripts/install-deps installs it), cached in --cache for the next run.
+the chroot image (`scripts/install-deps --demo` installs it), cached in --cache for the next run.
 
 Examples:
   sudo scripts/demo
