@@ -2,11 +2,10 @@
 
 mod cli;
 
-use clap::Parser;
 use rocm_pin::output;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match cli::run(cli) {
         Ok(()) => {}
         // The reader of our stdout went away (`| head`): end as any Unix filter does there.

@@ -1,7 +1,8 @@
 # The rocm-pin runtime ARTIFACT image (docs/docker.md): builds the patched ROCr + CLR pair once,
 # packages it against the ROCm image's stock runtime, signs an apt repository, and ships ONE
 # directory /rocm-pin-<commit12>/ in a FROM-scratch image labelled with the commit. Downstream
-# Dockerfiles (vllm.Dockerfile, sglang.Dockerfile) COPY it from that image, by registry reference.
+# Dockerfiles (vllm.Dockerfile, sglang.Dockerfile) bind-mount it from that image, by registry
+# reference, for the RUNs that install and verify it (never COPY: its bytes would stay in a layer).
 #
 #   buildah bud --layers -f rocm-pin/runtime.Dockerfile \
 #     --secret id=rocm-pin-key,src=rocm-pin-key.asc \

@@ -30,6 +30,7 @@ shared object, reports SONAME, NEEDED and whether the HSA backport symbol is exp
 
 Example:
   rocm-pin deb inspect sample.deb
+  curl -sSf https://example.org/pool/x.deb | rocm-pin deb inspect -
   rocm-pin deb inspect --json libhsa-runtime64-1_5.2.3-3_amd64.deb | jq .control")]
     Inspect(InspectArgs),
 }
@@ -60,7 +61,7 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// The .deb file (a pipe, FIFO or /dev/stdin is read as a stream)
+    /// The .deb file; - reads standard input (a pipe, FIFO or /dev/stdin is read as a stream)
     pub file: PathBuf,
     /// Print one JSON document instead of text
     #[arg(long)]
@@ -113,7 +114,13 @@ fn inspect(a: InspectArgs) -> anyhow::Result<()> {
         max_elf_bytes: a.max_elf_mib << 20,
         symbol: rocm_pin::rocm::BACKPORT_SYMBOL,
     };
-    let Inspection { info, report } = deb::inspect::inspect(&a.file, &opts)?;
+    // `-` is standard input, as for most Unix tools; the reader streams it like any pipe.
+    let file = if a.file.as_os_str() == "-" {
+        PathBuf::from("/dev/stdin")
+    } else {
+        a.file
+    };
+    let Inspection { info, report } = deb::inspect::inspect(&file, &opts)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {

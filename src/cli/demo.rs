@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::exit::Failure;
+use rocm_pin::exit::{Failure, Interrupted, CTRL_C_SIGNAL};
 use rocm_pin_kit::demo::{self, DemoOptions};
 
 const DEMO_HELP: &str = "\
@@ -18,7 +18,7 @@ what the dynamic loader maps. Prints a table: step, result, time. Exit 0 only wh
 is ok.
 
 Needs root (the chroot). Installs nothing on this host; needs mmdebstrap the first time to make
-the chroot image (scripts/install-deps installs it), cached in --cache for the next run.
+the chroot image (`scripts/install-deps --demo` installs it), cached in --cache for the next run.
 
 Examples:
   sudo scripts/demo
@@ -89,10 +89,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     if report.interrupted {
-        Err(Failure::check_failed(
-            "demo interrupted: the steps after the interruption were not run; everything \
-             temporary was cleaned up",
-        )
+        // Exits as the signal would have ended it (130 for Ctrl-C), not as a failed check.
+        Err(Interrupted {
+            signal: report.interrupt_signal.unwrap_or(CTRL_C_SIGNAL),
+            message: "demo interrupted: the steps after the interruption were not run; \
+                      everything temporary was cleaned up"
+                .into(),
+        }
         .into())
     } else if report.ok() {
         Ok(())

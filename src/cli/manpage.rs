@@ -35,5 +35,34 @@ fn write_page(dir: &std::path::Path, name: &str, cmd: clap::Command) -> anyhow::
     clap_mangen::Man::new(cmd)
         .render(&mut buf)
         .with_context(|| format!("rendering man page {name}"))?;
-    std::fs::write(&path, buf).with_context(|| format!("cannot write {}", path.display()))
+    let page = with_exit_status(&String::from_utf8_lossy(&buf));
+    std::fs::write(&path, page).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `page` with its EXIT STATUS section, before VERSION and AUTHORS where man-pages(7) puts it.
+fn with_exit_status(page: &str) -> String {
+    let section = exit_status_section();
+    match [".SH VERSION", ".SH AUTHORS"]
+        .iter()
+        .filter_map(|h| page.find(&format!("\n{h}")))
+        .min()
+    {
+        Some(at) => format!("{}\n{section}{}", &page[..at], &page[at + 1..]),
+        None => format!("{page}{section}"),
+    }
+}
+
+/// The EXIT STATUS section (man-pages(7)) from the one table of exit codes, one tagged
+/// paragraph per code.
+fn exit_status_section() -> String {
+    use clap_mangen::roff::{roman, Roff};
+    let mut roff = Roff::new();
+    roff.control("SH", ["EXIT STATUS"]);
+    for (code, meaning) in rocm_pin::exit::exit_status_rows() {
+        roff.control("TP", [] as [&str; 0]);
+        roff.text([roman(code)]);
+        roff.text([roman(meaning)]);
+    }
+    // to_roff: no second apostrophe preamble (the page has one at its top).
+    roff.to_roff()
 }

@@ -1,7 +1,7 @@
 //! Command-line layer: one thin file per subcommand. Parsing, choosing a progress listener,
 //! printing results; all work happens in library modules.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub mod adopt;
 pub mod build;
@@ -66,6 +66,27 @@ pub enum Command {
     /// Write the built-in stand-in stock set or source to disk (used by scripts/images)
     #[command(subcommand, hide = true)]
     Standin(standin::StandinCommand),
+}
+
+/// The command line parsed with [`command`]'s help.
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The clap command with the exit statuses (the one table, `rocm_pin::exit`) at the end of
+/// every command's and subcommand's `--help`, after its own text. `-h` stays short.
+pub fn command() -> clap::Command {
+    with_exit_status(Cli::command(), &rocm_pin::exit::exit_status_help())
+}
+
+fn with_exit_status(cmd: clap::Command, exit_status: &str) -> clap::Command {
+    let long = match cmd.get_after_help() {
+        Some(own) => format!("{own}\n\n{exit_status}"),
+        None => exit_status.to_string(),
+    };
+    cmd.after_long_help(long)
+        .mut_subcommands(|sub| with_exit_status(sub, exit_status))
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {

@@ -86,13 +86,87 @@ pub const ROOT_REQUIRED_ENV: &str = "ROCM_PIN_TESTS_NEED_ROOT";
 /// Called by [`needs_root!`] when not root: one line saying why the test is skipped, or a
 /// failure under `scripts/test`.
 pub fn skip_without_root(test: &str, why: &str) {
-    if std::env::var_os(ROOT_REQUIRED_ENV).is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "{test} needs root ({why}) and {ROOT_REQUIRED_ENV} is set: run scripts/test as root"
-        );
-    }
-    eprintln!("skipped {test}: needs root ({why}); scripts/test runs it as root");
+    skip(
+        test,
+        &format!("needs root ({why}); scripts/test runs it as root"),
+        ROOT_REQUIRED_ENV,
+    );
 }
+
+/// The tests of this test binary skipped so far: `name: reason`.
+static SKIPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static SUMMARY_AT_EXIT: std::sync::Once = std::sync::Once::new();
+
+/// Skip the calling test (its caller returns right after) with a one-line reason, or fail it
+/// when `strict_env` is set (scripts/test sets them: a skip there is a failure).
+///
+/// The harness shows a passing test's output only with `--nocapture`, so the reason alone
+/// would be invisible in a plain `cargo test`: every skip is also kept, and when the test
+/// binary exits (after its `test result:` line) the list of its skipped tests and their
+/// reasons is written to stderr directly, past the harness's capture.
+pub fn skip(test: &str, reason: &str, strict_env: &str) {
+    // libtest runs each test on a thread named after it; the module path otherwise.
+    let current = std::thread::current();
+    let name = current
+        .name()
+        .filter(|n| *n != "main")
+        .unwrap_or(test)
+        .to_string();
+    if std::env::var_os(strict_env).is_some_and(|v| !v.is_empty()) {
+        panic!("{name} {reason}; {strict_env} is set (scripts/test), so this fails instead of skipping");
+    }
+    eprintln!("skipped {name}: {reason}");
+    SKIPPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(format!("{name}: {reason}"));
+    SUMMARY_AT_EXIT.call_once(|| {
+        // SAFETY: atexit registers a plain function, which runs once at process exit.
+        unsafe { libc::atexit(print_skipped_at_exit) };
+    });
+}
+
+extern "C" fn print_skipped_at_exit() {
+    let skipped = std::mem::take(
+        &mut *SKIPPED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let binary = std::env::args()
+        .next()
+        .and_then(|a| {
+            Path::new(&a)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let mut text = format!(
+        "\nSKIPPED: {} test(s) of {binary} did not run (they passed without checking anything):\n",
+        skipped.len()
+    );
+    for line in &skipped {
+        text.push_str(&format!("  {line}\n"));
+    }
+    text.push_str(
+        "  scripts/test runs them (as root, after scripts/test-setup) and fails on a skip.\n\n",
+    );
+    // Not eprintln!: the harness may still capture that; fd 2 itself is what the user sees.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    // scripts/cargo-test collects every binary's list to repeat them after cargo's last line.
+    if let Some(file) = std::env::var_os(SKIPS_FILE_ENV).filter(|v| !v.is_empty()) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(file)
+        {
+            let lines: String = skipped.iter().map(|l| format!("  {l}\n")).collect();
+            let _ = std::io::Write::write_all(&mut f, lines.as_bytes());
+        }
+    }
+}
+
+/// Set by `scripts/cargo-test`: a file every test binary appends its skipped tests to.
+pub const SKIPS_FILE_ENV: &str = "ROCM_PIN_TEST_SKIPS_FILE";
 
 /// First line of a test that needs root (chroots, mounts, dpkg in a sandbox, OCI builds):
 /// returns from the test with a one-line reason when not root, so a contributor's plain
@@ -126,16 +200,13 @@ pub fn setup_input(input: &str) -> Option<PathBuf> {
 /// and how to get the input, or a failure under `scripts/test`.
 pub fn skip_without_setup(test: &str, input: &str) {
     let path = cache_dir().join(input);
-    if std::env::var_os(SETUP_REQUIRED_ENV).is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "{test} needs {} and {SETUP_REQUIRED_ENV} is set: run scripts/test-setup",
+    skip(
+        test,
+        &format!(
+            "needs {} (made by scripts/test-setup; set ROCM_PIN_CACHE to where it is)",
             path.display()
-        );
-    }
-    eprintln!(
-        "skipped {test}: needs {} (downloaded by scripts/test-setup; set ROCM_PIN_CACHE to \
-         where it is); scripts/test runs it",
-        path.display()
+        ),
+        SETUP_REQUIRED_ENV,
     );
 }
 

@@ -473,6 +473,19 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
     let tarball = rocm_pin_testkit::needs_setup!("chroot/sid-rocm-toolchain.tar.zst");
     // Checked before the build, which takes minutes: the Debian step needs it at the end.
     let debian_tarball = rocm_pin_testkit::needs_setup!(crate::real_debian::IMAGE);
+    // ROCm's sources are not downloaded by scripts/test-setup: they sit beside the clone.
+    if !rocm_src().is_dir() {
+        rocm_pin_testkit::skip(
+            "real_rocm_runtime_builds_packages_installs_and_loads",
+            &format!(
+                "needs ROCm's sources at {} (a directory beside the clone, ../shared/rocm-src; \
+                 ROCM_PIN_ROCM_SRC names another)",
+                rocm_src().display()
+            ),
+            rocm_pin_testkit::SETUP_REQUIRED_ENV,
+        );
+        return;
+    }
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-build-real-")
         .tempdir()

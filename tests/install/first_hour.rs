@@ -357,4 +357,151 @@ fn the_demo_script_checks_rust_and_announces_the_build() {
         "build --release --locked",
         "cargo's own progress is shown"
     );
+    // A failed build's exit code is the script's.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+}
+
+/// The first build's minutes are never silent: a line at every tick while cargo runs (cargo
+/// itself prints nothing while the last crates compile and link), none after it ended.
+#[test]
+fn the_demo_script_says_the_build_is_still_going() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin_dir = tmp.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let fake_cargo = bin_dir.join("cargo");
+    // A build that takes 3.5 s and fails (so the demo itself never runs here).
+    std::fs::write(
+        &fake_cargo,
+        "#!/bin/sh
+if [ \"$1\" = --version ]; then echo 'cargo 1.95.0 (test)'; exit 0; fi
+\
+         sleep 3.5\nexit 7\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &fake_cargo,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let started = std::time::Instant::now();
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo"))
+        .env("PATH", path)
+        .env("ROCM_PIN_DEMO_TICK_SECONDS", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    let ticks = stderr
+        .lines()
+        .filter(|l| l.starts_with("demo: still building rocm-pin ("))
+        .count();
+    assert!((2..=4).contains(&ticks), "{ticks} ticks:\n{stderr}");
+    // The ticker ended with the script: `output()` waits for every holder of the pipes, and
+    // a ticker left behind would hold stderr until its next tick at the earliest.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// The README's key command, pasted in a fresh checkout: `keys/` does not exist yet. rocm-pin
+/// makes it (private: it holds the secret key) instead of failing "directory keys does not
+/// exist".
+#[test]
+fn repo_keygen_makes_the_directory_of_its_out_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(crate::util::bin())
+        .args(["repo", "keygen", "--out", "keys/rocm-pin.asc"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let keys = tmp.path().join("keys");
+    for name in ["rocm-pin.asc", "rocm-pin.pub.asc", "rocm-pin.pub.gpg"] {
+        assert!(keys.join(name).is_file(), "{name} missing: {}", text(&out));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&keys).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "keys/ holds the secret key");
+}
+
+/// A mistyped path is named as what it is, not as a tree without DEBIAN/ or as an unreadable
+/// `/` inside a root.
+#[test]
+fn a_path_that_does_not_exist_is_said_to_not_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nonexistent");
+    let missing_s = missing.to_str().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let file_s = file.to_str().unwrap();
+    let deb = tmp.path().join("out.deb");
+    let deb_s = deb.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["deb", "build", missing_s, deb_s],
+            format!("{missing_s}: the package tree does not exist"),
+        ),
+        (
+            vec!["deb", "build", file_s, deb_s],
+            format!("{file_s}: is not a directory"),
+        ),
+        (
+            vec!["verify", "--root", missing_s],
+            format!("root {missing_s} does not exist"),
+        ),
+        (
+            vec!["verify", "--root", file_s],
+            format!("root {file_s} is not a directory"),
+        ),
+        (
+            vec!["status", "--root", missing_s],
+            format!("root {missing_s} does not exist"),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = rocm_pin(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            stderr.contains(&expected),
+            "{args:?}: want {expected:?} in:\n{stderr}"
+        );
+        assert!(
+            !stderr.contains("no DEBIAN directory") && !stderr.contains("cannot read / "),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!deb.exists());
+}
+
+/// `deb inspect -` reads the package from standard input, as `deb inspect /dev/stdin` did.
+#[test]
+fn deb_inspect_dash_reads_standard_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-pkg");
+    let deb = tmp.path().join("sample.deb");
+    let built = rocm_pin(&[
+        "deb",
+        "build",
+        "-q",
+        tree.to_str().unwrap(),
+        deb.to_str().unwrap(),
+    ]);
+    assert!(built.status.success(), "{}", text(&built));
+    let by_path = rocm_pin(&["deb", "inspect", "--json", deb.to_str().unwrap()]);
+    assert!(by_path.status.success(), "{}", text(&by_path));
+    let piped = Command::new(crate::util::bin())
+        .args(["deb", "inspect", "--json", "-"])
+        .stdin(std::fs::File::open(&deb).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{}", text(&piped));
+    let a: serde_json::Value = serde_json::from_slice(&by_path.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
+    assert_eq!(a["control"], b["control"]);
+    assert_eq!(a["entries"], b["entries"]);
 }

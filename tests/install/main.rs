@@ -10,6 +10,7 @@ mod day2;
 mod debian_flavour;
 mod demo;
 mod downstream;
+mod exit_status;
 mod first_hour;
 mod guard;
 mod hostile_root;

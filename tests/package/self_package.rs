@@ -113,6 +113,12 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         "./usr/share/fish/vendor_completions.d/rocm-pin.fish",
         "./usr/share/doc/rocm-pin/copyright",
         "./usr/share/doc/rocm-pin/changelog.gz",
+        // The README and the docs that list the exit statuses and the JSON fields, compressed
+        // as Debian policy 12.3 wants files over 4 KiB.
+        "./usr/share/doc/rocm-pin/README.md.gz",
+        "./usr/share/doc/rocm-pin/docs/security.md.gz",
+        "./usr/share/doc/rocm-pin/docs/verify-json.md.gz",
+        "./usr/share/doc/rocm-pin/docs/status-json.md.gz",
         "./usr/share/rocm-pin/docker/install-runtime.sh",
         "./usr/share/rocm-pin/docker/verify-runtime.sh",
     ] {
@@ -170,6 +176,11 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
             .any(|l| l == "/usr/share/man/man1/rocm-pin.1.gz"),
         "{files}"
     );
+    // The installed man page has the exit statuses (man-pages(7)'s EXIT STATUS section).
+    let page = sb
+        .run_ok(&["sh", "-c", "zcat /usr/share/man/man1/rocm-pin-verify.1.gz"])
+        .unwrap();
+    assert!(page.contains(".SH \"EXIT STATUS\""), "{page}");
     // The installed completion script is what the installed binary prints.
     let installed = sb
         .read_to_string("/usr/share/bash-completion/completions/rocm-pin")

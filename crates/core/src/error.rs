@@ -58,6 +58,9 @@ fn exit_code_of(link: &(dyn StdError + 'static)) -> Option<i32> {
         // What a shell reports for a process a signal ended.
         return Some(128 + signal);
     }
+    if let Some(interrupted) = link.downcast_ref::<crate::exit::Interrupted>() {
+        return Some(interrupted.code());
+    }
     kind_of(link).map(ExitKind::code)
 }
 
@@ -255,6 +258,27 @@ mod tests {
         assert_eq!(
             exit_code_for(&HostChange::Unchanged.attach(interrupted)),
             143
+        );
+        // So does a run that cleaned up after Ctrl-C (the demo), whatever wraps it.
+        let ctrl_c = anyhow::Error::from(crate::exit::Interrupted {
+            signal: libc::SIGINT,
+            message: "demo interrupted".into(),
+        })
+        .context("rocm-pin demo");
+        assert_eq!(exit_code_for(&ctrl_c), 130);
+    }
+
+    /// The exit statuses users read in `--help` and the man page are the table's codes.
+    #[test]
+    fn the_exit_status_help_lists_every_code_of_the_table() {
+        let help = crate::exit::exit_status_help();
+        for kind in [ExitKind::CheckFailed, ExitKind::Usage, ExitKind::Skipped] {
+            let row = format!("\n  {:>3}  ", kind.code());
+            assert!(help.contains(&row), "{row:?} missing from:\n{help}");
+        }
+        assert!(
+            help.contains("\n    0  ") && help.contains("\n  130  "),
+            "{help}"
         );
     }
 

@@ -34,6 +34,59 @@ impl ExitKind {
     }
 }
 
+/// Signals end a run with 128+signal, as a shell reports a process a signal killed.
+pub const SIGNAL_EXIT_BASE: i32 = 128;
+/// The signal Ctrl-C sends (exit 130).
+pub const CTRL_C_SIGNAL: i32 = libc::SIGINT;
+
+/// The exit statuses as users read them (`--help` of every subcommand, the man page's EXIT
+/// STATUS): the codes come from [`ExitKind::code`], so this text cannot drift from the table.
+pub fn exit_status_rows() -> Vec<(String, &'static str)> {
+    vec![
+        ("0".into(), "success"),
+        (
+            ExitKind::CheckFailed.code().to_string(),
+            "a check ran and failed (verify, status, a post-check of install or rollback, a demo step)",
+        ),
+        (
+            ExitKind::Usage.code().to_string(),
+            "bad input, a refused operation or an environment problem (the message says what to do)",
+        ),
+        (
+            ExitKind::Skipped.code().to_string(),
+            "the ROCm version gate skipped this host (--mode auto on a host that is not ROCm 7.2.4)",
+        ),
+        (
+            (SIGNAL_EXIT_BASE + CTRL_C_SIGNAL).to_string(),
+            "interrupted by Ctrl-C, after cleaning up; 128+N for signal N (143: SIGTERM)",
+        ),
+    ]
+}
+
+/// [`exit_status_rows`] as the `Exit status:` block of `--help`.
+pub fn exit_status_help() -> String {
+    let mut text = String::from("Exit status:");
+    for (code, meaning) in exit_status_rows() {
+        text.push_str(&format!("\n  {code:>3}  {meaning}"));
+    }
+    text
+}
+
+/// The run stopped because of a signal (Ctrl-C), after cleaning up: it exits 128+signal, as a
+/// shell reports a process the signal killed (130 for SIGINT), not as a failed check.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Interrupted {
+    pub signal: i32,
+    pub message: String,
+}
+
+impl Interrupted {
+    pub fn code(&self) -> i32 {
+        SIGNAL_EXIT_BASE + self.signal
+    }
+}
+
 /// A plain-message failure of one of the three kinds, for what no domain error names.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {

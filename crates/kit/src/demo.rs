@@ -133,6 +133,9 @@ pub struct DemoReport {
     pub kept_chroot: Option<PathBuf>,
     /// Stopped by SIGINT/SIGTERM (the steps after it were not run).
     pub interrupted: bool,
+    /// The signal that stopped it (the exit code is 128+signal: 130 for Ctrl-C).
+    #[serde(skip)]
+    pub interrupt_signal: Option<i32>,
 }
 
 impl DemoReport {
@@ -291,22 +294,37 @@ impl Listener for Nested<'_> {
 /// unregistered; signal-hook's own handler stays installed, so a signal after the demo is
 /// ignored rather than fatal — harmless, as the process ends right after.
 struct InterruptGuard {
-    flag: Arc<AtomicBool>,
+    /// One flag per signal, so the run can exit as that signal would have ended it.
+    flags: Vec<(i32, Arc<AtomicBool>)>,
     registered: Vec<signal_hook::SigId>,
 }
 
 impl InterruptGuard {
     fn install() -> InterruptGuard {
-        let flag = Arc::new(AtomicBool::new(false));
-        let registered = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
-            .into_iter()
-            .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&flag)).ok())
+        let flags: Vec<(i32, Arc<AtomicBool>)> =
+            [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+                .into_iter()
+                .map(|signal| (signal, Arc::new(AtomicBool::new(false))))
+                .collect();
+        let registered = flags
+            .iter()
+            .filter_map(|(signal, flag)| {
+                signal_hook::flag::register(*signal, Arc::clone(flag)).ok()
+            })
             .collect();
-        InterruptGuard { flag, registered }
+        InterruptGuard { flags, registered }
+    }
+
+    /// The first signal received, if any.
+    fn signal(&self) -> Option<i32> {
+        self.flags
+            .iter()
+            .find(|(_, flag)| flag.load(Ordering::SeqCst))
+            .map(|(signal, _)| *signal)
     }
 
     fn interrupted(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.signal().is_some()
     }
 }
 
@@ -443,6 +461,7 @@ pub fn run(opts: &DemoOptions, listener: &dyn Listener) -> anyhow::Result<DemoRe
         kept: opts.keep.as_ref().map(|_| work.clone()),
         kept_chroot,
         interrupted: interrupt.interrupted(),
+        interrupt_signal: interrupt.signal(),
     };
     if let Ok(json) = serde_json::to_string_pretty(&report) {
         let _ = std::fs::write(logs.join("demo-report.json"), json);
@@ -1138,6 +1157,7 @@ mod tests {
             kept: None,
             kept_chroot: None,
             interrupted: false,
+            interrupt_signal: None,
         };
         assert!(!report.ok());
         let t = report.table();

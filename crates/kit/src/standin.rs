@@ -4,7 +4,7 @@
 //! where no real ROCm exists; it must behave like the stock set as far as dpkg, apt, ldconfig
 //! and the dynamic loader can tell.
 //!
-//! Shapes (DESIGN.md §4, research/apt-dpkg-measurements.md §2):
+//! Shapes (docs/design.md §4):
 //! - `rocm-core` `7.2.4.70204-93~24.04` owns `<prefix>/.info/version` (`7.2.4-93`); its postinst
 //!   makes `/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4`, its prerm takes it away.
 //! - `hsa-rocr` `1.18.0.70204-93~24.04`: `libhsa-runtime64.so.1.18.70204` (SONAME

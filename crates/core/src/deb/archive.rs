@@ -211,7 +211,26 @@ struct ControlDir {
     conffiles: Vec<String>,
 }
 
+/// The package tree itself is checked before its DEBIAN/: "no DEBIAN directory" would send a
+/// mistyped path looking for one.
+fn check_tree_exists(dir: &Path) -> anyhow::Result<()> {
+    match fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(invalid(format!(
+            "{}: the package tree does not exist (give the directory that holds \
+             DEBIAN/control and the files to install)",
+            dir.display()
+        ))),
+        Ok(meta) if !meta.is_dir() => Err(invalid(format!(
+            "{}: is not a directory (the package tree is a directory that holds \
+             DEBIAN/control and the files to install)",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn read_control_dir(dir: &Path) -> anyhow::Result<ControlDir> {
+    check_tree_exists(dir)?;
     let debian = dir.join("DEBIAN");
     let meta = fs::symlink_metadata(&debian).with_context(|| {
         format!(

@@ -315,6 +315,8 @@ pub enum ReadProblem {
     BadPath,
     /// The open or read failed.
     Io(String),
+    /// The root itself cannot be used: it does not exist, or is no directory (the words).
+    RootUnusable(String),
 }
 
 /// A refused or failed read of `path` (in-root) under `root`.
@@ -357,11 +359,26 @@ impl fmt::Display for RootReadError {
             ),
             ReadProblem::BadPath => write!(f, "{at}: the path contains a NUL byte; refused"),
             ReadProblem::Io(e) => write!(f, "cannot read {at}: {e}"),
+            ReadProblem::RootUnusable(why) => write!(
+                f,
+                "root {} {why}: give the directory of a Debian system tree (a chroot or an \
+                 unpacked image), or leave the option out for this host",
+                self.root.display()
+            ),
         }
     }
 }
 
 impl std::error::Error for RootReadError {}
+
+/// Why the root directory itself could not be opened, in a user's words.
+fn root_problem(e: &std::io::Error) -> ReadProblem {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => ReadProblem::RootUnusable("does not exist".into()),
+        Some(libc::ENOTDIR) => ReadProblem::RootUnusable("is not a directory".into()),
+        _ => ReadProblem::RootUnusable(format!("cannot be opened ({e})")),
+    }
+}
 
 /// The file-type word for a mode, for "is a FIFO" messages.
 fn file_type_name(mode: libc::mode_t) -> &'static str {
@@ -593,7 +610,7 @@ impl Root {
             &self.path,
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
-        .map_err(|e| self.read_error(Path::new("/"), ReadProblem::Io(e.to_string())))?;
+        .map_err(|e| self.read_error(Path::new("/"), root_problem(&e)))?;
         let opened = if cfg!(test) && without_openat2::on() {
             Err(libc::ENOSYS)
         } else {

@@ -961,7 +961,19 @@ pub fn keygen(out: &Path, user_id: &str) -> anyhow::Result<KeyFiles> {
         }
     }
     if !dir.is_dir() {
-        return Err(usage(format!("directory {} does not exist", dir.display())));
+        // `--out keys/rocm-pin.asc` in a fresh checkout: make keys/ as `mkdir -p` would,
+        // private (0700) as it holds the secret key.
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| {
+                usage(format!(
+                    "cannot create the directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
     }
     let key = signing::generate(user_id)?;
     let secret = key

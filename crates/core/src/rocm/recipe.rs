@@ -1,6 +1,6 @@
 //! The ROCm build recipe: which projects of rocm-systems are built, with which CMake options, and
 //! what the tree needs on the build machine (Debian package names). Everything here is ROCm
-//! knowledge (DESIGN.md §6); the orchestration that runs it ([`crate::ops::build`]'s steps) is
+//! knowledge (docs/design.md §6); the orchestration that runs it ([`crate::ops::build`]'s steps) is
 //! generic.
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! Stock facts + staging → `ReplacementPlan` (files, aliases, relations, scripts): what each
-//! replacement package is, decided without writing anything. (DESIGN.md §4 is the measured
+//! replacement package is, decided without writing anything. (docs/design.md §4 is the measured
 //! shape.) Turning plans into .debs is the package step, `crate::ops::package`.
 //!
 //! - [`stock`]: stock package facts from the dpkg database or from stock .debs (md5-checked).
