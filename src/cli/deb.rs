@@ -63,7 +63,8 @@ pub struct InspectArgs {
     /// Print one JSON document instead of text
     #[arg(long)]
     pub json: bool,
-    /// Largest ELF file buffered for parsing, in MiB (bigger ones are reported as skipped)
+    /// Largest ELF file parsed (spooled to an unnamed temporary file, not held in memory), in
+    /// MiB; bigger ones are reported as skipped
     #[arg(long, default_value_t = 512)]
     pub max_elf_mib: u64,
     /// Raise (or lower) a limit on reading the package, repeatable: ratio=1000 (decompressed
