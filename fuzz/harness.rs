@@ -13,11 +13,13 @@ use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use rocm_pin::deb::tar::{TarWriter, WriteKind};
 use rocm_pin::deb::Paragraph;
 use rocm_pin::host::dpkgdb::{parse_md5sums, DpkgDb};
 use rocm_pin::host::root::Root;
 use rocm_pin::host::{ldcache, loader, status};
-use rocm_pin::image::layer::{apply_layer, open_layer};
+use rocm_pin::image::layer::{apply_layer, check_links, open_layer};
+use rocm_pin::image::limits::{Budget, ImageLimits};
 use rocm_pin::ops::{rollback, stale_maps};
 use rocm_pin::rocm::{self, Marker};
 
@@ -347,6 +349,7 @@ pub fn image_layer(data: &[u8], scratch: &LayerScratch) -> Result<usize, String>
             break;
         }
     }
+    scratch.check_links_stay_inside();
     first.unwrap()
 }
 
@@ -410,4 +413,142 @@ pub fn repo_index(data: &[u8], scratch: &Path) {
         fs::read(repo.join(REPO_POOL_FILE)).unwrap(),
         REPO_POOL_BYTES
     );
+}
+
+impl LayerScratch {
+    /// The unpacker's tree check after the last layer (the scratch's own links beside the root
+    /// taken out first: they are the harness's, not a layer's): when it passes, no symlink of
+    /// the tree may lead beside the root when the host follows it (`canonicalize`, the host's
+    /// own resolution: a chain that leaves lands in the scratch directory).
+    fn check_links_stay_inside(&self) {
+        let root = self.root();
+        for (name, planted) in [
+            ("abs-out", self.base.join("outside")),
+            ("rel-out", "../outside".into()),
+        ] {
+            let link = root.join(name);
+            if fs::read_link(&link).is_ok_and(|t| t == planted) {
+                fs::remove_file(&link).unwrap();
+            }
+        }
+        let limits = ImageLimits::default();
+        let budget = Budget::new(&limits, Default::default());
+        if check_links(&root, &budget).is_err() {
+            return; // the unpack refuses the image
+        }
+        let leaving = links_leaving(&self.base);
+        assert!(
+            leaving.is_empty(),
+            "the tree check passed, yet these symlinks lead beside the root: {leaving:?}"
+        );
+    }
+}
+
+/// The symlinks under `base/root` that lead beside the root when the host follows them
+/// (`canonicalize`): a relative chain that leaves the root one or two levels lands in `base`
+/// or its parent. (Deeper escapes land where an absolute link, read from the image root by
+/// rocm-pin, also leads on the host: not told apart here; the unpacker's tests cover them.)
+pub fn links_leaving(base: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let base = fs::canonicalize(base).unwrap();
+    let root = base.join("root");
+    let near = base.parent().unwrap_or(&base).to_path_buf();
+    let mut leaving = Vec::new();
+    for entry in walkdir::WalkDir::new(&root).follow_links(false) {
+        let Ok(entry) = entry else { continue };
+        if !entry.path_is_symlink() {
+            continue;
+        }
+        let Ok(led_to) = fs::canonicalize(entry.path()) else {
+            continue; // dangling or a loop: the host stops there
+        };
+        if led_to.starts_with(&near) && !led_to.starts_with(&root) {
+            leaving.push((entry.path().to_path_buf(), led_to));
+        }
+    }
+    leaving
+}
+
+/// The names generated layers use: few, so that entries meet (a whiteout names an earlier
+/// entry, a link goes through another), the scratch's own, and whiteout spellings.
+const NAMES: [&str; 8] = ["a", "b", "x", "etc", "d", "a", "b", "x"];
+/// Symlink target pieces: climbing, staying, absolute, through other names.
+const TARGET_PARTS: [&str; 10] = ["..", ".", "x", "a", "..", "", "x", "b", "..", "rel-out"];
+
+/// A structure-aware layer: `data` read as a list of operations (entry kind, a path of up to
+/// three names, a symlink target of up to eight pieces), written as a GNU tar. Random bytes
+/// become layers that reach whiteouts (plain and opaque, nested), hard links and symlink
+/// chains (relative, absolute, `..`, through earlier links) instead of failing the tar
+/// checksum.
+pub fn generated_layer(data: &[u8]) -> Vec<u8> {
+    let mut bytes = data.iter().copied();
+    let mut next = move || bytes.next();
+    let mut w = TarWriter::new(Vec::new());
+    let mut files: Vec<String> = vec!["etc/d/file".to_string()];
+    for _ in 0..24 {
+        let Some(op) = next() else { break };
+        let depth = 1 + usize::from(op >> 6) % 3;
+        let mut parts = Vec::new();
+        for _ in 0..depth {
+            parts.push(NAMES[usize::from(next().unwrap_or(0)) % NAMES.len()]);
+        }
+        let name = parts.join("/");
+        let mut target = String::new();
+        let kind = match op % 6 {
+            0 => WriteKind::Dir,
+            1 => WriteKind::File(1),
+            2 | 3 => {
+                let n = 1 + usize::from(next().unwrap_or(0)) % 5;
+                let absolute = next().unwrap_or(0) % 4 == 0;
+                let pieces: Vec<&str> = (0..n)
+                    .map(|_| TARGET_PARTS[usize::from(next().unwrap_or(0)) % TARGET_PARTS.len()])
+                    .collect();
+                target = format!("{}{}", if absolute { "/" } else { "" }, pieces.join("/"));
+                if target.is_empty() {
+                    target.push('.');
+                }
+                WriteKind::Symlink(b"")
+            }
+            4 => WriteKind::Hardlink(b""),
+            _ => {
+                // A whiteout of the entry's last name, or an opaque whiteout of its directory.
+                let dir = &parts[..parts.len() - 1];
+                let last = if op & 8 == 0 {
+                    ".wh..wh..opq".to_string()
+                } else {
+                    format!(".wh.{}", parts[parts.len() - 1])
+                };
+                let mut p: Vec<String> = dir.iter().map(|s| s.to_string()).collect();
+                p.push(last);
+                let name = p.join("/");
+                w.append_header(name.as_bytes(), WriteKind::File(0), 0o644, 0)
+                    .unwrap();
+                continue;
+            }
+        };
+        let kind = match kind {
+            WriteKind::Symlink(_) => WriteKind::Symlink(target.as_bytes()),
+            WriteKind::Hardlink(_) => {
+                target = files[usize::from(next().unwrap_or(0)) % files.len()].clone();
+                WriteKind::Hardlink(target.as_bytes())
+            }
+            k => k,
+        };
+        let name = if kind == WriteKind::Dir {
+            format!("{name}/")
+        } else {
+            name
+        };
+        w.append_header(name.as_bytes(), kind, 0o755, 0).unwrap();
+        if let WriteKind::File(n) = kind {
+            w.write_contents(&mut &b"f"[..n as usize], n, &mut |_| {})
+                .unwrap();
+            files.push(name);
+        }
+    }
+    w.finish().unwrap()
+}
+
+/// `image_layer` on the layer [`generated_layer`] makes of `data`.
+pub fn generated_image_layer(data: &[u8], scratch: &LayerScratch) -> Result<usize, String> {
+    image_layer(&generated_layer(data), scratch)
 }

@@ -66,9 +66,15 @@ pub struct InspectArgs {
     /// Print one JSON document instead of text
     #[arg(long)]
     pub json: bool,
-    /// Largest ELF file buffered for parsing, in MiB (bigger ones are reported as skipped)
+    /// Largest ELF file parsed (spooled to an unnamed temporary file, not held in memory), in
+    /// MiB; bigger ones are reported as skipped
     #[arg(long, default_value_t = 512)]
     pub max_elf_mib: u64,
+    /// Raise (or lower) a limit on reading the package, repeatable: ratio=1000 (decompressed
+    /// per compressed byte of one member, beyond 16 MiB), member-bytes=64G (one member
+    /// decompressed, whatever its size). See docs/security.md
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub deb_limit: Vec<String>,
 }
 
 fn parse_compression(s: &str) -> Result<Compression, <Compression as std::str::FromStr>::Err> {
@@ -109,8 +115,12 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
 }
 
 fn inspect(a: InspectArgs) -> anyhow::Result<()> {
+    let mut limits = ReadLimits::default();
+    for spec in &a.deb_limit {
+        limits.set(spec).map_err(rocm_pin::error::usage)?;
+    }
     let opts = InspectOptions {
-        limits: ReadLimits::default(),
+        limits,
         max_elf_bytes: a.max_elf_mib << 20,
         symbol: rocm_pin::rocm::BACKPORT_SYMBOL,
     };

@@ -684,3 +684,181 @@ fn md5_of(path: &Path) -> String {
     let out = must(Command::new("md5sum").arg(path)).stdout;
     String::from_utf8(out).unwrap()[..32].to_string()
 }
+
+/// `rocm-pin deb inspect ARGS FILE` under `/usr/bin/time`: (output, peak RSS in KiB, CPU time
+/// user and system: the machine may be busy with other work).
+fn timed_inspect_args(file: &Path, args: &[&str]) -> (Output, u64, Duration) {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "maxrss=%M cpu=%U+%S"])
+        .arg(bin())
+        .args(["deb", "inspect"])
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (rss, cpu) = stderr
+        .lines()
+        .find_map(|l| {
+            let (rss, cpu) = l.strip_prefix("maxrss=")?.split_once(" cpu=")?;
+            let (user, system) = cpu.split_once('+')?;
+            let secs = user.parse::<f64>().ok()? + system.parse::<f64>().ok()?;
+            Some((rss.parse().ok()?, Duration::from_secs_f64(secs)))
+        })
+        .unwrap_or_else(|| panic!("no maxrss from /usr/bin/time: {stderr}"));
+    (out, rss, cpu)
+}
+
+/// A zstd data member: `count` ELF-looking files of `size` bytes (the ELF magic, then zeros).
+fn elf_bomb_data(count: usize, size: u64) -> Vec<u8> {
+    use rocm_pin::deb::compress::{Compression, Encoder};
+    use rocm_pin::deb::tar::{TarWriter, WriteKind};
+    let mut enc = Encoder::new(Vec::new(), Compression::Zstd, Some(3), 2).unwrap();
+    {
+        let mut w = TarWriter::new(&mut enc);
+        w.append_header(b"./", WriteKind::Dir, 0o755, SDE).unwrap();
+        for i in 0..count {
+            let name = format!("./libbomb{i}.so");
+            w.append_header(name.as_bytes(), WriteKind::File(size), 0o644, SDE)
+                .unwrap();
+            let mut body = std::io::Read::chain(
+                &b"\x7fELF\x02\x01\x01"[..],
+                std::io::Read::take(std::io::repeat(0), size - 7),
+            );
+            w.write_contents(&mut body, size, &mut |_| {}).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+fn control_member(tmp: &Path) -> Vec<u8> {
+    let dir = tmp.join("control");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("control"), CONTROL).unwrap();
+    filter("xz", &["-c"], &tar_bytes(&dir))
+}
+
+/// Issue 31 item 10: a 130 KB .deb of 8 ELF-looking members of 500 MiB cost `deb inspect`
+/// 12 s and 711 MiB (each member buffered whole for the ELF parser, no ratio limit), and was
+/// accepted. Now a member may decode to at most 1000 times its size beyond 16 MiB: refused
+/// after ~150 MB. Raised with `--deb-limit`, the ELF files are spooled to an unnamed
+/// temporary file, not memory. f225f56 exits 0 here.
+#[test]
+fn a_deb_bomb_is_refused_by_its_ratio_and_inspect_does_not_buffer_members() {
+    let tmp = tempfile::tempdir().unwrap();
+    let control = control_member(tmp.path());
+    let data = elf_bomb_data(8, 500 << 20);
+    let bomb = ar_deb("control.tar.xz", &control, "data.tar.zst", &data);
+    let file = tmp.path().join("elf-bomb.deb");
+    fs::write(&file, &bomb).unwrap();
+    let (out, rss_kib, cpu) = timed_inspect_args(&file, &[]);
+    let err = stderr_without_time(&out);
+    eprintln!(
+        "elf bomb ({} bytes, 8 x 500 MiB): exit {:?}, peak RSS {} MiB, {:.2}s CPU: {err}",
+        bomb.len(),
+        out.status.code(),
+        rss_kib / 1024,
+        cpu.as_secs_f64()
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    for needle in [
+        file.display().to_string().as_str(),
+        "data.tar.zst",
+        "ratio=1000",
+        "--deb-limit ratio=N",
+    ] {
+        assert!(err.contains(needle), "{needle:?} in {err}");
+    }
+    assert!(rss_kib < 64 << 10, "peak RSS {rss_kib} KiB");
+    // Allowed by a raised limit, two 200 MiB ELF members are parsed without holding either.
+    let data = elf_bomb_data(2, 200 << 20);
+    let big = ar_deb("control.tar.xz", &control, "data.tar.zst", &data);
+    fs::write(&file, &big).unwrap();
+    let (out, rss_kib, cpu) = timed_inspect_args(&file, &["--deb-limit", "ratio=1000000"]);
+    let err = stderr_without_time(&out);
+    eprintln!(
+        "2 x 200 MiB ELF members, ratio raised: exit {:?}, peak RSS {} MiB, {:.2}s CPU",
+        out.status.code(),
+        rss_kib / 1024,
+        cpu.as_secs_f64()
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(rss_kib < 100 << 10, "peak RSS {rss_kib} KiB");
+    // A bad key is a usage error naming the keys.
+    let (out, _, _) = timed_inspect_args(&file, &["--deb-limit", "size=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_without_time(&out).contains("keys: ratio, member-bytes"));
+}
+
+/// Issue 31 item 6 for .debs: 1 GiB of pax global headers in a data member of ~60 KB was read
+/// to the end (nothing counted them), and a 1 MiB GNU long name came back whole in the error.
+/// f225f56 accepts the first package and prints a 1 MiB line for the second.
+#[test]
+fn tar_extension_records_in_a_deb_count_against_its_ratio() {
+    use rocm_pin::deb::compress::{Compression, Encoder};
+    let tmp = tempfile::tempdir().unwrap();
+    let control = control_member(tmp.path());
+    let each: usize = (1 << 20) - 512;
+    let mut record = [0u8; 512];
+    record[..13].copy_from_slice(b"././@LongLink");
+    record[100..107].copy_from_slice(b"0000644");
+    record[124..135].copy_from_slice(format!("{each:011o}").as_bytes());
+    record[156] = b'g';
+    record[257..265].copy_from_slice(b"ustar  \0");
+    record[148..156].fill(b' ');
+    let sum: u32 = record.iter().map(|&b| u32::from(b)).sum();
+    record[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut body = format!("{each} comment=").into_bytes();
+    body.resize(each - 1, b'x');
+    body.push(b'\n');
+    body.resize(each.div_ceil(512) * 512, 0);
+    let mut enc = Encoder::new(Vec::new(), Compression::Zstd, Some(3), 2).unwrap();
+    for _ in 0..1024 {
+        enc.write_all(&record).unwrap();
+        enc.write_all(&body).unwrap();
+    }
+    enc.write_all(&[0u8; 1024]).unwrap();
+    let data = enc.finish().unwrap();
+    let file = tmp.path().join("pax-bomb.deb");
+    fs::write(
+        &file,
+        ar_deb("control.tar.xz", &control, "data.tar.zst", &data),
+    )
+    .unwrap();
+    let (out, rss_kib, cpu) = timed_inspect_args(&file, &[]);
+    let err = stderr_without_time(&out);
+    eprintln!(
+        "1 GiB of pax global headers ({} bytes): exit {:?}, peak RSS {} MiB, {:.2}s CPU: {err}",
+        data.len(),
+        out.status.code(),
+        rss_kib / 1024,
+        cpu.as_secs_f64()
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ratio=1000"), "{err}");
+    // A GNU long name of 1 MiB, refused for its `..`: a short prefix in the error.
+    let dir = tmp.path().join("long");
+    let long = format!("{}/../x", "n".repeat((1 << 20) - 100));
+    let mut w = rocm_pin::deb::tar::TarWriter::new(Vec::new());
+    w.append_header(
+        long.as_bytes(),
+        rocm_pin::deb::tar::WriteKind::File(0),
+        0o644,
+        SDE,
+    )
+    .unwrap();
+    let data = filter("xz", &["-c"], &w.finish().unwrap());
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        &file,
+        ar_deb("control.tar.xz", &control, "data.tar.xz", &data),
+    )
+    .unwrap();
+    let (out, _, _) = timed_inspect_args(&file, &[]);
+    let err = stderr_without_time(&out);
+    assert_eq!(out.status.code(), Some(2), "{}", &err[..err.len().min(500)]);
+    assert!(err.contains("'..'"), "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 1024, "a {}-byte error", err.len());
+}

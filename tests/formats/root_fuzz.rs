@@ -285,3 +285,135 @@ fn proc_maps_stress() {
     let runs = proc_maps_generated(seed, |_| start.elapsed().as_secs() >= secs);
     eprintln!("proc_maps: {runs} inputs in {secs} s (seed {seed:#x}), no finding");
 }
+
+/// Generated layers ([`harness::generated_layer`]): op bytes from a seeded generator, each
+/// layer judged by the image_layer checks; a failing input (the op bytes) is saved as
+/// `fuzz/regressions/image_layer_ops/<hash>` and named in the panic. Returns the inputs run and
+/// how many of them applied whole.
+fn generated_layers(seed: u64, until: impl Fn(u64) -> bool) -> (u64, u64) {
+    // xorshift64*: no dependency, the same inputs for the same seed.
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let s = harness::LayerScratch::new(scratch.path().join("s"));
+    let mut runs = 0;
+    let mut applied = 0;
+    while !until(runs) {
+        let len = 1 + next() % 48;
+        let ops: Vec<u8> = (0..len).map(|_| (next() >> 32) as u8).collect();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            harness::generated_image_layer(&ops, &s)
+        }));
+        applied += u64::from(matches!(r, Ok(Ok(_))));
+        if let (Ok(Err(e)), Ok(_)) = (&r, std::env::var("ROCM_PIN_FUZZ_SHOW")) {
+            eprintln!("{e}");
+        }
+        if r.is_err() {
+            let dir =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/image_layer_ops");
+            fs::create_dir_all(&dir).unwrap();
+            let name = format!(
+                "{:016x}",
+                ops.iter()
+                    .fold(0xcbf29ce484222325u64, |h, &b| (h ^ u64::from(b))
+                        .wrapping_mul(0x100000001b3))
+            );
+            fs::write(dir.join(&name), &ops).unwrap();
+            panic!(
+                "generated layer {name} (seed {seed}, input {runs}) fails the image_layer checks"
+            );
+        }
+        runs += 1;
+    }
+    (runs, applied)
+}
+
+/// A few hundred generated layers on every run, and the saved ones replayed.
+#[test]
+fn generated_layers_quick() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/image_layer_ops");
+    if let Ok(entries) = fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let data = fs::read(e.path()).unwrap();
+            let scratch = tempfile::tempdir().unwrap();
+            let s = harness::LayerScratch::new(scratch.path().join("s"));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                harness::generated_image_layer(&data, &s)
+            }));
+            assert!(
+                r.is_ok(),
+                "image_layer_ops: {} fails its checks",
+                e.path().display()
+            );
+        }
+    }
+    let (runs, applied) = generated_layers(31, |n| n >= 300);
+    assert_eq!(runs, 300);
+    // The generator reaches the unpacker's work, not only its refusals.
+    assert!(
+        applied >= 30,
+        "only {applied} of 300 generated layers applied"
+    );
+}
+
+/// `ROCM_PIN_FUZZ_SECS=120 cargo test --release --test formats -- --ignored root_fuzz::generated_layers_stress --nocapture`:
+/// generated layers for the given time (seeded by the clock, printed).
+#[test]
+#[ignore]
+fn generated_layers_stress() {
+    let secs: u64 = std::env::var("ROCM_PIN_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let start = std::time::Instant::now();
+    let (runs, applied) = generated_layers(seed, |_| start.elapsed().as_secs() >= secs);
+    eprintln!(
+        "root_fuzz: {runs} generated layers ({applied} applied whole) in {secs} s (seed {seed}), no finding"
+    );
+}
+
+/// The harness's oracle for links sees a chain that leaves the root (`x -> .`, then
+/// `a/b -> ../x/x/../..`), which each link alone does not show; the unpacker refuses it.
+#[test]
+fn the_link_oracle_sees_a_chain_leaving_the_root() {
+    let scratch = tempfile::tempdir().unwrap();
+    let base = scratch.path().join("s");
+    fs::create_dir_all(base.join("root/a")).unwrap();
+    std::os::unix::fs::symlink(".", base.join("root/x")).unwrap();
+    std::os::unix::fs::symlink("../x/x/../..", base.join("root/a/b")).unwrap();
+    std::os::unix::fs::symlink("../x/x/..", base.join("root/a/c")).unwrap();
+    std::os::unix::fs::symlink("../x/x/a", base.join("root/a/inside")).unwrap();
+    let mut leaving: Vec<_> = harness::links_leaving(&base)
+        .into_iter()
+        .map(|(link, _)| link)
+        .collect();
+    leaving.sort();
+    assert_eq!(
+        leaving,
+        [base.join("root/a/b"), base.join("root/a/c")],
+        "{leaving:?}"
+    );
+    let mut w = rocm_pin::deb::tar::TarWriter::new(Vec::new());
+    for (name, target) in [("x", "."), ("a/b", "../x/x/../..")] {
+        w.append_header(
+            name.as_bytes(),
+            rocm_pin::deb::tar::WriteKind::Symlink(target.as_bytes()),
+            0o777,
+            0,
+        )
+        .unwrap();
+    }
+    let tar = w.finish().unwrap();
+    let s = harness::LayerScratch::new(scratch.path().join("t"));
+    let err = harness::image_layer(&tar, &s).unwrap_err();
+    assert!(err.contains("leaves the image root"), "{err}");
+}

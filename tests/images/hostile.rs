@@ -753,3 +753,229 @@ fn control_characters_from_an_image_are_escaped_in_text_and_exact_in_json() {
     );
     assert!(temp_roots(&tmp).is_empty());
 }
+
+/// `rocm-pin verify --image-archive ARCHIVE` under `/usr/bin/time`, killed after `bound`:
+/// (output, peak RSS in KiB, CPU time, user and system). A run killed at the bound fails the
+/// test. CPU time, not wall time: the machine may be busy with other work.
+fn timed_verify(
+    archive: &Path,
+    tmp: &Path,
+    bound: Duration,
+) -> (std::process::Output, u64, Duration) {
+    let start = Instant::now();
+    let mut child = Command::new("/usr/bin/time")
+        .args(["-f", "maxrss=%M cpu=%U+%S"])
+        .arg(bin())
+        .args(["verify", "--image-archive"])
+        .arg(archive)
+        .env("TMPDIR", tmp)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            for root in temp_roots(tmp) {
+                let _ = std::fs::remove_dir_all(root);
+            }
+            panic!("verify --image-archive still running after {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (rss, cpu) = stderr
+        .lines()
+        .find_map(|l| {
+            let (rss, cpu) = l.strip_prefix("maxrss=")?.split_once(" cpu=")?;
+            let (user, system) = cpu.split_once('+')?;
+            let secs = user.parse::<f64>().ok()? + system.parse::<f64>().ok()?;
+            Some((rss.parse().ok()?, Duration::from_secs_f64(secs)))
+        })
+        .unwrap_or_else(|| panic!("no maxrss from /usr/bin/time: {stderr}"));
+    (out, rss, cpu)
+}
+
+/// Stderr less `/usr/bin/time`'s lines.
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("maxrss=") && !l.starts_with("Command exited"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 31 item 5: every `.wh..wh..opq` listed its directory and looked each name up, so N
+/// opaque whiteouts of a directory of M files cost N×M (20 000 files and 2 000 opaque entries,
+/// a 145 KB layer, took 18-40 s). Now a directory is listed once per layer. The layer here
+/// (20 000 files, 20 000 opaque whiteouts of their directory) took f225f56 minutes.
+#[test]
+fn opaque_whiteouts_cost_what_they_remove() {
+    const FILES: usize = 20_000;
+    const OPAQUE: usize = 20_000;
+    let t = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..FILES).map(|i| format!("d/f{i}")).collect();
+    let mut entries: Vec<Spec<'_>> = vec![("d/", WriteKind::Dir, b"")];
+    for n in &names {
+        entries.push((n, file(b""), b""));
+    }
+    entries.extend(std::iter::repeat_n(
+        ("d/.wh..wh..opq", file(b""), &b""[..]),
+        OPAQUE,
+    ));
+    let layer = gzip(&tar_of(&entries));
+    // A lower layer whose entries the first opaque whiteout removes.
+    let lower = gzip(&tar_of(&[
+        ("d/", WriteKind::Dir, b""),
+        ("d/lower", file(b"x"), b"x"),
+    ]));
+    let archive = oci_archive(
+        t.path(),
+        "opaque.tar",
+        &[
+            (lower.clone(), sha256(&lower)),
+            (layer.clone(), sha256(&layer)),
+        ],
+    );
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (out, rss, elapsed) = timed_verify(&archive, &tmp, Duration::from_secs(90));
+    let stderr = stderr_of(&out);
+    eprintln!(
+        "hostile: {FILES} files + {OPAQUE} opaque whiteouts ({} bytes gzip): exit {}, {:.2}s CPU, peak RSS {} MiB: {}",
+        layer.len(),
+        rc(&out),
+        elapsed.as_secs_f64(),
+        rss / 1024,
+        stderr.lines().next().unwrap_or("")
+    );
+    // Unpacked, then judged as a root (not a Debian one: no dpkg status).
+    assert!(stderr.contains("dpkg status"), "{stderr}");
+    assert!(temp_roots(&tmp).is_empty());
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?} of CPU");
+}
+
+/// A tar stream of `count` extension records of `kind` (`g`: pax global, `L`: GNU long
+/// name) of `each` bytes, then one file, compressed with zstd.
+fn extension_bomb(kind: u8, count: usize, each: usize) -> Vec<u8> {
+    let mut record = vec![0u8; 512];
+    record[..13].copy_from_slice(b"././@LongLink");
+    record[100..107].copy_from_slice(b"0000644");
+    record[124..135].copy_from_slice(format!("{each:011o}").as_bytes());
+    record[156] = kind;
+    record[257..265].copy_from_slice(b"ustar  \0");
+    record[148..156].fill(b' ');
+    let sum: u32 = record.iter().map(|&b| u32::from(b)).sum();
+    record[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut body = match kind {
+        // One valid pax record filling the data: "<len> comment=xxx…\n".
+        b'g' => {
+            let mut b = format!("{each} comment=").into_bytes();
+            b.resize(each - 1, b'x');
+            b.push(b'\n');
+            b
+        }
+        _ => {
+            let mut b = vec![b'n'; each - 1];
+            b.push(0);
+            b
+        }
+    };
+    body.resize(each.div_ceil(512) * 512, 0);
+    let mut enc = Encoder::new(Vec::new(), Compression::Zstd, Some(3), 2).unwrap();
+    for _ in 0..count {
+        enc.write_all(&record).unwrap();
+        enc.write_all(&body).unwrap();
+    }
+    let tail = tar_of(&[("f", file(b"x"), b"x")]);
+    enc.write_all(&tail).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Issue 31 item 6: pax global headers and GNU long names never counted against the ratio
+/// limit (a 680 KB layer holding 16 GiB of pax global headers was read to the end), and a
+/// 1 MiB GNU long name came back whole in a one-line error. Here 1 GiB of each kind, a few
+/// tens of KB compressed: f225f56 reads all of it and accepts the layer.
+#[test]
+fn tar_extension_records_count_against_the_ratio_limit() {
+    let t = tempfile::tempdir().unwrap();
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (kind, what) in [(b'g', "pax global headers"), (b'L', "GNU long names")] {
+        let blob = extension_bomb(kind, 1024, (1 << 20) - 512);
+        let archive = oci_archive(t.path(), "ext.tar", &[(blob.clone(), sha256(&blob))]);
+        let (out, rss, elapsed) = timed_verify(&archive, &tmp, Duration::from_secs(60));
+        let stderr = stderr_of(&out);
+        eprintln!(
+            "hostile: 1 GiB of {what} ({} bytes zstd): exit {}, {:.2}s CPU, peak RSS {} MiB: {stderr}",
+            blob.len(),
+            rc(&out),
+            elapsed.as_secs_f64(),
+            rss / 1024
+        );
+        assert_eq!(rc(&out), 2, "{what}: {stderr}");
+        assert!(stderr.contains("ratio"), "{what}: {stderr}");
+        assert!(stderr.contains("--image-limit ratio="), "{what}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{what}: {stderr}");
+        assert!(temp_roots(&tmp).is_empty());
+        assert!(rss < 128 << 10, "{what}: peak RSS {rss} KiB");
+    }
+    // A 1 MiB GNU long name that is refused: the error quotes a short prefix of it.
+    let long = format!("{}/../x", "n".repeat((1 << 20) - 100));
+    let layer = tar_of(&[(&long, file(b"x"), b"x")]);
+    let archive = oci_archive(t.path(), "long.tar", &[(layer.clone(), sha256(&layer))]);
+    let (out, _, _) = timed_verify(&archive, &tmp, Duration::from_secs(60));
+    let stderr = stderr_of(&out);
+    assert_eq!(rc(&out), 2, "{}", &stderr[..stderr.len().min(500)]);
+    assert!(
+        stderr.contains("'..'"),
+        "{}",
+        &stderr[..stderr.len().min(500)]
+    );
+    assert!(stderr.len() < 1024, "a {}-byte error", stderr.len());
+}
+
+/// Issue 31 item 8: each symlink's target was checked alone, so `x -> .` and then
+/// `a/b -> ../x/x/x/../..` (one level up from `a`, alone) resolved outside the root when
+/// followed on the host; and a link written first can be made to leave by a later entry.
+/// f225f56 unpacked both and judged the tree.
+#[test]
+fn a_chain_of_relative_links_leaving_the_root_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let chain = tar_of(&[
+        ("x", WriteKind::Symlink(b"."), b""),
+        ("a/", WriteKind::Dir, b""),
+        ("a/b", WriteKind::Symlink(b"../x/x/x/../.."), b""),
+    ]);
+    // The escaping link first, the link that makes it escape in the next layer.
+    let first = tar_of(&[
+        ("a/", WriteKind::Dir, b""),
+        ("a/b", WriteKind::Symlink(b"../x/x/../.."), b""),
+    ]);
+    let second = tar_of(&[("x", WriteKind::Symlink(b"."), b"")]);
+    let cases = [
+        (
+            vec![chain],
+            "\"a/b\" -> \"../x/x/x/../..\" leaves the image root",
+        ),
+        (
+            vec![first, second],
+            "\"a/b\" -> \"../x/x/../..\" leaves the image root",
+        ),
+    ];
+    for (layers, needle) in cases {
+        let blobs: Vec<(Vec<u8>, String)> = layers.iter().map(|l| (l.clone(), sha256(l))).collect();
+        let archive = oci_archive(t.path(), "links.tar", &blobs);
+        let (out, _, _) = timed_verify(&archive, &tmp, Duration::from_secs(60));
+        let stderr = stderr_of(&out);
+        eprintln!("hostile: link chain: exit {}: {stderr}", rc(&out));
+        assert_eq!(rc(&out), 2, "{stderr}");
+        assert!(stderr.contains(needle), "{needle:?} in {stderr}");
+        assert!(stderr.contains("\"x\" -> \".\""), "{stderr}");
+        assert!(temp_roots(&tmp).is_empty());
+    }
+}

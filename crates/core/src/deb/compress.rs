@@ -220,6 +220,8 @@ pub struct Decoder<'a> {
     compression: Compression,
     produced: u64,
     limit: u64,
+    /// Where the limit comes from and how to raise it, for the error.
+    why: Option<String>,
 }
 
 impl<'a> Decoder<'a> {
@@ -245,7 +247,14 @@ impl<'a> Decoder<'a> {
             compression,
             produced: 0,
             limit,
+            why: None,
         })
+    }
+
+    /// Say in the limit's error where the limit comes from and how to raise it.
+    pub fn explaining(mut self, why: String) -> Self {
+        self.why = Some(why);
+        self
     }
 
     /// Decompressed bytes produced so far.
@@ -324,10 +333,16 @@ impl Read for Decoder<'_> {
         if self.produced > self.limit {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!(
-                    "decompresses to more than the limit of {} bytes (decompression-bomb guard)",
-                    self.limit
-                ),
+                match &self.why {
+                    None => format!(
+                        "decompresses to more than the limit of {} bytes (decompression-bomb guard)",
+                        self.limit
+                    ),
+                    Some(why) => format!(
+                        "decompresses to more than the limit of {} bytes (decompression-bomb guard: {why})",
+                        self.limit
+                    ),
+                },
             ));
         }
         Ok(n)

@@ -259,27 +259,64 @@ fn hash_and_describe(
     hasher.update(&head[..got]);
     let is_elf = crate::elf::is_elf(&head[..got]);
     if is_elf && entry.size <= opts.max_elf_bytes {
-        // Libraries are buffered one at a time (bounded by max_elf_bytes) for the ELF parser.
-        let mut bytes = head[..got].to_vec();
-        content.read_to_end(&mut bytes)?;
-        hasher.update(&bytes[got..]);
-        if let Some(report) = describe_shared_object(&entry.path, &bytes, opts.symbol) {
+        // Spooled to an unnamed temporary file and mapped for the ELF parser, never held in
+        // memory: the parser touches headers and the dynamic section, not the whole file.
+        let spooled = spool(&head[..got], content, &mut hasher)?;
+        if let Some(report) =
+            spooled.and_then(|map| describe_shared_object(&entry.path, &map, opts.symbol))
+        {
             elf.shared.push(report);
         }
     } else {
         if is_elf {
             elf.skipped.push(entry.path.clone());
         }
-        let mut buf = vec![0u8; 256 << 10];
-        loop {
-            let n = content.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-        }
+        hash_rest(content, &mut hasher)?;
     }
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// Feed the rest of `content` to `hasher`, 256 KiB at a time.
+fn hash_rest(content: &mut dyn Read, hasher: &mut Md5) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let n = content.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+/// `head` and the rest of `content` hashed and written to an unnamed temporary file (gone
+/// when the map is dropped, and on any signal: it has no name), mapped read-only.
+fn spool(
+    head: &[u8],
+    content: &mut dyn Read,
+    hasher: &mut Md5,
+) -> anyhow::Result<Option<memmap2::Mmap>> {
+    use std::io::Write;
+    let mut file = tempfile::tempfile().map_err(|e| {
+        invalid(format!(
+            "cannot create a temporary file to parse an ELF file: {e}"
+        ))
+    })?;
+    file.write_all(head)?;
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let n = content.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        file.write_all(&buf[..n])?;
+    }
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: a private file of ours, no other writer; mapped read-only.
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(Some(map))
 }
 
 /// SONAME, NEEDED and the export of `symbol` of an ELF shared object with a SONAME; None for

@@ -18,8 +18,12 @@ use crate::deb::invalid;
 /// Limits that make a hostile archive fail instead of exhausting the machine.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadLimits {
-    /// Total decompressed bytes per member (decompression-bomb guard).
+    /// Total decompressed bytes per member (decompression-bomb guard), whatever its size.
     pub max_member_uncompressed: u64,
+    /// Decompressed bytes per compressed byte of one member, beyond [`RATIO_SLACK`]: what a
+    /// member may cost is bounded by its size. Every decoded byte counts (tar headers, pax and
+    /// GNU extension records, padding).
+    pub ratio: u64,
     /// Maximum size of one control member file held in memory.
     pub max_control_file: u64,
     /// Maximum number of entries in the control member (real packages have a handful).
@@ -32,6 +36,11 @@ impl Default for ReadLimits {
     fn default() -> Self {
         ReadLimits {
             max_member_uncompressed: 64 << 30,
+            // Real packages decode to 3-10 times their members (Debian's xz members of shared
+            // libraries ~3-6x, control members ~9x); gzip cannot pass ~1032:1 whatever it
+            // holds, so 1000 refuses no gzip member and only bombs of xz or zstd (a 130 KB
+            // member of 4 GiB of zeros is ~30000:1). The same bound as an image layer's.
+            ratio: 1000,
             max_control_file: 16 << 20,
             max_control_entries: 256,
             max_control_total: 64 << 20,
@@ -39,7 +48,57 @@ impl Default for ReadLimits {
     }
 }
 
+/// Decompressed bytes a member may always hold, whatever its compressed size: small members
+/// compress far better than big ones (an empty tar is 10 KiB of zeros, ~100 bytes compressed).
+pub const RATIO_SLACK: u64 = 16 << 20;
+
+/// The keys [`ReadLimits::set`] takes (`deb inspect --deb-limit KEY=VALUE`).
+pub const LIMIT_KEYS: [&str; 2] = ["ratio", "member-bytes"];
+
 impl ReadLimits {
+    /// The most decompressed bytes a member of `compressed` bytes may give (ratio limit
+    /// within the absolute one), and how to raise it, for the error.
+    fn member_limit(&self, compressed: u64) -> (u64, String) {
+        let by_ratio = compressed
+            .saturating_mul(self.ratio)
+            .saturating_add(RATIO_SLACK);
+        if by_ratio < self.max_member_uncompressed {
+            let why = format!(
+                "ratio={} of its {compressed} compressed bytes, beyond {} MiB; raise it with \
+                 --deb-limit ratio=N",
+                self.ratio,
+                RATIO_SLACK >> 20
+            );
+            (by_ratio, why)
+        } else {
+            let why = format!(
+                "member-bytes={}; raise it with --deb-limit member-bytes=N",
+                self.max_member_uncompressed
+            );
+            (self.max_member_uncompressed, why)
+        }
+    }
+
+    /// Apply one `KEY=VALUE` (`ratio=5000`, `member-bytes=100G`; K, M, G, T are powers of
+    /// 1024).
+    pub fn set(&mut self, spec: &str) -> Result<(), String> {
+        let keys = LIMIT_KEYS.join(", ");
+        let (key, value) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("deb limit {spec:?} is not KEY=VALUE (keys: {keys})"))?;
+        let n = crate::image::limits::parse_size(value.trim())
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                format!("deb limit {key}: {value:?} is not a positive number (K, M, G, T suffixes allowed)")
+            })?;
+        match key.trim() {
+            "ratio" => self.ratio = n,
+            "member-bytes" => self.max_member_uncompressed = n,
+            _ => return Err(format!("unknown deb limit {key:?} (keys: {keys})")),
+        }
+        Ok(())
+    }
+
     /// The decompressed size control.tar may reach: its files plus, per entry, a tar header and
     /// padding, plus the end-of-archive blocks and record padding. Past it the member is a
     /// bomb whatever its entries claim.
@@ -241,12 +300,16 @@ fn walk<R: Read>(
                         invalid(format!("ar member {name:?} where the control member (control.tar[.gz|.xz|.zst]) was expected"))
                     }
                 })?;
-            let mut dec = super::compress::Decoder::new(
-                ar.member_reader(),
-                compression,
-                limits.control_tar_limit(),
-            )
-            .map_err(|e| invalid(format!("{name}: {e}")))?;
+            let (by_size, why) = limits.member_limit(header.size);
+            let (limit, why) = if by_size < limits.control_tar_limit() {
+                (by_size, why)
+            } else {
+                let why = "its files, headers and padding at the control limits".to_string();
+                (limits.control_tar_limit(), why)
+            };
+            let mut dec = super::compress::Decoder::new(ar.member_reader(), compression, limit)
+                .map_err(|e| invalid(format!("{name}: {e}")))?
+                .explaining(why);
             let control = read_control_tar(&mut dec, &name, limits)?;
             walked.control = Some(control);
             walked.members.push(MemberInfo {
@@ -273,12 +336,11 @@ fn walk<R: Read>(
             match &mut data {
                 DataPass::Skip => {}
                 DataPass::Visit(visit) => {
-                    let mut dec = super::compress::Decoder::new(
-                        ar.member_reader(),
-                        compression,
-                        limits.max_member_uncompressed,
-                    )
-                    .map_err(|e| invalid(format!("{name}: {e}")))?;
+                    let (limit, why) = limits.member_limit(header.size);
+                    let mut dec =
+                        super::compress::Decoder::new(ar.member_reader(), compression, limit)
+                            .map_err(|e| invalid(format!("{name}: {e}")))?
+                            .explaining(why);
                     tar::read_safe(&mut dec, *visit).map_err(|e| {
                         invalid(format!(
                             "{name}: {}",

@@ -383,7 +383,11 @@ fn read_small<R: Read>(r: &mut R, size: u64, what: &str) -> io::Result<Vec<u8>> 
         declared: size,
     }
     .read_to_end(&mut data)
-    .map_err(|e| bad(format!("{what}: {e}")))?;
+    .map_err(|e| match e.kind() {
+        // Not the archive's fault (a limit of the reader below, an I/O error): kept as is.
+        io::ErrorKind::InvalidData => bad(format!("{what}: {e}")),
+        _ => e,
+    })?;
     skip(r, padding(size), what)?;
     Ok(data)
 }
@@ -586,7 +590,24 @@ pub struct SafeNames {
 }
 
 fn display_name(raw: &[u8]) -> String {
-    String::from_utf8_lossy(raw).into_owned()
+    shown_name(raw)
+}
+
+/// How many bytes of a name errors quote: a GNU long name may be a megabyte on one line.
+const SHOWN_NAME_BYTES: usize = 200;
+
+/// A stored name (or link target) as errors show it: at most its first 200 bytes (lossy
+/// UTF-8), then `…` and the full length. Callers quote it with `{:?}`, which escapes
+/// control characters.
+pub fn shown_name(raw: &[u8]) -> String {
+    if raw.len() <= SHOWN_NAME_BYTES {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    format!(
+        "{}… ({} bytes)",
+        String::from_utf8_lossy(&raw[..SHOWN_NAME_BYTES]),
+        raw.len()
+    )
 }
 
 /// Normalise a stored name to its components: strips any number of leading `./`, empty and
@@ -594,17 +615,18 @@ fn display_name(raw: &[u8]) -> String {
 pub fn components(raw: &[u8]) -> Result<Vec<String>, String> {
     let name = std::str::from_utf8(raw)
         .map_err(|_| format!("entry name {:?} is not UTF-8", display_name(raw)))?;
+    let shown = || shown_name(raw);
     if name.starts_with('/') {
-        return Err(format!("entry {name:?} has an absolute name"));
+        return Err(format!("entry {:?} has an absolute name", shown()));
     }
     if name.contains('\0') {
-        return Err(format!("entry {name:?} contains a NUL byte"));
+        return Err(format!("entry {:?} contains a NUL byte", shown()));
     }
     let mut out = Vec::new();
     for part in name.split('/') {
         match part {
             "" | "." => {}
-            ".." => return Err(format!("entry {name:?} contains a '..' component")),
+            ".." => return Err(format!("entry {:?} contains a '..' component", shown())),
             p => out.push(p.to_string()),
         }
     }
@@ -632,7 +654,8 @@ impl SafeNames {
             let ancestor = join(&parts[..i], false);
             if self.symlinks.contains(&ancestor) {
                 return Err(format!(
-                    "{what} goes through the symlink entry {ancestor:?}"
+                    "{what} goes through the symlink entry {:?}",
+                    shown_name(ancestor.as_bytes())
                 ));
             }
         }
@@ -662,18 +685,23 @@ impl SafeNames {
                 let tparts = components(&raw.link)
                     .map_err(|e| format!("hard link {shown:?} target: {e}"))?;
                 let target = join(&tparts, false);
-                self.check_parents(&tparts, &format!("hard link target {target:?}"))?;
+                self.check_parents(
+                    &tparts,
+                    &format!("hard link target {:?}", shown_name(target.as_bytes())),
+                )?;
                 match self.seen.get(&target) {
                     Some(true) => {}
                     Some(false) => {
                         return Err(format!(
-                            "hard link {shown:?} points at {target:?}, which is not a regular file"
+                            "hard link {shown:?} points at {:?}, which is not a regular file",
+                            shown_name(target.as_bytes())
                         ))
                     }
                     None => {
                         return Err(format!(
-                        "hard link {shown:?} points at {target:?}, which is not an earlier entry"
-                    ))
+                            "hard link {shown:?} points at {:?}, which is not an earlier entry",
+                            shown_name(target.as_bytes())
+                        ))
                     }
                 }
                 EntryKind::Hardlink(target)
@@ -690,9 +718,12 @@ impl SafeNames {
                 "entry {shown:?} names the root but is not a directory"
             ));
         }
-        self.check_parents(&parts, &format!("entry {path:?}"))?;
+        self.check_parents(&parts, &format!("entry {:?}", shown_name(path.as_bytes())))?;
         if self.seen.contains_key(&key) {
-            return Err(format!("entry {path:?} appears twice"));
+            return Err(format!(
+                "entry {:?} appears twice",
+                shown_name(path.as_bytes())
+            ));
         }
         self.seen.insert(key.clone(), kind == EntryKind::File);
         if matches!(kind, EntryKind::Symlink(_)) {

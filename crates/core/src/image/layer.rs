@@ -13,6 +13,7 @@
 //! the unpack's [`Budget`] before anything of it is written.
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -21,7 +22,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::limits::{Budget, ImageLimits, Limit};
-use crate::deb::tar::{components, read_raw, RawEntry};
+use super::links::{self, LinkSteps};
+use crate::deb::tar::{components, read_raw, shown_name, RawEntry};
 use crate::image::invalid;
 
 const WHITEOUT_PREFIX: &str = ".wh.";
@@ -73,6 +75,13 @@ pub fn apply_layer(root: &Path, layer: &mut dyn Read) -> anyhow::Result<LayerSta
     apply_layer_within(root, layer, &mut budget, u64::MAX)
 }
 
+/// After the last layer: refuse a tree holding a symlink that leaves `root` when the host
+/// follows it (see [`links`]): a link that stayed inside when written can be made to leave by
+/// a later entry (`a/b -> ../x/x/../..`, then `x -> .`).
+pub fn check_links(root: &Path, budget: &Budget<'_>) -> anyhow::Result<()> {
+    links::check_tree(root, &|| budget.check_interrupt())
+}
+
 /// Apply one layer tar stream onto `root`, counting every entry against `budget`; the tar
 /// stream may hold at most `allowance` bytes (the compression-ratio limit of its blob).
 pub fn apply_layer_within(
@@ -84,13 +93,17 @@ pub fn apply_layer_within(
     let mut applier = Applier {
         root,
         written: HashSet::new(),
+        opaque_done: HashSet::new(),
         stats: LayerStats::default(),
         budget,
         decoded: 0,
         allowance,
+        links: LinkSteps::new(),
     };
     let mut failure: Option<anyhow::Error> = None;
-    let mut layer = layer;
+    // Every byte of the tar stream counts against the ratio limit, extension records (pax
+    // `x`/`g`, GNU `L`/`K`) included: they are never entries, so `admit` never sees them.
+    let mut layer = Counted::new(layer, allowance);
     let result = read_raw(&mut layer, &mut |raw, content| {
         applier.apply(raw, content).map_err(|e| {
             let msg = format!("{e:#}");
@@ -101,7 +114,67 @@ pub fn apply_layer_within(
     match (result, failure) {
         (Ok(()), _) => Ok(applier.stats),
         (Err(_), Some(e)) => Err(e),
+        (Err(e), None) if is_allowance_passed(&e) => Err(applier
+            .budget
+            .exceeded(
+                Limit::Ratio,
+                "the tar's extension records (pax or GNU headers)",
+                layer.read,
+            )
+            .into()),
         (Err(e), None) => Err(invalid(format!("reading the layer tar: {e}"))),
+    }
+}
+
+/// A reader that counts what it hands out and fails once more than `allowance` bytes have
+/// been read (the error carries [`AllowancePassed`]).
+struct Counted<'r> {
+    inner: &'r mut dyn Read,
+    read: u64,
+    allowance: u64,
+}
+
+impl<'r> Counted<'r> {
+    fn new(inner: &'r mut dyn Read, allowance: u64) -> Self {
+        Counted {
+            inner,
+            read: 0,
+            allowance,
+        }
+    }
+}
+
+/// The marker inside the I/O error [`Counted`] returns.
+#[derive(Debug)]
+struct AllowancePassed;
+
+impl std::fmt::Display for AllowancePassed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the layer's tar stream passes its ratio limit")
+    }
+}
+
+impl std::error::Error for AllowancePassed {}
+
+fn is_allowance_passed(e: &io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|inner| inner.is::<AllowancePassed>())
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.read > self.allowance {
+            return Err(io::Error::other(AllowancePassed));
+        }
+        // At most one byte past the allowance, so passing it is seen exactly.
+        let room = (self.allowance - self.read).saturating_add(1);
+        let want = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.read += n as u64;
+        if self.read > self.allowance {
+            return Err(io::Error::other(AllowancePassed));
+        }
+        Ok(n)
     }
 }
 
@@ -109,6 +182,12 @@ struct Applier<'a, 'b> {
     root: &'a Path,
     /// Relative paths this layer wrote: an opaque whiteout keeps them.
     written: HashSet<PathBuf>,
+    /// Directories whose lower entries an opaque whiteout of this layer already removed: a
+    /// second one there has nothing left to remove (without this, N opaque whiteouts of a
+    /// directory of M entries cost N×M).
+    opaque_done: HashSet<PathBuf>,
+    /// The work the symlink checks of this layer may still do.
+    links: LinkSteps,
     stats: LayerStats,
     budget: &'a mut Budget<'b>,
     /// Tar stream bytes this layer declared so far (headers and padded contents).
@@ -146,7 +225,7 @@ impl Applier<'_, '_> {
     }
 
     fn apply(&mut self, raw: &RawEntry, content: &mut dyn Read) -> anyhow::Result<()> {
-        let shown = String::from_utf8_lossy(&raw.name).into_owned();
+        let shown = shown_name(&raw.name);
         let parts =
             components(&raw.name).map_err(|e| invalid(format!("layer entry refused: {e}")))?;
         self.admit(raw, &shown, &parts)?;
@@ -158,16 +237,7 @@ impl Applier<'_, '_> {
         let rel_parent: PathBuf = dirs.iter().collect();
         if base == OPAQUE {
             self.stats.whiteouts += 1;
-            let dir = self.existing_dir(&rel_parent, &shown)?;
-            if let Some(dir) = dir {
-                for e in fs::read_dir(&dir)? {
-                    let name = e?.file_name();
-                    if !self.written.contains(&rel_parent.join(&name)) {
-                        remove_any(&dir.join(&name))?;
-                    }
-                }
-            }
-            return Ok(());
+            return self.opaque(rel_parent, &shown);
         }
         if let Some(hidden) = base.strip_prefix(WHITEOUT_PREFIX) {
             // `.wh.` would remove the directory itself, `.wh..` too, `.wh...` its parent.
@@ -213,11 +283,24 @@ impl Applier<'_, '_> {
                 let target = String::from_utf8(raw.link.clone()).map_err(|_| {
                     invalid(format!("symlink {shown:?} has a target that is not UTF-8"))
                 })?;
+                if target.len() > PATH_MAX {
+                    return Err(invalid(format!("layer entry refused: symlink {shown:?} has a target longer than Linux allows ({PATH_MAX} bytes)")));
+                }
                 check_symlink_target(dirs.len(), &target).map_err(|e| {
                     invalid(format!(
-                        "layer entry refused: symlink {shown:?} -> {target:?} {e}"
+                        "layer entry refused: symlink {shown:?} -> {:?} {e}",
+                        shown_name(target.as_bytes())
                     ))
                 })?;
+                // Checked alone the target may stay inside; followed through the links
+                // already in the tree (`x -> .`, then `a/b -> ../x/x/../..`) it may not.
+                self.links.allow_one();
+                if let Some(why) = links::escapes(self.root, dirs, &target, &mut self.links)? {
+                    return Err(invalid(format!(
+                        "layer entry refused: symlink {shown:?} -> {:?} {why}",
+                        shown_name(target.as_bytes())
+                    )));
+                }
                 remove_any(&dest)?;
                 std::os::unix::fs::symlink(&target, &dest)
                     .with_context(|| format!("creating symlink {}", dest.display()))?;
@@ -248,6 +331,31 @@ impl Applier<'_, '_> {
             }
         }
         self.written.insert(rel);
+        Ok(())
+    }
+
+    /// `.wh..wh..opq` in `rel_parent`: remove what the lower layers left there, keep what this
+    /// layer wrote. Once per directory and layer: its cost is the directory's listing, which
+    /// holds what it removes and what this layer wrote there (each listed once).
+    fn opaque(&mut self, rel_parent: PathBuf, shown: &str) -> anyhow::Result<()> {
+        if self.opaque_done.contains(&rel_parent) {
+            // Only a path through a symlink planted since could differ: refused as before.
+            self.existing_dir(&rel_parent, shown)?;
+            return Ok(());
+        }
+        if let Some(dir) = self.existing_dir(&rel_parent, shown)? {
+            let mut doomed: Vec<OsString> = Vec::new();
+            for e in fs::read_dir(&dir)? {
+                let name = e?.file_name();
+                if !self.written.contains(&rel_parent.join(&name)) {
+                    doomed.push(name);
+                }
+            }
+            for name in doomed {
+                remove_any(&dir.join(&name))?;
+            }
+        }
+        self.opaque_done.insert(rel_parent);
         Ok(())
     }
 
@@ -300,13 +408,13 @@ impl Applier<'_, '_> {
         let dir = self.existing_dir(&rel, shown)?.ok_or_else(|| {
             invalid(format!(
                 "layer entry refused: hard link {shown:?} points at {}, which is not in the image",
-                parts.join("/")
+                shown_name(parts.join("/").as_bytes())
             ))
         })?;
         let target = dir.join(base);
         match fs::symlink_metadata(&target) {
             Ok(m) if m.is_file() => Ok(target),
-            _ => Err(invalid(format!("layer entry refused: hard link {shown:?} points at {}, which is not a regular file in the image", parts.join("/")))),
+            _ => Err(invalid(format!("layer entry refused: hard link {shown:?} points at {}, which is not a regular file in the image", shown_name(parts.join("/").as_bytes())))),
         }
     }
 }

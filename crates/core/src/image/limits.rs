@@ -130,7 +130,7 @@ impl ImageLimits {
 }
 
 /// `123`, `10K`, `4G`, `1T` (binary multiples; an optional trailing `iB`/`B`).
-fn parse_size(text: &str) -> Option<u64> {
+pub fn parse_size(text: &str) -> Option<u64> {
     let text = text
         .strip_suffix("iB")
         .or_else(|| text.strip_suffix('B'))

@@ -13,6 +13,7 @@
 mod error;
 pub mod layer;
 pub mod limits;
+mod links;
 
 pub(crate) use error::invalid;
 pub use error::ImageError;
@@ -147,6 +148,8 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
             }
         })?;
     }
+    budget.set_place(source.describe());
+    layer::check_links(&root, &budget)?;
     // The layout is no longer needed; keep only the root.
     fs::remove_dir_all(&layout).ok();
     Ok(UnpackedImage {
