@@ -76,6 +76,30 @@ use Category::*;
 /// Every fs call outside the resolver, by file and function, with why its path is safe.
 const AUDITED: &[Audited] = &[
     audited(
+        "deb/archive.rs",
+        "check_tree_exists",
+        UserNamedFile,
+        "`deb build TREE`: whether the tree the user names exists and is a directory",
+    ),
+    audited(
+        "image/layer.rs",
+        "opaque",
+        ImageUnpack,
+        "an opaque whiteout lists its directory inside the temporary root this run unpacks into",
+    ),
+    audited(
+        "image/links.rs",
+        "escapes",
+        ImageUnpack,
+        "a symlink chain resolved step by step inside the temporary root this run unpacks into (lstat, readlink: never followed by the host)",
+    ),
+    audited(
+        "image/links.rs",
+        "check_tree",
+        ImageUnpack,
+        "the post-unpack link check walks the temporary root this run unpacked (links not followed)",
+    ),
+    audited(
         "host/apt.rs",
         "copy_machine_id",
         OursMadeThisRun,

@@ -86,11 +86,11 @@ impl ReadLimits {
         let (key, value) = spec
             .split_once('=')
             .ok_or_else(|| format!("deb limit {spec:?} is not KEY=VALUE (keys: {keys})"))?;
-        let n = crate::image::limits::parse_size(value.trim())
-            .filter(|&n| n > 0)
-            .ok_or_else(|| {
-                format!("deb limit {key}: {value:?} is not a positive number (K, M, G, T suffixes allowed)")
-            })?;
+        let n = parse_size(value.trim()).filter(|&n| n > 0).ok_or_else(|| {
+            format!(
+                "deb limit {key}: {value:?} is not a positive number (K, M, G, T suffixes allowed)"
+            )
+        })?;
         match key.trim() {
             "ratio" => self.ratio = n,
             "member-bytes" => self.max_member_uncompressed = n,
@@ -612,4 +612,21 @@ pub fn extract_data(path: &Path, dest: &Path, limits: &ReadLimits) -> anyhow::Re
             .with_context(|| format!("cannot chmod {}", dir.display()))?;
     }
     Ok(entries)
+}
+
+/// `123`, `10K`, `4G`, `1T` (binary multiples; an optional trailing `iB`/`B`).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text
+        .strip_suffix("iB")
+        .or_else(|| text.strip_suffix('B'))
+        .unwrap_or(text);
+    let (digits, shift) = match text.char_indices().last()? {
+        (i, 'K' | 'k') => (&text[..i], 10),
+        (i, 'M' | 'm') => (&text[..i], 20),
+        (i, 'G' | 'g') => (&text[..i], 30),
+        (i, 'T' | 't') => (&text[..i], 40),
+        _ => (text, 0),
+    };
+    let n: u64 = digits.parse().ok()?;
+    n.checked_mul(1u64 << shift)
 }

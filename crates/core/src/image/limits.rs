@@ -129,22 +129,8 @@ impl ImageLimits {
     }
 }
 
-/// `123`, `10K`, `4G`, `1T` (binary multiples; an optional trailing `iB`/`B`).
-pub fn parse_size(text: &str) -> Option<u64> {
-    let text = text
-        .strip_suffix("iB")
-        .or_else(|| text.strip_suffix('B'))
-        .unwrap_or(text);
-    let (digits, shift) = match text.char_indices().last()? {
-        (i, 'K' | 'k') => (&text[..i], 10),
-        (i, 'M' | 'm') => (&text[..i], 20),
-        (i, 'G' | 'g') => (&text[..i], 30),
-        (i, 'T' | 't') => (&text[..i], 40),
-        _ => (text, 0),
-    };
-    let n: u64 = digits.parse().ok()?;
-    n.checked_mul(1u64 << shift)
-}
+/// The size syntax of every limit flag, shared with the .deb reader's (`deb/reader.rs`).
+pub use crate::deb::reader::parse_size;
 
 /// The running totals of one unpack against its limits, and the interruption flag the main
 /// thread polls between entries and chunks.
