@@ -232,6 +232,7 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
         tool_version: "test".into(),
         patches: vec![],
         backport_check_skipped: false,
+        missing_symbols: Default::default(),
         source: None,
     };
     let marker_path = format!("{PREFIX}/.info/rocm-pin.json");

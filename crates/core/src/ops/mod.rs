@@ -20,5 +20,6 @@ pub mod rollback;
 pub mod status_report;
 pub(crate) mod upgrades;
 pub mod verify;
+pub mod verify_abi;
 pub mod verify_image;
 pub mod workflow;

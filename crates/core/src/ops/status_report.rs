@@ -89,6 +89,10 @@ pub struct HostStatus {
     pub patches: Vec<crate::rocm::PatchRecord>,
     /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
     pub backport_check_skipped: bool,
+    /// How many stock symbols each installed library lacks, by SONAME: packaged with
+    /// `--allow-missing-symbols` (from the marker; absent when none).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub missing_symbols: std::collections::BTreeMap<String, usize>,
     pub packages: Vec<String>,
     pub verify_ok: Option<bool>,
     pub verify_failed: Vec<String>,
@@ -468,6 +472,15 @@ pub fn host_status_with(
             .map(|m| m.patches.clone())
             .unwrap_or_default(),
         backport_check_skipped: marker.as_ref().is_some_and(|m| m.backport_check_skipped),
+        missing_symbols: marker
+            .as_ref()
+            .map(|m| {
+                m.missing_symbols
+                    .iter()
+                    .map(|(so, v)| (so.clone(), v.len()))
+                    .collect()
+            })
+            .unwrap_or_default(),
         packages: ours
             .iter()
             .map(|e| format!("{} {} ({})", e.package, e.version, e.abbrev()))
@@ -554,6 +567,11 @@ impl HostStatus {
             s.push_str(
                 "  built with --no-backport-check (verify needs --accept-skipped-backport-check)\n",
             );
+        }
+        for (soname, n) in &self.missing_symbols {
+            s.push_str(&format!(
+                "  warning: {soname} lacks {n} stock symbols (packaged with --allow-missing-symbols; `rocm-pin verify` names the programs that need them)\n"
+            ));
         }
         for p in &self.packages {
             s.push_str(&format!("             {p}\n"));

@@ -49,6 +49,11 @@ pub struct VerifyReport {
     /// The skip record's reason when the version gate skipped this host (exit 3).
     pub skipped: Option<String>,
     pub checks: Vec<Check>,
+    /// Stock symbols the installed libraries lack (`name@VERSION`, by SONAME): the marker says
+    /// they were packaged with `--allow-missing-symbols`. A warning; the `abi` checks fail for
+    /// each installed program that needs one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing_symbols: BTreeMap<String, Vec<String>>,
 }
 
 impl VerifyReport {
@@ -113,6 +118,14 @@ impl VerifyReport {
                 ));
             }
         }
+        for (soname, missing) in &self.missing_symbols {
+            s.push_str(&format!(
+                "warn {:<16} {soname}: lacks {} stock symbols (packaged with --allow-missing-symbols): {}\n",
+                "missing-symbols",
+                missing.len(),
+                crate::ops::verify_abi::first_few(missing)
+            ));
+        }
         let failed = self.failed().count();
         if failed == 0 {
             s.push_str(&format!(
@@ -141,6 +154,9 @@ pub struct VerifyOptions {
     /// The packages were built with `--no-backport-check` (the marker says so) and that is
     /// accepted: the backport-symbol check then passes without the symbol, saying why.
     pub accept_skipped_backport_check: bool,
+    /// Programs or libraries (paths inside the root) the ABI check judges besides the ones it
+    /// finds (`verify --consumer`).
+    pub consumers: Vec<std::path::PathBuf>,
 }
 
 impl Default for VerifyOptions {
@@ -152,6 +168,7 @@ impl Default for VerifyOptions {
                 .filter(|s| !s.is_empty()),
             ask_apt: true,
             accept_skipped_backport_check: false,
+            consumers: Vec::new(),
         }
     }
 }
@@ -204,6 +221,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         ok: false,
         skipped: None,
         checks: Vec::new(),
+        missing_symbols: BTreeMap::new(),
     };
     // The skip record is read inside the root, a regular file under its cap, or it is an
     // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
@@ -214,7 +232,8 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         report.skipped = Some(reason.trim().to_string());
         return Ok(report);
     }
-    let entries = crate::rocm::read_status(root)?;
+    // Depends too: the ABI check finds the dependants through it.
+    let entries = crate::rocm::read_status_with_depends(root)?;
     let mut c = Checks(Vec::new());
     if let Some(p) = crate::ops::inplace::detect(root, &entries) {
         c.add(
@@ -224,13 +243,18 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
             p.summary(),
         );
     }
-    run_checks(opts, &entries, &mut c);
+    report.missing_symbols = run_checks(opts, &entries, &mut c);
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
     report.checks = c.0;
     Ok(report)
 }
 
-fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
+/// Every check; returns the marker's missing stock symbols (for the report's warning).
+fn run_checks(
+    opts: &VerifyOptions,
+    entries: &[StatusEntry],
+    c: &mut Checks,
+) -> BTreeMap<String, Vec<String>> {
     let root = &opts.root;
     let by_name: BTreeMap<&str, &StatusEntry> =
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
@@ -240,11 +264,13 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         .collect();
     if ours.is_empty() {
         check_nothing_installed(root, entries, &by_name, c);
-        return;
+        return BTreeMap::new();
     }
     let (lists, marker_path, marker) = read_marker(root, &ours, c);
     check_our_packages(&ours, marker.as_ref(), c);
-    let Some(marker) = marker else { return };
+    let Some(marker) = marker else {
+        return BTreeMap::new();
+    };
     check_marker_packages(root, &marker, &by_name, c);
 
     // The two external commands (apt-cache policy, ldconfig -p) run while the files are
@@ -270,6 +296,8 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
     });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
+    crate::ops::verify_abi::check_consumers(opts, &marker, entries, &lists, c);
+    marker.missing_symbols
 }
 
 /// Our packages' file lists, and the provenance marker our HSA package ships (found through
