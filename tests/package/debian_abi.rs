@@ -58,7 +58,7 @@ fn package(sb: &Sandbox, w: &Path, spec: &StagingSpec, extra: &[&str]) -> std::p
 }
 
 /// `rocm-pin install` of every .deb in `w/out`, inside the chroot.
-fn install(sb: &Sandbox, w: &Path) {
+fn install(sb: &Sandbox, w: &Path) -> std::process::Output {
     sb.install_rocm_pin(&bin()).unwrap();
     sb.run_ok(&["mkdir", "-p", "/tmp/ours"]).unwrap();
     let mut argv = vec!["rocm-pin".to_string(), "install".into()];
@@ -69,8 +69,7 @@ fn install(sb: &Sandbox, w: &Path) {
         argv.push(at);
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let out = sb.run(&argv).unwrap();
-    assert!(out.status.success(), "rocm-pin install:\n{}", said(&out));
+    sb.run(&argv).unwrap()
 }
 
 fn verify(sb: &Sandbox) -> (Option<i32>, String, serde_json::Value) {
@@ -117,7 +116,8 @@ fn the_stand_in_pair_is_abi_complete_and_debians_programs_load_it() {
         let deb = deb.unwrap().path();
         assert_eq!(field(&deb, "X-Rocm-Pin-Missing-Symbols"), "", "{deb:?}");
     }
-    install(&sb, work.path());
+    let out = install(&sb, work.path());
+    assert!(out.status.success(), "rocm-pin install:\n{}", said(&out));
     let (code, human, json) = verify(&sb);
     assert_eq!(code, Some(0), "verify:\n{human}");
     assert!(json.get("missing_symbols").is_none(), "{json:#}");
@@ -195,7 +195,19 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
         field(&hsa, "X-Rocm-Pin-Missing-Symbols"),
         "libhsa-runtime64.so.1 1"
     );
-    install(&sb, work.path());
+    // install swaps, then its verify names the program that would not load.
+    let out = install(&sb, work.path());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "rocm-pin install:\n{}",
+        said(&out)
+    );
+    assert!(
+        said(&out).contains("installed, but verify fails") && said(&out).contains("abi"),
+        "{}",
+        said(&out)
+    );
     let (code, human, json) = verify(&sb);
     assert_eq!(code, Some(1), "verify:\n{human}");
     assert_eq!(

@@ -217,6 +217,23 @@ pub fn parse_linkage(bytes: &[u8]) -> anyhow::Result<Linkage> {
 
 /// Map an opened file and read its [`ElfInfo`] and [`Linkage`]; `path` names it in errors.
 pub fn read_elf_and_linkage(file: &File, path: &Path) -> anyhow::Result<(ElfInfo, Linkage)> {
+    let map = map_file(file, path)?;
+    let info =
+        parse_elf(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))?;
+    let linkage = parse_linkage(&map)
+        .with_context(|| format!("{}: cannot read ELF facts", path.display()))?;
+    Ok((info, linkage))
+}
+
+/// Map an opened file and read its [`Linkage`] only: a program's copy-relocated definitions
+/// (`stdout@GLIBC_2.2.5`) carry versions it needs rather than defines, which
+/// [`parse_elf`] refuses.
+pub fn read_linkage(file: &File, path: &Path) -> anyhow::Result<Linkage> {
+    let map = map_file(file, path)?;
+    parse_linkage(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))
+}
+
+fn map_file(file: &File, path: &Path) -> anyhow::Result<memmap2::Mmap> {
     let meta = file
         .metadata()
         .with_context(|| format!("cannot stat {}", path.display()))?;
@@ -227,13 +244,7 @@ pub fn read_elf_and_linkage(file: &File, path: &Path) -> anyhow::Result<(ElfInfo
         )));
     }
     // SAFETY: as in read_elf_file: read-only private map.
-    let map = unsafe { memmap2::Mmap::map(file) }
-        .with_context(|| format!("cannot map {}", path.display()))?;
-    let info =
-        parse_elf(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))?;
-    let linkage = parse_linkage(&map)
-        .with_context(|| format!("{}: cannot read ELF facts", path.display()))?;
-    Ok((info, linkage))
+    unsafe { memmap2::Mmap::map(file) }.with_context(|| format!("cannot map {}", path.display()))
 }
 
 fn linkage_checked(bytes: &[u8]) -> anyhow::Result<Linkage> {

@@ -65,6 +65,7 @@ pub(crate) fn check_consumers(
     let (candidates, given) = consumers(opts, marker, entries, lists);
     let skipped = candidates.len().saturating_sub(MAX_CONSUMERS);
     let mut linking = 0;
+    let mut unreadable: Vec<String> = Vec::new();
     for (path, owner) in candidates.iter().take(MAX_CONSUMERS) {
         let was_given = given.contains(path);
         match judge(root, path, &ours) {
@@ -77,6 +78,8 @@ pub(crate) fn check_consumers(
                 );
             }
             Judgement::NotElf(_) => {}
+            Judgement::Unreadable(why) if was_given => c.add("abi", path, false, why),
+            Judgement::Unreadable(why) => unreadable.push(why),
             Judgement::Unlinked if was_given => c.add(
                 "abi",
                 path,
@@ -95,6 +98,12 @@ pub(crate) fn check_consumers(
         "{linking} installed program(s) and librar(ies) linking the pair bind to ours \
          (symbols and version nodes, read from the ELF files; nothing run)"
     );
+    if let Some(first) = unreadable.first() {
+        detail.push_str(&format!(
+            "; {} ELF file(s) not judged, unreadable (first: {first})",
+            unreadable.len()
+        ));
+    }
     if skipped > 0 {
         detail.push_str(&format!(
             "; {skipped} more candidate files not read (over {MAX_CONSUMERS})"
@@ -229,6 +238,8 @@ fn may_be_elf(path: &str) -> bool {
 
 enum Judgement {
     NotElf(String),
+    /// An ELF file whose tables could not be read: counted, named in the summary.
+    Unreadable(String),
     Unlinked,
     Binds,
     Lacks(Vec<String>),
@@ -246,9 +257,9 @@ fn judge(root: &Root, path: &str, ours: &BTreeMap<String, Ours>) -> Judgement {
     if std::io::Read::read_exact(&mut &file, &mut magic).is_err() || !crate::elf::is_elf(&magic) {
         return Judgement::NotElf("not an ELF file".to_string());
     }
-    let linkage = match crate::elf::read_elf_and_linkage(&file, Path::new(path)) {
-        Ok((_, l)) => l,
-        Err(e) => return Judgement::NotElf(format!("{e:#}")),
+    let linkage = match crate::elf::read_linkage(&file, Path::new(path)) {
+        Ok(l) => l,
+        Err(e) => return Judgement::Unreadable(format!("{e:#}")),
     };
     if !linkage.needed.iter().any(|n| ours.contains_key(n)) {
         return Judgement::Unlinked;
