@@ -107,6 +107,7 @@ mod tests {
             image_archive: None,
             image_limit: Vec::new(),
             accept_skipped_backport_check: false,
+            consumer: Vec::new(),
         }
     }
 

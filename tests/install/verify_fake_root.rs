@@ -311,6 +311,7 @@ fn run(root: &Path) -> VerifyReport {
         ld_library_path: None,
         ask_apt: false,
         accept_skipped_backport_check: false,
+        consumers: Vec::new(),
     })
     .unwrap()
 }
@@ -487,6 +488,7 @@ fn verify_fake_root_pass_and_tamper_matrix() {
         ld_library_path: Some("/srv/other".into()),
         ask_apt: false,
         accept_skipped_backport_check: false,
+        consumers: Vec::new(),
     })
     .unwrap();
     assert_fails(&rep, "loader");
