@@ -242,3 +242,64 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
     assert_eq!(run.status.code(), Some(127), "{}", said(&run));
     assert!(said(&run).contains(LOST), "{}", said(&run));
 }
+
+/// The committed lists (tests/fixtures/rocm-systems/abi) cannot rot silently: every symbol,
+/// with its version node, that Debian's real libraries in both test images export is listed.
+/// A new upload that adds one fails here, naming it and the command that regenerates them.
+#[test]
+fn the_abi_lists_cover_debians_real_libraries() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let images: [(&str, &[&str]); 2] = [
+        (
+            "sid-debian-rocm",
+            &[
+                "libhsa-runtime64-1",
+                "libamdhip64-7",
+                "libhiprtc7",
+                "libhiprtc-builtins7",
+            ],
+        ),
+        ("sid-debian-rocm6", &["libhsa-runtime64-1", "libamdhip64-6"]),
+    ];
+    let mut unlisted = Vec::new();
+    let mut checked = 0;
+    for (tag, packages) in images {
+        let input = format!("chroot/{tag}.tar.zst");
+        let Some(tarball) = rocm_pin_testkit::setup_input(&input) else {
+            rocm_pin_testkit::skip_without_setup("debian_abi", &input);
+            continue;
+        };
+        let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
+        for package in packages {
+            let files = sb.run_ok(&["dpkg-query", "-L", package]).unwrap();
+            for path in files.lines().filter(|p| p.contains(".so.")) {
+                let host = sb.root().join(path.trim_start_matches('/'));
+                if host.is_symlink() || !host.is_file() {
+                    continue;
+                }
+                let name = path.rsplit('/').next().unwrap();
+                let stem = name.split(".so").next().unwrap();
+                let (listed, _) = rocm_pin_kit::standin::abi::list(stem)
+                    .unwrap_or_else(|| panic!("no list for {stem} ({path} of {package})"));
+                let info = rocm_pin::elf::read_elf(&host).unwrap();
+                for e in info.exports.iter().filter(|e| {
+                    !["_init", "_fini", "_edata", "_end", "__bss_start"].contains(&e.name.as_str())
+                }) {
+                    checked += 1;
+                    if !listed
+                        .iter()
+                        .any(|s| s.name == e.name && s.node == e.version)
+                    {
+                        unlisted.push(format!("{tag} {package}: {}", e.versioned_name()));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("debian_abi: {checked} exported symbols of Debian's libraries checked");
+    assert!(
+        unlisted.is_empty(),
+        "not in tests/fixtures/rocm-systems/abi: {unlisted:#?}\nregenerate with \
+         scripts/standin-abi.sh <Debian's runtime .debs> (apt-get download …)"
+    );
+}
