@@ -296,7 +296,11 @@ fn run_checks(
     });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
-    crate::ops::verify_abi::check_consumers(opts, &marker, entries, &lists, c);
+    for (subject, ok, detail) in
+        crate::ops::verify_abi::check_consumers(root, &opts.consumers, &marker, entries, &lists)
+    {
+        c.add("abi", &subject, ok, detail);
+    }
     marker.missing_symbols
 }
 

@@ -18,7 +18,6 @@ use crate::deb::control::parse_relations;
 use crate::elf::{ExportedSymbol, Linkage};
 use crate::host::root::{FileKind, Root};
 use crate::host::status::{self, StatusEntry};
-use crate::ops::verify::{Checks, VerifyOptions};
 use crate::rocm;
 
 /// At most this many consumer files are read (the rest are counted, not checked).
@@ -48,21 +47,33 @@ struct Ours {
     missing: BTreeSet<String>,
 }
 
-/// Add the `abi` checks: one line for every consumer that would not bind to ours, and one
-/// summary line.
-pub(crate) fn check_consumers(
-    opts: &VerifyOptions,
+/// One `abi` check: its subject (a path, `""` for the summary), pass/fail, detail.
+pub type AbiCheck = (String, bool, String);
+
+/// Collects the `abi` checks in the order made.
+struct Checks(Vec<AbiCheck>);
+impl Checks {
+    fn add(&mut self, _name: &str, subject: &str, ok: bool, detail: impl Into<String>) {
+        self.0.push((subject.to_string(), ok, detail.into()));
+    }
+}
+
+/// The `abi` checks: one for every consumer that would not bind to ours, and one summary.
+/// `consumers`: the paths `verify --consumer` gave (inside the root). `lists`: our packages'
+/// file lists.
+pub fn check_consumers(
+    root: &Root,
+    consumers_given: &[std::path::PathBuf],
     marker: &rocm::Marker,
     entries: &[StatusEntry],
     lists: &BTreeMap<String, Vec<String>>,
-    c: &mut Checks,
-) {
-    let root = &opts.root;
+) -> Vec<AbiCheck> {
+    let mut c = Checks(Vec::new());
     let ours = our_libraries(root, marker);
     if ours.is_empty() {
-        return; // check_libraries already says why our libraries cannot be read
+        return c.0; // check_libraries already says why our libraries cannot be read
     }
-    let (candidates, given) = consumers(opts, marker, entries, lists);
+    let (candidates, given) = consumers(root, consumers_given, marker, entries, lists);
     let skipped = candidates.len().saturating_sub(MAX_CONSUMERS);
     let mut linking = 0;
     let mut unreadable: Vec<String> = Vec::new();
@@ -110,6 +121,7 @@ pub(crate) fn check_consumers(
         ));
     }
     c.add("abi", "", true, detail);
+    c.0
 }
 
 fn lacks_detail(owner: &str, problems: &[String]) -> String {
@@ -159,12 +171,12 @@ fn our_libraries(root: &Root, marker: &rocm::Marker) -> BTreeMap<String, Ours> {
 /// Candidate consumer paths (inside the root) → the package owning them ("" when none is
 /// known), and which of them were given with `--consumer`.
 fn consumers(
-    opts: &VerifyOptions,
+    root: &Root,
+    consumers_given: &[std::path::PathBuf],
     marker: &rocm::Marker,
     entries: &[StatusEntry],
     lists: &BTreeMap<String, Vec<String>>,
 ) -> (BTreeMap<String, String>, BTreeSet<String>) {
-    let root = &opts.root;
     let ours: BTreeSet<&str> = marker
         .libraries
         .iter()
@@ -204,7 +216,7 @@ fn consumers(
     }
     out.retain(|p, _| !ours.contains(p.as_str()));
     let mut given = BTreeSet::new();
-    for p in &opts.consumers {
+    for p in consumers_given {
         let p = p.display().to_string();
         out.entry(p.clone()).or_default();
         given.insert(p);
