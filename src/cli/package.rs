@@ -64,6 +64,10 @@ pub struct PackageOptions {
     /// Accept a rebuilt library whose SONAME major differs from the stock one (an ABI change)
     #[arg(long)]
     pub allow_soname_change: bool,
+    /// Package a rebuilt library that lacks symbols the stock one exports (recorded in the
+    /// packages and the marker; verify names the programs that need them)
+    #[arg(long)]
+    pub allow_missing_symbols: bool,
     /// Maintainer field of the replacement packages
     #[arg(long, env = "ROCM_PIN_MAINTAINER", default_value = plan::templates::DEFAULT_MAINTAINER)]
     pub maintainer: String,
@@ -131,6 +135,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
             flavor: args.flavor,
             strip: !args.no_strip,
             allow_soname_change: args.allow_soname_change,
+            allow_missing_symbols: args.allow_missing_symbols,
             maintainer: args.maintainer,
         },
     };

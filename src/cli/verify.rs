@@ -45,6 +45,11 @@ pub struct VerifyArgs {
     /// lack the backport symbol; without this flag that is a failure
     #[arg(long)]
     pub accept_skipped_backport_check: bool,
+    /// Also check that this installed program or library (a path inside the root) binds to
+    /// our runtime pair: every symbol and version node it needs of the pair, read from its ELF
+    /// file without running it. Repeatable; Debian's dependants and AMD's libraries are found
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["image", "image_archive"])]
+    pub consumer: Vec<PathBuf>,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
@@ -67,6 +72,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         None => verify(&VerifyOptions {
             root: rocm_pin::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,
+            consumers: args.consumer,
             ..VerifyOptions::default()
         })?,
     };
@@ -103,6 +109,7 @@ mod tests {
             image_archive: None,
             image_limit: Vec::new(),
             accept_skipped_backport_check: false,
+            consumer: Vec::new(),
         }
     }
 

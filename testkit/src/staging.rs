@@ -27,6 +27,8 @@ pub struct StagingSpec {
     pub vendored: bool,
     /// Identity tag embedded in every library.
     pub tag: String,
+    /// A listed symbol of the real runtime the staging leaves out (a build that lost one).
+    pub without_symbol: Option<String>,
 }
 
 impl Default for StagingSpec {
@@ -38,6 +40,7 @@ impl Default for StagingSpec {
             extra_needed: None,
             vendored: false,
             tag: "PATCHED".into(),
+            without_symbol: None,
         }
     }
 }
@@ -47,7 +50,9 @@ pub struct StagedNames {
     pub hip: String,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn gcc_lib(
+    omit: Option<&str>,
     lib_dir: &Path,
     file: &str,
     soname: &str,
@@ -69,12 +74,23 @@ fn gcc_lib(
     for (i, e) in exports.iter().enumerate() {
         c.push_str(&format!("int {e}(void) {{ return {i}; }}\n"));
     }
+    // A runtime library exports every symbol of the real one, in its node (as the stand-in's
+    // CMake builds it): `rocm-pin package` refuses a replacement lacking a stock symbol.
+    let m = match standin::abi::stubs_and_script(stem, exports, standin::IDENTITY_FUNCTION, omit) {
+        Some((stubs, script)) => {
+            c.push_str(&stubs);
+            script
+        }
+        None => {
+            let mut m = format!("{node} {{\n global:\n  {};\n", standin::IDENTITY_FUNCTION);
+            for e in exports {
+                m.push_str(&format!("  {e};\n"));
+            }
+            m.push_str(" local: *;\n};\n");
+            m
+        }
+    };
     std::fs::write(&src, c).unwrap();
-    let mut m = format!("{node} {{\n global:\n  {};\n", standin::IDENTITY_FUNCTION);
-    for e in exports {
-        m.push_str(&format!("  {e};\n"));
-    }
-    m.push_str(" local: *;\n};\n");
     std::fs::write(&map, m).unwrap();
     let mut cmd = Command::new("gcc");
     cmd.current_dir(lib_dir)
@@ -107,6 +123,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
         hsa_exports.push("hsa_amd_signal_create_v2");
     }
     gcc_lib(
+        spec.without_symbol.as_deref(),
         &lib,
         &hsa,
         "libhsa-runtime64.so.1",
@@ -118,11 +135,21 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     links(&lib, &hsa, "libhsa-runtime64.so.1", "libhsa-runtime64.so");
     let mut hip_link = vec!["libhsa-runtime64.so".to_string()];
     if let Some(extra) = &spec.extra_needed {
-        gcc_lib(&lib, extra, extra, "EXTRA", "extra", &["extra_fn"], &[]);
+        gcc_lib(
+            None,
+            &lib,
+            extra,
+            extra,
+            "EXTRA",
+            "extra",
+            &["extra_fn"],
+            &[],
+        );
         hip_link.push(extra.clone());
     }
     if spec.vendored {
         gcc_lib(
+            None,
             &lib,
             "libvendored.so.3.1.0",
             "libvendored.so.3",
@@ -138,6 +165,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     let hip = format!("libamdhip64.so.{major}.2.53211-b539bf7");
     let hip_link_refs: Vec<&str> = hip_link.iter().map(String::as_str).collect();
     gcc_lib(
+        spec.without_symbol.as_deref(),
         &lib,
         &hip,
         &format!("libamdhip64.so.{major}"),
@@ -160,6 +188,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
             let file = format!("{stem}.so.{major}.2.53211-b539bf7");
             let so = format!("{stem}.so.{major}");
             gcc_lib(
+                spec.without_symbol.as_deref(),
                 &lib,
                 &file,
                 &so,

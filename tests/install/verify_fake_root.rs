@@ -232,6 +232,7 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
         tool_version: "test".into(),
         patches: vec![],
         backport_check_skipped: false,
+        missing_symbols: Default::default(),
         source: None,
     };
     let marker_path = format!("{PREFIX}/.info/rocm-pin.json");
@@ -310,6 +311,7 @@ fn run(root: &Path) -> VerifyReport {
         ld_library_path: None,
         ask_apt: false,
         accept_skipped_backport_check: false,
+        consumers: Vec::new(),
     })
     .unwrap()
 }
@@ -486,6 +488,7 @@ fn verify_fake_root_pass_and_tamper_matrix() {
         ld_library_path: Some("/srv/other".into()),
         ask_apt: false,
         accept_skipped_backport_check: false,
+        consumers: Vec::new(),
     })
     .unwrap();
     assert_fails(&rep, "loader");

@@ -5,6 +5,7 @@
 mod util;
 
 mod chroot;
+mod debian_abi;
 mod debian_downstream;
 mod debian_stock;
 mod debs;

@@ -81,6 +81,23 @@ fn every_refusal_writes_nothing() {
             expect: &["does not export hsa_amd_signal_create_v2"],
         },
         Case {
+            // Fails on f225f56: nothing compared the exports, the pair was packaged.
+            name: "a rebuilt library lacking a stock symbol (issue 32)",
+            staging: StagingSpec {
+                without_symbol: Some("hsa_system_get_info".into()),
+                ..Default::default()
+            },
+            tamper: nothing,
+            stock: pair,
+            extra: &[],
+            expect: &[
+                "libhsa-runtime64.so.1",
+                "lacks 1 of the",
+                "hsa_system_get_info@ROCR_1",
+                "--allow-missing-symbols",
+            ],
+        },
+        Case {
             name: "empty staged library",
             staging: StagingSpec::default(),
             tamper: |s| {

@@ -180,6 +180,131 @@ fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
     })
 }
 
+/// What a dynamic object asks of the objects it links against, and the version nodes it
+/// defines: enough to tell, without running it, whether ld.so would bind it to a given set of
+/// libraries ("undefined symbol: …, version …", "version `…' not found").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Linkage {
+    pub needed: Vec<String>,
+    /// DT_VERDEF names (the object's own base entry included).
+    pub defined_versions: Vec<String>,
+    /// DT_VERNEED: each file named and the version nodes needed of it.
+    pub version_needs: Vec<(String, Vec<String>)>,
+    /// Undefined dynamic symbols, in dynamic symbol table order.
+    pub undefined: Vec<UndefinedSymbol>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndefinedSymbol {
+    pub name: String,
+    /// A weak reference: ld.so leaves it 0 when nothing defines it.
+    pub weak: bool,
+    /// `(file, version node)` from DT_VERNEED when the reference is versioned.
+    pub version: Option<(String, String)>,
+}
+
+/// The [`Linkage`] of an ELF image held in memory. Version facts come from the section
+/// headers (`.gnu.version*`); an object without them reports unversioned references.
+pub fn parse_linkage(bytes: &[u8]) -> anyhow::Result<Linkage> {
+    if !is_elf(bytes) {
+        return Err(invalid("not an ELF file (no \\x7fELF magic)"));
+    }
+    match std::panic::catch_unwind(|| linkage_checked(bytes)) {
+        Ok(result) => result,
+        Err(_) => Err(invalid("malformed ELF file (the ELF parser gave up on it)")),
+    }
+}
+
+/// Map an opened file and read its [`ElfInfo`] and [`Linkage`]; `path` names it in errors.
+pub fn read_elf_and_linkage(file: &File, path: &Path) -> anyhow::Result<(ElfInfo, Linkage)> {
+    let map = map_file(file, path)?;
+    let info =
+        parse_elf(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))?;
+    let linkage = parse_linkage(&map)
+        .with_context(|| format!("{}: cannot read ELF facts", path.display()))?;
+    Ok((info, linkage))
+}
+
+/// Map an opened file and read its [`Linkage`] only: a program's copy-relocated definitions
+/// (`stdout@GLIBC_2.2.5`) carry versions it needs rather than defines, which
+/// [`parse_elf`] refuses.
+pub fn read_linkage(file: &File, path: &Path) -> anyhow::Result<Linkage> {
+    let map = map_file(file, path)?;
+    parse_linkage(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))
+}
+
+fn map_file(file: &File, path: &Path) -> anyhow::Result<memmap2::Mmap> {
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    if !meta.is_file() || meta.len() == 0 {
+        return Err(invalid(format!(
+            "{}: not a regular non-empty file",
+            path.display()
+        )));
+    }
+    // SAFETY: as in read_elf_file: read-only private map.
+    unsafe { memmap2::Mmap::map(file) }.with_context(|| format!("cannot map {}", path.display()))
+}
+
+fn linkage_checked(bytes: &[u8]) -> anyhow::Result<Linkage> {
+    let elf = Elf::parse(bytes).map_err(|e| invalid(format!("malformed ELF file: {e}")))?;
+    let name_at = |off: usize| -> anyhow::Result<String> {
+        elf.dynstrtab
+            .get_at(off)
+            .map(str::to_string)
+            .ok_or_else(|| invalid(format!("malformed ELF file: a version entry names offset {off}, outside the dynamic string table")))
+    };
+    let mut linkage = Linkage {
+        needed: needed_entries(&elf)?,
+        ..Linkage::default()
+    };
+    if let Some(verdef) = &elf.verdef {
+        for def in verdef.iter() {
+            if let Some(aux) = def.iter().next() {
+                linkage.defined_versions.push(name_at(aux.vda_name)?);
+            }
+        }
+    }
+    // versym index → (file, version) of the needs.
+    let mut needs: HashMap<u16, (String, String)> = HashMap::new();
+    if let Some(verneed) = &elf.verneed {
+        for need in verneed.iter() {
+            let file = name_at(need.vn_file)?;
+            let mut versions = Vec::new();
+            for aux in need.iter() {
+                let version = name_at(aux.vna_name)?;
+                needs.insert(
+                    aux.vna_other & VERSYM_VERSION,
+                    (file.clone(), version.clone()),
+                );
+                versions.push(version);
+            }
+            linkage.version_needs.push((file, versions));
+        }
+    }
+    for (index, sym) in elf.dynsyms.iter().enumerate() {
+        if index == 0 || sym.st_shndx != goblin::elf::section_header::SHN_UNDEF as usize {
+            continue;
+        }
+        let name = elf.dynstrtab.get_at(sym.st_name).unwrap_or_default();
+        if name.is_empty() {
+            continue;
+        }
+        let version = elf
+            .versym
+            .as_ref()
+            .and_then(|v| v.get_at(index))
+            .and_then(|v| needs.get(&(v.vs_val & VERSYM_VERSION)).cloned());
+        linkage.undefined.push(UndefinedSymbol {
+            name: name.to_string(),
+            weak: sym.st_bind() == STB_WEAK,
+            version,
+        });
+    }
+    Ok(linkage)
+}
+
 /// DT_NEEDED entries in dynamic-section order; a name outside the string table is an error
 /// rather than a silently shorter list.
 fn needed_entries(elf: &Elf<'_>) -> anyhow::Result<Vec<String>> {

@@ -226,6 +226,9 @@ pub const COMMIT_FIELD: &str = "X-Rocm-Pin-Commit";
 pub const PATCHES_FIELD: &str = "X-Rocm-Pin-Patches";
 /// Control field present (`skipped`) when the build ran with `--no-backport-check`.
 pub const BACKPORT_CHECK_FIELD: &str = "X-Rocm-Pin-Backport-Check";
+/// Control field present when `package --allow-missing-symbols` let through a rebuilt library
+/// lacking stock symbols: `<soname> <how many>, …` for that package's libraries.
+pub const MISSING_SYMBOLS_FIELD: &str = "X-Rocm-Pin-Missing-Symbols";
 
 /// What provenance records for one patch of the series (the marker's, the manifest's and the
 /// [`PATCHES_FIELD`]'s item).
@@ -329,6 +332,11 @@ pub struct Marker {
     /// The build ran with `--no-backport-check`: `verify` fails unless told it is accepted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backport_check_skipped: bool,
+    /// Stock symbols the packaged libraries lack (`name@VERSION`) by SONAME, let through by
+    /// `package --allow-missing-symbols`; verify and status warn, verify's ABI check names the
+    /// installed programs that need one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub missing_symbols: std::collections::BTreeMap<String, Vec<String>>,
     /// Where an adoption took the libraries from ("adopted from an in-place patch …", the
     /// staging's `Origin::Adopted`); None for a pair built by `rocm-pin build`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

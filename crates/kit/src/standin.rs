@@ -24,6 +24,7 @@
 //! builds the program that reports, per soname, which file the loader used and its identity.
 //! Same spec → byte-identical .debs.
 
+pub mod abi;
 pub mod chroot;
 mod csrc;
 pub mod scenarios;

@@ -247,6 +247,7 @@ pub(crate) fn marker() -> Marker {
         tool_version: env!("CARGO_PKG_VERSION").into(),
         patches: Vec::new(),
         backport_check_skipped: false,
+        missing_symbols: Default::default(),
         source: None,
     }
 }

@@ -405,6 +405,7 @@ mod tests {
             patches: vec![],
             backport_check_skipped: false,
             source: None,
+            missing_symbols: Default::default(),
         };
         let g =
             evaluate_by_package_versions(&Root::new(d.path()), &marker, GateMode::Require).unwrap();

@@ -21,5 +21,6 @@ pub mod stale_maps;
 pub mod status_report;
 pub(crate) mod upgrades;
 pub mod verify;
+pub mod verify_abi;
 pub mod verify_image;
 pub mod workflow;

@@ -151,6 +151,7 @@ mod tests {
             tool_version: "0".into(),
             patches: vec![],
             backport_check_skipped: false,
+            missing_symbols: Default::default(),
             source: None,
         }
     }

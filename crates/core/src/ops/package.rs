@@ -658,6 +658,7 @@ fn add_marker(
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         patches: plan.patches.clone(),
         backport_check_skipped: plan.backport_check_skipped,
+        missing_symbols: plan.missing_symbols.clone(),
         // Only an adoption is recorded: a built pair's marker stays byte-identical to before.
         source: adopted_source.map(str::to_string),
     };

@@ -85,6 +85,10 @@ pub struct HostStatus {
     pub patches: Vec<crate::rocm::PatchRecord>,
     /// The installed build skipped the backport check (`--no-backport-check`, from the marker).
     pub backport_check_skipped: bool,
+    /// How many stock symbols each installed library lacks, by SONAME: packaged with
+    /// `--allow-missing-symbols` (from the marker; absent when none).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub missing_symbols: std::collections::BTreeMap<String, usize>,
     pub packages: Vec<String>,
     pub verify_ok: Option<bool>,
     pub verify_failed: Vec<String>,
@@ -313,6 +317,20 @@ fn gate_preview(root: &Root, mode: GateMode, found: &StockDiscovery) -> String {
     )
 }
 
+/// How many stock symbols each of our libraries lacks, by SONAME (the marker's record).
+fn missing_symbol_counts(
+    marker: Option<&crate::rocm::Marker>,
+) -> std::collections::BTreeMap<String, usize> {
+    marker
+        .map(|m| {
+            m.missing_symbols
+                .iter()
+                .map(|(so, v)| (so.clone(), v.len()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
 pub fn host_status(root: &Root, mode: GateMode) -> anyhow::Result<HostStatus> {
     host_status_with(root, mode, false)
@@ -411,6 +429,7 @@ pub fn host_status_with(
             .map(|m| m.patches.clone())
             .unwrap_or_default(),
         backport_check_skipped: marker.as_ref().is_some_and(|m| m.backport_check_skipped),
+        missing_symbols: missing_symbol_counts(marker.as_ref()),
         packages: ours
             .iter()
             .map(|e| format!("{} {} ({})", e.package, e.version, e.abbrev()))
@@ -447,6 +466,15 @@ pub fn host_status_with(
 }
 
 impl HostStatus {
+    /// One warning line per library packaged with `--allow-missing-symbols`.
+    fn push_missing_symbols(&self, s: &mut String) {
+        for (soname, n) in &self.missing_symbols {
+            s.push_str(&format!(
+                "  warning: {soname} lacks {n} stock symbols (packaged with --allow-missing-symbols; `rocm-pin verify` names the programs that need them)\n"
+            ));
+        }
+    }
+
     pub fn to_human(&self) -> String {
         let mut s = String::new();
         let chain = self
@@ -512,6 +540,7 @@ impl HostStatus {
                 "  built with --no-backport-check (verify needs --accept-skipped-backport-check)\n",
             );
         }
+        self.push_missing_symbols(&mut s);
         for p in &self.packages {
             s.push_str(&format!("             {}\n", shown(p)));
         }

@@ -51,6 +51,11 @@ pub struct VerifyReport {
     /// The skip record's reason when the version gate skipped this host (exit 3).
     pub skipped: Option<String>,
     pub checks: Vec<Check>,
+    /// Stock symbols the installed libraries lack (`name@VERSION`, by SONAME): the marker says
+    /// they were packaged with `--allow-missing-symbols`. A warning; the `abi` checks fail for
+    /// each installed program that needs one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing_symbols: BTreeMap<String, Vec<String>>,
 }
 
 impl VerifyReport {
@@ -111,6 +116,14 @@ impl VerifyReport {
             let word = if c.ok { "ok  " } else { "FAIL" };
             s.push_str(&format!("{word} {}\n", c.line()));
         }
+        for (soname, missing) in &self.missing_symbols {
+            s.push_str(&format!(
+                "warn {:<16} {soname}: lacks {} stock symbols (packaged with --allow-missing-symbols): {}\n",
+                "missing-symbols",
+                missing.len(),
+                crate::ops::verify_abi::first_few(missing)
+            ));
+        }
         let failed = self.failed().count();
         if failed == 0 {
             s.push_str(&format!(
@@ -156,6 +169,9 @@ pub struct VerifyOptions {
     /// The packages were built with `--no-backport-check` (the marker says so) and that is
     /// accepted: the backport-symbol check then passes without the symbol, saying why.
     pub accept_skipped_backport_check: bool,
+    /// Programs or libraries (paths inside the root) the ABI check judges besides the ones it
+    /// finds (`verify --consumer`).
+    pub consumers: Vec<std::path::PathBuf>,
 }
 
 impl Default for VerifyOptions {
@@ -167,6 +183,7 @@ impl Default for VerifyOptions {
                 .filter(|s| !s.is_empty()),
             ask_apt: true,
             accept_skipped_backport_check: false,
+            consumers: Vec::new(),
         }
     }
 }
@@ -220,6 +237,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         ok: false,
         skipped: None,
         checks: Vec::new(),
+        missing_symbols: BTreeMap::new(),
     };
     // The skip record is read inside the root, a regular file under its cap, or it is an
     // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
@@ -230,7 +248,8 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         report.skipped = Some(reason.trim().to_string());
         return Ok(report);
     }
-    let entries = crate::rocm::read_status(root)?;
+    // Depends too: the ABI check finds the dependants through it.
+    let entries = crate::rocm::read_status_with_depends(root)?;
     let mut c = Checks(Vec::new());
     if let Some(p) = crate::ops::inplace::detect(root, &entries) {
         c.add(
@@ -240,13 +259,18 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
             p.summary(),
         );
     }
-    run_checks(opts, &entries, &mut c);
+    report.missing_symbols = run_checks(opts, &entries, &mut c);
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
     report.checks = c.0;
     Ok(report)
 }
 
-fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
+/// Every check; returns the marker's missing stock symbols (for the report's warning).
+fn run_checks(
+    opts: &VerifyOptions,
+    entries: &[StatusEntry],
+    c: &mut Checks,
+) -> BTreeMap<String, Vec<String>> {
     let root = &opts.root;
     let by_name: BTreeMap<&str, &StatusEntry> =
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
@@ -256,11 +280,13 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
         .collect();
     if ours.is_empty() {
         check_nothing_installed(root, entries, &by_name, c);
-        return;
+        return BTreeMap::new();
     }
     let (lists, marker_path, marker) = read_marker(root, &ours, c);
     check_our_packages(root, &ours, marker.as_ref(), c);
-    let Some(marker) = marker else { return };
+    let Some(marker) = marker else {
+        return BTreeMap::new();
+    };
     check_marker_packages(root, &marker, &by_name, c);
 
     // The two external commands (apt-cache policy, ldconfig -p) run while the files are
@@ -286,6 +312,12 @@ fn run_checks(opts: &VerifyOptions, entries: &[StatusEntry], c: &mut Checks) {
     });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
+    for (subject, ok, detail) in
+        crate::ops::verify_abi::check_consumers(root, &opts.consumers, &marker, entries, &lists)
+    {
+        c.add("abi", &subject, ok, detail);
+    }
+    marker.missing_symbols
 }
 
 /// Our packages' file lists, and the provenance marker our HSA package ships (found through

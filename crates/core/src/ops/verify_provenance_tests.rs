@@ -21,6 +21,7 @@ fn marker(skipped: bool, patches: &[(&str, &str)]) -> rocm::Marker {
             })
             .collect(),
         backport_check_skipped: skipped,
+        missing_symbols: Default::default(),
         source: None,
     }
 }

@@ -44,8 +44,28 @@ pub const STANDIN_FILES: &[(&str, &str)] = &[
         include_str!("../../../../tests/fixtures/rocm-systems/README.md"),
     ),
     (
+        "abi/libamdhip64.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/abi/libamdhip64.abi"),
+    ),
+    (
+        "abi/libhiprtc-builtins.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/abi/libhiprtc-builtins.abi"),
+    ),
+    (
+        "abi/libhiprtc.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/abi/libhiprtc.abi"),
+    ),
+    (
+        "abi/libhsa-runtime64.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/abi/libhsa-runtime64.abi"),
+    ),
+    (
         "cmake/standin.cmake",
         include_str!("../../../../tests/fixtures/rocm-systems/cmake/standin.cmake"),
+    ),
+    (
+        "cmake/standin_abi.cmake",
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/standin_abi.cmake"),
     ),
     (
         "cmake/standin_payload.c",
@@ -94,12 +114,6 @@ pub const STANDIN_FILES: &[(&str, &str)] = &[
     (
         "projects/rocr-runtime/src/hsa.c",
         include_str!("../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/hsa.c"),
-    ),
-    (
-        "projects/rocr-runtime/src/hsacore.so.def.in",
-        include_str!(
-            "../../../../tests/fixtures/rocm-systems/projects/rocr-runtime/src/hsacore.so.def.in"
-        ),
     ),
     (
         "projects/rocr-runtime/src/vendored.c",

@@ -13,20 +13,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::abi::LINKER_SYMBOLS;
 use super::{refused, ReplacementPlan, StockPackage};
 use crate::ops::plan::staging::Staging;
-
-/// Symbols the linker defines in every shared object; dpkg-gensymbols never lists them.
-const LINKER_SYMBOLS: &[&str] = &[
-    "_init",
-    "_fini",
-    "_edata",
-    "_end",
-    "__bss_start",
-    "_DYNAMIC",
-    "_GLOBAL_OFFSET_TABLE_",
-    "_etext",
-];
 
 /// DEBIAN/shlibs and DEBIAN/symbols of `p`, from the stock package's (none when it has none).
 pub(super) fn carried(

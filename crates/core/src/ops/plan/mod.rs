@@ -8,6 +8,7 @@
 //!   a pipeline over [`checks`], [`families`] and [`vendored`].
 //! - [`templates`]: maintainer scripts, pin file and documents rendered from debian-templates/.
 
+mod abi;
 mod checks;
 mod error;
 mod families;
@@ -53,6 +54,8 @@ pub struct PlanOptions {
     pub flavor: String,
     pub strip: bool,
     pub allow_soname_change: bool,
+    /// Package a rebuilt library that lacks stock symbols (recorded; see [`abi`]).
+    pub allow_missing_symbols: bool,
     pub maintainer: String,
 }
 
@@ -62,6 +65,7 @@ impl Default for PlanOptions {
             flavor: rocm::DEFAULT_FLAVOR.to_string(),
             strip: true,
             allow_soname_change: false,
+            allow_missing_symbols: false,
             maintainer: templates::DEFAULT_MAINTAINER.to_string(),
         }
     }
@@ -173,6 +177,9 @@ pub struct PackagePlan {
     pub patches: Vec<crate::rocm::PatchRecord>,
     /// The build ran with `--no-backport-check` (from its manifest).
     pub backport_check_skipped: bool,
+    /// Stock symbols a rebuilt library lacks, by SONAME (`name@VERSION`), let through by
+    /// `--allow-missing-symbols`; empty otherwise (a refusal).
+    pub missing_symbols: BTreeMap<String, Vec<String>>,
     /// HSA first, then HIP.
     pub packages: Vec<ReplacementPlan>,
     /// Things worth saying that do not stop the run.
@@ -401,6 +408,7 @@ pub fn plan(
         )?);
     }
     vendored::place(staging, &mut plans, &layout.lib_dir, opts, &mut warnings);
+    let missing_symbols = abi::check(&plans, stock, staging, &layout.lib_dir, opts, &mut warnings)?;
 
     let stock_names: Vec<String> = plans.iter().map(|p| p.stock_name.clone()).collect();
     let target_deps = resolve_needed(staging, &plans, &provided, target, &stock_names)?;
@@ -413,6 +421,18 @@ pub fn plan(
         layout,
         opts,
     )?;
+    for p in &mut plans {
+        if let Some(v) = abi::field_value(p, &missing_symbols) {
+            p.control
+                .set(rocm::MISSING_SYMBOLS_FIELD, &v)
+                .map_err(|e| {
+                    refused(format!(
+                        "control field {}: {e}",
+                        rocm::MISSING_SYMBOLS_FIELD
+                    ))
+                })?;
+        }
+    }
     // No path in both packages: dpkg aborts the swap half-way with "trying to overwrite".
     check_disjoint(&plans)?;
     checks::check_target_owners(&plans, target, &stock_names)?;
@@ -425,6 +445,7 @@ pub fn plan(
         flavor: opts.flavor.clone(),
         patches: staging.patches().to_vec(),
         backport_check_skipped: staging.backport_check_skipped(),
+        missing_symbols,
         packages: plans,
         warnings,
     })

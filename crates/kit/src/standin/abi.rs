@@ -1,0 +1,225 @@
+//! The real runtime's ABI for libraries built without the stand-in's CMake (the tests' gcc
+//! staging): the same lists (tests/fixtures/rocm-systems/abi, embedded) and the same rules as
+//! cmake/standin_abi.cmake, so such a library exports every symbol of the real one, in its
+//! version node, and `rocm-pin package`'s ABI check accepts it against Debian's stock and the
+//! stand-in stock set alike.
+
+use std::fmt::Write;
+
+use super::tree::STANDIN_FILES;
+
+/// One family's rules: its list, the node of its own extra exports (the identity), and the
+/// node its unversioned listed symbols get (the stand-in stock set versions them).
+struct Family {
+    stem: &'static str,
+    main_node: &'static str,
+    unversioned_node: Option<&'static str>,
+    /// Exported beyond the list because the stand-in stock set exports them.
+    stock_extras: &'static [&'static str],
+    /// What every stub function answers (the runtime's "no GPU" error).
+    error: &'static str,
+    /// Listed functions given a real body (what a program calls to say why it stops), as
+    /// projects/*/src/*.c define them for the CMake build.
+    bodies: &'static [(&'static str, &'static str)],
+}
+
+const HSA_STATUS_STRING: &str = "int hsa_status_string(int status, const char **s) {
+  if (!s) return 0x1000;
+  *s = status == 0 ? \"HSA_STATUS_SUCCESS\" : \"HSA_STATUS_ERROR_NOT_INITIALIZED: the rocm-pin stand-in runtime has no GPU support\";
+  return 0;
+}";
+const HIP_GET_ERROR_NAME: &str = "const char *hipGetErrorName(int e) {
+  return e == 0 ? \"hipSuccess\" : e == 100 ? \"hipErrorNoDevice\" : \"hipErrorUnknown\";
+}";
+const HIP_GET_ERROR_STRING: &str = "const char *hipGetErrorString(int e) {
+  return e == 100 ? \"no ROCm-capable device is detected (rocm-pin stand-in runtime)\" : \"hip error\";
+}";
+const HIP_GET_DEVICE_COUNT: &str = "int hipGetDeviceCount(int *count) {
+  if (count) *count = 0;
+  return 100;
+}";
+
+const FAMILIES: &[Family] = &[
+    Family {
+        stem: "libhsa-runtime64",
+        main_node: "ROCR_1",
+        unversioned_node: None,
+        stock_extras: &[],
+        error: "0x100B",
+        bodies: &[("hsa_status_string", HSA_STATUS_STRING)],
+    },
+    Family {
+        stem: "libamdhip64",
+        main_node: "hip_4.2",
+        unversioned_node: None,
+        stock_extras: &[],
+        error: "100",
+        bodies: &[
+            ("hipGetErrorName", HIP_GET_ERROR_NAME),
+            ("hipGetErrorString", HIP_GET_ERROR_STRING),
+            ("hipGetDeviceCount", HIP_GET_DEVICE_COUNT),
+        ],
+    },
+    Family {
+        stem: "libhiprtc",
+        main_node: "hiprtc_4.0",
+        unversioned_node: Some("hiprtc_4.0"),
+        stock_extras: &[],
+        error: "11",
+        bodies: &[],
+    },
+    Family {
+        stem: "libhiprtc-builtins",
+        main_node: "hiprtc_builtins",
+        unversioned_node: Some("hiprtc_builtins"),
+        stock_extras: &["__hipGetPCH"],
+        error: "0",
+        bodies: &[],
+    },
+];
+
+/// One listed symbol: a function or a data object of `size` bytes, in `node` (None: none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbiSymbol {
+    pub function: bool,
+    pub name: String,
+    pub node: Option<String>,
+    pub size: u64,
+}
+
+/// The embedded list of family `stem` (`libhsa-runtime64`, …): its symbols and its version
+/// nodes in order; None for a stem without one.
+pub fn list(stem: &str) -> Option<(Vec<AbiSymbol>, Vec<String>)> {
+    let rel = format!("abi/{stem}.abi");
+    let text = STANDIN_FILES.iter().find(|(p, _)| *p == rel)?.1;
+    let mut symbols = Vec::new();
+    let mut nodes = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["version", node] => nodes.push(node.to_string()),
+            [kind, name, node, size] => symbols.push(AbiSymbol {
+                function: *kind == "func",
+                name: name.to_string(),
+                node: (*node != "-").then(|| node.to_string()),
+                size: size.parse().unwrap_or(0),
+            }),
+            _ => {}
+        }
+    }
+    Some((symbols, nodes))
+}
+
+/// C stubs and a version script for a library of family `stem` whose own source defines
+/// `own` (each in its listed node, else in the family's main node, with `identity_function`):
+/// `(C source to append, version script)`; `omit`: a listed symbol left out (a test's build
+/// that lost one). None for a stem without a list.
+pub fn stubs_and_script(
+    stem: &str,
+    own: &[&str],
+    identity_function: &str,
+    omit: Option<&str>,
+) -> Option<(String, String)> {
+    let family = FAMILIES.iter().find(|f| f.stem == stem)?;
+    let (mut symbols, mut nodes) = list(stem)?;
+    symbols.retain(|s| Some(s.name.as_str()) != omit);
+    let mut members: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |node: &str, name: &str| match members.iter_mut().find(|(n, _)| n == node) {
+        Some((_, names)) => names.push(name.to_string()),
+        None => members.push((node.to_string(), vec![name.to_string()])),
+    };
+    let mut c = String::new();
+    for (i, s) in symbols.iter().enumerate() {
+        let node = s
+            .node
+            .as_deref()
+            .or(family.unversioned_node)
+            .unwrap_or(family.main_node);
+        add(node, &s.name);
+        if own.contains(&s.name.as_str()) {
+            continue;
+        }
+        if let Some((_, body)) = family.bodies.iter().find(|(n, _)| *n == s.name) {
+            let _ = writeln!(c, "__attribute__((visibility(\"default\"))) {body}");
+        } else if s.function {
+            let _ = writeln!(
+                c,
+                "__attribute__((visibility(\"default\"))) long standin_stub_{i}(void) __asm__(\"{}\");\n\
+                 long standin_stub_{i}(void) {{ return {}; }}",
+                s.name, family.error
+            );
+        } else {
+            let _ = writeln!(
+                c,
+                "__attribute__((visibility(\"default\"))) unsigned char standin_object_{i}[{}] __asm__(\"{}\") = {{0}};",
+                s.size.max(1),
+                s.name
+            );
+        }
+    }
+    let listed = |n: &str| symbols.iter().any(|s| s.name == n);
+    for name in own
+        .iter()
+        .copied()
+        .chain(family.stock_extras.iter().copied())
+        .chain([identity_function])
+        .filter(|n| !listed(n))
+    {
+        add(family.main_node, name);
+        if family.stock_extras.contains(&name) && !own.contains(&name) {
+            let _ = writeln!(c, "int {name}(void) {{ return 0; }}");
+        }
+    }
+    for node in family
+        .unversioned_node
+        .into_iter()
+        .chain([family.main_node])
+    {
+        if !nodes.iter().any(|n| n == node) {
+            nodes.push(node.to_string());
+        }
+    }
+    let mut map = String::new();
+    let last = nodes.len().saturating_sub(1);
+    for (i, node) in nodes.iter().enumerate() {
+        let _ = writeln!(map, "{node} {{\n  global:");
+        for (_, names) in members.iter().filter(|(n, _)| n == node) {
+            for name in names {
+                let _ = writeln!(map, "    \"{name}\";");
+            }
+        }
+        if i == last {
+            map.push_str("  local: *;\n");
+        }
+        map.push_str("};\n");
+    }
+    Some((c, map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_has_its_list_and_the_script_names_each_symbol_once() {
+        for f in FAMILIES {
+            let (symbols, _) = list(f.stem).unwrap_or_else(|| panic!("no list for {}", f.stem));
+            assert!(!symbols.is_empty(), "{}", f.stem);
+            let (_, map) = stubs_and_script(f.stem, &[], "rocm_pin_identity", None).unwrap();
+            for s in &symbols {
+                assert_eq!(
+                    map.matches(&format!("\"{}\";", s.name)).count(),
+                    1,
+                    "{}: {}",
+                    f.stem,
+                    s.name
+                );
+            }
+        }
+        let (symbols, nodes) = list("libhsa-runtime64").unwrap();
+        assert_eq!(nodes, ["ROCR_1"]);
+        assert!(symbols
+            .iter()
+            .any(|s| s.name == "hsa_agent_iterate_isas" && s.node.as_deref() == Some("ROCR_1")));
+    }
+}

@@ -1,0 +1,305 @@
+//! The ABI check, both ends, on Debian's real 7.2.4 stock with its real dependants (issue 32,
+//! items 1 and 2): in the `sid-debian-rocm` chroot, the stand-in pair (every symbol of Debian's
+//! libraries, in its version node: tests/fixtures/rocm-systems/abi) is packaged with nothing
+//! missing, installed, verified, and Debian's own `rocminfo` loads it and stops for lack of a
+//! GPU; `ldd -r` (the real loader's relocation pass) finds nothing undefined in rocminfo and
+//! librocfft. A pair lacking one stock symbol is refused by package naming it; with
+//! --allow-missing-symbols it packages, records it, and verify fails naming the real Debian
+//! program that needs the symbol, as the loader does (exit 127).
+
+use std::path::Path;
+
+use crate::debian_stock::{tarball, DEPENDANTS};
+use crate::util::*;
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
+use rocm_pin_testkit::staging::{build_staging, StagingSpec, COMMIT, COMMIT_TIME};
+
+/// The symbol the negative case leaves out: rocminfo needs it (issue 32's exit 127).
+const LOST: &str = "hsa_agent_iterate_isas";
+
+fn field(deb: &Path, name: &str) -> String {
+    let out = std::process::Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(deb)
+        .arg(name)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `rocm-pin package` of a staging built with `spec` against the chroot's stock.
+fn package(sb: &Sandbox, w: &Path, spec: &StagingSpec, extra: &[&str]) -> std::process::Output {
+    let staging = w.join("staging");
+    build_staging(&staging, spec);
+    let time = COMMIT_TIME.to_string();
+    let mut args = vec![
+        os("--staging"),
+        staging.as_os_str(),
+        os("--stock-root"),
+        sb.root().as_os_str(),
+        os("--commit"),
+        os(COMMIT),
+        os("--commit-time"),
+        os(&time),
+        os("--out"),
+    ];
+    let out = w.join("out");
+    args.push(out.as_os_str());
+    args.extend(extra.iter().map(|a| os(a)));
+    package_cmd(&args)
+}
+
+/// `rocm-pin install` of every .deb in `w/out`, inside the chroot.
+fn install(sb: &Sandbox, w: &Path) -> std::process::Output {
+    sb.install_rocm_pin(&bin()).unwrap();
+    sb.run_ok(&["mkdir", "-p", "/tmp/ours"]).unwrap();
+    let mut argv = vec!["rocm-pin".to_string(), "install".into()];
+    for deb in std::fs::read_dir(w.join("out")).unwrap() {
+        let deb = deb.unwrap().path();
+        let at = format!("/tmp/ours/{}.deb", field(&deb, "Package"));
+        sb.copy_in(&deb, &at).unwrap();
+        argv.push(at);
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    sb.run(&argv).unwrap()
+}
+
+fn verify(sb: &Sandbox) -> (Option<i32>, String, serde_json::Value) {
+    let human = rocm_pin()
+        .args(["verify", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    let json = rocm_pin()
+        .args(["verify", "--json", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    (
+        human.status.code(),
+        said(&human),
+        serde_json::from_slice(&json.stdout).unwrap(),
+    )
+}
+
+fn rocm_pin() -> std::process::Command {
+    std::process::Command::new(bin())
+}
+
+/// `ldd -r` lines saying a symbol or version of ours is missing.
+fn ldd_undefined(sb: &Sandbox, path: &str) -> Vec<String> {
+    let out = sb.run(&["ldd", "-r", path]).unwrap();
+    said(&out)
+        .lines()
+        .filter(|l| l.contains("undefined symbol") || l.contains("not found"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_stand_in_pair_is_abi_complete_and_debians_programs_load_it() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball() else { return };
+    let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let out = package(&sb, work.path(), &StagingSpec::default(), &[]);
+    assert!(out.status.success(), "package:\n{}", said(&out));
+    for deb in std::fs::read_dir(work.path().join("out")).unwrap() {
+        let deb = deb.unwrap().path();
+        assert_eq!(field(&deb, "X-Rocm-Pin-Missing-Symbols"), "", "{deb:?}");
+    }
+    let out = install(&sb, work.path());
+    assert!(out.status.success(), "rocm-pin install:\n{}", said(&out));
+    let (code, human, json) = verify(&sb);
+    assert_eq!(code, Some(0), "verify:\n{human}");
+    assert!(json.get("missing_symbols").is_none(), "{json:#}");
+    let abi = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "abi" && c["subject"] == "")
+        .unwrap_or_else(|| panic!("no abi summary check: {human}"));
+    let linking: usize = abi["detail"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // rocminfo, librocfft, libhipfft at least (the image's dependants).
+    assert!(linking >= DEPENDANTS.len(), "{abi:#}");
+
+    // The real loader agrees: nothing undefined, no version missing.
+    let rocfft = sb
+        .run_ok(&["sh", "-c", "ls /usr/lib/*/librocfft.so.0"])
+        .unwrap();
+    for path in ["/usr/bin/rocminfo", rocfft.trim()] {
+        let undefined = ldd_undefined(&sb, path);
+        assert!(undefined.is_empty(), "{path}: {undefined:#?}");
+    }
+    // rocminfo runs against ours and stops where a GPU is needed: not exit 127.
+    let run = sb.run(&["rocminfo"]).unwrap();
+    let text = said(&run);
+    eprintln!(
+        "debian_abi: rocminfo said ({:?}):\n{text}",
+        run.status.code()
+    );
+    assert_ne!(run.status.code(), Some(127), "{text}");
+    assert!(
+        !text.contains("undefined symbol") && !text.contains("error while loading"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball() else { return };
+    let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let spec = StagingSpec {
+        without_symbol: Some(LOST.to_string()),
+        ..StagingSpec::default()
+    };
+    let out = package(&sb, work.path(), &spec, &[]);
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(2), "refused:\n{text}");
+    let error: Vec<&str> = text.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(error.len(), 1, "one line:\n{text}");
+    assert!(
+        error[0].contains("libhsa-runtime64.so.1")
+            && error[0].contains("lacks 1 of the")
+            && error[0].contains(&format!("{LOST}@ROCR_1"))
+            && error[0].contains("--allow-missing-symbols"),
+        "{text}"
+    );
+    assert!(!work.path().join("out").exists() || debs_in(&work.path().join("out")).is_empty());
+
+    let work = tempfile::tempdir().unwrap();
+    let out = package(&sb, work.path(), &spec, &["--allow-missing-symbols"]);
+    assert!(out.status.success(), "package:\n{}", said(&out));
+    let hsa = debs_in(&work.path().join("out"))
+        .into_iter()
+        .find(|d| field(d, "Package") == "libhsa-runtime64-1-pinned")
+        .unwrap();
+    assert_eq!(
+        field(&hsa, "X-Rocm-Pin-Missing-Symbols"),
+        "libhsa-runtime64.so.1 1"
+    );
+    // install swaps, then its verify names the program that would not load.
+    let out = install(&sb, work.path());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "rocm-pin install:\n{}",
+        said(&out)
+    );
+    assert!(
+        said(&out).contains("installed, but verify fails") && said(&out).contains("abi"),
+        "{}",
+        said(&out)
+    );
+    let (code, human, json) = verify(&sb);
+    assert_eq!(code, Some(1), "verify:\n{human}");
+    assert_eq!(
+        json["missing_symbols"]["libhsa-runtime64.so.1"][0],
+        format!("{LOST}@ROCR_1"),
+        "{json:#}"
+    );
+    let failed: Vec<&str> = human.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(
+        failed.iter().any(|l| l.contains("abi")
+            && l.contains("/usr/bin/rocminfo")
+            && l.contains("(package rocminfo)")
+            && l.contains(&format!("{LOST}@ROCR_1"))),
+        "{human}"
+    );
+    assert!(
+        human.contains("warn missing-symbols"),
+        "a warning line: {human}"
+    );
+    let status = rocm_pin()
+        .args(["status", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    assert!(
+        said(&status).contains("libhsa-runtime64.so.1 lacks 1 stock symbols"),
+        "{}",
+        said(&status)
+    );
+    // The loader agrees with verify.
+    let run = sb.run(&["rocminfo"]).unwrap();
+    assert_eq!(run.status.code(), Some(127), "{}", said(&run));
+    assert!(said(&run).contains(LOST), "{}", said(&run));
+}
+
+/// The committed lists (tests/fixtures/rocm-systems/abi) cannot rot silently: every symbol,
+/// with its version node, that Debian's real libraries in both test images export is listed.
+/// A new upload that adds one fails here, naming it and the command that regenerates them.
+#[test]
+fn the_abi_lists_cover_debians_real_libraries() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let images: [(&str, &[&str]); 2] = [
+        (
+            "sid-debian-rocm",
+            &[
+                "libhsa-runtime64-1",
+                "libamdhip64-7",
+                "libhiprtc7",
+                "libhiprtc-builtins7",
+            ],
+        ),
+        ("sid-debian-rocm6", &["libhsa-runtime64-1", "libamdhip64-6"]),
+    ];
+    let mut unlisted = Vec::new();
+    let mut checked = 0;
+    for (tag, packages) in images {
+        let input = format!("chroot/{tag}.tar.zst");
+        let Some(tarball) = rocm_pin_testkit::setup_input(&input) else {
+            rocm_pin_testkit::skip_without_setup("debian_abi", &input);
+            continue;
+        };
+        let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
+        for package in packages {
+            let files = sb.run_ok(&["dpkg-query", "-L", package]).unwrap();
+            for path in files.lines().filter(|p| p.contains(".so.")) {
+                let host = sb.root().join(path.trim_start_matches('/'));
+                if host.is_symlink() || !host.is_file() {
+                    continue;
+                }
+                let name = path.rsplit('/').next().unwrap();
+                let stem = name.split(".so").next().unwrap();
+                let (listed, _) = rocm_pin_kit::standin::abi::list(stem)
+                    .unwrap_or_else(|| panic!("no list for {stem} ({path} of {package})"));
+                let info = rocm_pin::elf::read_elf(&host).unwrap();
+                for e in info.exports.iter().filter(|e| {
+                    !["_init", "_fini", "_edata", "_end", "__bss_start"].contains(&e.name.as_str())
+                }) {
+                    checked += 1;
+                    if !listed
+                        .iter()
+                        .any(|s| s.name == e.name && s.node == e.version)
+                    {
+                        unlisted.push(format!("{tag} {package}: {}", e.versioned_name()));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("debian_abi: {checked} exported symbols of Debian's libraries checked");
+    assert!(
+        unlisted.is_empty(),
+        "not in tests/fixtures/rocm-systems/abi: {unlisted:#?}\nregenerate with \
+         scripts/standin-abi.sh <Debian's runtime .debs> (apt-get download …)"
+    );
+}
