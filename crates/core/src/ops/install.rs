@@ -454,8 +454,10 @@ fn complete_interrupted_run(
 }
 
 /// The files dpkg's md5sums list for each of ours installed that are gone from the root (a
-/// deleted marker or library): what only a reinstall of ours puts back.
+/// deleted marker or library): what only a reinstall of ours puts back. A file absent by
+/// dpkg's path-exclude (`/usr/share/doc` in a slim image) is how dpkg installed it.
 fn missing_files_of_ours(root: &Root, facts: &[DebFacts], before: &[StatusEntry]) -> Vec<String> {
+    let filters = crate::host::excludes::PathFilters::load(root).ok();
     facts
         .iter()
         .filter_map(|f| {
@@ -467,6 +469,7 @@ fn missing_files_of_ours(root: &Root, facts: &[DebFacts], before: &[StatusEntry]
         .flatten()
         .map(|(path, _)| path)
         .filter(|p| root.symlink_metadata(p).is_err())
+        .filter(|p| !filters.as_ref().is_some_and(|f| f.is_excluded(p)))
         .collect()
 }
 
