@@ -122,6 +122,75 @@ pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Mark
     Ok((facts, marker))
 }
 
+/// The .debs an earlier install kept in [`StateLayout::ours_dir`] under `root`, sorted; empty
+/// when none are kept (never installed, `--no-rollback`, rolled back).
+pub(crate) fn kept(root: &Root) -> Vec<PathBuf> {
+    let dir = StateLayout::ours_dir();
+    let Ok(names) = root.read_dir_names(&dir, MAX_KEPT_ENTRIES) else {
+        return Vec::new();
+    };
+    names
+        .into_iter()
+        .filter(|n| n.ends_with(".deb"))
+        .map(|n| root.host_path(dir.join(n)))
+        .collect()
+}
+
+/// The most entries [`kept`] reads from the directory (it holds one .deb per package of ours).
+const MAX_KEPT_ENTRIES: usize = 64;
+
+/// The repair command for a host whose packages of ours are damaged or gone: `rocm-pin
+/// install` alone when an earlier install kept our .debs (it reinstalls them), else with the
+/// .debs to give.
+pub(crate) fn reinstall_command(root: &Root) -> &'static str {
+    if kept(root).is_empty() {
+        "rocm-pin install <our .debs, as made by rocm-pin package>"
+    } else {
+        "rocm-pin install"
+    }
+}
+
+/// Keep copies of our .debs (`debs`, just installed) in [`StateLayout::ours_dir`], replacing
+/// what an earlier install kept. The copies are written beside and renamed into place, so an
+/// interrupted keep leaves the previous set or the new one, never a half-written .deb.
+pub(crate) fn keep(root: &Root, debs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = root.host_path(StateLayout::ours_dir());
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut kept_now = Vec::new();
+    for deb in debs {
+        let name = deb
+            .file_name()
+            .with_context(|| format!("{} has no file name", deb.display()))?;
+        let dest = dir.join(name);
+        if std::fs::canonicalize(deb).ok() != std::fs::canonicalize(&dest).ok() {
+            let tmp = dir.join(format!(".{}.part", name.to_string_lossy()));
+            std::fs::copy(deb, &tmp)
+                .with_context(|| format!("cannot copy {} to {}", deb.display(), tmp.display()))?;
+            std::fs::rename(&tmp, &dest).with_context(|| {
+                format!("cannot rename {} to {}", tmp.display(), dest.display())
+            })?;
+        }
+        kept_now.push(dest);
+    }
+    for old in kept(root) {
+        if !kept_now.contains(&old) {
+            std::fs::remove_file(&old)
+                .with_context(|| format!("cannot remove {}", old.display()))?;
+        }
+    }
+    Ok(kept_now)
+}
+
+/// Remove the kept .debs (rollback: ours leave the host). True when there were some.
+pub(crate) fn forget(root: &Root) -> anyhow::Result<bool> {
+    let dir = root.host_path(StateLayout::ours_dir());
+    if !dir.exists() {
+        return Ok(false);
+    }
+    std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,73 +310,4 @@ mod tests {
                     && marker_commit == "c1"
         ));
     }
-}
-
-/// The .debs an earlier install kept in [`StateLayout::ours_dir`] under `root`, sorted; empty
-/// when none are kept (never installed, `--no-rollback`, rolled back).
-pub(crate) fn kept(root: &Root) -> Vec<PathBuf> {
-    let dir = StateLayout::ours_dir();
-    let Ok(names) = root.read_dir_names(&dir, MAX_KEPT_ENTRIES) else {
-        return Vec::new();
-    };
-    names
-        .into_iter()
-        .filter(|n| n.ends_with(".deb"))
-        .map(|n| root.host_path(dir.join(n)))
-        .collect()
-}
-
-/// The most entries [`kept`] reads from the directory (it holds one .deb per package of ours).
-const MAX_KEPT_ENTRIES: usize = 64;
-
-/// The repair command for a host whose packages of ours are damaged or gone: `rocm-pin
-/// install` alone when an earlier install kept our .debs (it reinstalls them), else with the
-/// .debs to give.
-pub(crate) fn reinstall_command(root: &Root) -> &'static str {
-    if kept(root).is_empty() {
-        "rocm-pin install <our .debs, as made by rocm-pin package>"
-    } else {
-        "rocm-pin install"
-    }
-}
-
-/// Keep copies of our .debs (`debs`, just installed) in [`StateLayout::ours_dir`], replacing
-/// what an earlier install kept. The copies are written beside and renamed into place, so an
-/// interrupted keep leaves the previous set or the new one, never a half-written .deb.
-pub(crate) fn keep(root: &Root, debs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = root.host_path(StateLayout::ours_dir());
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut kept_now = Vec::new();
-    for deb in debs {
-        let name = deb
-            .file_name()
-            .with_context(|| format!("{} has no file name", deb.display()))?;
-        let dest = dir.join(name);
-        if std::fs::canonicalize(deb).ok() != std::fs::canonicalize(&dest).ok() {
-            let tmp = dir.join(format!(".{}.part", name.to_string_lossy()));
-            std::fs::copy(deb, &tmp)
-                .with_context(|| format!("cannot copy {} to {}", deb.display(), tmp.display()))?;
-            std::fs::rename(&tmp, &dest).with_context(|| {
-                format!("cannot rename {} to {}", tmp.display(), dest.display())
-            })?;
-        }
-        kept_now.push(dest);
-    }
-    for old in kept(root) {
-        if !kept_now.contains(&old) {
-            std::fs::remove_file(&old)
-                .with_context(|| format!("cannot remove {}", old.display()))?;
-        }
-    }
-    Ok(kept_now)
-}
-
-/// Remove the kept .debs (rollback: ours leave the host). True when there were some.
-pub(crate) fn forget(root: &Root) -> anyhow::Result<bool> {
-    let dir = root.host_path(StateLayout::ours_dir());
-    if !dir.exists() {
-        return Ok(false);
-    }
-    std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
-    Ok(true)
 }
