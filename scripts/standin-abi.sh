@@ -65,7 +65,9 @@ for raw in "$work"/raw/*; do
   } >"$work/out/$stem.abi"
   # The version nodes, oldest first (the order ld numbers them in the version script).
   awk '!/^#/ && $3 != "-" {print $3}' "$work/out/$stem.abi" | sort -u -V |
-    sed 's/^/version /' >>"$work/out/$stem.abi"
+    sed 's/^/version /' >"$work/out/$stem.nodes"
+  cat "$work/out/$stem.nodes" >>"$work/out/$stem.abi"
+  rm "$work/out/$stem.nodes"
 done
 
 if [ -n "$check" ]; then
