@@ -5,7 +5,7 @@
 //! absolute path from inside the root) must never reach the output; a FIFO, a device or
 //! `/proc/self/fd/0` must fail fast with an error naming the path, never hang or eat memory.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -1002,4 +1002,40 @@ fn a_signal_ignored_at_start_stays_ignored() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(left_in(tmp.path()).is_empty(), "{:?}", left_in(tmp.path()));
+}
+
+/// A dpkg status over its cap (a root can make one of any size): refused by its size, in one
+/// line, without parsing it. Under the old 512 MiB cap a 200 MB status was parsed whole (about
+/// 9 bytes of memory per byte, minutes of CPU in a debug build), so this ran past `TIMEOUT`.
+#[test]
+fn a_dpkg_status_over_its_cap_is_refused_without_parsing() {
+    let d = tempfile::tempdir().unwrap();
+    let status = host(d.path(), STATUS);
+    std::fs::create_dir_all(status.parent().unwrap()).unwrap();
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&status).unwrap());
+    let mut written = 0usize;
+    let mut i = 0u64;
+    while written < 200 << 20 {
+        let para = format!(
+            "Package: pkg{i}\nStatus: install ok installed\nArchitecture: amd64\n\
+             Version: 1.0-{i}\nDepends: libc6 (>= 2.36)\nDescription: generated {i}\n\n"
+        );
+        written += para.len();
+        w.write_all(para.as_bytes()).unwrap();
+        i += 1;
+    }
+    w.flush().unwrap();
+    drop(w);
+    let root = d.path().to_str().unwrap();
+    for args in [["status", "--root", root], ["verify", "--root", root]] {
+        let run = rocm_pin(&args);
+        assert_bounded(&run, args[0]);
+        assert_eq!(run.code, 2, "{}: {}", args[0], run.all());
+        assert!(
+            run.all().contains("larger than the") && run.all().contains("dpkg status"),
+            "{}: {}",
+            args[0],
+            run.all()
+        );
+    }
 }

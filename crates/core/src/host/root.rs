@@ -219,7 +219,7 @@ impl Root {
 ///
 /// | kind               | cap     | file                                                |
 /// |--------------------|---------|-----------------------------------------------------|
-/// | `DpkgStatus`       | 512 MiB | `var/lib/dpkg/status`, `available`                  |
+/// | `DpkgStatus`       | 128 MiB | `var/lib/dpkg/status`, `available`                  |
 /// | `DpkgList`         | 128 MiB | `var/lib/dpkg/info/<pkg>.list`                      |
 /// | `DpkgMd5sums`      | 128 MiB | `var/lib/dpkg/info/<pkg>.md5sums`                   |
 /// | `DpkgInfo`         | 16 MiB  | other `info/` files: conffiles, maintainer scripts  |
@@ -263,7 +263,11 @@ impl FileKind {
     /// The most bytes a file of this kind may have.
     pub fn cap(self) -> u64 {
         match self {
-            FileKind::DpkgStatus => 512 * MIB,
+            // About 900 bytes a package on a real host: 128 MiB is ~146 000 packages, twice
+            // Debian's whole archive for one architecture installed at once. The status is
+            // parsed whole, at ~9 bytes of memory per byte: 512 MiB allowed a hostile root
+            // minutes of CPU and gigabytes of memory (`hostile_root` measures the cap).
+            FileKind::DpkgStatus => 128 * MIB,
             FileKind::DpkgList
             | FileKind::DpkgMd5sums
             | FileKind::LdCache
