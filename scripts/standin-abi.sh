@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stand-in runtime's ABI lists (tests/fixtures/rocm-systems/abi/<stem>.abi): every dynamic
+# The stand-in runtime's ABI lists (tests/fixtures/rocm-systems/cmake/abi/<stem>.abi): every dynamic
 # symbol, with its version node, that Debian's real ROCm runtime libraries export, the union
 # over the stock releases the tests package against (sid's 6.4.3 and experimental's 7.2.4).
 # The stand-in's CMake turns each list into stubs and a version script, so real programs
@@ -12,7 +12,7 @@
 # differs, so the lists cannot rot silently. Needs dpkg-deb and readelf (binutils).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=tests/fixtures/rocm-systems/abi
+out=tests/fixtures/rocm-systems/cmake/abi
 check=
 if [ "${1:-}" = --check ]; then
   check=1

@@ -1,6 +1,6 @@
 //! The ABI check, both ends, on Debian's real 7.2.4 stock with its real dependants (issue 32,
 //! items 1 and 2): in the `sid-debian-rocm` chroot, the stand-in pair (every symbol of Debian's
-//! libraries, in its version node: tests/fixtures/rocm-systems/abi) is packaged with nothing
+//! libraries, in its version node: tests/fixtures/rocm-systems/cmake/abi) is packaged with nothing
 //! missing, installed, verified, and Debian's own `rocminfo` loads it and stops for lack of a
 //! GPU; `ldd -r` (the real loader's relocation pass) finds nothing undefined in rocminfo and
 //! librocfft. A pair lacking one stock symbol is refused by package naming it; with
@@ -243,7 +243,7 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
     assert!(said(&run).contains(LOST), "{}", said(&run));
 }
 
-/// The committed lists (tests/fixtures/rocm-systems/abi) cannot rot silently: every symbol,
+/// The committed lists (tests/fixtures/rocm-systems/cmake/abi) cannot rot silently: every symbol,
 /// with its version node, that Debian's real libraries in both test images export is listed.
 /// A new upload that adds one fails here, naming it and the command that regenerates them.
 #[test]
@@ -299,7 +299,7 @@ fn the_abi_lists_cover_debians_real_libraries() {
     eprintln!("debian_abi: {checked} exported symbols of Debian's libraries checked");
     assert!(
         unlisted.is_empty(),
-        "not in tests/fixtures/rocm-systems/abi: {unlisted:#?}\nregenerate with \
+        "not in tests/fixtures/rocm-systems/cmake/abi: {unlisted:#?}\nregenerate with \
          scripts/standin-abi.sh <Debian's runtime .debs> (apt-get download …)"
     );
 }

@@ -1,5 +1,5 @@
 //! The real runtime's ABI for libraries built without the stand-in's CMake (the tests' gcc
-//! staging): the same lists (tests/fixtures/rocm-systems/abi, embedded) and the same rules as
+//! staging): the same lists (tests/fixtures/rocm-systems/cmake/abi, embedded) and the same rules as
 //! cmake/standin_abi.cmake, so such a library exports every symbol of the real one, in its
 //! version node, and `rocm-pin package`'s ABI check accepts it against Debian's stock and the
 //! stand-in stock set alike.
@@ -90,7 +90,7 @@ pub struct AbiSymbol {
 /// The embedded list of family `stem` (`libhsa-runtime64`, …): its symbols and its version
 /// nodes in order; None for a stem without one.
 pub fn list(stem: &str) -> Option<(Vec<AbiSymbol>, Vec<String>)> {
-    let rel = format!("abi/{stem}.abi");
+    let rel = format!("cmake/abi/{stem}.abi");
     let text = STANDIN_FILES.iter().find(|(p, _)| *p == rel)?.1;
     let mut symbols = Vec::new();
     let mut nodes = Vec::new();

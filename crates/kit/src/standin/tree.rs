@@ -44,20 +44,20 @@ pub const STANDIN_FILES: &[(&str, &str)] = &[
         include_str!("../../../../tests/fixtures/rocm-systems/README.md"),
     ),
     (
-        "abi/libamdhip64.abi",
-        include_str!("../../../../tests/fixtures/rocm-systems/abi/libamdhip64.abi"),
+        "cmake/abi/libamdhip64.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/abi/libamdhip64.abi"),
     ),
     (
-        "abi/libhiprtc-builtins.abi",
-        include_str!("../../../../tests/fixtures/rocm-systems/abi/libhiprtc-builtins.abi"),
+        "cmake/abi/libhiprtc-builtins.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/abi/libhiprtc-builtins.abi"),
     ),
     (
-        "abi/libhiprtc.abi",
-        include_str!("../../../../tests/fixtures/rocm-systems/abi/libhiprtc.abi"),
+        "cmake/abi/libhiprtc.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/abi/libhiprtc.abi"),
     ),
     (
-        "abi/libhsa-runtime64.abi",
-        include_str!("../../../../tests/fixtures/rocm-systems/abi/libhsa-runtime64.abi"),
+        "cmake/abi/libhsa-runtime64.abi",
+        include_str!("../../../../tests/fixtures/rocm-systems/cmake/abi/libhsa-runtime64.abi"),
     ),
     (
         "cmake/standin.cmake",

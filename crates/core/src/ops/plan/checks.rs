@@ -26,17 +26,27 @@ pub(super) fn check_inputs(
     }
 
     // Every staged family must have a stock owner; every required family a staged library.
-    for lib in &staging.libraries {
-        let Some(fam) = lib.family else { continue };
-        let owner = stock.iter().find(|(_, s)| {
-            s.files.iter().any(|f| {
-                rocm::runtime_library_family_in(lib_dir, &f.path)
-                    .is_some_and(|x| x.stem == fam.stem)
+    let unowned: Vec<_> = staging
+        .libraries
+        .iter()
+        .filter_map(|lib| Some((lib, lib.family?)))
+        .filter(|(_, fam)| {
+            !stock.iter().any(|(_, s)| {
+                s.files.iter().any(|f| {
+                    rocm::runtime_library_family_in(lib_dir, &f.path)
+                        .is_some_and(|x| x.stem == fam.stem)
+                })
             })
-        });
-        if owner.is_none() {
-            return Err(refused(format!("staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly", lib.file_name, fam.stem, fam.stem)));
-        }
+        })
+        .collect();
+    if let Some((lib, fam)) = unowned.first() {
+        return Err(refused(format!(
+            "staged {} ({}) has no stock owner in {lib_dir}/: no stock package ships {} there, so nothing would replace it cleanly{}",
+            lib.file_name,
+            fam.stem,
+            fam.stem,
+            install_hint(lib_dir, &unowned)
+        )));
     }
     let hsa_stem = rocm::pair_family(Half::Hsa).stem;
     let hsa_lib = staging.family(hsa_stem).ok_or_else(|| {
@@ -97,4 +107,38 @@ pub(super) fn check_target_owners(
     }
 
     Ok(())
+}
+
+/// Where the stock flavour ships one library per package (Debian's), the packages that would
+/// own the unowned families (`libhiprtc6 libhiprtc-builtins6`, which `apt install
+/// libamdhip64-6` does not pull in on sid): the one command that makes the host pinnable.
+fn install_hint(
+    lib_dir: &str,
+    unowned: &[(&crate::ops::plan::staging::StagedLibrary, &rocm::LibraryFamily)],
+) -> String {
+    let per_library = unowned.first().is_some_and(|(lib, _)| {
+        rocm::runtime_library_location(&format!("{lib_dir}/{}", lib.soname())).is_some_and(
+            |(flavour, ..)| {
+                matches!(
+                    rocm::flavour_spec(flavour).naming,
+                    rocm::StockNaming::PerLibrary
+                )
+            },
+        )
+    });
+    let names: Vec<String> = unowned
+        .iter()
+        .filter_map(|(lib, fam)| {
+            let major = lib.soname().rsplit_once(".so.")?.1.split('.').next()?;
+            Some(rocm::per_library_package_name(fam.stem, major))
+        })
+        .collect();
+    if !per_library || names.is_empty() {
+        return String::new();
+    }
+    format!(
+        ". Install the stock package{} first: `apt-get install {}`, then package again",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(" ")
+    )
 }
