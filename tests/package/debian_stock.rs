@@ -459,3 +459,44 @@ fn rocm_pin_install_on_a_debian_host() {
     assert!(!said.contains("/etc/ld.so.conf.d"), "{said}");
     assert_ours_hold(&sb, "rocm-pin install");
 }
+
+/// A Debian host where only the pair's own packages are installed (sid's `apt install
+/// libamdhip64-6` does not pull `libhiprtc6`): package refuses in one line naming the one
+/// `apt-get install` that makes the host pinnable, not only "no stock owner".
+#[test]
+fn a_host_without_debians_hiprtc_packages_is_told_what_to_install() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = tarball() else { return };
+    let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
+    sb.sh_ok("dpkg -r --force-depends libhiprtc7 libhiprtc-builtins7")
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let staging = work.path().join("staging");
+    build_staging(&staging, &StagingSpec::default());
+    let out = work.path().join("out");
+    let time = COMMIT_TIME.to_string();
+    let res = package_cmd(&[
+        os("--staging"),
+        staging.as_os_str(),
+        os("--stock-root"),
+        sb.root().as_os_str(),
+        os("--commit"),
+        os(COMMIT),
+        os("--commit-time"),
+        os(&time),
+        os("--out"),
+        out.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no stock owner"), "{stderr}");
+    let hint = stderr
+        .split("`apt-get install ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no apt-get install named: {stderr}"));
+    let mut named: Vec<&str> = hint.split(' ').collect();
+    named.sort();
+    assert_eq!(named, ["libhiprtc-builtins7", "libhiprtc7"], "{stderr}");
+    assert!(!out.exists() || debs_in(&out).is_empty(), "nothing written");
+}

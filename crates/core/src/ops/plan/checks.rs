@@ -114,7 +114,10 @@ pub(super) fn check_target_owners(
 /// libamdhip64-6` does not pull in on sid): the one command that makes the host pinnable.
 fn install_hint(
     lib_dir: &str,
-    unowned: &[(&crate::ops::plan::staging::StagedLibrary, &rocm::LibraryFamily)],
+    unowned: &[(
+        &crate::ops::plan::staging::StagedLibrary,
+        &rocm::LibraryFamily,
+    )],
 ) -> String {
     let per_library = unowned.first().is_some_and(|(lib, _)| {
         rocm::runtime_library_location(&format!("{lib_dir}/{}", lib.soname())).is_some_and(
