@@ -70,7 +70,9 @@ fn control_member(deb: &Path, member: &str) -> String {
 }
 
 /// Package the stand-in pair against the chroot's real stock; the .debs, by stock name.
-pub(crate) fn package_against(sb: &Sandbox, w: &Path) -> Vec<(String, PathBuf)> {
+/// `rocm-pin package` of the stand-in staging (built in `w`) against the chroot's stock, into
+/// `w/out`: the run and the output directory.
+fn run_package_against(sb: &Sandbox, w: &Path) -> (std::process::Output, PathBuf) {
     let staging = w.join("staging");
     build_staging(&staging, &StagingSpec::default());
     let out = w.join("out");
@@ -87,6 +89,11 @@ pub(crate) fn package_against(sb: &Sandbox, w: &Path) -> Vec<(String, PathBuf)> 
         os("--out"),
         out.as_os_str(),
     ]);
+    (res, out)
+}
+
+pub(crate) fn package_against(sb: &Sandbox, w: &Path) -> Vec<(String, PathBuf)> {
+    let (res, out) = run_package_against(sb, w);
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "package failed: {stderr}");
     let debs = debs_in(&out);
@@ -471,22 +478,7 @@ fn a_host_without_debians_hiprtc_packages_is_told_what_to_install() {
     sb.sh_ok("dpkg -r --force-depends libhiprtc7 libhiprtc-builtins7")
         .unwrap();
     let work = tempfile::tempdir().unwrap();
-    let staging = work.path().join("staging");
-    build_staging(&staging, &StagingSpec::default());
-    let out = work.path().join("out");
-    let time = COMMIT_TIME.to_string();
-    let res = package_cmd(&[
-        os("--staging"),
-        staging.as_os_str(),
-        os("--stock-root"),
-        sb.root().as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-        out.as_os_str(),
-    ]);
+    let (res, out) = run_package_against(&sb, work.path());
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no stock owner"), "{stderr}");
