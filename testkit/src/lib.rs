@@ -282,3 +282,18 @@ pub fn build_standin_staging(bin: &Path, src: &Path, commit: &str, work: &Path) 
     must(&mut cmd);
     staging
 }
+
+/// Text rocm-pin printed must carry no control character raw but the renderer's own newlines
+/// and tabs, and no right-to-left override (the hostile-input tests' escaping check: what a
+/// root, an image or a .deb wrote into a name or field is shown escaped).
+#[track_caller]
+pub fn assert_no_raw_controls(text: &str, what: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
+    );
+}

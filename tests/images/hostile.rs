@@ -643,14 +643,7 @@ const ESCAPES: &str = "\x1b]0;owned\x07\x1b[2K\u{9b}2K\u{202e}";
 /// line of its own.
 #[track_caller]
 fn assert_escaped(text: &str, what: &str) {
-    let raw: Vec<char> = text
-        .chars()
-        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
-        .collect();
-    assert!(
-        raw.is_empty(),
-        "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
-    );
+    rocm_pin_testkit::assert_no_raw_controls(text, what);
     assert!(
         !text
             .lines()

@@ -569,14 +569,7 @@ const FORGED: &str =
 /// tabs the renderer lays it out with, no bidi override, no forged line of its own.
 #[track_caller]
 fn assert_escaped(text: &str, what: &str) {
-    let raw: Vec<char> = text
-        .chars()
-        .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
-        .collect();
-    assert!(
-        raw.is_empty(),
-        "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
-    );
+    rocm_pin_testkit::assert_no_raw_controls(text, what);
     assert!(
         !text
             .lines()
