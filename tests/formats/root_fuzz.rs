@@ -285,8 +285,7 @@ fn generated_layers(seed: u64, until: impl Fn(u64) -> bool) -> (u64, u64) {
             eprintln!("{e}");
         }
         if r.is_err() {
-            let dir =
-                regressions_dir("image_layer_ops");
+            let dir = regressions_dir("image_layer_ops");
             fs::create_dir_all(&dir).unwrap();
             let name = format!(
                 "{:016x}",
