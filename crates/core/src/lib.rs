@@ -37,3 +37,5 @@ pub(crate) mod toolchain;
 mod fs_rule_tests;
 #[cfg(test)]
 mod layers_tests;
+#[cfg(test)]
+mod module_graph_tests;
