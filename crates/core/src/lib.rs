@@ -34,6 +34,8 @@ pub mod rocm;
 pub(crate) mod toolchain;
 
 #[cfg(test)]
+mod error_kinds_tests;
+#[cfg(test)]
 mod fs_rule_tests;
 #[cfg(test)]
 mod layers_tests;
