@@ -137,10 +137,6 @@ impl DpkgDb {
         &self.root
     }
 
-    pub fn admin_dir(&self) -> &Path {
-        &self.admin
-    }
-
     /// Every package paragraph in the status file (any state, including config-files and
     /// not-installed leftovers).
     pub fn packages(&self) -> &[InstalledPackage] {
