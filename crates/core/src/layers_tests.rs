@@ -285,7 +285,7 @@ fn no_modules_import_each_other_in_a_circle() {
 }
 
 /// Today's sources with `plants` added: `(file, text)` appended to a file that exists, or a
-/// new file (declared by the plant itself through its folder's module tree).
+/// new file (its module path is its place under `src`, as for every file).
 fn planted(plants: &[(&str, &str)]) -> Graph {
     let mut files = crate_files();
     for (file, text) in plants {
@@ -340,7 +340,7 @@ fn upward_paths_however_written_fail_the_check() {
             "\npub use crate::rocm::{recipe::{self}};\n",
             "crate::rocm::recipe",
         ),
-        // A child module named by its bare name from its parent, on the way up.
+        // Nested groups under `crate::{…}`, one leaf of them up.
         (
             "digest.rs",
             "\nuse crate::{deb::{self, archive}, error::kind_of};\n",
