@@ -32,6 +32,11 @@ pub fn kind_of(link: &(dyn StdError + 'static)) -> Option<ExitKind> {
         Failure => Failure::kind,
         crate::host::root::RootReadError => |_| ExitKind::Usage,
         crate::host::status::BadRootValue => |_| ExitKind::Usage,
+        // Bad input read from a file, a package or a root: usage or environment (exit 2).
+        crate::host::root::ResolveError => |_| ExitKind::Usage,
+        crate::deb::control::ControlError => |_| ExitKind::Usage,
+        crate::deb::version::VersionError => |_| ExitKind::Usage,
+        crate::deb::date::DateError => |_| ExitKind::Usage,
         crate::host::HostError => crate::host::HostError::kind,
         crate::deb::DebError => crate::deb::DebError::kind,
         crate::elf::ElfError => crate::elf::ElfError::kind,

@@ -34,6 +34,10 @@ pub mod rocm;
 pub(crate) mod toolchain;
 
 #[cfg(test)]
+mod error_kinds_tests;
+#[cfg(test)]
 mod fs_rule_tests;
 #[cfg(test)]
 mod layers_tests;
+#[cfg(test)]
+mod module_graph_tests;

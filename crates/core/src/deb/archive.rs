@@ -52,17 +52,6 @@ impl Default for BuildOptions {
     }
 }
 
-impl BuildOptions {
-    /// Defaults with `source_date_epoch` taken from the SOURCE_DATE_EPOCH environment variable.
-    /// An unparsable value is an error rather than silently ignored.
-    pub fn from_env() -> anyhow::Result<Self> {
-        Ok(BuildOptions {
-            source_date_epoch: source_date_epoch_from_env()?,
-            ..Default::default()
-        })
-    }
-}
-
 /// SOURCE_DATE_EPOCH from the environment: None when unset or empty.
 pub fn source_date_epoch_from_env() -> anyhow::Result<Option<u64>> {
     match std::env::var("SOURCE_DATE_EPOCH") {

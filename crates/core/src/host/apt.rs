@@ -7,7 +7,7 @@
 use crate::host::refused;
 use crate::host::root::{FileKind, Missing, ReadProblem, ResolveError, Root, RootReadError};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use anyhow::Context;
 
@@ -432,12 +432,6 @@ pub fn parse_preferences(text: &str) -> anyhow::Result<Vec<PinStanza>> {
         }
     }
     Ok(out)
-}
-
-/// Run a command, capturing its output; the error names the command.
-pub fn run_captured(cmd: &mut Command) -> anyhow::Result<Output> {
-    let desc = format!("{cmd:?}");
-    cmd.output().with_context(|| format!("cannot run {desc}"))
 }
 
 /// Which dependency solver apt uses on a root: it decides whether `apt-get -f install` can

@@ -17,7 +17,7 @@ use crate::host::excludes::{fnmatch, PathFilters};
 use crate::host::loader;
 use crate::host::refused;
 use crate::host::root::{FileKind, Missing, Root};
-use crate::host::status::{check_listed_paths, is_package_name, StatusSnapshot};
+use crate::host::status::{is_package_name, read_file_list, StatusSnapshot};
 // The formats live below both dpkg readers; kept importable from here for callers.
 pub use crate::host::dpkgfmt::{
     parse_conffiles_field, parse_md5sums, Conffile, MAX_CONFIG_DIR_ENTRIES,
@@ -137,10 +137,6 @@ impl DpkgDb {
         &self.root
     }
 
-    pub fn admin_dir(&self) -> &Path {
-        &self.admin
-    }
-
     /// Every package paragraph in the status file (any state, including config-files and
     /// not-installed leftovers).
     pub fn packages(&self) -> &[InstalledPackage] {
@@ -190,17 +186,7 @@ impl DpkgDb {
         let list = self
             .info_file(name, "list")
             .ok_or_else(|| refused(format!("dpkg database {}: no file list for package {name} (info/{name}.list is missing; is it installed?)", self.admin.display())))?;
-        let text = self
-            .root
-            .read_to_string(&list, FileKind::DpkgList)
-            .map_err(anyhow::Error::from)?;
-        let paths: Vec<String> = text
-            .lines()
-            .filter(|l| !l.is_empty() && *l != "/.")
-            .map(str::to_string)
-            .collect();
-        check_listed_paths(&self.root, &list.display().to_string(), &paths)?;
-        Ok(paths)
+        read_file_list(&self.root, &list)
     }
 
     /// `info/<pkg>.md5sums` as absolute path → md5 hex. Empty when the package has none (dpkg

@@ -12,7 +12,7 @@ use anyhow::Context;
 
 use super::excludes::PathFilters;
 use super::root::{FileKind, Root};
-use super::status::{self, StatusEntry};
+use super::status::{self, StatusEntry, StatusSnapshot};
 use crate::deb::control::Paragraph;
 use crate::host::refused;
 
@@ -64,11 +64,9 @@ fn read_info_file(root: &Root, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
 pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()> {
     check_unmodified(root, pkg)?;
     let filters = PathFilters::load(root)?;
-    let status_text = root
-        .read_to_string(status::STATUS_FILE, FileKind::DpkgStatus)
-        .map_err(anyhow::Error::from)?;
-    let paras = Paragraph::parse_many(&status_text).context("parsing the dpkg status")?;
-    let para = paras
+    // The whole paragraph, as dpkg stored it: the control file is rebuilt from every field.
+    let para = StatusSnapshot::read(root)?
+        .into_paragraphs()
         .into_iter()
         .find(|p| {
             p.get("Package") == Some(pkg.package.as_str())

@@ -272,21 +272,28 @@ pub fn package_list(root: &Root, package: &str, arch: &str) -> anyhow::Result<Ve
             root.path().display()
         )
     })?;
+    read_file_list(root, Path::new(&path))
+}
+
+/// The one reader of a dpkg file list (`info/<pkg>.list` at `list`, wherever the database
+/// is): its paths in dpkg's order, directories included, `/.` dropped. A path that is not a
+/// clean absolute one refuses the whole list.
+pub(crate) fn read_file_list(root: &Root, list: &Path) -> anyhow::Result<Vec<String>> {
     let text = root
-        .read_to_string(&path, FileKind::DpkgList)
+        .read_to_string(list, FileKind::DpkgList)
         .map_err(anyhow::Error::from)?;
     let paths: Vec<String> = text
         .lines()
         .filter(|l| !l.is_empty() && *l != "/.")
         .map(str::to_string)
         .collect();
-    check_listed_paths(root, &path, &paths)?;
+    check_listed_paths(root, &list.display().to_string(), &paths)?;
     Ok(paths)
 }
 
 /// Every path of a file list (`info/<pkg>.list` at `file`) is a clean absolute path, or the
 /// list is refused naming the first that is not: such a path is never used.
-pub fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::Result<()> {
+fn check_listed_paths(root: &Root, file: &str, paths: &[String]) -> anyhow::Result<()> {
     match paths
         .iter()
         .find_map(|p| crate::host::root::unclean_in_root_path(p).map(|why| (p, why)))

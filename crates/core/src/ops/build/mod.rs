@@ -273,6 +273,17 @@ struct Prepared {
     trees: Vec<TreeKind>,
 }
 
+impl Prepared {
+    fn checkout(&self) -> stage::Checkout<'_> {
+        stage::Checkout {
+            spec: &self.spec,
+            commit: &self.commit,
+            layout: &self.layout,
+            series: &self.series,
+        }
+    }
+}
+
 fn prepare(opts: &BuildOptions) -> anyhow::Result<Prepared> {
     let commit = source::normalize_commit(&opts.commit)?;
     let spec = SourceSpec::parse(&opts.source)?;
@@ -447,7 +458,20 @@ pub fn plan(opts: &BuildOptions) -> anyhow::Result<Vec<String>> {
             );
         }
     }
-    lines.extend(stage::plan_lines(&p));
+    if let Some(l) = &p.llvm_dir {
+        lines.push(format!(
+            "# toolchain: LLVM/Clang from --llvm-dir {}",
+            l.display()
+        ));
+    }
+    if let Some((l, path)) = &p.launcher {
+        lines.push(format!(
+            "# compiler launcher: {} ({}), CMAKE_C/CXX_COMPILER_LAUNCHER",
+            l.program(),
+            path.display()
+        ));
+    }
+    lines.extend(stage::plan_lines(&p.checkout()));
     let tc = opts.toolchain(&p.rocm, p.llvm_dir.as_deref());
     lines.push(format!(
         "# prerequisites checked for {}: {}",
@@ -936,7 +960,7 @@ fn fetch_and_patch(
 ) -> anyhow::Result<TreeKind> {
     let mut kind = kind;
     if let SourceSpec::Url(url) = &p.spec {
-        stage::reset_if_patched(p)?;
+        stage::reset_if_patched(&p.checkout())?;
         fetch(url, p, listener)?;
         let missing = recipe::missing_projects(src);
         if !missing.is_empty() {
@@ -962,7 +986,7 @@ fn fetch_and_patch(
         })?;
         kind = Some(k);
     }
-    stage::checkout_and_patch(p, listener)?;
+    stage::checkout_and_patch(&p.checkout(), listener)?;
     Ok(kind.unwrap_or(recipe::ROCM_SYSTEMS))
 }
 

@@ -12,28 +12,23 @@ use super::cache::CacheKey;
 use super::patches;
 use super::source::SourceSpec;
 use super::steps::Layout;
-use super::Prepared;
 use crate::progress::{self, Listener};
 
 /// Relative to the work directory.
 pub(crate) const ROCR_STAGE_FILE: &str = "rocr-stage.json";
 
+/// What the checkout and series steps take of a prepared build. Its own type, so this file
+/// needs nothing of the build module that calls it.
+pub(super) struct Checkout<'a> {
+    pub(super) spec: &'a SourceSpec,
+    pub(super) commit: &'a str,
+    pub(super) layout: &'a Layout,
+    pub(super) series: &'a [patches::Patch],
+}
+
 /// The `--dry-run` lines for the checkout and the series (nothing when there is no series).
-pub(super) fn plan_lines(p: &Prepared) -> Vec<String> {
+pub(super) fn plan_lines(p: &Checkout<'_>) -> Vec<String> {
     let mut lines = vec![];
-    if let Some(l) = &p.llvm_dir {
-        lines.push(format!(
-            "# toolchain: LLVM/Clang from --llvm-dir {}",
-            l.display()
-        ));
-    }
-    if let Some((l, path)) = &p.launcher {
-        lines.push(format!(
-            "# compiler launcher: {} ({}), CMAKE_C/CXX_COMPILER_LAUNCHER",
-            l.program(),
-            path.display()
-        ));
-    }
     if p.series.is_empty() {
         return lines;
     }
@@ -45,7 +40,7 @@ pub(super) fn plan_lines(p: &Prepared) -> Vec<String> {
             p.commit
         ));
         lines.extend(
-            patches::local_checkout_commands(dir, &p.commit, checkout, crate::rocm::SOURCE_PATHS)
+            patches::local_checkout_commands(dir, p.commit, checkout, crate::rocm::SOURCE_PATHS)
                 .iter()
                 .map(|c| c.to_string()),
         );
@@ -54,7 +49,7 @@ pub(super) fn plan_lines(p: &Prepared) -> Vec<String> {
         "# step patch: {} patch(es) applied in order before configuring",
         p.series.len()
     ));
-    for patch in &p.series {
+    for patch in p.series {
         lines.push(format!(
             "# patch {} sha256 {}",
             patch.record.name, patch.record.sha256
@@ -87,23 +82,23 @@ fn reset_checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
 }
 
 /// Before a URL's reuse check: a checkout patched by an earlier build is reset first.
-pub(super) fn reset_if_patched(p: &Prepared) -> anyhow::Result<()> {
+pub(super) fn reset_if_patched(p: &Checkout<'_>) -> anyhow::Result<()> {
     if !p.series.is_empty() && p.layout.checkout.join(".git").exists() {
-        reset_checkout(&p.layout.checkout, &p.commit)?;
+        reset_checkout(&p.layout.checkout, p.commit)?;
     }
     Ok(())
 }
 
 /// With a series and a local source: make (or reset) the tool's own checkout. Then apply the
 /// series to the checkout being built. No-op without a series.
-pub(super) fn checkout_and_patch(p: &Prepared, listener: &dyn Listener) -> anyhow::Result<()> {
+pub(super) fn checkout_and_patch(p: &Checkout<'_>, listener: &dyn Listener) -> anyhow::Result<()> {
     if p.series.is_empty() {
         return Ok(());
     }
     let checkout = &p.layout.checkout;
     if let SourceSpec::Local(dir) = &p.spec {
         progress::step(listener, "checkout", || {
-            if checkout.join(".git").exists() && reset_checkout(checkout, &p.commit).is_ok() {
+            if checkout.join(".git").exists() && reset_checkout(checkout, p.commit).is_ok() {
                 return Ok(());
             }
             if checkout.exists() {
@@ -112,7 +107,7 @@ pub(super) fn checkout_and_patch(p: &Prepared, listener: &dyn Listener) -> anyho
             }
             patches::run_quiet(&patches::local_checkout_commands(
                 dir,
-                &p.commit,
+                p.commit,
                 checkout,
                 crate::rocm::SOURCE_PATHS,
             ))
@@ -121,7 +116,7 @@ pub(super) fn checkout_and_patch(p: &Prepared, listener: &dyn Listener) -> anyho
     progress::step(
         listener,
         &format!("apply {} patch(es)", p.series.len()),
-        || patches::apply_series(checkout, &p.commit, &p.series),
+        || patches::apply_series(checkout, p.commit, p.series),
     )
 }
 
