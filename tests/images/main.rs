@@ -8,6 +8,7 @@ mod util;
 mod adopt;
 mod buildah;
 mod buildkit;
+mod ci_doc;
 mod debian;
 mod docker_recipe;
 mod hostile;
