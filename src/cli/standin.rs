@@ -13,7 +13,8 @@ pub enum StandinCommand {
     /// Build the stand-in stock ROCm set into OUT/debs (repository packages), OUT/extra
     /// (dpkg -i-only packages such as the custom rccl) and the loader probe OUT/rocm-pin-loader-probe
     Stock(StockArgs),
-    /// Write the stand-in rocm-systems source as a git checkout into OUT; prints its commit
+    /// Write the stand-in rocm-systems source as a git checkout into OUT; prints its commit.
+    /// With --like ROOT it is shaped like ROOT's stock runtime (HIP major, every exported symbol)
     Source(SourceArgs),
 }
 
@@ -36,13 +37,23 @@ pub struct SourceArgs {
     /// A new or empty directory
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Shape the stand-in like the stock ROCm runtime installed under ROOT (`/` for this host):
+    /// its libamdhip64's SONAME major, and every dynamic symbol its stock runtime libraries
+    /// export, so `rocm-pin package --stock-root ROOT` accepts the build (the ABI check)
+    #[arg(long, value_name = "ROOT")]
+    pub like: Option<PathBuf>,
 }
 
 pub fn run(cmd: StandinCommand) -> anyhow::Result<()> {
     match cmd {
         StandinCommand::Stock(a) => stock(a),
         StandinCommand::Source(a) => {
-            let commit = rocm_pin_kit::standin::tree::write_standin_checkout(&a.out)?;
+            let commit = match &a.like {
+                Some(root) => {
+                    rocm_pin_kit::standin::tree::write_standin_checkout_like(&a.out, root)?
+                }
+                None => rocm_pin_kit::standin::tree::write_standin_checkout(&a.out)?,
+            };
             println!("{commit}");
             Ok(())
         }

@@ -29,6 +29,24 @@ pub struct StagingSpec {
     pub tag: String,
     /// A listed symbol of the real runtime the staging leaves out (a build that lost one).
     pub without_symbol: Option<String>,
+    /// Export what this root's stock runtime libraries export as well as the committed lists
+    /// (`rocm_pin_kit::standin::abi::list_like`): a staging packaged against a Debian chroot
+    /// then passes the ABI check whichever upload the archive held when the chroot was made.
+    pub abi_like: Option<std::path::PathBuf>,
+}
+
+impl StagingSpec {
+    /// The default staging shaped like `root`'s stock runtime: its HIP major and its ABI.
+    pub fn like_root(root: &Path) -> StagingSpec {
+        let hip_major = standin::abi::hip_major_in(root)
+            .unwrap_or_else(|e| panic!("reading {}'s stock HIP runtime: {e:#}", root.display()))
+            .unwrap_or_else(|| panic!("{} has no stock libamdhip64", root.display()));
+        StagingSpec {
+            hip_major,
+            abi_like: Some(root.to_path_buf()),
+            ..StagingSpec::default()
+        }
+    }
 }
 
 impl Default for StagingSpec {
@@ -41,6 +59,7 @@ impl Default for StagingSpec {
             vendored: false,
             tag: "PATCHED".into(),
             without_symbol: None,
+            abi_like: None,
         }
     }
 }
@@ -50,9 +69,16 @@ pub struct StagedNames {
     pub hip: String,
 }
 
+/// What a library leaves out of the real runtime's ABI and whose stock it follows.
+#[derive(Clone, Copy)]
+struct AbiShape<'a> {
+    omit: Option<&'a str>,
+    like: Option<&'a Path>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn gcc_lib(
-    omit: Option<&str>,
+    abi: AbiShape,
     lib_dir: &Path,
     file: &str,
     soname: &str,
@@ -76,7 +102,21 @@ fn gcc_lib(
     }
     // A runtime library exports every symbol of the real one, in its node (as the stand-in's
     // CMake builds it): `rocm-pin package` refuses a replacement lacking a stock symbol.
-    let m = match standin::abi::stubs_and_script(stem, exports, standin::IDENTITY_FUNCTION, omit) {
+    let list = match abi.like {
+        Some(root) => standin::abi::list_like(stem, root)
+            .unwrap_or_else(|e| panic!("the ABI of {}'s {stem}: {e:#}", root.display())),
+        None => standin::abi::list(stem),
+    };
+    let stubs = list.and_then(|list| {
+        standin::abi::stubs_and_script_from(
+            stem,
+            list,
+            exports,
+            standin::IDENTITY_FUNCTION,
+            abi.omit,
+        )
+    });
+    let m = match stubs {
         Some((stubs, script)) => {
             c.push_str(&stubs);
             script
@@ -118,12 +158,20 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     let lib = dir.join("lib");
     std::fs::create_dir_all(&lib).unwrap();
     let hsa = "libhsa-runtime64.so.1.18.0".to_string();
+    let shaped = AbiShape {
+        omit: spec.without_symbol.as_deref(),
+        like: spec.abi_like.as_deref(),
+    };
+    let plain = AbiShape {
+        omit: None,
+        like: None,
+    };
     let mut hsa_exports = vec!["hsa_init", "hsa_shut_down"];
     if spec.backport_symbol {
         hsa_exports.push("hsa_amd_signal_create_v2");
     }
     gcc_lib(
-        spec.without_symbol.as_deref(),
+        shaped,
         &lib,
         &hsa,
         "libhsa-runtime64.so.1",
@@ -136,7 +184,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     let mut hip_link = vec!["libhsa-runtime64.so".to_string()];
     if let Some(extra) = &spec.extra_needed {
         gcc_lib(
-            None,
+            plain,
             &lib,
             extra,
             extra,
@@ -149,7 +197,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     }
     if spec.vendored {
         gcc_lib(
-            None,
+            plain,
             &lib,
             "libvendored.so.3.1.0",
             "libvendored.so.3",
@@ -165,7 +213,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     let hip = format!("libamdhip64.so.{major}.2.53211-b539bf7");
     let hip_link_refs: Vec<&str> = hip_link.iter().map(String::as_str).collect();
     gcc_lib(
-        spec.without_symbol.as_deref(),
+        shaped,
         &lib,
         &hip,
         &format!("libamdhip64.so.{major}"),
@@ -188,7 +236,7 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
             let file = format!("{stem}.so.{major}.2.53211-b539bf7");
             let so = format!("{stem}.so.{major}");
             gcc_lib(
-                spec.without_symbol.as_deref(),
+                shaped,
                 &lib,
                 &file,
                 &so,

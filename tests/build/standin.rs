@@ -460,3 +460,130 @@ fn the_same_commit_built_in_two_places_gives_identical_libraries() {
         "the checkout path leaked into libamdhip64"
     );
 }
+
+/// A stock library under `root`'s multiarch directory, built by gcc: `soname`, the functions and
+/// data objects of `script` (a version script), each function returning 0, each object 24 bytes.
+fn stock_library(
+    root: &Path,
+    file: &str,
+    soname: &str,
+    functions: &[&str],
+    objects: &[&str],
+    script: &str,
+) {
+    let dir = root.join("usr/lib/x86_64-linux-gnu");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = String::new();
+    for f in functions {
+        c.push_str(&format!("int {f}(void) {{ return 0; }}\n"));
+    }
+    for o in objects {
+        c.push_str(&format!("char {o}[24] = {{1}};\n"));
+    }
+    let src = root.join(format!("{file}.c"));
+    let map = root.join(format!("{file}.map"));
+    std::fs::write(&src, c).unwrap();
+    std::fs::write(&map, script).unwrap();
+    must_stdout(
+        std::process::Command::new("gcc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.join(file))
+            .arg(&src)
+            .arg(format!("-Wl,-soname,{soname}"))
+            .arg(format!("-Wl,--version-script={}", map.display())),
+    );
+    std::os::unix::fs::symlink(file, dir.join(soname)).unwrap();
+}
+
+/// `rocm-pin standin source --like ROOT`: the stand-in follows the root's stock runtime — its
+/// HIP SONAME major and every symbol it exports, even ones the committed lists never saw (an
+/// upload newer than them, in a version node they do not have) — so the build packages against
+/// that root's stock whatever the archive holds.
+#[test]
+fn a_standin_source_like_a_root_follows_its_hip_major_and_its_abi() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stock = tmp.path().join("stock");
+    stock_library(
+        &stock,
+        "libamdhip64.so.6.4.43483",
+        "libamdhip64.so.6",
+        &["hipInit", "hipFromTheNextUpload"],
+        &["hipNextUploadTable"],
+        "hip_4.2 { global: hipInit; };\nhip_6.9 { global: hipFromTheNextUpload; hipNextUploadTable; local: *; };\n",
+    );
+    stock_library(
+        &stock,
+        "libhsa-runtime64.so.1.15.0",
+        "libhsa-runtime64.so.1",
+        &["hsa_init", "hsa_from_the_next_upload"],
+        &[],
+        "ROCR_1 { global: hsa_init; hsa_from_the_next_upload; local: *; };\n",
+    );
+    let src = tmp.path().join("src");
+    let said = rocm_pin()
+        .args(["standin", "source", "--out"])
+        .arg(&src)
+        .arg("--like")
+        .arg(&stock)
+        .output()
+        .unwrap();
+    assert!(
+        said.status.success(),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    let commit = String::from_utf8_lossy(&said.stdout).trim().to_string();
+    assert_eq!(commit.len(), 40, "{commit:?}");
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    run(build_cmd(&src, &commit, &rocm, &out, &[])).ok();
+    let m = manifest(&out);
+    let built = |stem: &str| {
+        let lib = m
+            .libraries
+            .iter()
+            .find(|l| file_name(&l.path).starts_with(&format!("{stem}.so")))
+            .unwrap_or_else(|| panic!("no {stem} in {m:?}"));
+        (
+            lib.soname.clone(),
+            rocm_pin::elf::read_elf(&out.join(&lib.path)).unwrap(),
+        )
+    };
+    let (soname, hip) = built("libamdhip64");
+    assert_eq!(soname.as_deref(), Some("libamdhip64.so.6"));
+    assert_eq!(
+        readelf_soname(
+            &out.join(
+                &m.libraries
+                    .iter()
+                    .find(|l| l.path.contains("libamdhip64"))
+                    .unwrap()
+                    .path
+            )
+        )
+        .as_deref(),
+        Some("libamdhip64.so.6")
+    );
+    let export = |info: &rocm_pin::elf::ElfInfo, name: &str| {
+        info.exports
+            .iter()
+            .find(|e| e.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is not exported"))
+    };
+    let next = export(&hip, "hipFromTheNextUpload");
+    assert_eq!(
+        (next.version.as_deref(), next.function),
+        (Some("hip_6.9"), true)
+    );
+    let table = export(&hip, "hipNextUploadTable");
+    assert_eq!(
+        (table.version.as_deref(), table.function, table.size),
+        (Some("hip_6.9"), false, 24)
+    );
+    // What the committed list has stays: a symbol of Debian's 7.2.4 not in this stock.
+    assert!(hip.exports.iter().any(|e| e.name == "hipGetDeviceCount"));
+    let (_, hsa) = built("libhsa-runtime64");
+    let next = export(&hsa, "hsa_from_the_next_upload");
+    assert_eq!(next.version.as_deref(), Some("ROCR_1"));
+}

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::util::elf::*;
-use rocm_pin::elf::{read_elf, ElfInfo, ExportedSymbol};
+use rocm_pin::elf::{read_elf, ElfInfo};
 
 fn sym(info: &ElfInfo, versioned: &str) -> bool {
     info.exports.iter().any(|s| s.versioned_name() == versioned)
@@ -15,14 +15,18 @@ fn assert_foo_facts(info: &ElfInfo) {
     assert_eq!(info.soname.as_deref(), Some("libfoo.so.7"));
     assert_eq!(info.needed.first().map(String::as_str), Some("libbar.so.1"));
 
+    let signal = info.export("hsa_amd_signal_create_v2").unwrap();
     assert_eq!(
-        info.export("hsa_amd_signal_create_v2"),
-        Some(&ExportedSymbol {
-            name: "hsa_amd_signal_create_v2".into(),
-            version: Some("ROCR_1".into()),
-            default: true,
-        })
+        (&signal.name, signal.version.as_deref(), signal.default),
+        (
+            &"hsa_amd_signal_create_v2".to_string(),
+            Some("ROCR_1"),
+            true
+        )
     );
+    assert!(signal.function && signal.size > 0, "{signal:?}");
+    let data = info.export("exported_data").unwrap();
+    assert!(!data.function && data.size == 4, "an int: {data:?}");
     // The hidden old version and the default new one of the same name.
     assert!(sym(info, "old@ROCR_0"), "{:?}", info.exports);
     assert!(sym(info, "old@@ROCR_1"), "{:?}", info.exports);
@@ -59,13 +63,10 @@ fn gcc_built_versioned_library_64bit() {
     let dep_info = assert_matches_readelf(&dep);
     assert_eq!(dep_info.soname.as_deref(), Some("libbar.so.1"));
     // No version script: exported, unversioned, default.
+    let bar = dep_info.export("bar_value").unwrap();
     assert_eq!(
-        dep_info.export("bar_value"),
-        Some(&ExportedSymbol {
-            name: "bar_value".into(),
-            version: None,
-            default: true
-        })
+        (&bar.name, bar.version.as_deref(), bar.default, bar.function),
+        (&"bar_value".to_string(), None, true, true)
     );
 }
 

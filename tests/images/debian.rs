@@ -33,15 +33,9 @@ const STOCK: &[&str] = &[
 /// base image comes from (so `rocm-pin package` reads the same stock), copied into
 /// `<ctx>/rocm-pin-artifact/`.
 fn make_artifact(tarball: &Path, work: &Path, ctx: &Path) {
-    let staging = work.join("staging");
-    build_staging(
-        &staging,
-        &StagingSpec {
-            hip_major: 6,
-            ..StagingSpec::default()
-        },
-    );
     let sb = Sandbox::new(&ChrootImage::from_tarball("sid", tarball).unwrap()).unwrap();
+    let staging = work.join("staging");
+    build_staging(&staging, &StagingSpec::like_root(sb.root()));
     sb.install_rocm_pin(&bin()).unwrap();
     sb.copy_in(&staging, "/build/staging").unwrap();
     sb.copy_in(

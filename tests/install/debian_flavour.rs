@@ -252,7 +252,7 @@ fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
     }
     let work = tempfile::tempdir().unwrap();
     let staging = work.path().join("staging");
-    build_staging(&staging, &StagingSpec::default());
+    build_staging(&staging, &StagingSpec::like_root(sb.root()));
     let mut script = String::from("set -e\n");
     for entry in std::fs::read_dir(staging.join("lib")).unwrap() {
         let entry = entry.unwrap();

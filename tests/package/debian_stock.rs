@@ -74,7 +74,7 @@ fn control_member(deb: &Path, member: &str) -> String {
 /// `w/out`: the run and the output directory.
 fn run_package_against(sb: &Sandbox, w: &Path) -> (std::process::Output, PathBuf) {
     let staging = w.join("staging");
-    build_staging(&staging, &StagingSpec::default());
+    build_staging(&staging, &StagingSpec::like_root(sb.root()));
     let out = w.join("out");
     let time = COMMIT_TIME.to_string();
     let res = package_cmd(&[

@@ -27,6 +27,13 @@ pub struct ExportedSymbol {
     /// True for the default version (`@@`), false for a hidden one (`@`).
     /// Unversioned symbols are the default (only) definition of their name: true.
     pub default: bool,
+    /// A function (`STT_FUNC`, `STT_GNU_IFUNC`), not data: a stand-in that re-exports the
+    /// symbol needs to know which to define.
+    #[serde(skip)]
+    pub function: bool,
+    /// `st_size`: for data, the bytes a program's copy relocation takes.
+    #[serde(skip)]
+    pub size: u64,
 }
 
 impl ExportedSymbol {
@@ -165,10 +172,13 @@ fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
         {
             continue;
         }
+        let kind = sym.st_type();
         exports.push(ExportedSymbol {
             name: name.to_string(),
             version,
             default,
+            function: kind == goblin::elf::sym::STT_FUNC || kind == goblin::elf::sym::STT_GNU_IFUNC,
+            size: sym.st_size,
         });
     }
 
@@ -475,6 +485,8 @@ mod tests {
             name: "f".into(),
             version: Some("V1".into()),
             default: true,
+            function: true,
+            size: 0,
         };
         assert_eq!(s.versioned_name(), "f@@V1");
         s.default = false;
@@ -493,11 +505,15 @@ mod tests {
                     name: "f".into(),
                     version: Some("V0".into()),
                     default: false,
+                    function: true,
+                    size: 0,
                 },
                 ExportedSymbol {
                     name: "f".into(),
                     version: Some("V1".into()),
                     default: true,
+                    function: true,
+                    size: 0,
                 },
             ],
             shared_object: true,

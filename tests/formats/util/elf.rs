@@ -42,8 +42,9 @@ pub fn readelf_version_names(path: &Path) -> BTreeSet<String> {
 }
 
 /// What `readelf --dyn-syms -W` lists as defined GLOBAL/WEAK/UNIQUE symbols with default or
-/// protected visibility, as `name`, `name@@VER` or `name@VER` — without the absolute marker
-/// symbols ld emits per version name (readelf prints those as the bare version name).
+/// protected visibility, as `name`, `name@@VER` or `name@VER` followed by `func` or `data` and
+/// the symbol's size — without the absolute marker symbols ld emits per version name (readelf
+/// prints those as the bare version name).
 pub fn readelf_exports(path: &Path) -> BTreeSet<String> {
     let versions = readelf_version_names(path);
     let text = must_stdout(Command::new("readelf").args(["--dyn-syms", "-W"]).arg(path));
@@ -54,7 +55,9 @@ pub fn readelf_exports(path: &Path) -> BTreeSet<String> {
         if fields.len() < 8 || !fields[0].ends_with(':') || fields[0] == "Num:" {
             continue;
         }
-        let (bind, vis, ndx, name) = (fields[4], fields[5], fields[6], fields[7]);
+        let (size, kind, bind, vis, ndx, name) = (
+            fields[2], fields[3], fields[4], fields[5], fields[6], fields[7],
+        );
         if !matches!(bind, "GLOBAL" | "WEAK" | "UNIQUE") {
             continue;
         }
@@ -64,14 +67,29 @@ pub fn readelf_exports(path: &Path) -> BTreeSet<String> {
         if ndx == "ABS" && versions.contains(name) {
             continue;
         }
-        out.insert(name.to_string());
+        let kind = if matches!(kind, "FUNC" | "IFUNC") {
+            "func"
+        } else {
+            "data"
+        };
+        let size = match size.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+            None => size.parse::<u64>().unwrap(),
+        };
+        out.insert(format!("{name} {kind} {size}"));
     }
     out
 }
 
-/// The versioned names rocm_pin::elf reports.
+/// The versioned names rocm_pin::elf reports, with kind and size as [`readelf_exports`].
 pub fn our_exports(info: &rocm_pin::elf::ElfInfo) -> BTreeSet<String> {
-    info.exports.iter().map(|s| s.versioned_name()).collect()
+    info.exports
+        .iter()
+        .map(|s| {
+            let kind = if s.function { "func" } else { "data" };
+            format!("{} {kind} {}", s.versioned_name(), s.size)
+        })
+        .collect()
 }
 
 /// Assert rocm_pin::elf agrees with readelf on SONAME, NEEDED and exports.

@@ -339,6 +339,8 @@ mod tests {
                     name: "hsa_init".into(),
                     version: Some("ROCR_1".into()),
                     default: true,
+                    function: true,
+                    size: 0,
                 }],
                 versions: BTreeSet::from(["ROCR_1".to_string()]),
                 missing: BTreeSet::from(["plain_gone".to_string()]),

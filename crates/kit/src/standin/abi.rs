@@ -5,6 +5,9 @@
 //! stand-in stock set alike.
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 
 use super::tree::STANDIN_FILES;
 
@@ -110,6 +113,149 @@ pub fn list(stem: &str) -> Option<(Vec<AbiSymbol>, Vec<String>)> {
     Some((symbols, nodes))
 }
 
+/// The committed list of family `stem` widened to what `root`'s stock libraries of that family
+/// export (see [`stock_libraries`]): the root's symbols in the root's nodes first, then the
+/// listed ones the root lacks. A stand-in built from it is ABI-complete against that root's
+/// stock even after an upload the committed list predates, so tests and `rocm-pin standin
+/// source --like` never depend on which upload the archive holds today. None for a stem
+/// without a list; the committed list alone when the root has no such library.
+pub fn list_like(stem: &str, root: &Path) -> anyhow::Result<Option<(Vec<AbiSymbol>, Vec<String>)>> {
+    let Some((listed, listed_nodes)) = list(stem) else {
+        return Ok(None);
+    };
+    let mut symbols: Vec<AbiSymbol> = Vec::new();
+    let mut nodes: Vec<String> = Vec::new();
+    for path in stock_libraries(root, stem)? {
+        let info = rocm_pin::elf::read_elf(&path)
+            .with_context(|| format!("reading the stock library {}", path.display()))?;
+        // The default definition of each name (a hidden older version of a name the stand-in
+        // also defines would need a second symbol; no runtime library has one).
+        for e in info
+            .exports
+            .iter()
+            .filter(|e| e.default && !LINKER_SYMBOLS.contains(&e.name.as_str()))
+        {
+            if let Some(node) = &e.version {
+                if !nodes.contains(node) {
+                    nodes.push(node.clone());
+                }
+            }
+            if !symbols.iter().any(|s| s.name == e.name) {
+                symbols.push(AbiSymbol {
+                    function: e.function,
+                    name: e.name.clone(),
+                    node: e.version.clone(),
+                    size: e.size,
+                });
+            }
+        }
+    }
+    for s in listed {
+        if !symbols.iter().any(|have| have.name == s.name) {
+            if let Some(node) = &s.node {
+                if !nodes.contains(node) {
+                    nodes.push(node.clone());
+                }
+            }
+            symbols.push(s);
+        }
+    }
+    for node in listed_nodes {
+        if !nodes.contains(&node) {
+            nodes.push(node);
+        }
+    }
+    Ok(Some((symbols, nodes)))
+}
+
+/// Symbols every linked library defines; not part of an ABI (scripts/standin-abi.sh skips them
+/// too).
+const LINKER_SYMBOLS: &[&str] = &["_init", "_fini", "_edata", "_end", "__bss_start"];
+
+/// The regular files named `<stem>.so.<version>` in `root`'s library directories (the
+/// multiarch and plain `/usr/lib` ones Debian uses, and `/opt/rocm*/lib` as AMD's packages lay
+/// them out), sorted; symbolic links are left out (the file they name is found by its own
+/// name). Only for roots the caller trusts (a test's chroot, the host).
+pub fn stock_libraries(root: &Path, stem: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = [
+        "usr/lib/x86_64-linux-gnu",
+        "usr/lib/aarch64-linux-gnu",
+        "usr/lib64",
+        "usr/lib",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    if let Ok(opt) = std::fs::read_dir(root.join("opt")) {
+        for entry in opt.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("rocm") {
+                dirs.push(entry.path().join("lib"));
+            }
+        }
+    }
+    let prefix = format!("{stem}.so.");
+    let mut found = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let versioned = name
+                .strip_prefix(&prefix)
+                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+            let regular = entry.file_type().is_ok_and(|t| t.is_file());
+            if versioned && regular {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// The SONAME major of `root`'s stock HIP runtime (`libamdhip64.so.6` → 6), when it has one.
+pub fn hip_major_in(root: &Path) -> anyhow::Result<Option<u32>> {
+    for path in stock_libraries(root, "libamdhip64")? {
+        let info = rocm_pin::elf::read_elf(&path)
+            .with_context(|| format!("reading the stock library {}", path.display()))?;
+        let major = info
+            .soname
+            .as_deref()
+            .and_then(|s| s.strip_prefix("libamdhip64.so."))
+            .and_then(|m| m.parse().ok());
+        if major.is_some() {
+            return Ok(major);
+        }
+    }
+    Ok(None)
+}
+
+/// A list in the committed files' format (what cmake/standin_abi.cmake reads), with `source`
+/// said in its header.
+pub fn render(symbols: &[AbiSymbol], nodes: &[String], source: &str) -> String {
+    let mut text = format!(
+        "# Generated by rocm-pin from: {source}\n\
+         # <func|object> <name> <version node, - = none> <object size>; then the nodes in order.\n"
+    );
+    for s in symbols {
+        let _ = writeln!(
+            text,
+            "{} {} {} {}",
+            if s.function { "func" } else { "object" },
+            s.name,
+            s.node.as_deref().unwrap_or("-"),
+            if s.function { 0 } else { s.size }
+        );
+    }
+    for node in nodes {
+        let _ = writeln!(text, "version {node}");
+    }
+    text
+}
+
 /// C stubs and a version script for a library of family `stem` whose own source defines
 /// `own` (each in its listed node, else in the family's main node, with `identity_function`):
 /// `(C source to append, version script)`; `omit`: a listed symbol left out (a test's build
@@ -120,8 +266,18 @@ pub fn stubs_and_script(
     identity_function: &str,
     omit: Option<&str>,
 ) -> Option<(String, String)> {
+    stubs_and_script_from(stem, list(stem)?, own, identity_function, omit)
+}
+
+/// [`stubs_and_script`] from a given list (e.g. [`list_like`]'s).
+pub fn stubs_and_script_from(
+    stem: &str,
+    (mut symbols, mut nodes): (Vec<AbiSymbol>, Vec<String>),
+    own: &[&str],
+    identity_function: &str,
+    omit: Option<&str>,
+) -> Option<(String, String)> {
     let family = FAMILIES.iter().find(|f| f.stem == stem)?;
-    let (mut symbols, mut nodes) = list(stem)?;
     symbols.retain(|s| Some(s.name.as_str()) != omit);
     let mut members: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |node: &str, name: &str| match members.iter_mut().find(|(n, _)| n == node) {

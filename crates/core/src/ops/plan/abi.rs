@@ -226,6 +226,8 @@ mod tests {
             name: name.into(),
             version: version.map(String::from),
             default,
+            function: true,
+            size: 0,
         }
     }
 
