@@ -17,4 +17,5 @@ mod hostile_root;
 mod matrix;
 mod read_once;
 mod runnable_docs;
+mod try_doc;
 mod verify_fake_root;

@@ -1,16 +1,16 @@
 //! The docs' runnable shell blocks, run as written (issue 36): every ```sh block of README.md
-//! and docs/*.md that follows a `<!-- runnable: WHERE -->` line (CONTRIBUTING.md, "Runnable
+//! and docs/*.md that follows a `<!-- runnable: WHERE… -->` line (CONTRIBUTING.md, "Runnable
 //! docs") runs with `bash -eo pipefail`, so a block that drifts from the tool is a red test.
 //!
-//! WHERE says what the block needs: `scratch` (a scratch directory on this machine, nothing
-//! written outside it; the rocm-pin under test first on PATH), `amd-host` (a bookworm chroot
-//! with the stand-in ROCm 7.2.4 stock set installed through apt, as an AMD ROCm host has it),
-//! `debian-7.2.4-host` / `debian-6.4.3-host` (the sid chroots with Debian's own ROCm runtime;
-//! docs/try.md, run by tests/install/try_doc.rs). Each block's working directory holds `debs/`,
-//! replacement packages `rocm-pin package` made from the stand-in runtime (in `amd-host`:
-//! against the stock set installed there), and `examples/` (a copy of the checkout's) — except
-//! try.md's blocks, which make everything themselves. `sudo` in a chroot is a shim that runs its
-//! arguments: the chroot's user is root already.
+//! WHERE says what the block needs (one or more, space-separated): `scratch` (a scratch
+//! directory on this machine, nothing written outside it; the rocm-pin under test first on
+//! PATH) and `amd-host` (a bookworm chroot with the stand-in ROCm 7.2.4 stock set installed
+//! through apt, as an AMD ROCm host has it) run here, each block on its own, in a working
+//! directory holding `debs/` (replacement packages `rocm-pin package` made from the stand-in
+//! runtime; in `amd-host`, against the stock set installed there) and `examples/` (a copy of the
+//! checkout's). The `*-build-host` places (a host with build tools, the blocks of one page run in
+//! order in one chroot from an empty directory: docs/try.md) are run by tests/install/try_doc.rs.
+//! `sudo` in a chroot is a shim that runs its arguments: the chroot's user is root already.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,16 +21,17 @@ use crate::util::{artifacts, bin, fresh, must, rc, text};
 pub const WHERE: &[&str] = &[
     "scratch",
     "amd-host",
-    "debian-7.2.4-host",
-    "debian-6.4.3-host",
+    "amd-build-host",
+    "debian-7.2.4-build-host",
+    "debian-6.4.3-build-host",
 ];
 
-/// One marked block: the file, its line, WHERE, and the script.
+/// One marked block: the file, its line, where it runs, and the script.
 #[derive(Debug, Clone)]
 pub struct DocBlock {
     pub file: String,
     pub line: usize,
-    pub place: String,
+    pub places: Vec<String>,
     pub script: String,
 }
 
@@ -63,15 +64,16 @@ pub fn parse_blocks(file: &str, text: &str) -> Result<Vec<DocBlock>, String> {
             continue;
         };
         let at = format!("{file}:{}", i + 1);
-        let place = rest
+        let places: Vec<String> = rest
             .strip_suffix("-->")
             .and_then(|r| r.trim().strip_prefix(':'))
-            .map(str::trim)
+            .map(|r| r.split_whitespace().map(str::to_string).collect())
             .ok_or_else(|| format!("{at}: write the marker as `<!-- runnable: WHERE -->`"))?;
-        if !WHERE.contains(&place) {
-            return Err(format!(
-                "{at}: unknown WHERE {place:?}, not one of {WHERE:?}"
-            ));
+        if places.is_empty() {
+            return Err(format!("{at}: the marker names no WHERE"));
+        }
+        if let Some(bad) = places.iter().find(|p| !WHERE.contains(&p.as_str())) {
+            return Err(format!("{at}: unknown WHERE {bad:?}, not one of {WHERE:?}"));
         }
         if !matches!(
             lines.get(i + 1).map(|l| l.trim()),
@@ -92,7 +94,7 @@ pub fn parse_blocks(file: &str, text: &str) -> Result<Vec<DocBlock>, String> {
         blocks.push(DocBlock {
             file: file.to_string(),
             line: i + 2,
-            place: place.to_string(),
+            places,
             script: body.iter().map(|l| format!("{l}\n")).collect(),
         });
     }
@@ -111,10 +113,11 @@ pub fn runnable_blocks() -> Vec<DocBlock> {
     all
 }
 
-fn blocks_for(place: &str) -> Vec<DocBlock> {
+/// The marked blocks that run in `place`, in page order.
+pub fn blocks_for(place: &str) -> Vec<DocBlock> {
     runnable_blocks()
         .into_iter()
-        .filter(|b| b.place == place)
+        .filter(|b| b.places.iter().any(|p| p == place))
         .collect()
 }
 
@@ -172,10 +175,10 @@ fn run_scratch(block: &DocBlock, dir: &Path) -> Output {
 
 #[test]
 fn every_runnable_marker_is_well_formed_and_the_parser_refuses_a_bad_one() {
-    let blocks = runnable_blocks();
     for place in ["scratch", "amd-host"] {
+        let blocks = blocks_for(place);
         assert!(
-            blocks.iter().filter(|b| b.place == place).count() >= 2,
+            blocks.len() >= 2,
             "fewer than two `{place}` blocks are marked: {blocks:#?}"
         );
     }
@@ -184,6 +187,8 @@ fn every_runnable_marker_is_well_formed_and_the_parser_refuses_a_bad_one() {
         "<!-- runnable: scratch -->\n\n```sh\ntrue\n```\n",
         "<!-- runnable: scratch -->\n```sh\ntrue\n",
         "<!-- runnable scratch -->\n```sh\ntrue\n```\n",
+        "<!-- runnable: -->\n```sh\ntrue\n```\n",
+        "<!-- runnable: scratch moon -->\n```sh\ntrue\n```\n",
     ];
     for text in bad {
         assert!(parse_blocks("x.md", text).is_err(), "accepted {text:?}");
@@ -195,6 +200,12 @@ fn every_runnable_marker_is_well_formed_and_the_parser_refuses_a_bad_one() {
     .unwrap();
     assert_eq!(good.len(), 1);
     assert_eq!((good[0].line, good[0].script.as_str()), (3, "echo hi\n"));
+    let two = parse_blocks(
+        "x.md",
+        "<!-- runnable: scratch amd-host -->\n```sh\nx\n```\n",
+    )
+    .unwrap();
+    assert_eq!(two[0].places, ["scratch", "amd-host"]);
 }
 
 /// The `scratch` blocks, each in a fresh directory holding `debs/` and `examples/`.
