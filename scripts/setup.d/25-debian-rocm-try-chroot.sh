@@ -4,7 +4,8 @@
 # of the stand-in source needs (cmake, make, gcc, libc6-dev, git: try.md's prerequisites).
 # Separate images, so the two of 23-debian-rocm-chroot.sh stay what the other tests measured:
 #   "$ROCM_PIN_CACHE/chroot/sid-debian-rocm-try.tar.zst"    ROCm 7.2.4 from experimental
-#   "$ROCM_PIN_CACHE/chroot/sid-debian-rocm6-try.tar.zst"   ROCm 6.4.3 from sid
+#   "$ROCM_PIN_CACHE/chroot/sid-debian-rocm6-try.tar.zst"   ROCm 6.4.3 from sid (with libhiprtc6 and
+#       libhiprtc-builtins6, which libamdhip64-6 does not pull in)
 # The archive moves: versions are not pinned; the test reads what was installed.
 # Idempotent: an existing tarball is kept. Needs root and the network the first time.
 # ROCM_PIN_CHROOT_SEED: see scripts/lib/chroot-image.sh.
@@ -32,11 +33,13 @@ CHROOT_IMAGE_MIRRORS=(
 )
 make_chroot_image sid-debian-rocm-try sid
 
-# 6.4.3: sid's own, no experimental.
+# 6.4.3: sid's own, no experimental. libamdhip64-6 comes without libhiprtc6 and
+# libhiprtc-builtins6, which a HIP build (the stand-in's too) replaces with it: try.md's
+# prerequisites install them, and so does this image.
 # shellcheck disable=SC2016 # "$1" is mmdebstrap's: the hook's own shell expands it
 CHROOT_IMAGE_OPTS=(
   "$valid_until"
-  "--customize-hook=chroot \"\$1\" apt-get install -y -q --no-install-recommends libamdhip64-6 libhsa-runtime64-1 $dependants $build_tools"
+  "--customize-hook=chroot \"\$1\" apt-get install -y -q --no-install-recommends libamdhip64-6 libhiprtc6 libhiprtc-builtins6 libhsa-runtime64-1 $dependants $build_tools"
   '--customize-hook=chroot "$1" apt-get clean'
 )
 CHROOT_IMAGE_MIRRORS=("deb http://deb.debian.org/debian sid main")

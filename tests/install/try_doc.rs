@@ -133,11 +133,12 @@ fn run_block(sb: &Sandbox, host: &Host, n: usize, block: &DocBlock) {
         ])
         .unwrap();
     eprintln!(
-        "try_doc: {} in {} -> exit {} in {:.1}s",
+        "try_doc: {} in {} -> exit {} in {:.1}s\n{}",
         block.at(),
         host.place,
         rc(&out),
-        t.elapsed().as_secs_f64()
+        t.elapsed().as_secs_f64(),
+        text(&out)
     );
     assert_eq!(
         rc(&out),
