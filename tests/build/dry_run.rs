@@ -38,10 +38,13 @@ fn dry_run(src: &str, rocm: &Path, out: &Path, extra: &[&str], max_jobs: Option<
 
 #[test]
 fn max_jobs_shows_in_the_commands_and_jobs_overrides_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let s = src.to_str().unwrap();
     let r = dry_run(s, &rocm, &out, &["--commit", &commit], Some("3"));
     let builds: Vec<&str> = r

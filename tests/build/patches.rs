@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::util::{build_cmd, fake_rocm, git, manifest, run, standin_repo};
+use crate::util::{build_cmd, fake_rocm, git, manifest, run, standin_repo, StandinBuild};
 use sha2::{Digest, Sha256};
 
 /// A patch of the stand-in's HIP identity ("PATCHED" → "SERIES"), made with git diff.
@@ -157,10 +157,13 @@ fn a_patch_that_does_not_apply_names_the_patch_and_the_file() {
 
 #[test]
 fn a_failed_clr_does_not_rebuild_rocr() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let failed = run(build_cmd(
         &src,
         &commit,
@@ -207,10 +210,13 @@ fn a_failed_clr_does_not_rebuild_rocr() {
 
 #[test]
 fn no_backport_check_is_recorded_in_the_manifest() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     run(build_cmd(
         &src,
         &commit,
@@ -226,10 +232,13 @@ fn no_backport_check_is_recorded_in_the_manifest() {
 
 #[test]
 fn toolchain_and_launcher_options_are_checked_and_shown() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let missing = tmp.path().join("no-such-llvm");
     let r = run(build_cmd(
         &src,

@@ -16,10 +16,13 @@ fn nothing_built(out: &Path) {
 
 #[test]
 fn the_default_pin_does_not_match_a_test_checkout() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let mut cmd = rocm_pin();
     cmd.arg("build")
         .arg("--source")
@@ -65,10 +68,13 @@ fn a_checkout_at_another_commit_is_refused() {
 
 #[test]
 fn a_modified_file_in_the_build_paths_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let hip = src.join("projects/clr/src/hip.c");
     let text = std::fs::read_to_string(&hip).unwrap();
     std::fs::write(&hip, format!("{text}\n/* local change */\n")).unwrap();
@@ -88,10 +94,13 @@ fn a_modified_file_in_the_build_paths_is_refused() {
 
 #[test]
 fn an_untracked_file_in_the_build_paths_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     std::fs::create_dir_all(src.join("projects/rocr-runtime/src/extra")).unwrap();
     std::fs::write(
         src.join("projects/rocr-runtime/src/extra/patch.c"),
@@ -124,10 +133,13 @@ fn path_with(root: &Path, tools: &[&str]) -> PathBuf {
 
 #[test]
 fn missing_prerequisites_are_all_reported_with_their_packages() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     // git and a C compiler, but neither cmake nor ninja/make.
     let bin = path_with(tmp.path(), &["git", "cc"]);
     let mut cmd = build_cmd(&src, &commit, &rocm, &out, &[]);

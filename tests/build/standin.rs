@@ -13,10 +13,13 @@ fn file_name(p: &str) -> &str {
 
 #[test]
 fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
 
     let first = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
     assert!(
@@ -243,10 +246,13 @@ fn a_clr_with_hip_major_8_yields_so_8_and_vendored_libraries_are_listed() {
 
 #[test]
 fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let refused = run(build_cmd(
         &src,
         &commit,
@@ -296,10 +302,13 @@ fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
 
 #[test]
 fn a_dangling_soname_link_is_refused_with_its_path() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let r = run(build_cmd(
         &src,
         &commit,
@@ -321,10 +330,13 @@ fn a_dangling_soname_link_is_refused_with_its_path() {
 
 #[test]
 fn an_empty_library_is_refused_with_its_path() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     let r = run(build_cmd(
         &src,
         &commit,
@@ -396,10 +408,13 @@ fn a_git_url_is_fetched_sparse_blobless_at_the_commit() {
 
 #[test]
 fn a_failing_step_names_its_log_and_quotes_its_tail() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
-    let out = tmp.path().join("staging");
+    let StandinBuild {
+        tmp: _tmp,
+        src,
+        commit,
+        rocm,
+        out,
+    } = StandinBuild::new();
     // The stand-in CLR, like the real one, stops when asked for OpenCL.
     let r = run(build_cmd(
         &src,

@@ -7,11 +7,10 @@
 //!   the same for a fixed time; a panicking input is saved to fuzz/regressions/ and fails the run.
 
 use std::fs;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::util::deb::*;
+use crate::util::fuzz::{regressions_dir, Campaign, Mutator, Unit};
 use rocm_pin::deb::ar::ArWriter;
 use rocm_pin::deb::compress::compress_bytes;
 use rocm_pin::deb::reader::{for_each_data_entry_from, read_deb_from};
@@ -30,10 +29,6 @@ fn harness(data: &[u8]) {
         std::io::copy(r, &mut std::io::sink())?;
         Ok(())
     });
-}
-
-fn regressions_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions")
 }
 
 fn seed(c: Compression) -> Vec<u8> {
@@ -103,23 +98,6 @@ fn seeds() -> Vec<Vec<u8>> {
     out
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
-
 const INTERESTING: &[&[u8]] = &[
     b"0",
     b"9999999999",
@@ -138,140 +116,28 @@ const INTERESTING: &[&[u8]] = &[
     b"././@LongLink",
 ];
 
-fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
-    let mut v = input.to_vec();
-    for _ in 0..=rng.below(4) {
-        let len = v.len();
-        match rng.below(7) {
-            0 if len > 0 => {
-                let i = rng.below(len);
-                v[i] ^= 1 << rng.below(8);
-            }
-            1 if len > 0 => {
-                let i = rng.below(len);
-                v[i] = rng.next() as u8;
-            }
-            2 => {
-                let cut = rng.below(len + 1);
-                v.truncate(cut);
-            }
-            3 if len > 0 => {
-                let a = rng.below(len);
-                let b = (a + rng.below(64)).min(len);
-                v.drain(a..b);
-            }
-            4 => {
-                let word = INTERESTING[rng.below(INTERESTING.len())];
-                let at = rng.below(len + 1);
-                if rng.below(2) == 0 {
-                    let end = (at + word.len()).min(len);
-                    v.splice(at..end, word.iter().copied());
-                } else {
-                    v.splice(at..at, word.iter().copied());
-                }
-            }
-            5 if len > 0 => {
-                // Duplicate a block (e.g. a tar header) somewhere else.
-                let a = rng.below(len);
-                let b = (a + 512).min(len);
-                let block = v[a..b].to_vec();
-                let at = rng.below(v.len() + 1);
-                v.splice(at..at, block);
-            }
-            _ => {
-                let at = rng.below(len + 1);
-                let n = rng.below(16);
-                for _ in 0..n {
-                    v.insert(at, rng.next() as u8);
-                }
-            }
-        }
+/// The .deb reader as a fuzz campaign: valid packages mutated with tar and ar words.
+fn campaign(harness: &dyn Fn(&[u8])) -> Campaign<'_> {
+    Campaign {
+        name: "deb reader",
+        regressions: regressions_dir(""),
+        seeds: seeds(),
+        mutator: Mutator {
+            interesting: INTERESTING,
+            // Duplicate a block (e.g. a tar header) somewhere else.
+            unit: Unit::Block(512),
+        },
+        harness,
     }
-    v
-}
-
-/// Run mutations until `budget` runs out or `max` inputs; returns panicking inputs.
-fn run_mutations(seed_value: u64, budget: Duration, max: usize) -> (usize, Vec<Vec<u8>>) {
-    let seeds = seeds();
-    let mut rng = Rng(seed_value | 1);
-    let start = Instant::now();
-    let mut crashes = Vec::new();
-    let mut n = 0;
-    let prev_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    while n < max && start.elapsed() < budget {
-        let base = &seeds[rng.below(seeds.len())];
-        let input = mutate(&mut rng, base);
-        if catch_unwind(AssertUnwindSafe(|| harness(&input))).is_err() {
-            crashes.push(input);
-        }
-        n += 1;
-    }
-    std::panic::set_hook(prev_hook);
-    (n, crashes)
-}
-
-fn save(crashes: &[Vec<u8>]) -> Vec<PathBuf> {
-    let dir = regressions_dir();
-    fs::create_dir_all(&dir).unwrap();
-    crashes
-        .iter()
-        .map(|c| {
-            let name = format!("crash-{}", hex::encode(&md5_of(c)[..8]));
-            let p = dir.join(name);
-            fs::write(&p, c).unwrap();
-            p
-        })
-        .collect()
-}
-
-fn md5_of(data: &[u8]) -> Vec<u8> {
-    use md5::{Digest, Md5};
-    Md5::digest(data).to_vec()
 }
 
 #[test]
 fn regressions_and_quick_mutations() {
-    if let Ok(dir) = fs::read_dir(regressions_dir()) {
-        for e in dir.flatten() {
-            // README.md explains the directory; the subdirectories hold the other targets'
-            // inputs (replayed by root_fuzz.rs); every other file is a .deb reader input.
-            if e.file_name() == "README.md" || e.path().is_dir() {
-                continue;
-            }
-            let bytes = fs::read(e.path()).unwrap();
-            let r = catch_unwind(AssertUnwindSafe(|| harness(&bytes)));
-            assert!(r.is_ok(), "regression input {} panics", e.path().display());
-        }
-    }
-    for s in seeds() {
-        harness(&s);
-    }
-    let (n, crashes) = run_mutations(0x5eed, Duration::from_secs(60), 3000);
-    let saved = save(&crashes);
-    assert!(
-        saved.is_empty(),
-        "{} of {n} inputs panicked: {saved:?}",
-        saved.len()
-    );
+    campaign(&harness).quick(Duration::from_secs(60), 3000);
 }
 
 #[test]
 #[ignore = "long-running stress run; see docs/fuzzing.md"]
 fn stress() {
-    let secs: u64 = std::env::var("ROCM_PIN_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(600);
-    let seed_value = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1);
-    let (n, crashes) = run_mutations(seed_value, Duration::from_secs(secs), usize::MAX);
-    let saved = save(&crashes);
-    eprintln!(
-        "deb reader stress: {n} inputs in {secs} s (seed {seed_value:#x}), {} panics",
-        saved.len()
-    );
-    assert!(saved.is_empty(), "panicking inputs saved: {saved:?}");
+    campaign(&harness).stress(600);
 }

@@ -15,6 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util::fuzz::{clock_seed, regressions_dir, stress_secs, Rng};
 use rocm_pin::deb::compress::compress_bytes;
 use rocm_pin::deb::Compression;
 
@@ -43,7 +44,7 @@ fn run(name: &str, target: Target, data: &[u8], what: &str) {
 
 #[test]
 fn regressions_replay() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let dir = regressions_dir("");
     for (name, target) in TARGETS {
         let Ok(entries) = fs::read_dir(dir.join(name)) else {
             continue;
@@ -158,23 +159,6 @@ fn layers_made_by_gnu_tar() {
     );
 }
 
-/// A small deterministic generator (xorshift64*) for the maps texts below: no dependency, and
-/// the same seed gives the same inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
-        of[(self.next() % of.len() as u64) as usize]
-    }
-}
-
 /// A `/proc/<pid>/maps` text built from the pieces the parser cares about (runtime and other
 /// names, spaces in paths, `(deleted)` in and out of place, short lines, tabs, `\r`, UTF-8),
 /// then a few bytes flipped or cut.
@@ -242,7 +226,7 @@ fn generated_maps(rng: &mut Rng) -> Vec<u8> {
 /// `ROCM_PIN_FUZZ_SECS` seconds when run by hand (`-- --ignored proc_maps_stress`).
 fn proc_maps_generated(seed: u64, until: impl Fn(usize) -> bool) -> usize {
     let scratch = tempfile::tempdir().unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut runs = 0;
     while !until(runs) {
         let data = generated_maps(&mut rng);
@@ -250,7 +234,7 @@ fn proc_maps_generated(seed: u64, until: impl Fn(usize) -> bool) -> usize {
             harness::proc_maps(&data, scratch.path())
         }));
         if r.is_err() {
-            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/proc_maps");
+            let dir = regressions_dir("proc_maps");
             fs::create_dir_all(&dir).unwrap();
             let saved = dir.join(format!("generated-{seed}-{runs}"));
             fs::write(&saved, &data).unwrap();
@@ -272,16 +256,9 @@ fn proc_maps_generated_quick() {
 #[test]
 #[ignore = "a timed stress run: ROCM_PIN_FUZZ_SECS=120 cargo test --test formats -- --ignored proc_maps_stress"]
 fn proc_maps_stress() {
-    let secs: u64 = std::env::var("ROCM_PIN_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let secs = stress_secs(60);
     let start = std::time::Instant::now();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
+    let seed = clock_seed();
     let runs = proc_maps_generated(seed, |_| start.elapsed().as_secs() >= secs);
     eprintln!("proc_maps: {runs} inputs in {secs} s (seed {seed:#x}), no finding");
 }
@@ -291,14 +268,8 @@ fn proc_maps_stress() {
 /// `fuzz/regressions/image_layer_ops/<hash>` and named in the panic. Returns the inputs run and
 /// how many of them applied whole.
 fn generated_layers(seed: u64, until: impl Fn(u64) -> bool) -> (u64, u64) {
-    // xorshift64*: no dependency, the same inputs for the same seed.
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    };
+    let mut rng = Rng::new(seed);
+    let mut next = move || rng.next();
     let scratch = tempfile::tempdir().unwrap();
     let s = harness::LayerScratch::new(scratch.path().join("s"));
     let mut runs = 0;
@@ -314,8 +285,7 @@ fn generated_layers(seed: u64, until: impl Fn(u64) -> bool) -> (u64, u64) {
             eprintln!("{e}");
         }
         if r.is_err() {
-            let dir =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/image_layer_ops");
+            let dir = regressions_dir("image_layer_ops");
             fs::create_dir_all(&dir).unwrap();
             let name = format!(
                 "{:016x}",
@@ -336,7 +306,7 @@ fn generated_layers(seed: u64, until: impl Fn(u64) -> bool) -> (u64, u64) {
 /// A few hundred generated layers on every run, and the saved ones replayed.
 #[test]
 fn generated_layers_quick() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/image_layer_ops");
+    let dir = regressions_dir("image_layer_ops");
     if let Ok(entries) = fs::read_dir(&dir) {
         for e in entries.flatten() {
             let data = fs::read(e.path()).unwrap();
@@ -366,14 +336,8 @@ fn generated_layers_quick() {
 #[test]
 #[ignore]
 fn generated_layers_stress() {
-    let secs: u64 = std::env::var("ROCM_PIN_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let secs = stress_secs(60);
+    let seed = clock_seed();
     let start = std::time::Instant::now();
     let (runs, applied) = generated_layers(seed, |_| start.elapsed().as_secs() >= secs);
     eprintln!(

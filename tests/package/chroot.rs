@@ -30,19 +30,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
     let staging = w.join("staging");
     let names = build_staging(&staging, &StagingSpec::default());
     let out = w.join("out");
-    let time = COMMIT_TIME.to_string();
-    let res = package_cmd(&[
-        os("--staging"),
-        staging.as_os_str(),
-        os("--stock-root"),
-        sb.root().as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-        out.as_os_str(),
-    ]);
+    let res = package_staging(&staging, StockFrom::Root(sb.root()), &out, &[]);
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "package failed: {stderr}");
     let debs = debs_in(&out);
@@ -87,18 +75,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
         );
     }
     let out2 = w.join("out2");
-    let again = package_cmd(&[
-        os("--staging"),
-        staging.as_os_str(),
-        os("--stock-root"),
-        sb.root().as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-        out2.as_os_str(),
-    ]);
+    let again = package_staging(&staging, StockFrom::Root(sb.root()), &out2, &[]);
     assert!(
         again.status.success(),
         "{}",
@@ -293,22 +270,13 @@ fn modified_stock_file_is_refused_but_path_excluded_docs_are_fine() {
     );
     let staging = w.join("staging");
     build_staging(&staging, &StagingSpec::default());
-    let time = COMMIT_TIME.to_string();
     let pkg = |out: &std::path::Path| {
-        package_cmd(&[
-            os("--staging"),
-            staging.as_os_str(),
-            os("--commit"),
-            os(COMMIT),
-            os("--commit-time"),
-            os(&time),
-            os("--stock-root"),
-            sb.root().as_os_str(),
-            os("--prefix"),
-            os("/opt/rocm"),
-            os("--out"),
-            out.as_os_str(),
-        ])
+        package_staging(
+            &staging,
+            StockFrom::Root(sb.root()),
+            out,
+            &["--prefix", "/opt/rocm"],
+        )
     };
     // Docs dropped by path-exclude are absent by design: packaging still works.
     let ok = pkg(&w.join("ok"));

@@ -12,49 +12,16 @@ use std::path::Path;
 use crate::debian_stock::{tarball, DEPENDANTS};
 use crate::util::*;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
-use rocm_pin_testkit::staging::{build_staging, StagingSpec, COMMIT, COMMIT_TIME};
+use rocm_pin_testkit::staging::{build_staging, StagingSpec};
 
 /// The symbol the negative case leaves out: rocminfo needs it (issue 32's exit 127).
 const LOST: &str = "hsa_agent_iterate_isas";
-
-fn field(deb: &Path, name: &str) -> String {
-    let out = std::process::Command::new("dpkg-deb")
-        .arg("-f")
-        .arg(deb)
-        .arg(name)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn said(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// `rocm-pin package` of a staging built with `spec` against the chroot's stock.
 fn package(sb: &Sandbox, w: &Path, spec: &StagingSpec, extra: &[&str]) -> std::process::Output {
     let staging = w.join("staging");
     build_staging(&staging, spec);
-    let time = COMMIT_TIME.to_string();
-    let mut args = vec![
-        os("--staging"),
-        staging.as_os_str(),
-        os("--stock-root"),
-        sb.root().as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-    ];
-    let out = w.join("out");
-    args.push(out.as_os_str());
-    args.extend(extra.iter().map(|a| os(a)));
-    package_cmd(&args)
+    package_staging(&staging, StockFrom::Root(sb.root()), &w.join("out"), extra)
 }
 
 /// `rocm-pin install` of every .deb in `w/out`, inside the chroot.
@@ -85,7 +52,7 @@ fn verify(sb: &Sandbox) -> (Option<i32>, String, serde_json::Value) {
         .unwrap();
     (
         human.status.code(),
-        said(&human),
+        rocm_pin_testkit::text(&human),
         serde_json::from_slice(&json.stdout).unwrap(),
     )
 }
@@ -97,7 +64,7 @@ fn rocm_pin() -> std::process::Command {
 /// `ldd -r` lines saying a symbol or version of ours is missing.
 fn ldd_undefined(sb: &Sandbox, path: &str) -> Vec<String> {
     let out = sb.run(&["ldd", "-r", path]).unwrap();
-    said(&out)
+    rocm_pin_testkit::text(&out)
         .lines()
         .filter(|l| l.contains("undefined symbol") || l.contains("not found"))
         .map(str::to_string)
@@ -111,13 +78,21 @@ fn the_stand_in_pair_is_abi_complete_and_debians_programs_load_it() {
     let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
     let work = tempfile::tempdir().unwrap();
     let out = package(&sb, work.path(), &StagingSpec::like_root(sb.root()), &[]);
-    assert!(out.status.success(), "package:\n{}", said(&out));
+    assert!(
+        out.status.success(),
+        "package:\n{}",
+        rocm_pin_testkit::text(&out)
+    );
     for deb in std::fs::read_dir(work.path().join("out")).unwrap() {
         let deb = deb.unwrap().path();
         assert_eq!(field(&deb, "X-Rocm-Pin-Missing-Symbols"), "", "{deb:?}");
     }
     let out = install(&sb, work.path());
-    assert!(out.status.success(), "rocm-pin install:\n{}", said(&out));
+    assert!(
+        out.status.success(),
+        "rocm-pin install:\n{}",
+        rocm_pin_testkit::text(&out)
+    );
     let (code, human, json) = verify(&sb);
     assert_eq!(code, Some(0), "verify:\n{human}");
     assert!(json.get("missing_symbols").is_none(), "{json:#}");
@@ -148,7 +123,7 @@ fn the_stand_in_pair_is_abi_complete_and_debians_programs_load_it() {
     }
     // rocminfo runs against ours and stops where a GPU is needed: not exit 127.
     let run = sb.run(&["rocminfo"]).unwrap();
-    let text = said(&run);
+    let text = rocm_pin_testkit::text(&run);
     eprintln!(
         "debian_abi: rocminfo said ({:?}):\n{text}",
         run.status.code()
@@ -171,7 +146,7 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
         ..StagingSpec::like_root(sb.root())
     };
     let out = package(&sb, work.path(), &spec, &[]);
-    let text = said(&out);
+    let text = rocm_pin_testkit::text(&out);
     assert_eq!(out.status.code(), Some(2), "refused:\n{text}");
     let error: Vec<&str> = text.lines().filter(|l| l.contains("error:")).collect();
     assert_eq!(error.len(), 1, "one line:\n{text}");
@@ -186,7 +161,11 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
 
     let work = tempfile::tempdir().unwrap();
     let out = package(&sb, work.path(), &spec, &["--allow-missing-symbols"]);
-    assert!(out.status.success(), "package:\n{}", said(&out));
+    assert!(
+        out.status.success(),
+        "package:\n{}",
+        rocm_pin_testkit::text(&out)
+    );
     let hsa = debs_in(&work.path().join("out"))
         .into_iter()
         .find(|d| field(d, "Package") == "libhsa-runtime64-1-pinned")
@@ -201,12 +180,13 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
         out.status.code(),
         Some(1),
         "rocm-pin install:\n{}",
-        said(&out)
+        rocm_pin_testkit::text(&out)
     );
     assert!(
-        said(&out).contains("installed, but verify fails") && said(&out).contains("abi"),
+        rocm_pin_testkit::text(&out).contains("installed, but verify fails")
+            && rocm_pin_testkit::text(&out).contains("abi"),
         "{}",
-        said(&out)
+        rocm_pin_testkit::text(&out)
     );
     let (code, human, json) = verify(&sb);
     assert_eq!(code, Some(1), "verify:\n{human}");
@@ -233,14 +213,23 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
         .output()
         .unwrap();
     assert!(
-        said(&status).contains("libhsa-runtime64.so.1 lacks 1 stock symbols"),
+        rocm_pin_testkit::text(&status).contains("libhsa-runtime64.so.1 lacks 1 stock symbols"),
         "{}",
-        said(&status)
+        rocm_pin_testkit::text(&status)
     );
     // The loader agrees with verify.
     let run = sb.run(&["rocminfo"]).unwrap();
-    assert_eq!(run.status.code(), Some(127), "{}", said(&run));
-    assert!(said(&run).contains(LOST), "{}", said(&run));
+    assert_eq!(
+        run.status.code(),
+        Some(127),
+        "{}",
+        rocm_pin_testkit::text(&run)
+    );
+    assert!(
+        rocm_pin_testkit::text(&run).contains(LOST),
+        "{}",
+        rocm_pin_testkit::text(&run)
+    );
 }
 
 /// The stand-in built like a root (`StagingSpec::like_root`, the same lists `rocm-pin standin

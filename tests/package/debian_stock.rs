@@ -76,19 +76,7 @@ fn run_package_against(sb: &Sandbox, w: &Path) -> (std::process::Output, PathBuf
     let staging = w.join("staging");
     build_staging(&staging, &StagingSpec::like_root(sb.root()));
     let out = w.join("out");
-    let time = COMMIT_TIME.to_string();
-    let res = package_cmd(&[
-        os("--staging"),
-        staging.as_os_str(),
-        os("--stock-root"),
-        sb.root().as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-        out.as_os_str(),
-    ]);
+    let res = package_staging(&staging, StockFrom::Root(sb.root()), &out, &[]);
     (res, out)
 }
 

@@ -285,20 +285,15 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
         },
     );
     let out = w.join("out");
-    let time = COMMIT_TIME.to_string();
-    let res = package_cmd(&[
-        os("--staging"),
-        staging.as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-        out.as_os_str(),
-        os("--stock-deb"),
-        set.require(StockRole::HsaRocr).unwrap().deb.as_os_str(),
-        set.require(StockRole::HipRuntime).unwrap().deb.as_os_str(),
-    ]);
+    let res = package_staging(
+        &staging,
+        StockFrom::Debs(vec![
+            &set.require(StockRole::HsaRocr).unwrap().deb,
+            &set.require(StockRole::HipRuntime).unwrap().deb,
+        ]),
+        &out,
+        &[],
+    );
     assert!(
         res.status.success(),
         "{}",

@@ -59,6 +59,16 @@ fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
     (key, dir.join("repo-key.pub.gpg"))
 }
 
+/// `rocm-pin repo [--sign-key KEY] --out REPO DEBS…`, to be asserted on.
+fn publish(repo: &Path, key: Option<&Path>, debs: &[&Path]) -> assert_cmd::assert::Assert {
+    let mut cmd = rocm_pin();
+    cmd.arg("repo");
+    if let Some(key) = key {
+        cmd.arg("--sign-key").arg(key);
+    }
+    cmd.arg("--out").arg(repo).args(debs).assert()
+}
+
 fn gpgv(keyring: &Path, args: &[&Path]) -> std::process::Output {
     Command::new("gpgv")
         .arg("--keyring")
@@ -274,14 +284,7 @@ fn tampering_breaks_the_signatures() {
     let (key, keyring) = keygen(tmp.path());
     let deb = build_deb(tmp.path(), "tamper-test", "1.0", "all", "", "x");
     let repo = tmp.path().join("repo");
-    rocm_pin()
-        .args(["repo", "--sign-key"])
-        .arg(&key)
-        .arg("--out")
-        .arg(&repo)
-        .arg(&deb)
-        .assert()
-        .success();
+    publish(&repo, Some(&key), &[&deb]).success();
     let dists = repo.join("dists/stable");
     let release = std::fs::read_to_string(dists.join("Release")).unwrap();
     std::fs::write(
@@ -421,21 +424,9 @@ fn unsigned_repository_drops_stale_signatures() {
     let one = build_deb(tmp.path(), "stale-one", "1.0", "all", "", "1");
     let two = build_deb(tmp.path(), "stale-two", "1.0", "all", "", "2");
     let repo = tmp.path().join("repo");
-    rocm_pin()
-        .args(["repo", "--sign-key"])
-        .arg(&key)
-        .arg("--out")
-        .arg(&repo)
-        .arg(&one)
-        .assert()
-        .success();
+    publish(&repo, Some(&key), &[&one]).success();
     assert!(repo.join("dists/stable/InRelease").is_file());
-    rocm_pin()
-        .args(["repo", "--out"])
-        .arg(&repo)
-        .arg(&two)
-        .assert()
-        .success();
+    publish(&repo, None, &[&two]).success();
     assert!(
         !repo.join("dists/stable/InRelease").exists(),
         "an InRelease over an old Release would break apt"
@@ -555,22 +546,12 @@ fn arch_all_index_gives_way_to_concrete_architectures() {
     let all = build_deb(tmp.path(), "only-all", "1.0", "all", "", "a");
     let amd = build_deb(tmp.path(), "now-amd64", "1.0", "amd64", "", "b");
     let repo = tmp.path().join("repo");
-    rocm_pin()
-        .args(["repo", "--out"])
-        .arg(&repo)
-        .arg(&all)
-        .assert()
-        .success();
+    publish(&repo, None, &[&all]).success();
     let dists = repo.join("dists/stable");
     assert!(dists.join("main/binary-all/Packages").is_file());
     let release = std::fs::read_to_string(dists.join("Release")).unwrap();
     assert!(release.contains("Architectures: all\n"), "{release}");
-    rocm_pin()
-        .args(["repo", "--out"])
-        .arg(&repo)
-        .arg(&amd)
-        .assert()
-        .success();
+    publish(&repo, None, &[&amd]).success();
     assert!(
         !dists.join("main/binary-all").exists(),
         "stale binary-all removed"
@@ -695,14 +676,7 @@ fn parallel_additions_all_land() {
     let (key, keyring) = keygen(tmp.path());
     let repo = tmp.path().join("repo");
     let seed = build_deb(tmp.path(), "parallel-seed", "1.0", "all", "", "seed");
-    rocm_pin()
-        .args(["repo", "--sign-key"])
-        .arg(&key)
-        .arg("--out")
-        .arg(&repo)
-        .arg(&seed)
-        .assert()
-        .success();
+    publish(&repo, Some(&key), &[&seed]).success();
     let debs: Vec<PathBuf> = (0..4)
         .map(|i| {
             build_deb(

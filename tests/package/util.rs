@@ -63,6 +63,39 @@ pub fn package_cmd(args: &[&std::ffi::OsStr]) -> Output {
         .expect("run rocm-pin package")
 }
 
+/// Where `rocm-pin package` reads the stock facts from.
+pub enum StockFrom<'a> {
+    /// `--stock-root`: an installed root (a chroot).
+    Root(&'a Path),
+    /// `--stock-deb`: the stock .debs.
+    Debs(Vec<&'a Path>),
+}
+
+/// `rocm-pin package` of the testkit's `staging` (built from [`COMMIT`] at [`COMMIT_TIME`])
+/// against `stock`, into `out`, with `extra` arguments after the others.
+pub fn package_staging(staging: &Path, stock: StockFrom, out: &Path, extra: &[&str]) -> Output {
+    let time = COMMIT_TIME.to_string();
+    let mut args: Vec<&OsStr> = vec![
+        os("--staging"),
+        staging.as_os_str(),
+        os("--commit"),
+        os(COMMIT),
+        os("--commit-time"),
+        os(&time),
+        os("--out"),
+        out.as_os_str(),
+    ];
+    match &stock {
+        StockFrom::Root(root) => args.extend([os("--stock-root"), root.as_os_str()]),
+        StockFrom::Debs(debs) => {
+            args.push(os("--stock-deb"));
+            args.extend(debs.iter().map(|d| d.as_os_str()));
+        }
+    }
+    args.extend(extra.iter().map(|a| os(a)));
+    package_cmd(&args)
+}
+
 /// Lintian's E:/W: lines for `deb` (overridden tags are not shown).
 pub fn lintian_problems(deb: &Path) -> Vec<String> {
     // lintian leaves its mldbm-elf-* files in TMPDIR: give it a directory removed afterwards.

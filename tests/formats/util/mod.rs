@@ -2,6 +2,7 @@
 
 pub mod deb;
 pub mod elf;
+pub mod fuzz;
 
 use std::path::PathBuf;
 
