@@ -63,8 +63,9 @@ pub enum Command {
     /// Write man pages (used to package rocm-pin itself)
     #[command(hide = true)]
     Manpage(manpage::ManpageArgs),
-    /// Write the built-in stand-in stock set or source to disk (used by scripts/images)
-    #[command(subcommand, hide = true)]
+    /// Write the built-in stand-in runtime to disk: its source (shaped like a host's stock with
+    /// --like) or a stock ROCm set. Try rocm-pin without a GPU: docs/try.md
+    #[command(subcommand)]
     Standin(standin::StandinCommand),
 }
 

@@ -1,6 +1,7 @@
-//! `rocm-pin standin` (hidden): writes the built-in stand-in pieces to disk for scripts that
-//! build images without Rust (scripts/images): the stock ROCm .deb set with the loader probe,
-//! and the stand-in rocm-systems checkout.
+//! `rocm-pin standin`: writes the built-in stand-in pieces to disk — the stand-in rocm-systems
+//! checkout (`--like ROOT` shapes it like a host's stock runtime: how docs/try.md tries rocm-pin
+//! on a real host without a GPU) and the stock ROCm .deb set with the loader probe (for scripts
+//! that build images without Rust: scripts/images).
 
 use std::path::PathBuf;
 

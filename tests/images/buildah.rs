@@ -13,18 +13,6 @@ use std::time::Instant;
 
 use crate::util::*;
 
-/// Stops the registry when the test ends, however it ends.
-struct Registry(String);
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let out = images(&["registry", "--stop"]);
-        if !out.status.success() {
-            eprintln!("stopping the registry failed: {}", text(&out));
-        }
-    }
-}
-
 /// The build context every recipe Dockerfile expects: rocm-pin/ (docs/docker/) and rccl/ (the
 /// stand-in's custom rccl .deb the vLLM shape forces in).
 fn make_context(dir: &Path) -> PathBuf {

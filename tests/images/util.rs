@@ -1,5 +1,5 @@
 //! Shared by the image tests (tests/images/buildah.rs, tests/images/adopt.rs, tests/images/buildkit.rs,
-//! tests/images/tool.rs): `scripts/images` with this test's cache and binary, the OCI tools in its
+//! tests/images/tool.rs, tests/images/ci_doc.rs): `scripts/images` with this test's cache and binary, the OCI tools in its
 //! environment (buildah, podman, skopeo), the images a test tagged removed when it ends, and
 //! `rocm-pin verify --image`.
 
@@ -16,6 +16,31 @@ pub fn one_image_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     // A failed test poisons the lock; the next one must still run.
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The loopback registry of `scripts/images registry` (its HOST:PORT), stopped when the test
+/// ends, however it ends.
+pub struct Registry(pub String);
+
+impl Registry {
+    pub fn start() -> Registry {
+        let registry = Registry(images_ok(&["registry"]));
+        assert!(
+            registry.0.starts_with("127.0.0.1:"),
+            "registry not on loopback: {}",
+            registry.0
+        );
+        registry
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let out = images(&["registry", "--stop"]);
+        if !out.status.success() {
+            eprintln!("stopping the registry failed: {}", text(&out));
+        }
+    }
 }
 
 /// A repository signing key made by `rocm-pin repo keygen` in `dir`, and one line from the

@@ -1,4 +1,4 @@
-//! Installing what we build and running what users run: `rocm-pin install` under every apt configuration, the downstream scenarios, day-two operations, the README's first hour, `verify` on a fake root, pipes, and `rocm-pin demo`. The whole chain (util) is made once for this binary.
+//! Installing what we build and running what users run: `rocm-pin install` under every apt configuration, the downstream scenarios, day-two operations, the README's first hour, `verify` on a fake root, pipes, `rocm-pin demo`, and the docs' runnable blocks (docs/try.md's on each kind of host). The whole chain (util) is made once for this binary.
 //!
 //! One test binary per area (`cargo test --test install`); a module per former test file.
 
@@ -16,4 +16,6 @@ mod guard;
 mod hostile_root;
 mod matrix;
 mod read_once;
+mod runnable_docs;
+mod try_doc;
 mod verify_fake_root;

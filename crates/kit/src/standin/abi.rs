@@ -134,6 +134,7 @@ pub fn list_like(stem: &str, root: &Path) -> anyhow::Result<Option<(Vec<AbiSymbo
             .exports
             .iter()
             .filter(|e| e.default && !LINKER_SYMBOLS.contains(&e.name.as_str()))
+            .filter(|e| !defined_beyond_the_list(stem, &e.name))
         {
             if let Some(node) = &e.version {
                 if !nodes.contains(node) {
@@ -166,6 +167,17 @@ pub fn list_like(stem: &str, root: &Path) -> anyhow::Result<Option<(Vec<AbiSymbo
         }
     }
     Ok(Some((symbols, nodes)))
+}
+
+/// The names the stand-in's sources export beyond its list (the `EXTRA` of each
+/// `standin_abi()` call in the fixture's CMakeLists.txt: the identity, the backport symbol,
+/// `__hipGetPCH` of libhiprtc-builtins). A root exporting one of them (the stand-in stock set
+/// exports `rocm_pin_identity`, as an AMD-flavour trial host has it) must not put it in the list
+/// too: the list's stub and the source's definition would be defined twice.
+fn defined_beyond_the_list(stem: &str, name: &str) -> bool {
+    matches!(name, "rocm_pin_identity")
+        || (stem == "libhsa-runtime64" && name == "hsa_amd_signal_create_v2")
+        || (stem == "libhiprtc-builtins" && name == "__hipGetPCH")
 }
 
 /// Symbols every linked library defines; not part of an ABI (scripts/standin-abi.sh skips them
