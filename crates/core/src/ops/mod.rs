@@ -5,6 +5,7 @@ pub mod adopt;
 pub mod build;
 #[cfg(test)]
 pub(crate) mod fakehost;
+pub(crate) mod family_stock;
 pub mod gate;
 pub mod guard;
 pub(crate) mod inplace;

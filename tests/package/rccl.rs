@@ -1,0 +1,301 @@
+//! `rocm-pin package --family rccl` (issue 34): a custom RCCL given as the .debs its own CPack
+//! build made (`cpack -G DEB` of a small CMake project with RCCL's names, SONAME and exports,
+//! run here) turned into the pinned replacement of the stand-in's stock `rccl`, and the
+//! refusals of what `--from-deb` cannot prove. Versions come from the stand-in's facts.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::*;
+use rocm_pin_kit::standin::StockRole;
+
+/// What the CPack-built custom RCCL looks like.
+pub(crate) struct CpackRccl {
+    /// SONAME major (`librccl.so.<major>`): 1 like the stock, 2 for the uncovered-SONAME case.
+    pub soname_major: u32,
+    /// `CPACK_DEBIAN_PACKAGE_ARCHITECTURE`; None = CPack's own (dpkg --print-architecture).
+    pub architecture: Option<&'static str>,
+    /// Embedded in the library as `ROCM_PIN_IDENTITY=<identity>` (the marker the tests read).
+    pub identity: &'static str,
+}
+
+/// Build the CMake project in `dir` and package it with `cpack -G DEB`: the runtime .deb
+/// (`rccl_…`) and the development .deb (`rccl-dev_…`), RCCL's own package names.
+pub(crate) fn cpack_rccl(dir: &Path, spec: &CpackRccl) -> (PathBuf, PathBuf) {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    // The stand-in stock librccl's exports, in its version node, plus the identity function.
+    std::fs::write(
+        src.join("rccl.c"),
+        format!(
+            "__attribute__((used)) static const char identity_string[] = \"ROCM_PIN_IDENTITY={id}\";\n\
+             const char *rocm_pin_identity(void) {{ return identity_string + 18; }}\n\
+             int ncclGetVersion(int *v) {{ *v = 22707; return 0; }}\n\
+             int ncclCommInitRank(void *c, int n, int id, int r) {{ (void)c; (void)n; (void)id; (void)r; return 0; }}\n",
+            id = spec.identity
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("rccl.map"),
+        "RCCL_2 {\n  global:\n    rocm_pin_identity;\n    ncclGetVersion;\n    ncclCommInitRank;\n  local: *;\n};\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("rccl.h"), "int ncclGetVersion(int *v);\n").unwrap();
+    let arch = spec
+        .architecture
+        .map(|a| format!("set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE {a})\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        src.join("CMakeLists.txt"),
+        format!(
+            r#"cmake_minimum_required(VERSION 3.16)
+project(rccl VERSION 2.27.7 LANGUAGES C)
+add_library(rccl SHARED rccl.c)
+set_target_properties(rccl PROPERTIES VERSION {major}.0 SOVERSION {major})
+target_link_options(rccl PRIVATE "-Wl,--version-script=${{CMAKE_SOURCE_DIR}}/rccl.map")
+install(TARGETS rccl LIBRARY DESTINATION lib COMPONENT runtime NAMELINK_COMPONENT devel)
+install(FILES rccl.h DESTINATION include/rccl COMPONENT devel)
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGING_INSTALL_PREFIX /opt/rocm)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL runtime devel)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME rccl)
+set(CPACK_DEBIAN_DEVEL_PACKAGE_NAME rccl-dev)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_PACKAGE_CONTACT "RCCL builder <rccl@example.invalid>")
+{arch}include(CPack)
+"#,
+            major = spec.soname_major
+        ),
+    )
+    .unwrap();
+    let build = dir.join("build");
+    must(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&src)
+            .arg("-B")
+            .arg(&build)
+            .arg("-DCMAKE_BUILD_TYPE=Release"),
+    );
+    must(Command::new("cmake").arg("--build").arg(&build));
+    must(
+        Command::new("cpack")
+            .args(["-G", "DEB"])
+            .current_dir(&build),
+    );
+    let find = |prefix: &str| {
+        debs_in(&build)
+            .into_iter()
+            .find(|d| {
+                d.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+            })
+            .unwrap_or_else(|| panic!("cpack made no {prefix}*.deb in {}", build.display()))
+    };
+    (find("rccl_"), find("rccl-dev_"))
+}
+
+/// `rocm-pin package --family rccl --from-deb <debs> --stock-deb <stock> …` into `out`.
+fn package_from_debs(custom: &[&Path], stock: &[PathBuf], out: &Path) -> std::process::Output {
+    let mut cmd = rocm_pin();
+    cmd.args(["package", "--family", "rccl", "--from-deb"])
+        .args(custom)
+        .arg("--stock-deb")
+        .args(stock)
+        .args([
+            "--commit",
+            COMMIT,
+            "--commit-time",
+            &COMMIT_TIME.to_string(),
+        ])
+        .arg("--out")
+        .arg(out);
+    cmd.output().expect("run rocm-pin package")
+}
+
+#[test]
+fn a_cpack_built_rccl_becomes_the_pinned_replacement_of_amds_rccl() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let rccl = set.require(StockRole::Rccl).unwrap().clone();
+    let (custom, custom_dev) = cpack_rccl(
+        &w.join("cpack"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity: "rccl-CPACK-1",
+        },
+    );
+    // CPack named it like the stock package: the collision the seed's dpkg -i --force-all hit.
+    assert_eq!(field(&custom, "Package"), rccl.name);
+
+    let out = w.join("out");
+    let res = package_from_debs(&[&custom, &custom_dev], &set.debs(), &out);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "package failed: {stderr}");
+    let built = debs_in(&out);
+    assert_eq!(built.len(), 1, "one replacement, for rccl only: {built:?}");
+    let deb = &built[0];
+    let ours = format!("{}-pinned", rccl.name);
+    assert_eq!(field(deb, "Package"), ours);
+    let version = field(deb, "Version");
+    assert!(
+        version.starts_with(&format!("{}+pin{COMMIT_TIME}.g", rccl.version)),
+        "{version}"
+    );
+    assert_eq!(field(deb, "Protected"), "yes");
+    assert_eq!(field(deb, "Architecture"), rccl.architecture);
+    let exact = format!("{} (= {})", rccl.name, rccl.version);
+    assert!(
+        field(deb, "Provides").contains(&exact),
+        "{}",
+        field(deb, "Provides")
+    );
+    for f in ["Conflicts", "Replaces"] {
+        assert!(field(deb, f).contains(&rccl.name), "{f}: {}", field(deb, f));
+    }
+    assert_eq!(field(deb, "X-Rocm-Pin-Commit"), COMMIT);
+    // AMD's packaging: no Multi-Arch, and our own loader entry (the stock hsa-rocr's may go).
+    assert!(
+        !Command::new("dpkg-deb")
+            .args(["-f"])
+            .arg(deb)
+            .output()
+            .unwrap()
+            .stdout
+            .windows(10)
+            .any(|w| w == b"Multi-Arch"),
+        "AMD's flavour is not Multi-Arch"
+    );
+
+    // Every stock path is shipped, the library itself rebuilt from the CPack .deb.
+    let listed = contents(deb);
+    for stock_path in &rccl.files {
+        assert!(
+            listed.iter().any(|(_, p, _)| p == stock_path),
+            "stock {stock_path} of {} is not in {ours}: {listed:?}",
+            rccl.name
+        );
+    }
+    let x = tempfile::tempdir().unwrap();
+    must(Command::new("dpkg-deb").arg("-x").arg(deb).arg(x.path()));
+    let soname_path = x
+        .path()
+        .join(format!("{PREFIX}/lib/librccl.so.1").trim_start_matches('/'));
+    let lib = std::fs::read(&soname_path).unwrap();
+    assert!(
+        lib.windows(12).any(|w| w == b"rccl-CPACK-1"),
+        "the loader's librccl.so.1 is the CPack build"
+    );
+    // The apt pin keeps the stock rccl out.
+    let pin = std::fs::read_to_string(x.path().join("etc/apt/preferences.d").join(&ours)).unwrap();
+    assert!(
+        pin.contains(&format!(
+            "Package: {}\nPin: version *\nPin-Priority: -1",
+            rccl.name
+        )),
+        "{pin}"
+    );
+    // The provenance record: RCCL's own marker, naming the CPack .debs by sha256.
+    let marker: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            x.path()
+                .join(format!("{PREFIX}/.info/rocm-pin-rccl.json").trim_start_matches('/')),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marker["commit"], COMMIT);
+    assert_eq!(marker["replaced"][0]["stock_name"], rccl.name.as_str());
+    let source = marker["source"].as_str().unwrap();
+    let custom_name = custom.file_name().unwrap().to_str().unwrap();
+    assert!(
+        source.contains(custom_name) && source.contains("sha256"),
+        "{source}"
+    );
+    assert!(
+        !x.path()
+            .join(format!("{PREFIX}/.info/rocm-pin.json").trim_start_matches('/'))
+            .exists(),
+        "RCCL never writes the pair's marker"
+    );
+    // The headers of rccl-dev stay with the stock rccl-dev: said, not packaged.
+    assert!(stderr.contains("not packaged"), "{stderr}");
+    assert!(
+        !listed.iter().any(|(_, p, _)| p.contains("/include/")),
+        "{listed:?}"
+    );
+}
+
+/// One line on stderr, non-zero exit, nothing written to --out.
+fn assert_refused(res: &std::process::Output, out: &Path, says: &str) {
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(!res.status.success(), "must refuse: {stderr}");
+    assert!(stderr.contains(says), "expected {says:?} in: {stderr}");
+    let error_lines: Vec<&str> = stderr.lines().filter(|l| l.contains(says)).collect();
+    assert_eq!(error_lines.len(), 1, "one clear line: {stderr}");
+    assert!(!out.exists() || debs_in(out).is_empty(), "nothing written");
+}
+
+#[test]
+fn from_deb_refuses_what_it_cannot_prove() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let out = w.join("out");
+
+    // A .deb whose library has another SONAME does not cover the stock librccl.so.1.
+    let (other_soname, _) = cpack_rccl(
+        &w.join("cpack2"),
+        &CpackRccl {
+            soname_major: 2,
+            architecture: None,
+            identity: "rccl-CPACK-2",
+        },
+    );
+    let res = package_from_debs(&[&other_soname], &set.debs(), &out);
+    assert_refused(&res, &out, "do not cover the stock SONAMEs");
+    assert!(String::from_utf8_lossy(&res.stderr).contains("librccl.so.1"));
+
+    // A foreign architecture.
+    let (foreign, _) = cpack_rccl(
+        &w.join("cpack-arm"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: Some("arm64"),
+            identity: "rccl-CPACK-arm",
+        },
+    );
+    let res = package_from_debs(&[&foreign], &set.debs(), &out);
+    assert_refused(&res, &out, "foreign-architecture");
+
+    // No stock set: the stock .debs given hold no rccl.
+    let hsa = set.require(StockRole::HsaRocr).unwrap().deb.clone();
+    let res = package_from_debs(&[&foreign], &[hsa], &out);
+    assert_refused(&res, &out, "no stock rccl found");
+
+    // The .debs hold no library of the family at all (the dev .deb alone).
+    let (_, dev_only) = cpack_rccl(
+        &w.join("cpack-dev"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity: "rccl-CPACK-dev",
+        },
+    );
+    let dev_libs: Vec<String> = contents(&dev_only)
+        .into_iter()
+        .map(|(_, p, _)| p)
+        .filter(|p| p.contains("librccl.so.1"))
+        .collect();
+    assert!(
+        dev_libs.is_empty(),
+        "the dev .deb has no runtime library: {dev_libs:?}"
+    );
+    let res = package_from_debs(&[&dev_only], &set.debs(), &out);
+    assert_refused(&res, &out, "hold no rccl shared library");
+}
