@@ -299,3 +299,208 @@ fn from_deb_refuses_what_it_cannot_prove() {
     let res = package_from_debs(&[&dev_only], &set.debs(), &out);
     assert_refused(&res, &out, "hold no rccl shared library");
 }
+
+/// Debian's packaging of RCCL, shaped like sid's `librccl1` (Multi-Arch: same, the library in
+/// the multiarch directory, `shlibs` and `symbols` naming itself, the ldconfig trigger, no
+/// maintainer scripts) and `librccl-dev` (the dev link, `Depends: librccl1 (= <version>)`),
+/// around a gcc-built librccl.so.1 with the stand-in's exports. Returns (librccl1, librccl-dev).
+/// The real 7.2.4 (369 MB) is the criterion-3 test's input, not this one's.
+fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf) {
+    let arch = must_stdout(Command::new("dpkg").arg("--print-architecture"))
+        .trim()
+        .to_string();
+    let triplet = must_stdout(Command::new("gcc").arg("-print-multiarch"))
+        .trim()
+        .to_string();
+    let lib_dir = format!("usr/lib/{triplet}");
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("rccl.c"),
+        "int ncclGetVersion(int *v) { *v = 22704; return 0; }\n\
+         int ncclCommInitRank(void *c, int n, int id, int r) { (void)c; (void)n; (void)id; (void)r; return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("rccl.map"),
+        "RCCL_2 {\n  global:\n    ncclGetVersion;\n    ncclCommInitRank;\n  local: *;\n};\n",
+    )
+    .unwrap();
+    let runtime = dir.join("librccl1");
+    std::fs::create_dir_all(runtime.join(&lib_dir)).unwrap();
+    std::fs::create_dir_all(runtime.join("DEBIAN")).unwrap();
+    must(
+        Command::new("gcc")
+            .args(["-shared", "-fPIC", "-Wl,-soname,librccl.so.1"])
+            .arg(format!(
+                "-Wl,--version-script={}",
+                src.join("rccl.map").display()
+            ))
+            .arg("-o")
+            .arg(runtime.join(&lib_dir).join("librccl.so.1.0"))
+            .arg(src.join("rccl.c")),
+    );
+    std::os::unix::fs::symlink(
+        "librccl.so.1.0",
+        runtime.join(&lib_dir).join("librccl.so.1"),
+    )
+    .unwrap();
+    let upstream = version.split('-').next().unwrap();
+    std::fs::write(
+        runtime.join("DEBIAN/control"),
+        format!(
+            "Package: librccl1\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
+             Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\nMulti-Arch: same\n\
+             Depends: libc6\nSection: libs\nPriority: optional\n\
+             Description: ROCm Communication Collectives Library\n RCCL, Debian-shaped.\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        runtime.join("DEBIAN/shlibs"),
+        format!("librccl 1 librccl1 (>= {upstream})\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        runtime.join("DEBIAN/symbols"),
+        format!(
+            "librccl.so.1 librccl1 #MINVER#\n* Build-Depends-Package: librccl-dev\n \
+             RCCL_2@RCCL_2 {upstream}\n ncclCommInitRank@RCCL_2 {upstream}\n ncclGetVersion@RCCL_2 {upstream}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        runtime.join("DEBIAN/triggers"),
+        "# Triggers added by dh_makeshlibs\nactivate-noawait ldconfig\n",
+    )
+    .unwrap();
+    let dev = dir.join("librccl-dev");
+    std::fs::create_dir_all(dev.join(&lib_dir)).unwrap();
+    std::fs::create_dir_all(dev.join("DEBIAN")).unwrap();
+    std::os::unix::fs::symlink("librccl.so.1", dev.join(&lib_dir).join("librccl.so")).unwrap();
+    std::fs::write(
+        dev.join("DEBIAN/control"),
+        format!(
+            "Package: librccl-dev\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
+             Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\nMulti-Arch: same\n\
+             Depends: librccl1 (= {version})\nSection: libdevel\nPriority: optional\n\
+             Description: ROCm Communication Collectives Library - headers\n RCCL, Debian-shaped.\n"
+        ),
+    )
+    .unwrap();
+    let out = |name: &str| dir.join(format!("{name}_{version}_{arch}.deb"));
+    for (tree, name) in [(&runtime, "librccl1"), (&dev, "librccl-dev")] {
+        must(
+            Command::new("dpkg-deb")
+                .args(["--root-owner-group", "-b"])
+                .arg(tree)
+                .arg(out(name)),
+        );
+    }
+    (out("librccl1"), out("librccl-dev"))
+}
+
+#[test]
+fn a_cpack_built_rccl_replaces_debians_librccl1_as_a_debian_library_package() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let version = "7.2.4-1~exp3";
+    let (librccl1, librccl_dev) = debian_librccl(&w.join("debian"), version);
+    let (custom, _) = cpack_rccl(
+        &w.join("cpack"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity: "rccl-CPACK-deb",
+        },
+    );
+    let out = w.join("out");
+    let res = package_from_debs(&[&custom], &[librccl1.clone(), librccl_dev], &out);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "package failed: {stderr}");
+    let built = debs_in(&out);
+    assert_eq!(
+        built.len(),
+        1,
+        "librccl1 only; librccl-dev stays: {built:?}"
+    );
+    let deb = &built[0];
+    assert_eq!(field(deb, "Package"), "librccl1-pinned");
+    assert_eq!(field(deb, "Multi-Arch"), "same");
+    assert_eq!(field(deb, "Protected"), "yes");
+    assert!(field(deb, "Provides").contains(&format!("librccl1 (= {version})")));
+    for f in ["Conflicts", "Replaces"] {
+        assert!(field(deb, f).contains("librccl1"), "{f}: {}", field(deb, f));
+    }
+    let members = must_stdout(
+        Command::new("sh")
+            .arg("-c")
+            .arg("dpkg-deb --ctrl-tarfile \"$1\" | tar t")
+            .arg("sh")
+            .arg(deb),
+    );
+    for m in ["shlibs", "symbols", "triggers"] {
+        assert!(members.contains(&format!("./{m}")), "no {m}: {members}");
+    }
+    for script in ["preinst", "postinst", "postrm"] {
+        assert!(
+            !members.contains(&format!("./{script}")),
+            "{script}: {members}"
+        );
+    }
+    let member = |m: &str| {
+        must_stdout(
+            Command::new("sh")
+                .arg("-c")
+                .arg("dpkg-deb --ctrl-tarfile \"$1\" | tar xO \"./$2\"")
+                .arg("sh")
+                .arg(deb)
+                .arg(m),
+        )
+    };
+    // The dependency templates keep naming the stock package; only ours' own symbols (the
+    // identity marker) select our package.
+    assert!(
+        member("shlibs").contains("librccl1 (>= 7.2.4)"),
+        "{}",
+        member("shlibs")
+    );
+    let symbols = member("symbols");
+    assert!(
+        symbols.starts_with("librccl.so.1 librccl1 #MINVER#\n| librccl1-pinned #MINVER#\n"),
+        "{symbols}"
+    );
+    assert!(
+        symbols.contains(" ncclGetVersion@RCCL_2 7.2.4\n"),
+        "{symbols}"
+    );
+    assert!(symbols.contains(" rocm_pin_identity@RCCL_2 "), "{symbols}");
+    // One file per SONAME in the multiarch directory: ours takes the stock file's name, and
+    // the marker goes where a prefix-less flavour keeps RCCL's.
+    let listed = contents(deb);
+    let triplet = must_stdout(Command::new("gcc").arg("-print-multiarch"))
+        .trim()
+        .to_string();
+    let real = format!("/usr/lib/{triplet}/librccl.so.1.0");
+    assert!(
+        listed.iter().any(|(k, p, _)| *k == '-' && *p == real),
+        "{listed:?}"
+    );
+    assert!(
+        listed.iter().any(|(k, p, l)| *k == 'l'
+            && p.ends_with("/librccl.so.1")
+            && l.contains("librccl.so.1.0")),
+        "{listed:?}"
+    );
+    let arch = field(deb, "Architecture");
+    assert!(
+        listed
+            .iter()
+            .any(|(_, p, _)| *p == format!("/var/lib/rocm-pin/marker/rccl/{arch}.json")),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.iter().any(|(_, p, _)| p.starts_with("/opt")),
+        "{listed:?}"
+    );
+}
