@@ -10,6 +10,7 @@ mod debian_downstream;
 mod debian_stock;
 mod debs;
 mod rccl;
+mod rccl_chroot;
 mod refusals;
 mod repo_apt;
 mod repo_hostile;

@@ -28,9 +28,10 @@ pub(crate) fn cpack_rccl(dir: &Path, spec: &CpackRccl) -> (PathBuf, PathBuf) {
     std::fs::write(
         src.join("rccl.c"),
         format!(
-            "__attribute__((used)) static const char identity_string[] = \"ROCM_PIN_IDENTITY={id}\";\n\
+            "#include <stdlib.h>\n\
+             __attribute__((used)) static const char identity_string[] = \"ROCM_PIN_IDENTITY={id}\";\n\
              const char *rocm_pin_identity(void) {{ return identity_string + 18; }}\n\
-             int ncclGetVersion(int *v) {{ *v = 22707; return 0; }}\n\
+             int ncclGetVersion(int *v) {{ *v = getenv(\"NCCL_DEBUG\") ? 1 : 22707; return 0; }}\n\
              int ncclCommInitRank(void *c, int n, int id, int r) {{ (void)c; (void)n; (void)id; (void)r; return 0; }}\n",
             id = spec.identity
         ),

@@ -1,0 +1,162 @@
+//! The pinned RCCL on the stand-in's AMD stock host (issue 34, the AMD part of items 3 and 4):
+//! the custom RCCL made by CPack is packaged against the chroot's installed stock `rccl`
+//! (`--stock-root`), installed with apt, and kept through the seed's own sequence —
+//! `dpkg -i --force-all <stock rccl>.deb` then `apt --fix-broken install` — judged by the
+//! loader (the stand-in probe maps librccl.so.1 and reads its identity) and by dpkg (ours
+//! installed, every dependant kept). Needs root and the cached bookworm image.
+
+use std::path::Path;
+
+use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
+use rocm_pin_kit::standin::chroot::{prepare_stock_host, run_probe};
+use rocm_pin_kit::standin::{build_loader_probe, StockRole};
+
+use crate::rccl::{cpack_rccl, CpackRccl};
+use crate::util::*;
+
+const IDENTITY: &str = "rccl-CPACK-chroot";
+
+/// What the loader maps for librccl.so.1: (identity, real path).
+fn rccl_mapped(sb: &Sandbox) -> (String, String) {
+    let (lines, ok) = run_probe(sb, &["librccl.so.1"]).unwrap();
+    assert!(ok, "librccl.so.1 does not load: {lines:?}");
+    (
+        lines[0].identity.clone().unwrap_or_default(),
+        lines[0].real_path.clone().unwrap_or_default(),
+    )
+}
+
+fn states(sb: &Sandbox, names: &[&str]) -> Vec<String> {
+    let all = dpkg_states(sb);
+    names
+        .iter()
+        .map(|n| format!("{n}={}", all.get(*n).map(String::as_str).unwrap_or("-")))
+        .collect()
+}
+
+#[test]
+fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
+    if !rocm_pin_testkit::is_root() {
+        rocm_pin_testkit::skip_without_root("rccl_chroot", "a chroot");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let rccl = set.require(StockRole::Rccl).unwrap().clone();
+    let probe = build_loader_probe(&w.join("probe")).unwrap();
+    let sb = Sandbox::with_options(&image(), &SandboxOptions::default()).expect("sandbox");
+    prepare_stock_host(&sb, &set, &probe).unwrap();
+    let stock_identity = rccl_mapped(&sb).0;
+    assert!(stock_identity.contains("STOCK"), "{stock_identity}");
+
+    let (custom, _) = cpack_rccl(
+        &w.join("cpack"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity: IDENTITY,
+        },
+    );
+    let out = w.join("out");
+    let res = rocm_pin()
+        .args(["package", "--family", "rccl", "--from-deb"])
+        .arg(&custom)
+        .arg("--stock-root")
+        .arg(sb.root())
+        .args([
+            "--commit",
+            COMMIT,
+            "--commit-time",
+            &COMMIT_TIME.to_string(),
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let ours_deb = debs_in(&out).remove(0);
+    let ours = field(&ours_deb, "Package");
+    install_and_judge(&sb, &ours_deb, &ours, &rccl.name);
+
+    // The seed's sequence, verbatim in shape: force the stock rccl in, then let apt repair.
+    let stock_in = format!("/root/{}", rccl.deb.file_name().unwrap().to_str().unwrap());
+    sb.copy_in(&rccl.deb, &stock_in).unwrap();
+    let forced = sb.sh(&format!("dpkg -i --force-all {stock_in}")).unwrap();
+    let between = states(&sb, &[&ours, &rccl.name]);
+    let fixed = sb.sh("apt-get --fix-broken install -y -q").unwrap();
+    let (identity, real) = rccl_mapped(&sb);
+    let after = states(
+        &sb,
+        &[&ours, &rccl.name, "hipblas", "hip-dev", "rocm-hip-runtime"],
+    );
+    eprintln!(
+        "rccl_chroot: dpkg -i --force-all stock rccl rc {:?}; apt --fix-broken install rc {:?}; \
+         loader maps {real} ({identity}); between {between:?}, after {after:?}",
+        forced.status.code(),
+        fixed.status.code()
+    );
+    assert!(
+        fixed.status.success(),
+        "fix-broken failed:\n{}",
+        String::from_utf8_lossy(&fixed.stderr)
+    );
+    assert_eq!(
+        identity, IDENTITY,
+        "after the seed's sequence the loader maps {real}"
+    );
+    assert!(
+        after.contains(&format!("{ours}=ii")),
+        "ours stays: {after:?}"
+    );
+    for dependant in ["hipblas", "hip-dev", "rocm-hip-runtime"] {
+        assert!(
+            after.contains(&format!("{dependant}=ii")),
+            "{dependant} kept: {after:?}"
+        );
+    }
+
+    // What else a downstream image runs: a reinstall by the stock name, an explicit stock
+    // version (apt refuses it: the pin), a full upgrade. After each, ours is what loads.
+    for script in [
+        "apt-get install --reinstall -y -q rccl".to_string(),
+        format!("apt-get install -y -q rccl={}", rccl.version),
+        "apt-get full-upgrade -y -q".to_string(),
+    ] {
+        let run = sb.sh(&script).unwrap();
+        let (identity, real) = rccl_mapped(&sb);
+        let now = states(&sb, &[&ours, "hipblas", "hip-dev", "rocm-hip-runtime"]);
+        eprintln!(
+            "rccl_chroot: {script}: rc {:?}; loader maps {real} ({identity}); {now:?}",
+            run.status.code()
+        );
+        assert_eq!(identity, IDENTITY, "after {script}");
+        assert!(
+            now.iter().all(|s| s.ends_with("=ii")),
+            "after {script}: {now:?}"
+        );
+    }
+}
+
+/// `apt-get install ./ours.deb`: the stock package goes by Conflicts/Replaces, nothing else,
+/// and the loader maps the custom build.
+fn install_and_judge(sb: &Sandbox, ours_deb: &Path, ours: &str, stock: &str) {
+    let before = dpkg_states(sb);
+    let inside = format!("/root/{}", ours_deb.file_name().unwrap().to_str().unwrap());
+    sb.copy_in(ours_deb, &inside).unwrap();
+    sb.run_ok(&["apt-get", "install", "-y", "-q", &inside])
+        .expect("apt installs ours");
+    let after = dpkg_states(sb);
+    let gone: Vec<&String> = before
+        .iter()
+        .filter(|(k, v)| v.starts_with("ii") && !after.get(*k).is_some_and(|a| a.starts_with("ii")))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(gone, [stock], "only the stock package goes");
+    assert!(after.get(ours).is_some_and(|s| s.starts_with("ii")));
+    assert_eq!(rccl_mapped(sb).0, IDENTITY);
+}
