@@ -160,6 +160,7 @@ fn a_cpack_built_rccl_becomes_the_pinned_replacement_of_amds_rccl() {
         assert!(field(deb, f).contains(&rccl.name), "{f}: {}", field(deb, f));
     }
     assert_eq!(field(deb, "X-Rocm-Pin-Commit"), COMMIT);
+    assert_eq!(field(deb, "X-Rocm-Pin-Family"), "rccl");
     // AMD's packaging: no Multi-Arch, and our own loader entry (the stock hsa-rocr's may go).
     assert!(
         !Command::new("dpkg-deb")
@@ -304,9 +305,10 @@ fn from_deb_refuses_what_it_cannot_prove() {
 /// Debian's packaging of RCCL, shaped like sid's `librccl1` (Multi-Arch: same, the library in
 /// the multiarch directory, `shlibs` and `symbols` naming itself, the ldconfig trigger, no
 /// maintainer scripts) and `librccl-dev` (the dev link, `Depends: librccl1 (= <version>)`),
-/// around a gcc-built librccl.so.1 with the stand-in's exports. Returns (librccl1, librccl-dev).
-/// The real 7.2.4 (369 MB) is the criterion-3 test's input, not this one's.
-fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf) {
+/// around a gcc-built librccl.so.1 with the stand-in's exports, and `librccl1-tests`
+/// (`Depends: librccl1 (= <version>)`, like sid's). Returns (librccl1, librccl-dev,
+/// librccl1-tests). The real 7.2.4 (369 MB) is the criterion-3 test's input, not this one's.
+pub(crate) fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf, PathBuf) {
     let arch = must_stdout(Command::new("dpkg").arg("--print-architecture"))
         .trim()
         .to_string();
@@ -389,8 +391,30 @@ fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf) {
         ),
     )
     .unwrap();
+    let tests = dir.join("librccl1-tests");
+    std::fs::create_dir_all(tests.join("usr/share/doc/librccl1-tests")).unwrap();
+    std::fs::create_dir_all(tests.join("DEBIAN")).unwrap();
+    std::fs::write(
+        tests.join("usr/share/doc/librccl1-tests/README"),
+        "Debian-shaped stand-in for librccl1-tests.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tests.join("DEBIAN/control"),
+        format!(
+            "Package: librccl1-tests\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
+             Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\n\
+             Depends: librccl1 (= {version})\nSection: libs\nPriority: optional\n\
+             Description: ROCm Communication Collectives Library - tests\n RCCL, Debian-shaped.\n"
+        ),
+    )
+    .unwrap();
     let out = |name: &str| dir.join(format!("{name}_{version}_{arch}.deb"));
-    for (tree, name) in [(&runtime, "librccl1"), (&dev, "librccl-dev")] {
+    for (tree, name) in [
+        (&runtime, "librccl1"),
+        (&dev, "librccl-dev"),
+        (&tests, "librccl1-tests"),
+    ] {
         must(
             Command::new("dpkg-deb")
                 .args(["--root-owner-group", "-b"])
@@ -398,7 +422,7 @@ fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf) {
                 .arg(out(name)),
         );
     }
-    (out("librccl1"), out("librccl-dev"))
+    (out("librccl1"), out("librccl-dev"), out("librccl1-tests"))
 }
 
 #[test]
@@ -406,7 +430,7 @@ fn a_cpack_built_rccl_replaces_debians_librccl1_as_a_debian_library_package() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let version = "7.2.4-1~exp3";
-    let (librccl1, librccl_dev) = debian_librccl(&w.join("debian"), version);
+    let (librccl1, librccl_dev, _) = debian_librccl(&w.join("debian"), version);
     let (custom, _) = cpack_rccl(
         &w.join("cpack"),
         &CpackRccl {

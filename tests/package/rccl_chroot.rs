@@ -160,3 +160,122 @@ fn install_and_judge(sb: &Sandbox, ours_deb: &Path, ours: &str, stock: &str) {
     assert!(after.get(ours).is_some_and(|s| s.starts_with("ii")));
     assert_eq!(rccl_mapped(sb).0, IDENTITY);
 }
+
+/// Debian's packaging, on a Debian-shaped `librccl1` (tests/package/rccl.rs, `debian_librccl`)
+/// published as a local repository: `librccl1-tests` depends on `librccl1 (= <version>)`, the
+/// hard case for a replacement. Ours is packaged against the installed stock (the multiarch
+/// directory found through the package owning librccl.so.1), installed with apt, and kept
+/// through the seed's sequence, a reinstall by the stock name, installing `librccl-dev`
+/// (`=` on librccl1), a newer stock release published then `apt full-upgrade`, and an
+/// explicit stock version. The real librccl1 7.2.4 is criterion 3's input (not downloaded here).
+#[test]
+fn the_pinned_rccl_keeps_debians_exact_dependants() {
+    if !rocm_pin_testkit::is_root() {
+        rocm_pin_testkit::skip_without_root("rccl_chroot", "a chroot");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let version = "7.2.4-1~exp3";
+    let (stock_deb, _dev, _tests) = crate::rccl::debian_librccl(&w.join("debian"), version);
+    let probe = build_loader_probe(&w.join("probe")).unwrap();
+    let sb = Sandbox::with_options(&image(), &SandboxOptions::default()).expect("sandbox");
+    sb.add_local_repo("debrccl", &w.join("debian")).unwrap();
+    sb.run_ok(&["apt-get", "install", "-y", "-q", "librccl1-tests"])
+        .expect("install the Debian-shaped stock");
+    rocm_pin_kit::standin::chroot::install_probe(&sb, &probe).unwrap();
+    assert!(
+        rccl_mapped(&sb).0.is_empty(),
+        "the stock library has no identity"
+    );
+
+    let (custom, _) = cpack_rccl(
+        &w.join("cpack"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity: IDENTITY,
+        },
+    );
+    let out = w.join("out");
+    let res = rocm_pin()
+        .args(["package", "--family", "rccl", "--from-deb"])
+        .arg(&custom)
+        .arg("--stock-root")
+        .arg(sb.root())
+        .args([
+            "--commit",
+            COMMIT,
+            "--commit-time",
+            &COMMIT_TIME.to_string(),
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let ours_deb = debs_in(&out).remove(0);
+    let ours = field(&ours_deb, "Package");
+    assert_eq!(ours, "librccl1-pinned");
+    install_and_judge(&sb, &ours_deb, &ours, "librccl1");
+
+    // A newer stock release, published after ours went in (for full-upgrade).
+    let newer = w.join("newer");
+    let _ = crate::rccl::debian_librccl(&newer, "7.2.4-1~exp4");
+    for f in ["librccl-dev_7.2.4-1~exp4", "librccl1-tests_7.2.4-1~exp4"] {
+        for d in debs_in(&newer) {
+            if d.file_name().unwrap().to_str().unwrap().starts_with(f) {
+                std::fs::remove_file(d).unwrap();
+            }
+        }
+    }
+    let stock_in = format!("/root/{}", stock_deb.file_name().unwrap().to_str().unwrap());
+    sb.copy_in(&stock_deb, &stock_in).unwrap();
+    let steps: Vec<(&str, String)> = vec![
+        (
+            "seed",
+            format!("dpkg -i --force-all {stock_in}; apt-get --fix-broken install -y -q"),
+        ),
+        (
+            "reinstall",
+            "apt-get install --reinstall -y -q librccl1".into(),
+        ),
+        ("dev", "apt-get install -y -q librccl-dev".into()),
+        ("newer", String::new()),
+        ("full-upgrade", "apt-get full-upgrade -y -q".into()),
+        (
+            "explicit",
+            format!("apt-get install -y -q librccl1={version}"),
+        ),
+    ];
+    for (step, script) in steps {
+        if step == "newer" {
+            sb.add_local_repo("debrccl-newer", &newer).unwrap();
+            continue;
+        }
+        let run = sb.sh(&script).unwrap();
+        let (identity, real) = rccl_mapped(&sb);
+        let now = states(&sb, &[&ours, "librccl1-tests", "librccl1"]);
+        eprintln!(
+            "rccl_chroot debian: {script}: rc {:?}; loader maps {real} ({identity}); {now:?}",
+            run.status.code()
+        );
+        assert_eq!(identity, IDENTITY, "after {script}");
+        assert!(
+            now[0].ends_with("=ii") && now[1].ends_with("=ii"),
+            "after {script}: {now:?}"
+        );
+        if step == "dev" {
+            assert!(
+                dpkg_states(&sb)
+                    .get("librccl-dev")
+                    .is_some_and(|s| s.starts_with("ii")),
+                "librccl-dev (= on librccl1) installs against ours"
+            );
+        }
+    }
+}

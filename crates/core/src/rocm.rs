@@ -167,8 +167,24 @@ pub struct PatchRecord {
     pub sha256: String,
 }
 
+/// Control field naming the pinned family of a replacement other than the runtime pair
+/// (`rccl`); absent from the pair's packages, whose bytes stay what they were.
+pub const FAMILY_FIELD: &str = "X-Rocm-Pin-Family";
+
 /// The fields of rocm-pin's own packages a dpkg status reader keeps besides dpkg's.
-pub const PIN_FIELDS: [&str; 2] = [COMMIT_FIELD, PATCHES_FIELD];
+pub const PIN_FIELDS: [&str; 3] = [COMMIT_FIELD, PATCHES_FIELD, FAMILY_FIELD];
+
+/// Is `entry` (a status paragraph read with [`PIN_FIELDS`]) one of our replacements of
+/// `family`? Ours carry [`COMMIT_FIELD`]; a family other than the runtime pair also
+/// [`FAMILY_FIELD`], so the pair's install, verify and rollback never take an installed RCCL
+/// replacement for half of the pair.
+pub fn is_ours_of(entry: &StatusEntry, family: &PinnedFamily) -> bool {
+    entry.extra.contains_key(COMMIT_FIELD)
+        && entry
+            .extra
+            .get(FAMILY_FIELD)
+            .map_or(family.name == families::RUNTIME.name, |f| f == family.name)
+}
 
 /// The dpkg status file under `root`, keeping [`PIN_FIELDS`].
 pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
@@ -178,7 +194,10 @@ pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
 /// The dpkg status file keeping [`PIN_FIELDS`] and `Depends`: what install and status read
 /// once for the gate, the stock match, the release hold and the screen.
 pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
-    status::read_status_with(root, &[COMMIT_FIELD, PATCHES_FIELD, "Depends"])
+    status::read_status_with(
+        root,
+        &[COMMIT_FIELD, PATCHES_FIELD, FAMILY_FIELD, "Depends"],
+    )
 }
 
 /// The [`PATCHES_FIELD`] value for a series (None when empty).

@@ -366,6 +366,30 @@ mod tests {
     }
 
     #[test]
+    fn each_family_knows_its_own_installed_packages() {
+        use crate::host::status::StatusEntry;
+        let entry = |fields: &[(&str, &str)]| StatusEntry {
+            extra: fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..StatusEntry::default()
+        };
+        let pair = entry(&[(super::super::COMMIT_FIELD, "c")]);
+        let rccl = entry(&[
+            (super::super::COMMIT_FIELD, "c"),
+            (super::super::FAMILY_FIELD, "rccl"),
+        ]);
+        let stock = entry(&[]);
+        assert!(super::super::is_ours_of(&pair, &RUNTIME));
+        assert!(!super::super::is_ours_of(&pair, &RCCL));
+        assert!(super::super::is_ours_of(&rccl, &RCCL));
+        assert!(!super::super::is_ours_of(&rccl, &RUNTIME));
+        assert!(!super::super::is_ours_of(&stock, &RUNTIME));
+        assert!(!super::super::is_ours_of(&stock, &RCCL));
+    }
+
+    #[test]
     fn markers_of_two_families_never_collide() {
         let amd = super::super::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
         let deb = super::super::RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu");

@@ -892,6 +892,9 @@ fn control_for(
         set(&mut c, "Priority", "optional")?;
     }
     set(&mut c, rocm::COMMIT_FIELD, &staging.commit)?;
+    if opts.family.name != rocm::families::RUNTIME.name {
+        set(&mut c, rocm::FAMILY_FIELD, opts.family.name)?;
+    }
     if let Some(v) = rocm::patches_field(staging.patches()) {
         set(&mut c, rocm::PATCHES_FIELD, &v)?;
     }
