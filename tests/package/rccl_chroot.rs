@@ -82,6 +82,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
     let ours_deb = debs_in(&out).remove(0);
     let ours = field(&ours_deb, "Package");
     install_and_judge(&sb, &ours_deb, &ours, &rccl.name);
+    status_shows_the_family(&sb, &ours);
 
     // The seed's sequence, verbatim in shape: force the stock rccl in, then let apt repair.
     let stock_in = format!("/root/{}", rccl.deb.file_name().unwrap().to_str().unwrap());
@@ -278,4 +279,34 @@ fn the_pinned_rccl_keeps_debians_exact_dependants() {
             );
         }
     }
+}
+
+/// `rocm-pin status --json` lists the RCCL family's package, and the pair's own report does
+/// not take it for half of the pair (nothing of the pair is installed: `not-installed`).
+fn status_shows_the_family(sb: &Sandbox, ours: &str) {
+    let out = rocm_pin()
+        .args(["status", "--json", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["families"][0]["family"], "rccl", "{v:#}");
+    assert_eq!(v["families"][0]["package"], ours, "{v:#}");
+    assert_eq!(v["families"][0]["commit"], COMMIT);
+    assert_eq!(v["health"], "not-installed", "the pair's health: {v:#}");
+    assert!(
+        v["packages"].as_array().is_none_or(|p| p.is_empty()),
+        "{v:#}"
+    );
+    let human = rocm_pin()
+        .args(["status", "--root"])
+        .arg(sb.root())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&human.stdout).contains(&format!("family rccl: {ours} ")),
+        "{}",
+        String::from_utf8_lossy(&human.stdout)
+    );
 }
