@@ -102,7 +102,7 @@ impl From<CompressionArg> for Compression {
     }
 }
 
-fn family_name(name: &str) -> Result<&'static rocm_pin::rocm::PinnedFamily, String> {
+pub(crate) fn family_name(name: &str) -> Result<&'static rocm_pin::rocm::PinnedFamily, String> {
     rocm_pin::rocm::PinnedFamily::by_name(name).ok_or_else(|| {
         format!(
             "unknown family {name:?}; known: {}",

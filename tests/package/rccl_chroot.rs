@@ -141,6 +141,51 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
             "after {script}: {now:?}"
         );
     }
+
+    // rollback --family rccl: the stock rccl back at the marker's version (fetched with
+    // apt-get download: nothing was kept), ours purged with its pin, nothing else removed, and
+    // the loader maps the stock library again.
+    sb.install_rocm_pin(&bin()).unwrap();
+    let out = sb
+        .run(&["rocm-pin", "rollback", "--family", "rccl", "--json"])
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rollback --family rccl failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["purged"][0], ours.as_str(), "{report:#}");
+    assert_eq!(report["removed"], serde_json::json!([ours]), "{report:#}");
+    let now = states(
+        &sb,
+        &[&ours, &rccl.name, "hipblas", "hip-dev", "rocm-hip-runtime"],
+    );
+    assert_eq!(
+        now,
+        [
+            format!("{ours}=-"),
+            format!("{}=ii", rccl.name),
+            "hipblas=ii".to_string(),
+            "hip-dev=ii".to_string(),
+            "rocm-hip-runtime=ii".to_string()
+        ],
+        "{report:#}"
+    );
+    assert!(
+        dpkg_states(&sb)
+            .get(&ours)
+            .is_none_or(|s| !s.starts_with('r')),
+        "purged, not removed"
+    );
+    assert_eq!(
+        rccl_mapped(&sb).0,
+        stock_identity,
+        "the stock library loads again"
+    );
+    assert!(!sb.path(&format!("/etc/apt/preferences.d/{ours}")).exists());
+    eprintln!("rccl_chroot: rollback --family rccl: {}", report["checks"]);
 }
 
 /// `apt-get install ./ours.deb`: the stock package goes by Conflicts/Replaces, nothing else,
@@ -279,6 +324,37 @@ fn the_pinned_rccl_keeps_debians_exact_dependants() {
             );
         }
     }
+
+    // rollback --family rccl puts Debian's librccl1 back at the replaced version (the newer
+    // release is published, the marker's version is what comes back), with both exact
+    // dependants kept.
+    sb.install_rocm_pin(&bin()).unwrap();
+    let out = sb
+        .run(&["rocm-pin", "rollback", "--family", "rccl"])
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = dpkg_states(&sb);
+    assert!(all.get(&ours).is_none(), "{ours} purged");
+    for kept in ["librccl1", "librccl1-tests", "librccl-dev"] {
+        assert!(
+            all.get(kept).is_some_and(|s| s.starts_with("ii")),
+            "{kept}: {all:?}"
+        );
+    }
+    assert_eq!(
+        sb.run_ok(&["dpkg-query", "-W", "-f", "${Version}", "librccl1"])
+            .unwrap(),
+        version
+    );
+    assert!(
+        rccl_mapped(&sb).0.is_empty(),
+        "the stock library loads again"
+    );
 }
 
 /// `rocm-pin status --json` lists the RCCL family's package, and the pair's own report does

@@ -227,7 +227,7 @@ fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>>
 }
 
 /// One apt transaction: the stock .debs installed, ours purged.
-fn swap_back(
+pub(crate) fn swap_back(
     root: &Root,
     ours: &[StatusEntry],
     debs: &[PathBuf],
