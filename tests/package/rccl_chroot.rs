@@ -184,7 +184,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
         stock_identity,
         "the stock library loads again"
     );
-    assert!(!sb.path(&format!("/etc/apt/preferences.d/{ours}")).exists());
+    assert!(!sb.path(format!("/etc/apt/preferences.d/{ours}")).exists());
     eprintln!("rccl_chroot: rollback --family rccl: {}", report["checks"]);
 }
 
@@ -339,7 +339,7 @@ fn the_pinned_rccl_keeps_debians_exact_dependants() {
         String::from_utf8_lossy(&out.stderr)
     );
     let all = dpkg_states(&sb);
-    assert!(all.get(&ours).is_none(), "{ours} purged");
+    assert!(!all.contains_key(&ours), "{ours} purged");
     for kept in ["librccl1", "librccl1-tests", "librccl-dev"] {
         assert!(
             all.get(kept).is_some_and(|s| s.starts_with("ii")),
