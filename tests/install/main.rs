@@ -15,5 +15,6 @@ mod first_hour;
 mod guard;
 mod hostile_root;
 mod matrix;
+mod rccl_pair;
 mod read_once;
 mod verify_fake_root;

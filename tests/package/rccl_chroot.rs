@@ -11,8 +11,8 @@ use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{prepare_stock_host, run_probe};
 use rocm_pin_kit::standin::{build_loader_probe, StockRole};
 
-use crate::rccl::{cpack_rccl, CpackRccl};
 use crate::util::*;
+use rocm_pin_testkit::cpack::{cpack_rccl, CpackRccl};
 
 const IDENTITY: &str = "rccl-CPACK-chroot";
 
