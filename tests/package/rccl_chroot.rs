@@ -50,37 +50,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
     let stock_identity = rccl_mapped(&sb).0;
     assert!(stock_identity.contains("STOCK"), "{stock_identity}");
 
-    let (custom, _) = cpack_rccl(
-        &w.join("cpack"),
-        &CpackRccl {
-            soname_major: 1,
-            architecture: None,
-            identity: IDENTITY,
-        },
-    );
-    let out = w.join("out");
-    let res = rocm_pin()
-        .args(["package", "--family", "rccl", "--from-deb"])
-        .arg(&custom)
-        .arg("--stock-root")
-        .arg(sb.root())
-        .args([
-            "--commit",
-            COMMIT,
-            "--commit-time",
-            &COMMIT_TIME.to_string(),
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
-    let ours_deb = debs_in(&out).remove(0);
-    let ours = field(&ours_deb, "Package");
+    let (ours_deb, ours) = package_against(&sb, w);
     install_and_judge(&sb, &ours_deb, &ours, &rccl.name);
     status_shows_the_family(&sb, &ours);
 
@@ -142,50 +112,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
         );
     }
 
-    // rollback --family rccl: the stock rccl back at the marker's version (fetched with
-    // apt-get download: nothing was kept), ours purged with its pin, nothing else removed, and
-    // the loader maps the stock library again.
-    sb.install_rocm_pin(&bin()).unwrap();
-    let out = sb
-        .run(&["rocm-pin", "rollback", "--family", "rccl", "--json"])
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "rollback --family rccl failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(report["purged"][0], ours.as_str(), "{report:#}");
-    assert_eq!(report["removed"], serde_json::json!([ours]), "{report:#}");
-    let now = states(
-        &sb,
-        &[&ours, &rccl.name, "hipblas", "hip-dev", "rocm-hip-runtime"],
-    );
-    assert_eq!(
-        now,
-        [
-            format!("{ours}=-"),
-            format!("{}=ii", rccl.name),
-            "hipblas=ii".to_string(),
-            "hip-dev=ii".to_string(),
-            "rocm-hip-runtime=ii".to_string()
-        ],
-        "{report:#}"
-    );
-    assert!(
-        dpkg_states(&sb)
-            .get(&ours)
-            .is_none_or(|s| !s.starts_with('r')),
-        "purged, not removed"
-    );
-    assert_eq!(
-        rccl_mapped(&sb).0,
-        stock_identity,
-        "the stock library loads again"
-    );
-    assert!(!sb.path(format!("/etc/apt/preferences.d/{ours}")).exists());
-    eprintln!("rccl_chroot: rollback --family rccl: {}", report["checks"]);
+    rollback_amd(&sb, &ours, &rccl.name, &stock_identity);
 }
 
 /// `apt-get install ./ours.deb`: the stock package goes by Conflicts/Replaces, nothing else,
@@ -235,37 +162,7 @@ fn the_pinned_rccl_keeps_debians_exact_dependants() {
         "the stock library has no identity"
     );
 
-    let (custom, _) = cpack_rccl(
-        &w.join("cpack"),
-        &CpackRccl {
-            soname_major: 1,
-            architecture: None,
-            identity: IDENTITY,
-        },
-    );
-    let out = w.join("out");
-    let res = rocm_pin()
-        .args(["package", "--family", "rccl", "--from-deb"])
-        .arg(&custom)
-        .arg("--stock-root")
-        .arg(sb.root())
-        .args([
-            "--commit",
-            COMMIT,
-            "--commit-time",
-            &COMMIT_TIME.to_string(),
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
-    let ours_deb = debs_in(&out).remove(0);
-    let ours = field(&ours_deb, "Package");
+    let (ours_deb, ours) = package_against(&sb, w);
     assert_eq!(ours, "librccl1-pinned");
     install_and_judge(&sb, &ours_deb, &ours, "librccl1");
 
@@ -325,36 +222,7 @@ fn the_pinned_rccl_keeps_debians_exact_dependants() {
         }
     }
 
-    // rollback --family rccl puts Debian's librccl1 back at the replaced version (the newer
-    // release is published, the marker's version is what comes back), with both exact
-    // dependants kept.
-    sb.install_rocm_pin(&bin()).unwrap();
-    let out = sb
-        .run(&["rocm-pin", "rollback", "--family", "rccl"])
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = dpkg_states(&sb);
-    assert!(!all.contains_key(&ours), "{ours} purged");
-    for kept in ["librccl1", "librccl1-tests", "librccl-dev"] {
-        assert!(
-            all.get(kept).is_some_and(|s| s.starts_with("ii")),
-            "{kept}: {all:?}"
-        );
-    }
-    assert_eq!(
-        sb.run_ok(&["dpkg-query", "-W", "-f", "${Version}", "librccl1"])
-            .unwrap(),
-        version
-    );
-    assert!(
-        rccl_mapped(&sb).0.is_empty(),
-        "the stock library loads again"
-    );
+    rollback_debian(&sb, &ours, version);
 }
 
 /// `rocm-pin status --json` lists the RCCL family's package, and the pair's own report does
@@ -385,4 +253,118 @@ fn status_shows_the_family(sb: &Sandbox, ours: &str) {
         "{}",
         String::from_utf8_lossy(&human.stdout)
     );
+}
+
+/// `rocm-pin rollback --family rccl` on the AMD host: the stock rccl back at the marker's
+/// version (fetched with apt-get download: nothing was kept), ours purged with its pin,
+/// nothing else removed, and the loader maps the stock library again.
+fn rollback_amd(sb: &Sandbox, ours: &str, stock: &str, stock_identity: &str) {
+    sb.install_rocm_pin(&bin()).unwrap();
+    let out = sb
+        .run(&["rocm-pin", "rollback", "--family", "rccl", "--json"])
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rollback --family rccl failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["purged"][0], ours, "{report:#}");
+    assert_eq!(report["removed"], serde_json::json!([ours]), "{report:#}");
+    let now = states(sb, &[ours, stock, "hipblas", "hip-dev", "rocm-hip-runtime"]);
+    assert_eq!(
+        now,
+        [
+            format!("{ours}=-"),
+            format!("{stock}=ii"),
+            "hipblas=ii".to_string(),
+            "hip-dev=ii".to_string(),
+            "rocm-hip-runtime=ii".to_string()
+        ],
+        "{report:#}"
+    );
+    assert!(
+        dpkg_states(sb)
+            .get(ours)
+            .is_none_or(|s| !s.starts_with('r')),
+        "purged, not removed"
+    );
+    assert_eq!(
+        rccl_mapped(sb).0,
+        stock_identity,
+        "the stock library loads again"
+    );
+    assert!(!sb.path(format!("/etc/apt/preferences.d/{ours}")).exists());
+    eprintln!("rccl_chroot: rollback --family rccl: {}", report["checks"]);
+}
+
+/// `rocm-pin rollback --family rccl` puts Debian's librccl1 back at the replaced version (the
+/// newer release is published; the marker's version is what comes back), with both exact
+/// dependants kept.
+fn rollback_debian(sb: &Sandbox, ours: &str, version: &str) {
+    sb.install_rocm_pin(&bin()).unwrap();
+    let out = sb
+        .run(&["rocm-pin", "rollback", "--family", "rccl"])
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = dpkg_states(sb);
+    assert!(!all.contains_key(ours), "{ours} purged");
+    for kept in ["librccl1", "librccl1-tests", "librccl-dev"] {
+        assert!(
+            all.get(kept).is_some_and(|s| s.starts_with("ii")),
+            "{kept}: {all:?}"
+        );
+    }
+    assert_eq!(
+        sb.run_ok(&["dpkg-query", "-W", "-f", "${Version}", "librccl1"])
+            .unwrap(),
+        version
+    );
+    assert!(
+        rccl_mapped(sb).0.is_empty(),
+        "the stock library loads again"
+    );
+}
+
+/// The CPack-built custom RCCL packaged against the chroot's installed stock
+/// (`--stock-root`): the .deb and its package name.
+fn package_against(sb: &Sandbox, w: &Path) -> (std::path::PathBuf, String) {
+    let (custom, _) = cpack_rccl(
+        &w.join("cpack"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity: IDENTITY,
+        },
+    );
+    let out = w.join("out");
+    let res = rocm_pin()
+        .args(["package", "--family", "rccl", "--from-deb"])
+        .arg(&custom)
+        .arg("--stock-root")
+        .arg(sb.root())
+        .args([
+            "--commit",
+            COMMIT,
+            "--commit-time",
+            &COMMIT_TIME.to_string(),
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let deb = debs_in(&out).remove(0);
+    let name = field(&deb, "Package");
+    (deb, name)
 }
