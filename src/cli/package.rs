@@ -13,8 +13,8 @@ use rocm_pin::ops::plan::{self, CommitOverride, PlanOptions};
 
 #[derive(Args, Debug)]
 #[command(
-    about = "Wrap a staging tree as replacement .debs for the stock hsa-rocr / hip-runtime-amd",
-    after_help = "Examples:\n  rocm-pin package --staging build/staging --out debs/\n  rocm-pin package --staging build/staging --stock-deb hsa-rocr_*.deb hip-runtime-amd_*.deb --out debs/\n  rocm-pin package --staging /tmp/install --commit <sha> --commit-time 1764720000 --stock-root /srv/chroot --out debs/"
+    about = "Wrap a staging tree as replacement .debs for the stock hsa-rocr / hip-runtime-amd (or another family: --family rccl)",
+    after_help = "Examples:\n  rocm-pin package --staging build/staging --out debs/\n  rocm-pin package --staging build/staging --stock-deb hsa-rocr_*.deb hip-runtime-amd_*.deb --out debs/\n  rocm-pin package --staging /tmp/install --commit <sha> --commit-time 1764720000 --stock-root /srv/chroot --out debs/\n  rocm-pin package --family rccl --from-deb rccl_2.27.7_amd64.deb --commit <sha> --commit-time 1764720000 --out debs/"
 )]
 pub struct PackageArgs {
     // Boxed so the subcommand enum stays small (clippy::large_enum_variant).
@@ -25,8 +25,15 @@ pub struct PackageArgs {
 #[derive(Args, Debug)]
 pub struct PackageOptions {
     /// The output of `rocm-pin build`, or a `cmake --install` tree (lib/…)
-    #[arg(long, value_name = "DIR")]
-    pub staging: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "from_deb")]
+    pub staging: Option<PathBuf>,
+    /// The .debs a library's own CPack build made (e.g. rccl_<ver>_amd64.deb rccl-dev_….deb),
+    /// instead of --staging; needs --commit
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "staging")]
+    pub from_deb: Vec<PathBuf>,
+    /// The family to pin: runtime (the HSA + HIP pair) or rccl
+    #[arg(long, default_value = "runtime", value_parser = family_name)]
+    pub family: &'static rocm_pin::rocm::PinnedFamily,
     /// Read stock facts from the dpkg database under ROOT (default /)
     #[arg(long, value_name = "ROOT", conflicts_with = "stock_deb")]
     pub stock_root: Option<PathBuf>,
@@ -95,6 +102,15 @@ impl From<CompressionArg> for Compression {
     }
 }
 
+pub(crate) fn family_name(name: &str) -> Result<&'static rocm_pin::rocm::PinnedFamily, String> {
+    rocm_pin::rocm::PinnedFamily::by_name(name).ok_or_else(|| {
+        format!(
+            "unknown family {name:?}; known: {}",
+            rocm_pin::rocm::PinnedFamily::names().join(", ")
+        )
+    })
+}
+
 fn source_date_epoch() -> anyhow::Result<Option<u64>> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) if !v.trim().is_empty() => v
@@ -117,14 +133,19 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
             target_root: args.target_root.map_or_else(Root::system, Root::new),
         }
     };
-    let req = PackageRequest {
-        staging: StagingInput::Dir {
-            dir: args.staging,
-            commit: CommitOverride {
-                commit: args.commit,
-                commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
-            },
+    let commit = CommitOverride {
+        commit: args.commit,
+        commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
+    };
+    let staging = match args.staging {
+        Some(dir) => StagingInput::Dir { dir, commit },
+        None => StagingInput::FromDebs {
+            debs: args.from_deb,
+            commit,
         },
+    };
+    let req = PackageRequest {
+        staging,
         stock,
         prefix: args.prefix,
         out: args.out,
@@ -137,6 +158,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
             allow_soname_change: args.allow_soname_change,
             allow_missing_symbols: args.allow_missing_symbols,
             maintainer: args.maintainer,
+            family: args.family,
         },
     };
     let listener = rocm_pin::progress::for_cli(args.quiet);

@@ -17,15 +17,25 @@ pub struct RollbackArgs {
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
+    /// Roll back one pinned family: runtime (the HSA + HIP pair, the default) or rccl
+    #[arg(long, value_name = "NAME", value_parser = super::package::family_name)]
+    pub family: Option<&'static rocm_pin::rocm::PinnedFamily>,
 }
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
     let listener = rocm_pin::progress::for_cli(args.json);
-    let r = rocm_pin::ops::rollback::rollback(
-        &rocm_pin::host::root::Root::system(),
-        args.lock_timeout,
-        listener.as_ref(),
-    )?;
+    let root = rocm_pin::host::root::Root::system();
+    let r = match args.family {
+        Some(f) if f.name != rocm_pin::rocm::families::RUNTIME.name => {
+            rocm_pin::ops::family_rollback::rollback_family(
+                &root,
+                f,
+                args.lock_timeout,
+                listener.as_ref(),
+            )?
+        }
+        _ => rocm_pin::ops::rollback::rollback(&root, args.lock_timeout, listener.as_ref())?,
+    };
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -39,7 +49,10 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
                 rocm_pin::output::shown(&c.detail)
             );
         }
-        outln!("rocm-pin rollback: the stock runtime is back");
+        outln!(
+            "rocm-pin rollback: the stock {} is back",
+            args.family.map_or("runtime", |f| f.name)
+        );
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Test machinery shared by rocm-pin's integration tests. Nothing here ships in the product.
 
+pub mod cpack;
 pub mod debs;
 pub mod fixture;
 pub mod http;

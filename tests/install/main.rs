@@ -15,6 +15,7 @@ mod first_hour;
 mod guard;
 mod hostile_root;
 mod matrix;
+mod rccl_pair;
 mod read_once;
 mod runnable_docs;
 mod try_doc;

@@ -9,6 +9,8 @@ mod debian_abi;
 mod debian_downstream;
 mod debian_stock;
 mod debs;
+mod rccl;
+mod rccl_chroot;
 mod refusals;
 mod repo_apt;
 mod repo_hostile;

@@ -580,6 +580,18 @@ const AUDITED: &[Audited] = &[
         "the .deb paths the user named",
     ),
     audited(
+        "ops/family_stock.rs",
+        "staging_from_debs",
+        OursMadeThisRun,
+        "`package --from-deb`: the staging it makes in the package step's own work directory",
+    ),
+    audited(
+        "ops/family_stock.rs",
+        "collect_family_files",
+        OursMadeThisRun,
+        "`package --from-deb`: copies a file stock::from_deb extracted into this run's work directory into the staging it makes there",
+    ),
+    audited(
         "ops/package.rs",
         "deliver_debs",
         UserNamedFile,

@@ -5,10 +5,14 @@
 //! Submodules: [`recipe`] (which projects of rocm-systems are built, how, and what the build
 //! machine needs) and [`real_tree`] (the real tree's checks against the toolchain).
 
+pub mod families;
 pub(crate) mod real_tree;
 pub(crate) mod recipe;
 pub mod stock_runtime;
 
+pub use families::{
+    family_of, half_description, pair_family, Half, LibraryFamily, PinnedFamily, FAMILIES,
+};
 pub use real_tree::RealTreeError;
 
 use std::path::{Path, PathBuf};
@@ -50,87 +54,11 @@ pub const MODE_ENV: &str = "ROCM_PIN_MODE";
 /// Runtime switch: turns the feature off without a reinstall (documented, not used by us).
 pub const DISABLE_ENV: &str = "DEBUG_CLR_DISABLE_ORDERING_EDGE";
 
-/// Which half of the runtime pair a library belongs to.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Half {
-    /// ROCr: `libhsa-runtime64`, stock package `hsa-rocr`.
-    Hsa,
-    /// HIP/CLR: `libamdhip64`, `libhiprtc`, `libhiprtc-builtins`, stock package `hip-runtime-amd`.
-    Hip,
-}
-
-/// A library family: the file-name stem shared by the real file, the soname link and the dev link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LibraryFamily {
-    /// e.g. "libamdhip64" — matches `libamdhip64.so`, `libamdhip64.so.7`, `libamdhip64.so.7.2.70204`.
-    pub stem: &'static str,
-    pub half: Half,
-    /// True for the families that must be present in a build (the pair itself).
-    pub required: bool,
-}
-
-pub const FAMILIES: &[LibraryFamily] = &[
-    LibraryFamily {
-        stem: "libhsa-runtime64",
-        half: Half::Hsa,
-        required: true,
-    },
-    LibraryFamily {
-        stem: "libamdhip64",
-        half: Half::Hip,
-        required: true,
-    },
-    LibraryFamily {
-        stem: "libhiprtc",
-        half: Half::Hip,
-        required: false,
-    },
-    LibraryFamily {
-        stem: "libhiprtc-builtins",
-        half: Half::Hip,
-        required: false,
-    },
-];
-
-/// The required family of `half`: the library the pair is named after (`libhsa-runtime64`,
-/// `libamdhip64`).
-pub fn pair_family(half: Half) -> &'static LibraryFamily {
-    FAMILIES
-        .iter()
-        .find(|f| f.required && f.half == half)
-        .expect("FAMILIES has a required family per half")
-}
-
-/// Stock package base names per half. Multi-version installs append the ROCm version
-/// (`hip-runtime-amd7.2.4`); `-asan` packages are never replacement targets.
+/// Stock package base names per half (AMD's packaging, from the family data). Multi-version
+/// installs append the ROCm version (`hip-runtime-amd7.2.4`); `-asan` packages are never
+/// replacement targets.
 pub fn stock_base_name(half: Half) -> &'static str {
-    match flavour_spec(StockFlavour::Amd).naming {
-        StockNaming::PerHalf { hsa, hip } => match half {
-            Half::Hsa => hsa,
-            Half::Hip => hip,
-        },
-        StockNaming::PerLibrary => unreachable!("AMD's packaging names one package per half"),
-    }
-}
-
-/// The family a file name belongs to: `libhiprtc-builtins.so.7.2.1` → libhiprtc-builtins (not
-/// libhiprtc). None for anything that is not `<stem>.so` or `<stem>.so.<digits…>`.
-pub fn family_of(file_name: &str) -> Option<&'static LibraryFamily> {
-    FAMILIES.iter().find(|f| {
-        file_name
-            .strip_prefix(f.stem)
-            .and_then(|rest| rest.strip_prefix(".so"))
-            .is_some_and(|rest| {
-                rest.is_empty()
-                    || (rest.starts_with('.')
-                        && rest[1..]
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
-            })
-    })
+    families::part_spec(half).amd_package
 }
 
 /// Resolve a ROCm path through its whole symlink chain (`/opt/rocm -> /etc/alternatives/rocm ->
@@ -239,8 +167,24 @@ pub struct PatchRecord {
     pub sha256: String,
 }
 
+/// Control field naming the pinned family of a replacement other than the runtime pair
+/// (`rccl`); absent from the pair's packages, whose bytes stay what they were.
+pub const FAMILY_FIELD: &str = "X-Rocm-Pin-Family";
+
 /// The fields of rocm-pin's own packages a dpkg status reader keeps besides dpkg's.
-pub const PIN_FIELDS: [&str; 2] = [COMMIT_FIELD, PATCHES_FIELD];
+pub const PIN_FIELDS: [&str; 3] = [COMMIT_FIELD, PATCHES_FIELD, FAMILY_FIELD];
+
+/// Is `entry` (a status paragraph read with [`PIN_FIELDS`]) one of our replacements of
+/// `family`? Ours carry [`COMMIT_FIELD`]; a family other than the runtime pair also
+/// [`FAMILY_FIELD`], so the pair's install, verify and rollback never take an installed RCCL
+/// replacement for half of the pair.
+pub fn is_ours_of(entry: &StatusEntry, family: &PinnedFamily) -> bool {
+    entry.extra.contains_key(COMMIT_FIELD)
+        && entry
+            .extra
+            .get(FAMILY_FIELD)
+            .map_or(family.name == families::RUNTIME.name, |f| f == family.name)
+}
 
 /// The dpkg status file under `root`, keeping [`PIN_FIELDS`].
 pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
@@ -250,7 +194,10 @@ pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
 /// The dpkg status file keeping [`PIN_FIELDS`] and `Depends`: what install and status read
 /// once for the gate, the stock match, the release hold and the screen.
 pub fn read_status_with_depends(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
-    status::read_status_with(root, &[COMMIT_FIELD, PATCHES_FIELD, "Depends"])
+    status::read_status_with(
+        root,
+        &[COMMIT_FIELD, PATCHES_FIELD, FAMILY_FIELD, "Depends"],
+    )
 }
 
 /// The [`PATCHES_FIELD`] value for a series (None when empty).
@@ -391,14 +338,6 @@ pub fn prefix_of_runtime_path(path: &str) -> Option<String> {
     let leaf = prefix.rsplit('/').next()?;
     (leaf.starts_with("rocm-") && prefix.starts_with("/opt/") && family_of(name).is_some())
         .then(|| prefix.to_string())
-}
-
-/// What a replacement's short description calls each half.
-pub fn half_description(half: Half) -> &'static str {
-    match half {
-        Half::Hsa => "ROCm HSA runtime (ROCr)",
-        Half::Hip => "ROCm HIP runtime (CLR)",
-    }
 }
 
 #[cfg(test)]
@@ -894,6 +833,15 @@ mod flavour_tests {
         assert_eq!(debian.loader, LoaderRegistration::LdconfigTrigger);
         assert_eq!(stock_base_name(Half::Hsa), "hsa-rocr");
         assert_eq!(stock_base_name(Half::Hip), "hip-runtime-amd");
+        assert_eq!(stock_base_name(Half::Rccl), "rccl");
+        // The flavour table's names and the family data agree.
+        assert_eq!(
+            amd.naming,
+            StockNaming::PerHalf {
+                hsa: stock_base_name(Half::Hsa),
+                hip: stock_base_name(Half::Hip)
+            }
+        );
         assert_eq!(
             amd.release_of_version("1.18.0.70204-93~24.04").as_deref(),
             Some("7.2.4")

@@ -5,6 +5,9 @@ pub mod adopt;
 pub mod build;
 #[cfg(test)]
 pub(crate) mod fakehost;
+pub mod family_rollback;
+pub mod family_status;
+pub(crate) mod family_stock;
 pub mod gate;
 pub mod guard;
 pub(crate) mod inplace;

@@ -55,6 +55,12 @@ pub enum StagingInput {
     },
     /// A staging already read (`rocm-pin adopt`'s, from the host: [`staging::adopted`]).
     Read(staging::Staging),
+    /// The .debs a library's own CPack build made (`rccl_<ver>_amd64.deb`, `rccl-dev_….deb`):
+    /// their family libraries become the staging ([`super::family_stock::staging_from_debs`]).
+    FromDebs {
+        debs: Vec<PathBuf>,
+        commit: CommitOverride,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -93,13 +99,19 @@ pub struct PackageOutcome {
 }
 
 pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<PackageOutcome> {
+    let work = work_dir_beside(&req.out)?;
     let staging = match &req.staging {
         StagingInput::Dir { dir, commit } => {
             crate::progress::step(listener, "read staging", || staging::load(dir, commit))?
         }
         StagingInput::Read(staging) => staging.clone(),
+        StagingInput::FromDebs { debs, commit } => {
+            crate::progress::step(listener, "read custom .debs", || {
+                let family = req.options.family;
+                super::family_stock::staging_from_debs(debs, commit, family, work.path(), listener)
+            })?
+        }
     };
-    let work = work_dir_beside(&req.out)?;
     let plan = plan_packages(req, &staging, work.path(), listener)?;
 
     let built = work.path().join("debs");
@@ -178,6 +190,9 @@ fn plan_packages(
 ) -> anyhow::Result<PackagePlan> {
     let (layout, stock, target_db) =
         crate::progress::step(listener, "read stock packages", || load_stock(req, work))?;
+    if let StagingInput::FromDebs { debs, .. } = &req.staging {
+        super::family_stock::check_from_debs(debs, staging, &stock, &layout, req.options.family)?;
+    }
     for (half, s) in &stock {
         listener.info(&format!(
             "stock {:?}: {} {} ({}, {} paths)",
@@ -302,16 +317,22 @@ type LoadedStock = (
 );
 
 fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> {
+    let family = req.options.family;
     match &req.stock {
         StockInput::Root(root) | StockInput::PatchedInPlace(root) => {
             let db = DpkgDb::open(root)?;
-            let layout = layout_in_root(root, req.prefix.as_deref())?;
-            let found = discover_in_db(&db, &layout)?;
+            let layout = if family.name == rocm::families::RUNTIME.name {
+                layout_in_root(root, req.prefix.as_deref())?
+            } else {
+                super::family_stock::layout_in_root(root, &db, req.prefix.as_deref(), family)?
+            };
+            let found = discover_in_db(&db, &layout, family)?;
             let mut stock = vec![];
             let in_place = matches!(req.stock, StockInput::PatchedInPlace(_));
             let replaced = |path: &str| {
                 in_place
-                    && rocm::runtime_library_family_in(&layout.lib_dir, path)
+                    && family
+                        .library_in(&layout.lib_dir, path)
                         .is_some_and(|f| f.required)
             };
             for (half, name) in found {
@@ -334,9 +355,9 @@ fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> 
                     rocm::RuntimeLayout::multiarch(p)
                 }
                 Some(p) => versioned_prefix_layout(p)?,
-                None => layout_of_debs(&pkgs)?,
+                None => layout_of_debs(&pkgs, family)?,
             };
-            let found = discover_in_packages(&pkgs, &layout)?;
+            let found = discover_in_packages(&pkgs, &layout, family)?;
             let mut stock = vec![];
             for (half, name) in found {
                 let idx = pkgs
@@ -413,15 +434,14 @@ fn versioned_prefix_layout(prefix: &str) -> anyhow::Result<rocm::RuntimeLayout> 
 
 /// The layout the stock .debs install into: the one `/opt/rocm-*` prefix (AMD's flavour) or
 /// the one multiarch directory (Debian's) holding runtime libraries.
-fn layout_of_debs(pkgs: &[StockPackage]) -> anyhow::Result<rocm::RuntimeLayout> {
+fn layout_of_debs(
+    pkgs: &[StockPackage],
+    family: &'static rocm::PinnedFamily,
+) -> anyhow::Result<rocm::RuntimeLayout> {
     let mut found: Vec<rocm::RuntimeLayout> = pkgs
         .iter()
         .flat_map(|p| p.files.iter())
-        .filter_map(|f| match rocm::runtime_library_location(&f.path)? {
-            (rocm::StockFlavour::Amd, _, _) => rocm::prefix_of_runtime_path(&f.path)
-                .map(|p| rocm::RuntimeLayout::versioned_prefix(&p)),
-            (rocm::StockFlavour::Debian, _, dir) => Some(rocm::RuntimeLayout::multiarch(dir)),
-        })
+        .filter_map(|f| super::family_stock::layout_of_library_path(family, &f.path))
         .collect();
     found.sort_by(|a, b| a.lib_dir.cmp(&b.lib_dir));
     found.dedup();
@@ -429,13 +449,16 @@ fn layout_of_debs(pkgs: &[StockPackage]) -> anyhow::Result<rocm::RuntimeLayout> 
     // Debian `libhsa-runtime64-1` beside AMD's pair).
     let complete: Vec<&rocm::RuntimeLayout> = found
         .iter()
-        .filter(|l| discover_in_packages(pkgs, l).is_ok())
+        .filter(|l| discover_in_packages(pkgs, l, family).is_ok())
         .collect();
     if let [one] = complete.as_slice() {
         return versioned_or_multiarch(one);
     }
     match found.as_slice() {
         [one] => versioned_or_multiarch(one),
+        [] if family.name != rocm::families::RUNTIME.name => {
+            Err(super::family_stock::none_in_stock_debs(family))
+        }
         [] => Err(refused("none of the stock .debs installs a ROCm runtime library into /opt/rocm-*/lib; give --prefix".to_string())),
         many => Err(refused(format!(
             "the stock .debs install runtime libraries into several prefixes ({}); give --prefix",

@@ -36,7 +36,7 @@ pub fn installed_pin(
 ) -> anyhow::Result<Option<(Vec<StatusEntry>, Option<Marker>)>> {
     let ours: Vec<StatusEntry> = entries
         .iter()
-        .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
+        .filter(|e| rocm::is_ours_of(e, &rocm::families::RUNTIME) && e.has_files())
         .cloned()
         .collect();
     if ours.is_empty() {
@@ -227,7 +227,7 @@ fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>>
 }
 
 /// One apt transaction: the stock .debs installed, ours purged.
-fn swap_back(
+pub(crate) fn swap_back(
     root: &Root,
     ours: &[StatusEntry],
     debs: &[PathBuf],

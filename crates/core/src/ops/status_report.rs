@@ -125,6 +125,9 @@ pub struct HostStatus {
     /// candidate for (`apt-cache policy`), and why that is unknown when apt-cache failed.
     pub stock_runtime_upgrades: Vec<crate::ops::upgrades::Available>,
     pub stock_runtime_upgrades_error: Option<String>,
+    /// Installed replacements of the families other than the runtime pair (`rccl`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<crate::ops::family_status::FamilyPackage>,
 }
 
 /// `HostStatus::verdict` as the JSON's `exit_code` number.
@@ -462,6 +465,7 @@ pub fn host_status_with(
         stock_unrecognised: found.unrecognised,
         stock_runtime_upgrades,
         stock_runtime_upgrades_error,
+        families: crate::ops::family_status::installed(&entries),
     })
 }
 
@@ -577,6 +581,7 @@ impl HostStatus {
                 }
             ));
         }
+        s.push_str(&crate::ops::family_status::human(&self.families));
         self.push_verify_and_processes(&mut s);
         s.push_str(&format!(
             "health:      {} (exit {})\n",

@@ -276,7 +276,7 @@ fn run_checks(
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
     let ours: Vec<&StatusEntry> = entries
         .iter()
-        .filter(|e| e.extra.contains_key(rocm::COMMIT_FIELD) && e.has_files())
+        .filter(|e| rocm::is_ours_of(e, &rocm::families::RUNTIME) && e.has_files())
         .collect();
     if ours.is_empty() {
         check_nothing_installed(root, entries, &by_name, c);

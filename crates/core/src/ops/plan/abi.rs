@@ -142,7 +142,7 @@ fn stock_promises(
     let mut sonames: BTreeSet<String> = BTreeSet::from([our_soname.to_string()]);
     for f in &s.files {
         if !matches!(f.kind, StockKind::File { .. })
-            || rocm::runtime_library_family_in(lib_dir, &f.path).is_none_or(|x| x.stem != stem)
+            || rocm::families::library_in_any(lib_dir, &f.path).is_none_or(|x| x.stem != stem)
         {
             continue;
         }

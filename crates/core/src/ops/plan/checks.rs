@@ -8,7 +8,8 @@ use crate::ops::plan::staging::Staging;
 use crate::rocm::{self, Half};
 
 /// The flavor makes a package name; every staged family has a stock owner; the staging holds
-/// the patched ROCr (backport symbol) and a libamdhip64.
+/// every required library of the family (the pair: the patched ROCr with its backport symbol,
+/// and a libamdhip64).
 pub(super) fn check_inputs(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
@@ -33,7 +34,8 @@ pub(super) fn check_inputs(
         .filter(|(_, fam)| {
             !stock.iter().any(|(_, s)| {
                 s.files.iter().any(|f| {
-                    rocm::runtime_library_family_in(lib_dir, &f.path)
+                    opts.family
+                        .library_in(lib_dir, &f.path)
                         .is_some_and(|x| x.stem == fam.stem)
                 })
             })
@@ -48,36 +50,44 @@ pub(super) fn check_inputs(
             install_hint(lib_dir, &unowned)
         )));
     }
-    let hsa_stem = rocm::pair_family(Half::Hsa).stem;
-    let hsa_lib = staging.family(hsa_stem).ok_or_else(|| {
-        refused(format!(
-            "staging {} has no {hsa_stem} library in lib/",
-            staging.dir.display()
-        ))
-    })?;
-    let backport_check_skipped = staging.backport_check_skipped();
-    if hsa_lib.elf.export(rocm::BACKPORT_SYMBOL).is_none() {
-        if !backport_check_skipped {
-            return Err(refused(format!("staged {} does not export {} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it", hsa_lib.source.display(), rocm::BACKPORT_SYMBOL)));
+    // Every required library of the family staged, in the family's order; the one that must
+    // carry a symbol (the pair's patched ROCr and its backport symbol) checked right after.
+    for required in opts.family.libraries.iter().filter(|l| l.required) {
+        let stem = required.stem;
+        let lib = staging.family(stem).ok_or_else(|| {
+            refused(format!(
+                "staging {} has no {stem} library in lib/",
+                staging.dir.display()
+            ))
+        })?;
+        if let Some((_, symbol)) = opts.family.required_export.filter(|(s, _)| *s == stem) {
+            check_required_export(staging, lib, symbol, warnings)?;
+        }
+    }
+    Ok(())
+}
+
+/// The staged library must export `symbol` (the pair's backport) unless the build recorded
+/// `--no-backport-check`, which both controls and the marker then carry.
+fn check_required_export(
+    staging: &Staging,
+    lib: &crate::ops::plan::staging::StagedLibrary,
+    symbol: &str,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    if lib.elf.export(symbol).is_none() {
+        if !staging.backport_check_skipped() {
+            return Err(refused(format!("staged {} does not export {symbol} — it is not the patched ROCr (wrong commit or a stale build); refusing to package it", lib.source.display())));
         }
         // Built with --no-backport-check: both controls and the marker say so, and verify
         // fails on it unless told it is accepted.
         warnings.push(format!(
-            "staged {} does not export {}: accepted because the build recorded --no-backport-check \
+            "staged {} does not export {symbol}: accepted because the build recorded --no-backport-check \
              ({} and the marker carry it)",
-            hsa_lib.file_name,
-            rocm::BACKPORT_SYMBOL,
+            lib.file_name,
             rocm::BACKPORT_CHECK_FIELD
         ));
     }
-    let hip_stem = rocm::pair_family(Half::Hip).stem;
-    if staging.family(hip_stem).is_none() {
-        return Err(refused(format!(
-            "staging {} has no {hip_stem} library in lib/",
-            staging.dir.display()
-        )));
-    }
-
     Ok(())
 }
 

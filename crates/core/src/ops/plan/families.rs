@@ -37,7 +37,7 @@ pub(super) fn plan_families(
     // Families this stock package owns in its library directory.
     let mut families: Vec<&'static rocm::LibraryFamily> = vec![];
     for f in &s.files {
-        if let Some(fam) = rocm::runtime_library_family_in(lib_dir, &f.path) {
+        if let Some(fam) = opts.family.library_in(lib_dir, &f.path) {
             if !families.iter().any(|x| x.stem == fam.stem) {
                 families.push(fam);
             }
@@ -48,7 +48,8 @@ pub(super) fn plan_families(
             .files
             .iter()
             .filter(|f| {
-                rocm::runtime_library_family_in(lib_dir, &f.path)
+                opts.family
+                    .library_in(lib_dir, &f.path)
                     .is_some_and(|x| x.stem == fam.stem)
             })
             .collect();

@@ -13,6 +13,7 @@ mod checks;
 mod error;
 mod families;
 mod library_info;
+mod owners;
 pub mod staging;
 pub(crate) mod stock;
 pub mod templates;
@@ -57,6 +58,8 @@ pub struct PlanOptions {
     /// Package a rebuilt library that lacks stock symbols (recorded; see [`abi`]).
     pub allow_missing_symbols: bool,
     pub maintainer: String,
+    /// The family the replacements are made for (the runtime pair unless `--family` says).
+    pub family: &'static rocm::PinnedFamily,
 }
 
 impl Default for PlanOptions {
@@ -67,6 +70,7 @@ impl Default for PlanOptions {
             allow_soname_change: false,
             allow_missing_symbols: false,
             maintainer: templates::DEFAULT_MAINTAINER.to_string(),
+            family: &rocm::families::RUNTIME,
         }
     }
 }
@@ -220,11 +224,15 @@ pub fn replacement_version(stock_version: &Version, commit_time: i64, commit: &s
 /// family member directly in `lib_dir` except the bare development link (`libamdhip64.so`).
 /// Debian's -dev packages (`libamdhip64-dev`, `libhsa-runtime-dev`) own only that link next to
 /// the runtime; they depend on the runtime with `=` and stay installed, never replaced.
-fn runtime_owner_family(lib_dir: &str, path: &str) -> Option<&'static rocm::LibraryFamily> {
+fn runtime_owner_family(
+    family: &'static rocm::PinnedFamily,
+    lib_dir: &str,
+    path: &str,
+) -> Option<&'static rocm::LibraryFamily> {
     if path.ends_with(".so") {
         return None;
     }
-    rocm::runtime_library_family_in(lib_dir, path)
+    family.library_in(lib_dir, path)
 }
 
 /// The library-directory discovery: which installed packages own a runtime library of a staged
@@ -233,6 +241,7 @@ fn runtime_owner_family(lib_dir: &str, path: &str) -> Option<&'static rocm::Libr
 pub fn discover_in_db(
     db: &DpkgDb,
     layout: &rocm::RuntimeLayout,
+    family: &'static rocm::PinnedFamily,
 ) -> anyhow::Result<Vec<(Half, String)>> {
     let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
     for p in db.packages().iter().filter(|p| p.has_files()) {
@@ -248,7 +257,7 @@ pub fn discover_in_db(
             p.name.clone()
         };
         for f in db.files(&key)? {
-            if let Some(fam) = runtime_owner_family(&layout.lib_dir, &f) {
+            if let Some(fam) = runtime_owner_family(family, &layout.lib_dir, &f) {
                 if !p.is_installed() {
                     return Err(refused(format!("stock package {} owns {f} but is in state `{}`, not installed; finish it first (dpkg --configure -a)", p.name, p.state)));
                 }
@@ -260,6 +269,7 @@ pub fn discover_in_db(
         found,
         layout,
         &format!("the dpkg database under {}", db.root().display()),
+        family,
     )
 }
 
@@ -267,16 +277,17 @@ pub fn discover_in_db(
 pub fn discover_in_packages(
     pkgs: &[StockPackage],
     layout: &rocm::RuntimeLayout,
+    family: &'static rocm::PinnedFamily,
 ) -> anyhow::Result<Vec<(Half, String)>> {
     let mut found: BTreeMap<Half, BTreeSet<String>> = BTreeMap::new();
     for p in pkgs {
         for f in &p.files {
-            if let Some(fam) = runtime_owner_family(&layout.lib_dir, &f.path) {
+            if let Some(fam) = runtime_owner_family(family, &layout.lib_dir, &f.path) {
                 found.entry(fam.half).or_default().insert(p.name.clone());
             }
         }
     }
-    collect_halves(found, layout, "the given stock .debs")
+    collect_halves(found, layout, "the given stock .debs", family)
 }
 
 /// The owners found, HSA first. AMD's flavour has one package per half; Debian's one per
@@ -285,7 +296,11 @@ fn collect_halves(
     found: BTreeMap<Half, BTreeSet<String>>,
     layout: &rocm::RuntimeLayout,
     where_: &str,
+    family: &'static rocm::PinnedFamily,
 ) -> anyhow::Result<Vec<(Half, String)>> {
+    if family.name != rocm::families::RUNTIME.name {
+        return owners::collect_parts(found, layout, where_, family);
+    }
     let prefix = layout
         .lib_dir
         .strip_suffix("/lib")
@@ -386,10 +401,13 @@ pub fn plan(
 ) -> anyhow::Result<PackagePlan> {
     let layout = &target.layout;
     let prefix = layout.prefix.clone();
+    // The staged libraries labelled with the family being packaged (a pair staging's labels
+    // are its own).
+    let staging = &staging.for_family(opts.family)?;
     let mut warnings: Vec<String> = stock.iter().flat_map(|(_, s)| s.notes.clone()).collect();
     checks::check_inputs(staging, stock, &layout.lib_dir, opts, &mut warnings)?;
     let names = replacement_names(staging, stock, opts)?;
-    let provided = provided_sonames(staging, stock, &layout.lib_dir);
+    let provided = provided_sonames(staging, stock, &layout.lib_dir, opts.family);
 
     let mut plans = vec![];
     for (half, s) in stock {
@@ -493,6 +511,7 @@ fn provided_sonames(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
     lib_dir: &str,
+    family: &'static rocm::PinnedFamily,
 ) -> BTreeSet<String> {
     let mut provided: BTreeSet<String> = BTreeSet::new();
     for l in &staging.libraries {
@@ -502,7 +521,7 @@ fn provided_sonames(
     }
     for (_, s) in stock {
         for f in &s.files {
-            if rocm::runtime_library_family_in(lib_dir, &f.path).is_some() {
+            if family.library_in(lib_dir, &f.path).is_some() {
                 if let Some(n) = f.path.rsplit('/').next() {
                     provided.insert(n.to_string());
                 }
@@ -513,7 +532,8 @@ fn provided_sonames(
 }
 
 /// One replacement package: its runtime families rebuilt, everything else the stock package
-/// ships carried unchanged, the apt pin, and (HSA) the provenance marker.
+/// ships carried unchanged, the apt pin, and (the family's first part: the pair's HSA) the
+/// provenance marker.
 fn plan_package(
     half: Half,
     s: &StockPackage,
@@ -540,9 +560,9 @@ fn plan_package(
     });
     let mut conffiles = s.conffiles.clone();
     conffiles.push(pin_path);
-    if half == Half::Hsa {
+    if half == opts.family.first_half() {
         files.push(PlannedFile {
-            path: layout.marker_path(&s.architecture),
+            path: opts.family.marker_path(layout, &s.architecture),
             role: Role::Generated,
             content: Content::Marker,
             from: None,
@@ -619,7 +639,7 @@ fn finish_packages(
 ) -> anyhow::Result<()> {
     let hsa_ref = plans
         .iter()
-        .find(|p| p.half == Half::Hsa)
+        .find(|p| p.half == opts.family.first_half())
         .map(|p| {
             (
                 p.stock_name.clone(),
@@ -806,7 +826,8 @@ fn control_for(
         }
     }
     let mut depends = fields.remove("Depends").unwrap_or_default();
-    if p.half == Half::Hip {
+    // The family's other parts (the pair's HIP) depend on the first at its exact version.
+    if p.half != opts.family.first_half() {
         let (_, hsa_pkg, hsa_ver) = hsa;
         let has = depends
             .iter()
@@ -871,6 +892,9 @@ fn control_for(
         set(&mut c, "Priority", "optional")?;
     }
     set(&mut c, rocm::COMMIT_FIELD, &staging.commit)?;
+    if opts.family.name != rocm::families::RUNTIME.name {
+        set(&mut c, rocm::FAMILY_FIELD, opts.family.name)?;
+    }
     if let Some(v) = rocm::patches_field(staging.patches()) {
         set(&mut c, rocm::PATCHES_FIELD, &v)?;
     }
@@ -1054,7 +1078,7 @@ mod tests {
                 &["/opt/rocm-7.2.3/lib/libamdhip64.so.7.2.70203"],
             ),
         ];
-        let found = discover_in_packages(&pkgs, p).unwrap();
+        let found = discover_in_packages(&pkgs, p, &rocm::families::RUNTIME).unwrap();
         assert_eq!(
             found,
             vec![
@@ -1062,9 +1086,13 @@ mod tests {
                 (Half::Hip, "hip-runtime-amd7.2.4".to_string())
             ]
         );
-        let e = discover_in_packages(&pkgs[..3], p).unwrap_err().to_string();
+        let e = discover_in_packages(&pkgs[..3], p, &rocm::families::RUNTIME)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("only half"), "{e}");
-        let e = discover_in_packages(&pkgs[..2], p).unwrap_err().to_string();
+        let e = discover_in_packages(&pkgs[..2], p, &rocm::families::RUNTIME)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no stock packages"), "{e}");
     }
 
@@ -1089,7 +1117,7 @@ mod tests {
             stock_pkg("librocfft0", &[&format!("{lib}/librocfft.so.0")]),
             stock_pkg("hsa-rocr", &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1"]),
         ];
-        let found = discover_in_packages(&pkgs, layout).unwrap();
+        let found = discover_in_packages(&pkgs, layout, &rocm::families::RUNTIME).unwrap();
         let names: Vec<(Half, &str)> = found.iter().map(|(h, n)| (*h, n.as_str())).collect();
         assert_eq!(
             names,
@@ -1100,13 +1128,13 @@ mod tests {
                 (Half::Hip, "libhiprtc7"),
             ]
         );
-        let e = discover_in_packages(&pkgs[..3], layout)
+        let e = discover_in_packages(&pkgs[..3], layout, &rocm::families::RUNTIME)
             .unwrap_err()
             .to_string();
         assert!(e.contains("only half") && e.contains("HSA"), "{e}");
         // AMD's layout finds none of Debian's packages, and Debian's none of AMD's.
         let amd = &rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
-        assert!(discover_in_packages(&pkgs[..5], amd).is_err());
+        assert!(discover_in_packages(&pkgs[..5], amd, &rocm::families::RUNTIME).is_err());
     }
 
     /// Debian's -dev packages own the bare development link next to the runtime
@@ -1133,7 +1161,7 @@ mod tests {
                 &[&format!("{lib}/libhsa-runtime64.so")],
             ),
         ];
-        let found = discover_in_packages(&pkgs, layout).unwrap();
+        let found = discover_in_packages(&pkgs, layout, &rocm::families::RUNTIME).unwrap();
         let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
         assert_eq!(names, vec!["libhsa-runtime64-1", "libamdhip64-6"]);
     }

@@ -10,8 +10,8 @@ use anyhow::Context;
 use crate::elf::ElfInfo;
 use crate::ops::build::manifest::{BuildManifest, MANIFEST_FILE};
 use crate::ops::plan::refused;
-use crate::rocm::LibraryFamily;
 use crate::rocm::PatchRecord;
+use crate::rocm::{LibraryFamily, PinnedFamily};
 
 use super::stock::sha256_file;
 
@@ -56,6 +56,9 @@ pub enum Origin {
     /// The live patched libraries of a host patched in place; `source` says which (recorded in
     /// the marker).
     Adopted { source: String },
+    /// The libraries of .debs a library's own build made (`package --from-deb`); `source`
+    /// names each .deb and its sha256 (recorded in the marker).
+    FromDebs { source: String },
 }
 
 impl Staging {
@@ -78,10 +81,25 @@ impl Staging {
         matches!(&self.origin, Origin::Built(m) if m.backport_check_skipped)
     }
 
-    /// What an adoption took its libraries from (None for a build).
+    /// This staging with its libraries labelled by `family`'s (the runtime pair's labels are
+    /// what [`load`] gave them); two real files of one library are refused.
+    pub fn for_family(&self, family: &'static PinnedFamily) -> anyhow::Result<Staging> {
+        let mut staging = self.clone();
+        for l in &mut staging.libraries {
+            l.family = family.family_of(&l.file_name);
+        }
+        check_one_file_per_family(
+            &staging.dir.join("lib"),
+            &staging.libraries,
+            family.libraries,
+        )?;
+        Ok(staging)
+    }
+
+    /// What an adoption (or `--from-deb`) took its libraries from (None for a build).
     pub fn adopted_source(&self) -> Option<&str> {
         match &self.origin {
-            Origin::Adopted { source } => Some(source),
+            Origin::Adopted { source } | Origin::FromDebs { source } => Some(source),
             _ => None,
         }
     }
@@ -161,7 +179,7 @@ fn read_libraries(lib: &Path) -> anyhow::Result<Vec<StagedLibrary>> {
             l.links.push(name);
         }
     }
-    check_one_file_per_family(lib, &libraries)?;
+    check_one_file_per_family(lib, &libraries, crate::rocm::FAMILIES)?;
     Ok(libraries)
 }
 
@@ -340,8 +358,12 @@ fn read_staged_link(lib: &Path, name: &str, path: &Path) -> anyhow::Result<Stage
 }
 
 /// Two real files of one family leave it ambiguous which is the runtime.
-fn check_one_file_per_family(lib: &Path, libraries: &[StagedLibrary]) -> anyhow::Result<()> {
-    for fam in crate::rocm::FAMILIES {
+fn check_one_file_per_family(
+    lib: &Path,
+    libraries: &[StagedLibrary],
+    families: &[LibraryFamily],
+) -> anyhow::Result<()> {
+    for fam in families {
         let n = libraries
             .iter()
             .filter(|l| l.family.is_some_and(|f| f.stem == fam.stem))

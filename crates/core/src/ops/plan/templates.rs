@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{ReplacementPlan, StockPackage};
 use crate::host::layout::StateLayout;
 use crate::ops::plan::refused;
-use crate::rocm::{self, Half};
+use crate::rocm;
 
 pub const DEFAULT_MAINTAINER: &str = "rocm-pin packager <rocm-pin@example.com>";
 
@@ -19,13 +19,7 @@ const TRIGGERS: &str = include_str!("../../../../../debian-templates/triggers");
 const PREFERENCES: &str = include_str!("../../../../../debian-templates/preferences.in");
 const DESCRIPTION: &str = include_str!("../../../../../debian-templates/description.in");
 const CHANGELOG: &str = include_str!("../../../../../debian-templates/changelog.in");
-const COPYRIGHT_HSA: &str = include_str!("../../../../../debian-templates/copyright-hsa.in");
-const COPYRIGHT_HIP: &str = include_str!("../../../../../debian-templates/copyright-hip.in");
 const OVERRIDES: &str = include_str!("../../../../../debian-templates/lintian-overrides.in");
-const OVERRIDES_HSA: &str =
-    include_str!("../../../../../debian-templates/lintian-overrides-hsa.in");
-const OVERRIDES_HIP: &str =
-    include_str!("../../../../../debian-templates/lintian-overrides-hip.in");
 const OVERRIDES_PER_LIBRARY: &str =
     include_str!("../../../../../debian-templates/lintian-overrides-per-library.in");
 
@@ -60,7 +54,10 @@ pub fn description(p: &ReplacementPlan, commit: &str) -> anyhow::Result<String> 
             ("half", rocm::half_description(p.half)),
             ("stock", &p.stock_name),
             ("stock_version", &p.stock_version.to_string()),
-            ("repository", rocm::PIN_REPOSITORY),
+            (
+                "repository",
+                rocm::families::family_of_half(p.half).repository,
+            ),
             ("commit", commit),
             ("pin_file", &pin),
         ],
@@ -68,7 +65,8 @@ pub fn description(p: &ReplacementPlan, commit: &str) -> anyhow::Result<String> 
     Ok(text.trim_end().to_string())
 }
 
-/// DEBIAN/ scripts and triggers for one replacement.
+/// DEBIAN/ scripts and triggers for one replacement. The family's first part (the pair's HSA
+/// half, RCCL's one package) writes the loader entry; the others depend on it.
 pub fn scripts(
     p: &ReplacementPlan,
     layout: &rocm::RuntimeLayout,
@@ -82,31 +80,28 @@ pub fn scripts(
         return Ok(out);
     }
     let libdir = layout.lib_dir.as_str();
-    match p.half {
-        Half::Hsa => {
-            let entry = StateLayout::loader_entry(&p.package).display().to_string();
-            let vars = [
-                ("package", p.package.as_str()),
-                ("stock", p.stock_name.as_str()),
-                ("entry", entry.as_str()),
-                ("libdir", libdir),
-            ];
-            out.insert("preinst".into(), render(PREINST_HSA, &vars)?);
-            out.insert("postinst".into(), render(POSTINST_HSA, &vars)?);
-            out.insert("postrm".into(), render(POSTRM_HSA, &vars)?);
-        }
-        Half::Hip => {
-            out.insert(
-                "postinst".into(),
-                render(
-                    POSTINST_HIP,
-                    &[
-                        ("package", p.package.as_str()),
-                        ("hsa_package", hsa_package),
-                    ],
-                )?,
-            );
-        }
+    if p.half == rocm::families::family_of_half(p.half).first_half() {
+        let entry = StateLayout::loader_entry(&p.package).display().to_string();
+        let vars = [
+            ("package", p.package.as_str()),
+            ("stock", p.stock_name.as_str()),
+            ("entry", entry.as_str()),
+            ("libdir", libdir),
+        ];
+        out.insert("preinst".into(), render(PREINST_HSA, &vars)?);
+        out.insert("postinst".into(), render(POSTINST_HSA, &vars)?);
+        out.insert("postrm".into(), render(POSTRM_HSA, &vars)?);
+    } else {
+        out.insert(
+            "postinst".into(),
+            render(
+                POSTINST_HIP,
+                &[
+                    ("package", p.package.as_str()),
+                    ("hsa_package", hsa_package),
+                ],
+            )?,
+        );
     }
     Ok(out)
 }
@@ -129,28 +124,20 @@ pub fn docs(
         ("stock", s.name.as_str()),
         ("stock_version", stock_version.as_str()),
         ("commit", staging.commit.as_str()),
-        ("repository", rocm::PIN_REPOSITORY),
+        (
+            "repository",
+            rocm::families::family_of_half(p.half).repository,
+        ),
         ("year", year.as_str()),
         ("date", date.as_str()),
         ("maintainer", opts.maintainer.as_str()),
         ("tool_version", tool),
     ];
-    let copyright = render(
-        match p.half {
-            Half::Hsa => COPYRIGHT_HSA,
-            Half::Hip => COPYRIGHT_HIP,
-        },
-        &vars,
-    )?;
+    let part = rocm::families::part_spec(p.half);
+    let copyright = render(part.copyright, &vars)?;
     let changelog = render(CHANGELOG, &vars)?;
     let mut overrides = render(OVERRIDES, &vars)?;
-    overrides.push_str(&render(
-        match p.half {
-            Half::Hsa => OVERRIDES_HSA,
-            Half::Hip => OVERRIDES_HIP,
-        },
-        &vars,
-    )?);
+    overrides.push_str(&render(part.lintian_overrides, &vars)?);
     if layout.one_package_per_library() {
         overrides.push_str(&render(OVERRIDES_PER_LIBRARY, &vars)?);
     }

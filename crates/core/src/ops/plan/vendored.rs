@@ -3,7 +3,6 @@
 
 use super::{Content, PlanOptions, PlannedFile, ReplacementPlan, Role};
 use crate::ops::plan::staging::Staging;
-use crate::rocm::Half;
 
 pub(super) fn place(
     staging: &Staging,
@@ -28,7 +27,7 @@ pub(super) fn place(
         };
         let idx = plans
             .iter()
-            .position(|p| p.half == Half::Hsa && needs(p))
+            .position(|p| p.half == opts.family.first_half() && needs(p))
             .or_else(|| plans.iter().position(needs));
         let Some(idx) = idx else {
             warnings.push(format!(
