@@ -6,12 +6,19 @@
 //! machine needs) and [`real_tree`] (the real tree's checks against the toolchain).
 
 pub mod families;
+mod flavour;
+mod pin;
 pub(crate) mod real_tree;
 pub(crate) mod recipe;
 pub mod stock_runtime;
 
 pub use families::{
-    family_of, half_description, pair_family, Half, LibraryFamily, PinnedFamily, FAMILIES,
+    family_of, half_description, is_ours_of, pair_family, stock_base_name, Half, LibraryFamily,
+    PinnedFamily, FAMILIES,
+};
+pub use flavour::StockFlavour;
+pub use pin::{
+    BACKPORT_SYMBOL, COMMIT_FIELD, FAMILY_FIELD, PATCHES_FIELD, PIN_COMMIT, PIN_REPOSITORY,
 };
 pub use real_tree::RealTreeError;
 
@@ -20,12 +27,6 @@ use std::path::{Path, PathBuf};
 use crate::host::root::{Missing, Root};
 use crate::host::status::{self, StatusEntry};
 
-/// ROCm/rocm-systems commit whose ROCr + CLR carry the ordering-edge backport.
-pub const PIN_COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
-/// Upstream repository of the pinned commit.
-pub const PIN_REPOSITORY: &str = "https://github.com/ROCm/rocm-systems.git";
-/// Exported by a ROCr that has the ordering-edge signals; absent from stock 7.2.4.
-pub const BACKPORT_SYMBOL: &str = "hsa_amd_signal_create_v2";
 /// The ROCm release the pinned pair is built for.
 pub const TARGET_ROCM_VERSION: &str = "7.2.4";
 /// Default flavor: replacement packages are named `<stock>-<flavor>`.
@@ -53,13 +54,6 @@ pub const VERSION_RELPATH: &str = ".info/version";
 pub const MODE_ENV: &str = "ROCM_PIN_MODE";
 /// Runtime switch: turns the feature off without a reinstall (documented, not used by us).
 pub const DISABLE_ENV: &str = "DEBUG_CLR_DISABLE_ORDERING_EDGE";
-
-/// Stock package base names per half (AMD's packaging, from the family data). Multi-version
-/// installs append the ROCm version (`hip-runtime-amd7.2.4`); `-asan` packages are never
-/// replacement targets.
-pub fn stock_base_name(half: Half) -> &'static str {
-    families::part_spec(half).amd_package
-}
 
 /// Resolve a ROCm path through its whole symlink chain (`/opt/rocm -> /etc/alternatives/rocm ->
 /// /opt/rocm-7.2.4`), relative to `root` (a chroot or `/`): absolute link targets are
@@ -147,11 +141,6 @@ mod tests {
     }
 }
 
-/// Control field carrying the full source commit in both replacement packages.
-pub const COMMIT_FIELD: &str = "X-Rocm-Pin-Commit";
-/// Control field listing the patch series applied on top of the commit, in order:
-/// `<name> <sha256>, <name> <sha256>` (absent when none).
-pub const PATCHES_FIELD: &str = "X-Rocm-Pin-Patches";
 /// Control field present (`skipped`) when the build ran with `--no-backport-check`.
 pub const BACKPORT_CHECK_FIELD: &str = "X-Rocm-Pin-Backport-Check";
 /// Control field present when `package --allow-missing-symbols` let through a rebuilt library
@@ -167,24 +156,8 @@ pub struct PatchRecord {
     pub sha256: String,
 }
 
-/// Control field naming the pinned family of a replacement other than the runtime pair
-/// (`rccl`); absent from the pair's packages, whose bytes stay what they were.
-pub const FAMILY_FIELD: &str = "X-Rocm-Pin-Family";
-
 /// The fields of rocm-pin's own packages a dpkg status reader keeps besides dpkg's.
 pub const PIN_FIELDS: [&str; 3] = [COMMIT_FIELD, PATCHES_FIELD, FAMILY_FIELD];
-
-/// Is `entry` (a status paragraph read with [`PIN_FIELDS`]) one of our replacements of
-/// `family`? Ours carry [`COMMIT_FIELD`]; a family other than the runtime pair also
-/// [`FAMILY_FIELD`], so the pair's install, verify and rollback never take an installed RCCL
-/// replacement for half of the pair.
-pub fn is_ours_of(entry: &StatusEntry, family: &PinnedFamily) -> bool {
-    entry.extra.contains_key(COMMIT_FIELD)
-        && entry
-            .extra
-            .get(FAMILY_FIELD)
-            .map_or(family.name == families::RUNTIME.name, |f| f == family.name)
-}
 
 /// The dpkg status file under `root`, keeping [`PIN_FIELDS`].
 pub fn read_status(root: &Root) -> anyhow::Result<Vec<StatusEntry>> {
@@ -434,19 +407,6 @@ mod release_tests {
 // ---------------------------------------------------------------------------------------------
 // Stock flavours (docs/flavours.md): who packaged the stock runtime. Everything the flavours
 // differ in is data in STOCK_FLAVOURS; discovery (rocm::stock_runtime) reads only this table.
-
-/// Which packaging the stock ROCm runtime on a host comes from.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum StockFlavour {
-    /// AMD's packages from repo.radeon.com: `hsa-rocr`, `hip-runtime-amd` under `/opt/rocm-*`.
-    Amd,
-    /// Debian's (and Ubuntu's) packages: `libhsa-runtime64-1`, `libamdhip64-<N>`, … under
-    /// `/usr/lib/<triplet>/`.
-    Debian,
-}
 
 /// How a flavour names its stock runtime packages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -942,6 +902,19 @@ pub fn is_marker_path(path: &str) -> bool {
 }
 
 impl RuntimeLayout {
+    /// The marker of `family` installed in this layout for `architecture`: under the prefix's
+    /// `.info/` where the flavour has an `/opt` prefix, else in rocm-pin's state directory.
+    pub fn family_marker_path(&self, family: &PinnedFamily, architecture: &str) -> String {
+        if self.spec().opt_prefix {
+            format!("{}/.info/{}", self.prefix, family.marker_name)
+        } else {
+            format!(
+                "{MARKER_STATE_DIR}/{}{architecture}.json",
+                family.prefixless_marker_stem
+            )
+        }
+    }
+
     /// AMD's layout: `<prefix>/lib`.
     pub fn versioned_prefix(prefix: &str) -> Self {
         let prefix = prefix.trim_end_matches('/').to_string();

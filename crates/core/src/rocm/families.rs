@@ -6,7 +6,8 @@
 //! records of [`PINNED_FAMILIES`]; pinning another ROCm library (rocBLAS, MIOpen) is one more
 //! record here plus its copyright text, not a new code path.
 
-use super::StockFlavour;
+use super::flavour::StockFlavour;
+use super::pin::{BACKPORT_SYMBOL, COMMIT_FIELD, FAMILY_FIELD, PIN_REPOSITORY};
 
 /// One part of a pinned family: the libraries one AMD replacement package ships. The pair has
 /// two (HSA, HIP); a one-package library such as RCCL has one.
@@ -148,10 +149,10 @@ pub const RUNTIME: PinnedFamily = PinnedFamily {
             kept: &["libhsa-runtime-dev", "libamdhip64-dev"],
         },
     ],
-    repository: super::PIN_REPOSITORY,
+    repository: PIN_REPOSITORY,
     marker_name: "rocm-pin.json",
     prefixless_marker_stem: "",
-    required_export: Some(("libhsa-runtime64", super::BACKPORT_SYMBOL)),
+    required_export: Some(("libhsa-runtime64", BACKPORT_SYMBOL)),
 };
 
 /// RCCL: AMD's `rccl` (and `rccl-dev`, kept), Debian's `librccl1` (and `librccl-dev`,
@@ -236,19 +237,6 @@ impl PinnedFamily {
     pub fn stock_of(&'static self, flavour: StockFlavour) -> Option<&'static FamilyStock> {
         self.stock.iter().find(|s| s.flavour == flavour)
     }
-
-    /// The marker's installed path in `layout` for `architecture`.
-    pub fn marker_path(&self, layout: &super::RuntimeLayout, architecture: &str) -> String {
-        if layout.spec().opt_prefix {
-            format!("{}/.info/{}", layout.prefix, self.marker_name)
-        } else {
-            format!(
-                "{}/{}{architecture}.json",
-                super::MARKER_STATE_DIR,
-                self.prefixless_marker_stem
-            )
-        }
-    }
 }
 
 /// The library family of `path` directly in `lib_dir`, in whichever pinned family has it.
@@ -313,6 +301,25 @@ fn library_of(
                             .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
             })
     })
+}
+
+/// Stock package base names per half (AMD's packaging, from the family data). Multi-version
+/// installs append the ROCm version (`hip-runtime-amd7.2.4`); `-asan` packages are never
+/// replacement targets.
+pub fn stock_base_name(half: Half) -> &'static str {
+    part_spec(half).amd_package
+}
+
+/// Is `entry` (a status paragraph read with [`super::PIN_FIELDS`]) one of our replacements of
+/// `family`? Ours carry [`super::COMMIT_FIELD`]; a family other than the runtime pair also
+/// [`super::FAMILY_FIELD`], so the pair's install, verify and rollback never take an installed
+/// RCCL replacement for half of the pair.
+pub fn is_ours_of(entry: &crate::host::status::StatusEntry, family: &PinnedFamily) -> bool {
+    entry.extra.contains_key(COMMIT_FIELD)
+        && entry
+            .extra
+            .get(FAMILY_FIELD)
+            .map_or(family.name == RUNTIME.name, |f| f == family.name)
 }
 
 #[cfg(test)]
@@ -394,25 +401,28 @@ mod tests {
         let amd = super::super::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
         let deb = super::super::RuntimeLayout::multiarch("/usr/lib/x86_64-linux-gnu");
         assert_eq!(
-            RUNTIME.marker_path(&amd, "amd64"),
+            amd.family_marker_path(&RUNTIME, "amd64"),
             amd.marker_path("amd64"),
             "the pair's marker stays where it was"
         );
-        assert_eq!(RUNTIME.marker_path(&deb, "amd64"), deb.marker_path("amd64"));
         assert_eq!(
-            RCCL.marker_path(&amd, "amd64"),
+            deb.family_marker_path(&RUNTIME, "amd64"),
+            deb.marker_path("amd64")
+        );
+        assert_eq!(
+            amd.family_marker_path(&RCCL, "amd64"),
             "/opt/rocm-7.2.4/.info/rocm-pin-rccl.json"
         );
         assert_eq!(
-            RCCL.marker_path(&deb, "amd64"),
+            deb.family_marker_path(&RCCL, "amd64"),
             "/var/lib/rocm-pin/marker/rccl/amd64.json"
         );
         // The pair's marker reader does not take RCCL's for its own.
         assert!(!super::super::is_marker_path(
-            &RCCL.marker_path(&amd, "amd64")
+            &amd.family_marker_path(&RCCL, "amd64")
         ));
         assert!(!super::super::is_marker_path(
-            &RCCL.marker_path(&deb, "amd64")
+            &deb.family_marker_path(&RCCL, "amd64")
         ));
     }
 }

@@ -562,7 +562,7 @@ fn plan_package(
     conffiles.push(pin_path);
     if half == opts.family.first_half() {
         files.push(PlannedFile {
-            path: opts.family.marker_path(layout, &s.architecture),
+            path: layout.family_marker_path(opts.family, &s.architecture),
             role: Role::Generated,
             content: Content::Marker,
             from: None,
