@@ -16,4 +16,5 @@ mod guard;
 mod hostile_root;
 mod matrix;
 mod read_once;
+mod shadow_runtimes;
 mod verify_fake_root;

@@ -27,8 +27,12 @@ pub fn verify_image(
     let root = crate::host::root::Root::new(unpacked.root());
     let opts = VerifyOptions {
         root: root.clone(),
-        // The host's LD_LIBRARY_PATH says nothing about the image.
-        ld_library_path: None,
+        // The host's LD_LIBRARY_PATH says nothing about the image; the image's own
+        // (config.Env) is what a container started from it has.
+        ld_library_path: unpacked
+            .env_var("LD_LIBRARY_PATH")
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
         accept_skipped_backport_check,
         ..VerifyOptions::default()
     };
