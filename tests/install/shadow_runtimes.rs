@@ -87,6 +87,11 @@ fn stock() -> Stock {
     }
 }
 
+/// Lets the linker find the stock HIP library's own NEEDED (an executable is linked whole).
+fn rpath_link(s: &Stock) -> String {
+    format!("-Wl,-rpath-link,{}", s.dir.path().display())
+}
+
 /// TheRock's layout in `root`: core SONAME files, devel hard links, torch's library.
 fn lay_out_venv(root: &Path, s: &Stock) {
     let core = host(root, &format!("{SITE}/_rocm_sdk_core/lib"));
@@ -292,7 +297,11 @@ fn a_consumer_given_with_runpath_or_rpath_meets_ld_library_path_in_ld_so_order()
             &format!("app-{tag}"),
             "const char *rocm_pin_identity(void);\nint main(void){return rocm_pin_identity()[0]=='x';}\n",
             false,
-            &[&format!("-Wl,{flag},-rpath,$ORIGIN/../lib"), s.hip.to_str().unwrap()],
+            &[
+                &format!("-Wl,{flag},-rpath,$ORIGIN/../lib"),
+                &rpath_link(&s),
+                s.hip.to_str().unwrap(),
+            ],
         );
         std::fs::copy(&app, host(r, "/srv/app/bin/app")).unwrap();
         let consumers = vec![PathBuf::from("/srv/app/bin/app")];
@@ -361,6 +370,7 @@ fn the_resolver_agrees_with_the_real_ld_so_on_rpath_runpath_and_ld_library_path(
             false,
             &[
                 &format!("-Wl,{flag},-rpath,$ORIGIN/../stock"),
+                &rpath_link(&s),
                 s.hip.to_str().unwrap(),
             ],
         );
@@ -401,7 +411,6 @@ fn the_resolver_agrees_with_the_real_ld_so_on_rpath_runpath_and_ld_library_path(
             );
         }
     }
-    drop(s.dir);
 }
 
 #[test]

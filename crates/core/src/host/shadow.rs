@@ -50,6 +50,24 @@ const VENV_PLACES: &[&str] = &[
 ];
 /// Directories of the system Pythons that hold `python3*/{site,dist}-packages`.
 const SYSTEM_PYTHON_LIBS: &[&str] = &["/usr/lib", "/usr/local/lib", "/usr/lib64"];
+/// Directories never descended into while looking for environments: an environment's own
+/// parts, and the big trees of other tools under a home directory.
+const NOT_ENV_PARTS: &[&str] = &[
+    "lib",
+    "lib64",
+    "bin",
+    "include",
+    "share",
+    "site-packages",
+    "dist-packages",
+    "__pycache__",
+    "node_modules",
+    ".git",
+    ".cache",
+    ".cargo",
+    ".rustup",
+    "target",
+];
 /// Top-level directories that are never a virtual environment (and may be huge or live).
 const NOT_ENVS: &[&str] = &["proc", "sys", "dev", "run", "usr", "etc", "var", "boot"];
 
@@ -515,12 +533,9 @@ pub fn environments(root: &Root, budget: &mut Budget) -> BTreeSet<String> {
                     envs.insert(dir.to_string());
                 }
             }
-            // An environment's own tree is walked as site-packages, not here.
-            k == EntryKind::Dir
-                && !matches!(
-                    n,
-                    "site-packages" | "dist-packages" | "include" | "share" | "__pycache__"
-                )
+            // An environment is known by its top directory: its own tree (lib/, bin/, …) is
+            // walked as site-packages, not here, and caches of other tools hold none.
+            k == EntryKind::Dir && !NOT_ENV_PARTS.contains(&n)
         });
     }
     envs
