@@ -563,3 +563,105 @@ fn shadow_search_cost_on_a_venv_of_real_size() {
         times[4]
     );
 }
+
+/// `verify --image-archive`: the image config's `LD_LIBRARY_PATH` is what a container started
+/// from it has, so it takes part in the resolution. The same tree as a docker-archive (its one
+/// layer made by `tar`), first without, then with `Env: LD_LIBRARY_PATH=<_rocm_sdk_devel/lib>`:
+/// with it, ld.so's default search opens the devel tree's stock copy and the `loader` check
+/// fails, naming it; torch's DT_RPATH still beats it (the core copies, linked to ours).
+#[test]
+fn an_image_config_ld_library_path_takes_part_in_the_resolution() {
+    rocm_pin_testkit::needs_root!("ldconfig -r chroots into the fake root");
+    use rocm_pin::image::limits::ImageLimits;
+    use rocm_pin::image::ImageSource;
+    use sha2::Digest;
+    let b = build_libs();
+    let s = stock();
+    let d = make_root(&b);
+    let r = d.path();
+    lay_out_venv(r, &s);
+    let core = host(r, &format!("{SITE}/_rocm_sdk_core/lib"));
+    for (name, ours) in [
+        ("libamdhip64.so.7", OUR_HIP),
+        ("libhsa-runtime64.so.1", OUR_HSA),
+    ] {
+        std::fs::remove_file(core.join(name)).unwrap();
+        symlink(ours, core.join(name)).unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let layer = w.join("layer.tar");
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(r)
+        .args(["--numeric-owner", "-cf"])
+        .arg(&layer)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let diff_id = format!(
+        "sha256:{}",
+        hex::encode(sha2::Sha256::digest(std::fs::read(&layer).unwrap()))
+    );
+    let devel = format!("{SITE}/_rocm_sdk_devel/lib");
+    let archive = |env: &str| -> PathBuf {
+        let config = format!(
+            r#"{{"config":{{"Env":[{env}]}},"rootfs":{{"type":"layers","diff_ids":["{diff_id}"]}}}}"#
+        );
+        std::fs::write(w.join("config.json"), config).unwrap();
+        std::fs::write(
+            w.join("manifest.json"),
+            r#"[{"Config":"config.json","RepoTags":["shadow:1"],"Layers":["layer.tar"]}]"#,
+        )
+        .unwrap();
+        let out = w.join(format!("image-{}.tar", env.len()));
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(w)
+            .arg("-cf")
+            .arg(&out)
+            .args(["manifest.json", "config.json", "layer.tar"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        out
+    };
+    let verify_archive = |path: PathBuf| {
+        rocm_pin::ops::verify_image::verify_image(
+            &ImageSource::Archive(path),
+            false,
+            &ImageLimits::default(),
+        )
+        .unwrap()
+    };
+
+    let plain = verify_archive(archive(r#""PATH=/usr/bin""#));
+    assert!(
+        !plain
+            .failed()
+            .any(|c| c.name == "shadow" || c.name == "loader"),
+        "{}",
+        plain.to_human()
+    );
+    let with_llp = verify_archive(archive(&format!(
+        r#""PATH=/usr/bin","LD_LIBRARY_PATH={devel}""#
+    )));
+    let loader = with_llp
+        .failed()
+        .find(|c| c.name == "loader")
+        .unwrap_or_else(|| panic!("{}", with_llp.to_human()));
+    assert!(
+        loader.detail.contains(&format!("{devel}/")) && loader.detail.contains("LD_LIBRARY_PATH"),
+        "{}",
+        loader.detail
+    );
+    let copy = by_path_in(&with_llp, &format!("{devel}/libamdhip64.so.7"));
+    assert_eq!(copy["mapped_by"][0]["via"], "ld-library-path", "{copy}");
+    let core_hip = by_path_in(
+        &with_llp,
+        &format!("{SITE}/_rocm_sdk_core/lib/libamdhip64.so.7"),
+    );
+    assert_eq!(core_hip["patched"], true);
+    assert_eq!(core_hip["mapped_by"][0]["via"], "rpath", "{core_hip}");
+}

@@ -160,6 +160,9 @@ pub fn find(root: &Root, scope: &Scope<'_>) -> Finding {
     search.finish()
 }
 
+/// An object ld.so loaded: its in-root path and its dynamic section.
+type Object = (String, DynamicPaths);
+
 /// The search in progress.
 struct Search<'a, 'b> {
     root: &'a Root,
@@ -356,7 +359,9 @@ impl Search<'_, '_> {
             }
         }
         for (path, _) in &mappings {
-            self.candidate(path.clone(), "where a consumer's search leads");
+            if !self.candidates.contains_key(path) {
+                self.candidate(path.clone(), "where a consumer's search leads");
+            }
         }
         let copies = self.read_candidates(&mappings);
         Finding {
@@ -380,10 +385,10 @@ impl Search<'_, '_> {
         let mut out = Vec::new();
         let mut missing = Vec::new();
         let mut loaded: BTreeSet<String> = BTreeSet::new();
-        // (object, its dynamic section, the objects that loaded it, nearest first)
-        let mut queue: VecDeque<(String, DynamicPaths, Vec<(String, DynamicPaths)>)> =
-            VecDeque::from([(consumer.to_string(), dynamic.clone(), Vec::new())]);
-        while let Some((object, dynp, parents)) = queue.pop_front() {
+        // (an object loaded, the objects that loaded it, nearest first)
+        let mut queue: VecDeque<(Object, Vec<Object>)> =
+            VecDeque::from([((consumer.to_string(), dynamic.clone()), Vec::new())]);
+        while let Some(((object, dynp), parents)) = queue.pop_front() {
             let mut owned = vec![(object.clone(), dynp.clone())];
             owned.extend(parents.iter().cloned());
             let chain: Vec<Loaded<'_>> = owned
@@ -417,7 +422,7 @@ impl Search<'_, '_> {
                     },
                 ));
                 if let Ok(d) = read_dynamic(self.root, &path) {
-                    queue.push_back((path, d, owned.clone()));
+                    queue.push_back(((path, d), owned.clone()));
                 }
             }
         }
