@@ -310,6 +310,7 @@ impl Search<'_, '_> {
                 consumers.len() - MAX_CONSUMERS
             ));
         }
+        let mut listed: BTreeSet<String> = BTreeSet::new();
         for consumer in consumers.iter().take(MAX_CONSUMERS) {
             let dynamic = match read_dynamic(self.root, consumer) {
                 Ok(d) => d,
@@ -327,8 +328,11 @@ impl Search<'_, '_> {
                 .into_iter()
                 .map(|(d, _)| d)
                 .collect();
+            // Each directory listed once: torch's libraries share one DT_RPATH.
             for dir in self.resolved_dirs(dirs) {
-                self.list_for_copies(&dir, &format!("DT_RPATH/DT_RUNPATH of {consumer}"));
+                if listed.insert(dir.clone()) {
+                    self.list_for_copies(&dir, &format!("DT_RPATH/DT_RUNPATH of {consumer}"));
+                }
             }
             let (found, missing) = self.map_consumer(consumer, &dynamic);
             mappings.extend(found);

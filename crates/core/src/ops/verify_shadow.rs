@@ -248,3 +248,38 @@ impl<'a> Patched<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker() -> rocm::Marker {
+        serde_json::from_value(serde_json::json!({
+            "commit": "c", "commit_time": 0, "flavor": "pinned", "prefix": "/opt/rocm-7.2.4",
+            "replaced": [], "files": {}, "tool_version": "t",
+            "libraries": [{
+                "path": "/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.1", "soname": "libamdhip64.so.7",
+                "sha256": "0", "aliases": [], "package": "hip-runtime-amd-pinned"
+            }]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_fix_links_the_copy_to_our_soname_link_where_the_copy_lives() {
+        let copy = "/opt/venv/lib/python3.12/site-packages/_rocm_sdk_core/lib/libamdhip64.so.7";
+        let on_host = fix_command(&Root::system(), &marker(), "libamdhip64.so.7", copy);
+        assert_eq!(
+            on_host,
+            format!("`ln -sf /opt/rocm-7.2.4/lib/libamdhip64.so.7 {copy}`")
+        );
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::new(d.path());
+        let in_root = fix_command(&root, &marker(), "libamdhip64.so.7", copy);
+        assert!(
+            in_root.starts_with(&format!("`chroot {} ln -sf ", root.display())),
+            "{in_root}"
+        );
+        assert!(in_root.contains("a RUN step `ln -sf "), "{in_root}");
+    }
+}
