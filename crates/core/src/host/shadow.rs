@@ -549,3 +549,67 @@ pub fn environments(root: &Root, budget: &mut Budget) -> BTreeSet<String> {
     }
     envs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(root: &Path, p: &str) {
+        let h = root.join(p.trim_start_matches('/'));
+        std::fs::create_dir_all(h.parent().unwrap()).unwrap();
+        std::fs::write(h, b"x").unwrap();
+    }
+
+    #[test]
+    fn environments_are_found_by_pyvenv_cfg_or_conda_meta_under_the_usual_places() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        touch(r, "/opt/venv/pyvenv.cfg");
+        touch(r, "/home/u/proj/.venv/pyvenv.cfg");
+        touch(r, "/opt/conda/envs/py312/conda-meta/history");
+        touch(r, "/venv/pyvenv.cfg");
+        // Too deep, and inside a tool's cache: not looked at.
+        touch(r, "/home/u/a/b/c/.venv/pyvenv.cfg");
+        touch(r, "/root/.cache/x/pyvenv.cfg");
+        let envs = environments(&Root::new(r), &mut Budget::new(10_000));
+        let envs: Vec<&str> = envs.iter().map(String::as_str).collect();
+        assert_eq!(
+            envs,
+            vec![
+                "/home/u/proj/.venv",
+                "/opt/conda/envs/py312",
+                "/opt/venv",
+                "/venv"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_search_over_its_entry_budget_says_where_it_stopped() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        touch(r, "/opt/venv/pyvenv.cfg");
+        for i in 0..50 {
+            touch(
+                r,
+                &format!("/opt/venv/lib/python3.12/site-packages/p{i}/m.py"),
+            );
+        }
+        let sonames = BTreeSet::from(["libamdhip64.so.7".to_string()]);
+        let name_matches = |n: &str| n.starts_with("libamdhip64");
+        let scope = |max_entries| Scope {
+            sonames: &sonames,
+            name_matches: &name_matches,
+            consumers: &[],
+            ld_library_path: None,
+            cache: &[],
+            max_entries,
+        };
+        let found = find(&Root::new(r), &scope(20));
+        let why = found.incomplete.expect("the budget ran out");
+        assert!(why.contains("more than 20 entries"), "{why}");
+        let found = find(&Root::new(r), &scope(10_000));
+        assert_eq!(found.incomplete, None);
+        assert!(found.entries_walked > 100, "{}", found.entries_walked);
+    }
+}
