@@ -9,7 +9,7 @@ use clap::Args;
 use rocm_pin::image::limits::ImageLimits;
 use rocm_pin::image::ImageSource;
 use rocm_pin::ops::verify::{verify, VerifyOptions};
-use rocm_pin::ops::verify_image::verify_image;
+use rocm_pin::ops::verify_image::verify_image_with_consumers;
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
 ///
@@ -45,10 +45,11 @@ pub struct VerifyArgs {
     /// lack the backport symbol; without this flag that is a failure
     #[arg(long)]
     pub accept_skipped_backport_check: bool,
-    /// Also check that this installed program or library (a path inside the root) binds to
-    /// our runtime pair: every symbol and version node it needs of the pair, read from its ELF
-    /// file without running it. Repeatable; Debian's dependants and AMD's libraries are found
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["image", "image_archive"])]
+    /// Also check that this installed program or library (a path inside the root or image)
+    /// binds to our runtime pair: every symbol and version node it needs of the pair, read from
+    /// its ELF file without running it, and resolve it as ld.so does for the shadow-runtime
+    /// check. Repeatable; Debian's dependants, AMD's libraries and torch's libraries are found
+    #[arg(long, value_name = "PATH")]
     pub consumer: Vec<PathBuf>,
 }
 
@@ -68,7 +69,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         limits.set(spec).map_err(rocm_pin::error::usage)?;
     }
     let report = match image {
-        Some(source) => verify_image(&source, args.accept_skipped_backport_check, &limits)?,
+        Some(source) => verify_image_with_consumers(
+            &source,
+            args.accept_skipped_backport_check,
+            &limits,
+            &args.consumer,
+        )?,
         None => verify(&VerifyOptions {
             root: rocm_pin::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,

@@ -18,5 +18,6 @@ mod matrix;
 mod rccl_pair;
 mod read_once;
 mod runnable_docs;
+mod shadow_runtimes;
 mod try_doc;
 mod verify_fake_root;

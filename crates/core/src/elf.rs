@@ -190,6 +190,99 @@ fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
     })
 }
 
+/// The dynamic section's loader facts of an object: what ld.so reads to find its
+/// dependencies. Read from the program headers (`PT_DYNAMIC`, `PT_LOAD`) only, the way ld.so
+/// reads them, so a file of any size costs a few pages and no symbol table is parsed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DynamicPaths {
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+    /// DT_RPATH entries, split at `:`, in order (unexpanded: `$ORIGIN/../lib`).
+    pub rpath: Vec<String>,
+    /// DT_RUNPATH entries, split at `:`, in order. When present ld.so ignores DT_RPATH.
+    pub runpath: Vec<String>,
+}
+
+/// The most dynamic entries read from one object (a real library has a few dozen; the
+/// count is bounded by `PT_DYNAMIC`'s size, this caps what a hostile header can ask for).
+const MAX_DYNAMIC_ENTRIES: usize = 65_536;
+
+/// [`DynamicPaths`] of an ELF image held in memory. Errors on malformed input, never panics.
+pub fn parse_dynamic_paths(bytes: &[u8]) -> anyhow::Result<DynamicPaths> {
+    if !is_elf(bytes) {
+        return Err(invalid("not an ELF file (no \\x7fELF magic)"));
+    }
+    match std::panic::catch_unwind(|| dynamic_paths_checked(bytes)) {
+        Ok(result) => result,
+        Err(_) => Err(invalid("malformed ELF file (the ELF parser gave up on it)")),
+    }
+}
+
+/// Map an opened file and read its [`DynamicPaths`]; `path` names it in errors.
+pub fn read_dynamic_paths(file: &File, path: &Path) -> anyhow::Result<DynamicPaths> {
+    let map = map_file(file, path)?;
+    parse_dynamic_paths(&map).with_context(|| format!("{}: cannot read ELF facts", path.display()))
+}
+
+fn dynamic_paths_checked(bytes: &[u8]) -> anyhow::Result<DynamicPaths> {
+    use goblin::elf::dynamic::{Dynamic, DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME};
+    use goblin::elf::program_header::ProgramHeader;
+    let malformed = |e: goblin::error::Error| invalid(format!("malformed ELF file: {e}"));
+    let header = Elf::parse_header(bytes).map_err(malformed)?;
+    let ctx = Ctx::new(
+        header.container().map_err(malformed)?,
+        header.endianness().map_err(malformed)?,
+    );
+    let phnum = usize::from(header.e_phnum);
+    let phoff = usize::try_from(header.e_phoff)
+        .map_err(|_| invalid("malformed ELF file: program header offset out of range"))?;
+    let phdrs = ProgramHeader::parse(bytes, phoff, phnum, ctx).map_err(malformed)?;
+    let Some(dynamic) = Dynamic::parse(bytes, &phdrs, ctx).map_err(malformed)? else {
+        return Ok(DynamicPaths::default());
+    };
+    if dynamic.dyns.len() > MAX_DYNAMIC_ENTRIES {
+        return Err(invalid(format!(
+            "malformed ELF file: {} dynamic entries (more than {MAX_DYNAMIC_ENTRIES})",
+            dynamic.dyns.len()
+        )));
+    }
+    let (strtab, strsz) = (dynamic.info.strtab, dynamic.info.strsz);
+    let table = strtab
+        .checked_add(strsz)
+        .filter(|end| strtab != 0 && *end <= bytes.len())
+        .map(|end| &bytes[strtab..end]);
+    let string_at = |tag: &str, offset: u64| -> anyhow::Result<String> {
+        let found = table.and_then(|t| {
+            let start = usize::try_from(offset).ok().filter(|o| *o < t.len())?;
+            let rest = &t[start..];
+            let end = rest.iter().position(|b| *b == 0)?;
+            Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+        });
+        found.ok_or_else(|| {
+            invalid(format!(
+                "malformed ELF file: a {tag} entry points outside the dynamic string table (offset {offset})"
+            ))
+        })
+    };
+    let mut out = DynamicPaths::default();
+    let split = |text: String| -> Vec<String> {
+        text.split(':')
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for d in &dynamic.dyns {
+        match d.d_tag {
+            DT_NEEDED => out.needed.push(string_at("DT_NEEDED", d.d_val)?),
+            DT_SONAME => out.soname = Some(string_at("DT_SONAME", d.d_val)?),
+            DT_RPATH => out.rpath.extend(split(string_at("DT_RPATH", d.d_val)?)),
+            DT_RUNPATH => out.runpath.extend(split(string_at("DT_RUNPATH", d.d_val)?)),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 /// What a dynamic object asks of the objects it links against, and the version nodes it
 /// defines: enough to tell, without running it, whether ld.so would bind it to a given set of
 /// libraries ("undefined symbol: …, version …", "version `…' not found").

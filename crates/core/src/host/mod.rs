@@ -6,6 +6,7 @@
 //! (`install::live_system_only`).
 
 pub mod apt;
+pub mod dirwalk;
 pub mod dpkgdb;
 pub(crate) mod dpkgfmt;
 mod error;
@@ -13,9 +14,11 @@ pub(crate) mod excludes;
 pub(crate) mod hold;
 pub mod layout;
 pub mod ldcache;
+pub mod ldsearch;
 pub mod loader;
 pub mod repack;
 pub mod root;
+pub mod shadow;
 pub mod status;
 
 pub(crate) use error::refused;

@@ -600,6 +600,12 @@ impl Root {
         Ok(names)
     }
 
+    /// Open the directory `path` names inside the root (for a walk that goes on with
+    /// `openat(…, O_NOFOLLOW)` from it: `host::dirwalk`).
+    pub fn open_dir(&self, path: impl AsRef<Path>) -> Result<File, RootReadError> {
+        self.open_in_root(path.as_ref(), libc::O_RDONLY | libc::O_DIRECTORY)
+    }
+
     /// Open `asked` inside the root with `flags` (plus `O_CLOEXEC`), never leaving it.
     fn open_in_root(&self, asked: &Path, flags: i32) -> Result<File, RootReadError> {
         let rel = asked.strip_prefix("/").unwrap_or(asked);

@@ -62,6 +62,9 @@ pub struct UnpackedImage {
     interrupt: InterruptGuard,
     /// The image config's labels (`config.Labels`).
     pub labels: BTreeMap<String, String>,
+    /// The image config's environment (`config.Env`, `NAME=value` each), as a container
+    /// started from it gets it.
+    pub env: Vec<String>,
     /// Layer count, in the order applied.
     pub layers: usize,
 }
@@ -100,6 +103,7 @@ struct LayerRef {
 /// One image as its layout describes it: the config's labels and the layer files in order.
 struct ImagePlan {
     labels: BTreeMap<String, String>,
+    env: Vec<String>,
     layers: Vec<LayerRef>,
 }
 
@@ -156,6 +160,7 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
         dir,
         interrupt,
         labels: plan.labels,
+        env: plan.env,
         layers: plan.layers.len(),
     })
 }
@@ -445,6 +450,27 @@ fn labels_of(config: &serde_json::Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+fn env_of(config: &serde_json::Value) -> Vec<String> {
+    config["config"]["Env"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl UnpackedImage {
+    /// The value of `name` in the image config's environment, None when it is not set.
+    pub fn env_var(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find_map(|e| e.strip_prefix(name)?.strip_prefix('='))
+    }
+}
+
 /// An OCI layout: index.json → (nested indexes) → the one manifest → config and layers.
 fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
     let mut index = read_json(&layout.join("index.json"), None, "index.json")?;
@@ -492,6 +518,7 @@ fn oci_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
         }
         return Ok(ImagePlan {
             labels: labels_of(&config),
+            env: env_of(&config),
             layers,
         });
     }
@@ -550,6 +577,7 @@ fn docker_plan(layout: &Path) -> anyhow::Result<ImagePlan> {
     }
     Ok(ImagePlan {
         labels: labels_of(&config),
+        env: env_of(&config),
         layers,
     })
 }

@@ -26,4 +26,5 @@ pub(crate) mod upgrades;
 pub mod verify;
 pub mod verify_abi;
 pub mod verify_image;
+pub mod verify_shadow;
 pub mod workflow;

@@ -93,6 +93,9 @@ pub struct HostStatus {
     pub verify_ok: Option<bool>,
     pub verify_failed: Vec<String>,
     pub verify_checks: usize,
+    /// Other copies of our libraries (verify's `shadow` check): every copy, who maps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<crate::ops::verify_shadow::ShadowReport>,
     /// Processes still mapping a deleted copy of a runtime library: they need a restart.
     pub stale_processes: Vec<StaleMapping>,
     /// Why some or all of the root's processes could not be looked at (no `/proc` in the
@@ -226,11 +229,17 @@ fn pin_states(root: &Root, ours: &[StatusEntry], m: &rocm::Marker) -> Vec<PinSta
         .collect()
 }
 
-/// (ok, failed lines, number of checks) of a verify run; None when not applicable.
+/// (ok, failed lines, number of checks, shadow copies) of a verify run; None when not
+/// applicable.
 fn quick_verify(
     root: &Root,
     accept_skipped_backport_check: bool,
-) -> (Option<bool>, Vec<String>, usize) {
+) -> (
+    Option<bool>,
+    Vec<String>,
+    usize,
+    Option<crate::ops::verify_shadow::ShadowReport>,
+) {
     match crate::ops::verify::verify(&crate::ops::verify::VerifyOptions {
         root: root.clone(),
         accept_skipped_backport_check,
@@ -242,8 +251,9 @@ fn quick_verify(
                 .map(|c| format!("{} {}: {}", c.name, c.subject, c.detail))
                 .collect(),
             v.checks.len(),
+            v.shadow,
         ),
-        Err(e) => (Some(false), vec![format!("{e:#}")], 0),
+        Err(e) => (Some(false), vec![format!("{e:#}")], 0, None),
     }
 }
 
@@ -379,10 +389,11 @@ pub fn host_status_with(
         (None, None) => gate_preview(root, mode, &found),
     };
     let in_place = crate::ops::inplace::detect(root, &entries);
-    let (verify_ok, failed, n) = if (pin.is_some() || in_place.is_some()) && skip.is_none() {
+    let (verify_ok, failed, n, shadow) = if (pin.is_some() || in_place.is_some()) && skip.is_none()
+    {
         quick_verify(root, accept_skipped_backport_check)
     } else {
-        (None, Vec::new(), 0)
+        (None, Vec::new(), 0, None)
     };
     let (health, verdict) = match (&skip, verify_ok, &pin) {
         (Some(_), _, _) => ("skipped", Some(ExitKind::Skipped)),
@@ -440,6 +451,7 @@ pub fn host_status_with(
         verify_ok,
         verify_failed: failed,
         verify_checks: n,
+        shadow,
         // The root's own /proc (a chroot's bind mount), read inside it: a link to the
         // host's /proc in an image is a loop there, not the host's processes.
         stale_processes: processes.stale,

@@ -56,6 +56,10 @@ pub struct VerifyReport {
     /// each installed program that needs one.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub missing_symbols: BTreeMap<String, Vec<String>>,
+    /// Every other copy of our libraries found, who maps it, and the warnings (stale copies);
+    /// None when there is nothing of ours to compare with (`ops::verify_shadow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<crate::ops::verify_shadow::ShadowReport>,
 }
 
 impl VerifyReport {
@@ -115,6 +119,13 @@ impl VerifyReport {
         for c in &self.checks {
             let word = if c.ok { "ok  " } else { "FAIL" };
             s.push_str(&format!("{word} {}\n", c.line()));
+        }
+        for w in self
+            .shadow
+            .iter()
+            .flat_map(|r| r.warnings.iter().chain(&r.skipped))
+        {
+            s.push_str(&format!("warn {:<16} {}\n", "shadow", shown(w)));
         }
         for (soname, missing) in &self.missing_symbols {
             s.push_str(&format!(
@@ -238,6 +249,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
         skipped: None,
         checks: Vec::new(),
         missing_symbols: BTreeMap::new(),
+        shadow: None,
     };
     // The skip record is read inside the root, a regular file under its cap, or it is an
     // environment error (exit 2): a hostile link must not turn into "skipped" (exit 3).
@@ -259,18 +271,22 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
             p.summary(),
         );
     }
-    report.missing_symbols = run_checks(opts, &entries, &mut c);
+    (report.missing_symbols, report.shadow) = run_checks(opts, &entries, &mut c);
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
     report.checks = c.0;
     Ok(report)
 }
 
-/// Every check; returns the marker's missing stock symbols (for the report's warning).
+/// Every check; returns the marker's missing stock symbols (for the report's warning) and
+/// the shadow copies found.
 fn run_checks(
     opts: &VerifyOptions,
     entries: &[StatusEntry],
     c: &mut Checks,
-) -> BTreeMap<String, Vec<String>> {
+) -> (
+    BTreeMap<String, Vec<String>>,
+    Option<crate::ops::verify_shadow::ShadowReport>,
+) {
     let root = &opts.root;
     let by_name: BTreeMap<&str, &StatusEntry> =
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
@@ -280,12 +296,12 @@ fn run_checks(
         .collect();
     if ours.is_empty() {
         check_nothing_installed(root, entries, &by_name, c);
-        return BTreeMap::new();
+        return (BTreeMap::new(), None);
     }
     let (lists, marker_path, marker) = read_marker(root, &ours, c);
     check_our_packages(root, &ours, marker.as_ref(), c);
     let Some(marker) = marker else {
-        return BTreeMap::new();
+        return (BTreeMap::new(), None);
     };
     check_marker_packages(root, &marker, &by_name, c);
 
@@ -296,6 +312,7 @@ fn run_checks(
         .iter()
         .map(|r| r.stock_name.clone())
         .collect();
+    let mut cache_entries = Vec::new();
     std::thread::scope(|s| {
         let policy = opts.ask_apt.then(|| s.spawn(|| apt::policy(root, &names)));
         let cache = s.spawn(|| loader::read_cache(root));
@@ -308,6 +325,7 @@ fn run_checks(
             .join()
             .unwrap_or_else(|_| Err(usage("ldconfig -p thread panicked")));
         check_pins(opts, &marker, &by_name, policy, c);
+        cache_entries = cache.as_ref().map(Vec::clone).unwrap_or_default();
         check_libraries(opts, &marker, &lists, cache, c);
     });
     check_loader_entry(root, &marker, c);
@@ -317,7 +335,18 @@ fn run_checks(
     {
         c.add("abi", &subject, ok, detail);
     }
-    marker.missing_symbols
+    let (checks, shadow) = crate::ops::verify_shadow::check(
+        root,
+        &opts.consumers,
+        opts.ld_library_path.as_deref(),
+        &cache_entries,
+        &marker,
+        &lists,
+    );
+    for (subject, ok, detail) in checks {
+        c.add("shadow", &subject, ok, detail);
+    }
+    (marker.missing_symbols, Some(shadow))
 }
 
 /// Our packages' file lists, and the provenance marker our HSA package ships (found through

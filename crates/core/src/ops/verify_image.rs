@@ -23,13 +23,28 @@ pub fn verify_image(
     accept_skipped_backport_check: bool,
     limits: &ImageLimits,
 ) -> anyhow::Result<VerifyReport> {
+    verify_image_with_consumers(source, accept_skipped_backport_check, limits, &[])
+}
+
+/// [`verify_image`], judging `consumers` (paths inside the image, `verify --consumer`) too.
+pub fn verify_image_with_consumers(
+    source: &ImageSource,
+    accept_skipped_backport_check: bool,
+    limits: &ImageLimits,
+    consumers: &[std::path::PathBuf],
+) -> anyhow::Result<VerifyReport> {
     let unpacked = image::unpack_within(source, limits)?;
     let root = crate::host::root::Root::new(unpacked.root());
     let opts = VerifyOptions {
         root: root.clone(),
-        // The host's LD_LIBRARY_PATH says nothing about the image.
-        ld_library_path: None,
+        // The host's LD_LIBRARY_PATH says nothing about the image; the image's own
+        // (config.Env) is what a container started from it has.
+        ld_library_path: unpacked
+            .env_var("LD_LIBRARY_PATH")
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
         accept_skipped_backport_check,
+        consumers: consumers.to_vec(),
         ..VerifyOptions::default()
     };
     let mut report = verify(&opts)?;
