@@ -8,6 +8,7 @@
 pub(crate) mod real_tree;
 pub(crate) mod recipe;
 pub mod stock_runtime;
+pub mod wheels;
 
 pub use real_tree::RealTreeError;
 

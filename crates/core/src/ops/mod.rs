@@ -23,4 +23,5 @@ pub(crate) mod upgrades;
 pub mod verify;
 pub mod verify_abi;
 pub mod verify_image;
+pub mod wheels;
 pub mod workflow;
