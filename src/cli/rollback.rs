@@ -14,12 +14,18 @@ pub struct RollbackArgs {
     /// Seconds to wait for another apt/dpkg holding the lock
     #[arg(long, default_value_t = 120)]
     pub lock_timeout: u32,
+    /// Put the stock rocm-sdk-core back in this Python venv instead, offline, and remove the pin
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<std::path::PathBuf>,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
+    if let Some(venv) = &args.venv {
+        return super::venv::rollback(venv, args.json);
+    }
     let listener = rocm_pin::progress::for_cli(args.json);
     let r = rocm_pin::ops::rollback::rollback(
         &rocm_pin::host::root::Root::system(),
