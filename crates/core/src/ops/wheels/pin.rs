@@ -226,3 +226,38 @@ pub fn ensure_ours_or_absent(root: &Root, name: &str) -> anyhow::Result<()> {
         Some(_) => bail!("{} exists and was not written by rocm-pin; move it aside (its settings would be lost), then run this again", root.host_path(name).display()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_venv_without_ours_fails_naming_the_stock_version_and_the_fix() {
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path().join("lib/python3.12/site-packages");
+        let di = site.join("rocm_sdk_core-10.0.0.dist-info");
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            "Name: rocm-sdk-core\nVersion: 10.0.0\n",
+        )
+        .unwrap();
+        std::fs::write(di.join("WHEEL"), "Wheel-Version: 1.0\nTag: py3-none-any\n").unwrap();
+        std::fs::write(
+            di.join("RECORD"),
+            "rocm_sdk_core-10.0.0.dist-info/RECORD,,\n",
+        )
+        .unwrap();
+        let layout = PinLayout {
+            venv: d.path().to_path_buf(),
+        };
+        let report = check_pin(&Root::new(d.path()), Path::new("/"), &layout).unwrap();
+        assert_eq!(report.installed, ["rocm-sdk-core 10.0.0"]);
+        assert_eq!(report.pinned_version, None);
+        let [p] = report.problems.as_slice() else {
+            panic!("{:?}", report.problems)
+        };
+        assert!(p.what.contains("10.0.0 is the stock build"), "{}", p.what);
+        assert!(p.fix.starts_with("rocm-pin install --venv "), "{}", p.fix);
+    }
+}

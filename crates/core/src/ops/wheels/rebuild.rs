@@ -193,6 +193,134 @@ pub fn wheel_identity(bytes: &[u8]) -> anyhow::Result<(String, String, Option<St
 mod tests {
     use super::*;
 
+    use crate::host::root::Root;
+    use crate::rocm::wheels::{discover_venv, CORE_LIB_DIR};
+    use crate::wheel::{Record, RecordEntry, ZipLimits, ZipReader};
+    use std::path::Path;
+
+    const SITE: &str = "lib/python3.11/site-packages";
+    const HIP: &str = "_rocm_sdk_core/lib/libamdhip64.so.7";
+
+    /// A venv with a stand-in stock rocm-sdk-core 10.0.0 installed the way pip leaves it.
+    fn stock_venv() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path().join(SITE);
+        let di = "rocm_sdk_core-10.0.0.dist-info";
+        let files: Vec<(String, Vec<u8>)> = vec![
+            (HIP.into(), b"stock hip".to_vec()),
+            ("_rocm_sdk_core/lib/libhsa-runtime64.so.1".into(), b"stock hsa".to_vec()),
+            ("rocm_sdk_core/__init__.py".into(), b"".to_vec()),
+            (format!("{di}/METADATA"), b"Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 10.0.0\n\n".to_vec()),
+            (format!("{di}/WHEEL"), b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux_2_28_x86_64\n".to_vec()),
+            (format!("{di}/INSTALLER"), b"pip\n".to_vec()),
+        ];
+        let mut record = Record::default();
+        for (path, data) in &files {
+            let p = site.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, data).unwrap();
+            record.entries.push(RecordEntry::of(path, data));
+        }
+        record.entries.push(RecordEntry {
+            path: "rocm_sdk_core/__pycache__/__init__.cpython-311.pyc".into(),
+            hash: String::new(),
+            size: None,
+        });
+        std::fs::write(
+            site.join(di).join("RECORD"),
+            record.render(&format!("{di}/RECORD")),
+        )
+        .unwrap();
+        d
+    }
+
+    fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
+        let z = ZipReader::new(bytes, ZipLimits::WHEEL).unwrap();
+        z.entries()
+            .iter()
+            .map(|e| (e.name.clone(), z.read(e).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn the_stock_wheel_rebuilt_carries_the_installed_files_and_a_record_that_matches() {
+        let venv = stock_venv();
+        let root = Root::new(venv.path());
+        let core = discover_venv(&root, Path::new("/")).unwrap().core.unwrap();
+        assert_eq!(
+            (core.name.as_str(), core.version.as_str()),
+            ("rocm-sdk-core", "10.0.0")
+        );
+        assert_eq!(core.runtime_libraries(CORE_LIB_DIR).len(), 2);
+        let w = rebuild_wheel(&root, &core, None, 0).unwrap();
+        assert_eq!(
+            w.file_name,
+            "rocm_sdk_core-10.0.0-py3-none-manylinux_2_28_x86_64.whl"
+        );
+        let files = unzip(&w.bytes);
+        assert_eq!(files[HIP], b"stock hip");
+        assert!(!files.contains_key("rocm_sdk_core-10.0.0.dist-info/INSTALLER"));
+        let record = Record::parse(
+            std::str::from_utf8(&files["rocm_sdk_core-10.0.0.dist-info/RECORD"]).unwrap(),
+        )
+        .unwrap();
+        for (name, data) in &files {
+            let row = record
+                .get(name)
+                .unwrap_or_else(|| panic!("RECORD lacks {name}"));
+            assert!(name.ends_with("/RECORD") || row.matches(data), "{name}");
+        }
+        assert_eq!(record.entries.len(), files.len());
+    }
+
+    #[test]
+    fn the_replacement_carries_ours_our_version_and_the_commit_field() {
+        let venv = stock_venv();
+        let root = Root::new(venv.path());
+        let core = discover_venv(&root, Path::new("/")).unwrap().core.unwrap();
+        let r = Replacement {
+            version: "10.0.0+pin.b539bf7eebfd".into(),
+            files: [(HIP.to_string(), b"ours".to_vec())].into(),
+            fields: vec![("X-Rocm-Pin-Commit", "b539bf7eebfd99ad".into())],
+        };
+        let w = rebuild_wheel(&root, &core, Some(&r), 0).unwrap();
+        let files = unzip(&w.bytes);
+        let di = "rocm_sdk_core-10.0.0+pin.b539bf7eebfd.dist-info";
+        assert_eq!(files[HIP], b"ours");
+        let meta = std::str::from_utf8(&files[&format!("{di}/METADATA")]).unwrap();
+        assert!(
+            meta.contains("Version: 10.0.0+pin.b539bf7eebfd\n")
+                && meta.contains("X-Rocm-Pin-Commit: b539bf7eebfd99ad\n"),
+            "{meta}"
+        );
+        let record =
+            Record::parse(std::str::from_utf8(&files[&format!("{di}/RECORD")]).unwrap()).unwrap();
+        assert!(record.get(HIP).unwrap().matches(b"ours"));
+        assert_eq!(
+            wheel_identity(&w.bytes).unwrap().2.as_deref(),
+            Some("b539bf7eebfd99ad")
+        );
+        // Same inputs, same bytes.
+        assert_eq!(
+            rebuild_wheel(&root, &core, Some(&r), 0).unwrap().bytes,
+            w.bytes
+        );
+    }
+
+    #[test]
+    fn an_installed_file_changed_after_install_is_refused() {
+        let venv = stock_venv();
+        std::fs::write(venv.path().join(SITE).join(HIP), b"copied over by hand").unwrap();
+        let root = Root::new(venv.path());
+        let core = discover_venv(&root, Path::new("/")).unwrap().core.unwrap();
+        let err = format!("{:#}", rebuild_wheel(&root, &core, None, 0).err().unwrap());
+        assert!(
+            err.contains("differs from what rocm-sdk-core 10.0.0 installed")
+                && err.contains("pip install --force-reinstall"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn entry_points_name_the_generated_scripts() {
         let t = "[console_scripts]\namdclang = rocm_sdk_core._cli:amdclang\n\n[other]\nx = y\n[gui_scripts]\ng=a:b\n";
