@@ -419,6 +419,17 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
     assert!(o.status.success(), "`{fix}`: {}", text(&o));
     f.assert_ours_mapped_and_verified("the fix verify printed");
 
+    // uv run outside the venv without UV_CONFIG_FILE reads no pin either.
+    let o = f.sh(&format!("env -u UV_CONFIG_FILE {v}/bin/uv pip install -q --index-url {} --reinstall rocm-sdk-core=={STOCK}", f.index.url()));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
+    assert_eq!(f.rocm_pin(&["verify", "--venv", v]).status.code(), Some(1));
+    assert!(f
+        .sh(&format!("PATH={bin_dir}:$PATH; {fix}"))
+        .status
+        .success());
+    f.assert_ours_mapped_and_verified("the fix again, after uv without its configuration");
+
     // Rollback runs pip with --no-index: offline by construction.
     let o = f.rocm_pin(&["rollback", "--venv", v]);
     assert!(o.status.success(), "rollback --venv: {}", text(&o));
@@ -439,4 +450,22 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
     let devel = std::fs::read(f.site().join("_rocm_sdk_devel/lib/libamdhip64.so")).unwrap();
     let core = std::fs::read(f.site().join("_rocm_sdk_core/lib/libamdhip64.so.7")).unwrap();
     assert_eq!(devel, core);
+
+    // The version gate: our wheel, made from 10.0.0, is refused on a venv now holding 10.0.1,
+    // and the venv is left as it was.
+    let o = f.sh(&format!(
+        "{v}/bin/pip install -q --no-deps --index-url {} rocm-sdk-core=={NEWER}",
+        f.index.url()
+    ));
+    assert!(o.status.success(), "{}", text(&o));
+    let before = f.snapshot();
+    let o = f.rocm_pin(&["install", "--venv", v, ours.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("version gate") && text(&o).contains("package --wheels"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(f.snapshot(), before);
+    assert!(!f.venv.join("pip.conf").exists());
 }
