@@ -76,7 +76,7 @@ pub struct PackageOptions {
     #[arg(long, requires = "stock_venv")]
     pub wheels: bool,
     /// With --wheels: a venv holding the stock ROCm wheels (rocm-sdk-core)
-    #[arg(long, value_name = "DIR", requires = "wheels")]
+    #[arg(long, value_name = "DIR", requires = "wheels", conflicts_with_all = ["stock_root", "stock_deb", "target_root", "prefix"])]
     pub stock_venv: Option<PathBuf>,
     /// Say nothing but errors and the written .deb paths
     #[arg(long, short)]

@@ -117,6 +117,12 @@ pub struct WheelStock {
 
 /// The site-packages directories of the venv at in-root path `venv` (`lib/python3.*/site-packages`).
 pub fn site_packages_of(root: &Root, venv: &Path) -> anyhow::Result<Vec<String>> {
+    if !root.host_path(venv).is_dir() {
+        bail!(
+            "{} is not a directory (give the virtual environment's directory, e.g. /opt/venv)",
+            root.host_path(venv).display()
+        );
+    }
     let lib = venv.join("lib");
     let names = root.read_dir_names(&lib, 1_000).with_context(|| {
         format!(
