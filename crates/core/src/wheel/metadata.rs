@@ -228,6 +228,24 @@ mod tests {
         assert!(rewrite_metadata(METADATA, "1", &[("X", "a\nb".into())]).is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_fails_without_panicking(text in "[ -~\n\t]{0,200}") {
+            let _ = CoreMetadata::parse(&text);
+            let _ = WheelFile::parse(&text);
+            let _ = rewrite_metadata(&text, "1+pin.x", &[]);
+        }
+
+        #[test]
+        fn rewrite_keeps_every_other_field(version in "[0-9]{1,3}(\\.[0-9]{1,3}){0,2}", summary in "[a-zA-Z ]{0,30}") {
+            let text = format!("Metadata-Version: 2.1\nName: x\nVersion: 0\nSummary: {summary}\n\nbody\n");
+            let m = CoreMetadata::parse(&rewrite_metadata(&text, &version, &[]).unwrap()).unwrap();
+            proptest::prop_assert_eq!(m.version().unwrap(), version.as_str());
+            proptest::prop_assert_eq!(m.get("Summary").unwrap(), summary.trim());
+            proptest::prop_assert_eq!(m.body.as_str(), "body\n");
+        }
+    }
+
     #[test]
     fn names_and_file_names() {
         assert_eq!(normalize_name("ROCm_SDK..core"), "rocm-sdk-core");

@@ -95,6 +95,9 @@ pub fn rebuild_wheel(
             }
             bail!("{} lists {} outside site-packages, which this rebuild does not carry; reinstall {} from its wheel instead", dist.dist_info, entry.path, dist.name);
         }
+        if let Some(why) = crate::wheel::zip_read::unclean_entry_name(&entry.path) {
+            bail!("{} lists {:?} ({why}); refused", dist.dist_info, entry.path);
+        }
         if entry.hash.is_empty() {
             continue; // byte-compiled caches and files added after install carry no hash
         }
@@ -319,6 +322,32 @@ mod tests {
                 && err.contains("pip install --force-reinstall"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_record_path_leaving_site_packages_is_refused() {
+        let venv = stock_venv();
+        let record = venv
+            .path()
+            .join(SITE)
+            .join("rocm_sdk_core-10.0.0.dist-info/RECORD");
+        let text = std::fs::read_to_string(&record).unwrap();
+        std::fs::create_dir_all(venv.path().join("etc")).unwrap();
+        std::fs::write(venv.path().join("etc/secret"), b"s").unwrap();
+        let root = Root::new(venv.path());
+        for (hostile, said) in [
+            ("../../../../etc/secret", "outside site-packages"),
+            (
+                "_rocm_sdk_core/../../../../../etc/secret",
+                "`..` path component",
+            ),
+        ] {
+            let row = format!("{hostile},{},1\n", crate::wheel::record::hash_of(b"s"));
+            std::fs::write(&record, format!("{text}{row}")).unwrap();
+            let core = discover_venv(&root, Path::new("/")).unwrap().core.unwrap();
+            let err = format!("{:#}", rebuild_wheel(&root, &core, None, 0).err().unwrap());
+            assert!(err.contains(said), "{hostile}: {err}");
+        }
     }
 
     #[test]
