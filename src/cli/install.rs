@@ -54,12 +54,19 @@ pub struct InstallArgs {
     /// `rocm-pin rollback` then refuses and says how to get the stock runtime back
     #[arg(long)]
     pub no_rollback: bool,
+    /// Install the rocm-sdk-core wheel `rocm-pin package --wheels` made into this Python venv
+    /// instead, offline, and pin it for pip and uv (docs/wheels.md)
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<PathBuf>,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: InstallArgs) -> anyhow::Result<()> {
+    if let Some(venv) = &args.venv {
+        return super::venv::install(venv, &args.debs, args.json);
+    }
     let listener = rocm_pin::progress::for_cli(args.json);
     let opts = InstallOptions {
         debs: args.debs,

@@ -17,6 +17,7 @@ pub mod repo;
 pub mod rollback;
 pub mod standin;
 pub mod status;
+pub mod venv;
 pub mod verify;
 
 #[derive(Parser, Debug)]

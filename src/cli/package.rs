@@ -78,6 +78,13 @@ pub struct PackageOptions {
     /// Maintainer field of the replacement packages
     #[arg(long, env = "ROCM_PIN_MAINTAINER", default_value = plan::templates::DEFAULT_MAINTAINER)]
     pub maintainer: String,
+    /// Make the replacement rocm-sdk-core wheel instead of .debs, from the stock one installed
+    /// in --stock-venv (docs/wheels.md)
+    #[arg(long, requires = "stock_venv")]
+    pub wheels: bool,
+    /// With --wheels: a venv holding the stock ROCm wheels (rocm-sdk-core)
+    #[arg(long, value_name = "DIR", requires = "wheels", conflicts_with_all = ["stock_root", "stock_deb", "target_root", "prefix"])]
+    pub stock_venv: Option<PathBuf>,
     /// Say nothing but errors and the written .deb paths
     #[arg(long, short)]
     pub quiet: bool,
@@ -125,6 +132,13 @@ fn source_date_epoch() -> anyhow::Result<Option<u64>> {
 pub fn run(args: PackageArgs) -> anyhow::Result<()> {
     let args = *args.inner;
     let sde = source_date_epoch()?;
+    if let Some(venv) = args.stock_venv {
+        let commit = CommitOverride {
+            commit: args.commit,
+            commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
+        };
+        return super::venv::package(args.staging, commit, venv, args.out, sde);
+    }
     let stock = if args.stock_deb.is_empty() {
         StockInput::Root(args.stock_root.map_or_else(Root::system, Root::new))
     } else {

@@ -14,6 +14,9 @@ pub struct RollbackArgs {
     /// Seconds to wait for another apt/dpkg holding the lock
     #[arg(long, default_value_t = 120)]
     pub lock_timeout: u32,
+    /// Put the stock rocm-sdk-core back in this Python venv instead, offline, and remove the pin
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<std::path::PathBuf>,
     /// Print the result as JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -23,6 +26,9 @@ pub struct RollbackArgs {
 }
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
+    if let Some(venv) = &args.venv {
+        return super::venv::rollback(venv, args.json);
+    }
     let listener = rocm_pin::progress::for_cli(args.json);
     let root = rocm_pin::host::root::Root::system();
     let r = match args.family {

@@ -51,9 +51,16 @@ pub struct VerifyArgs {
     /// check. Repeatable; Debian's dependants, AMD's libraries and torch's libraries are found
     #[arg(long, value_name = "PATH")]
     pub consumer: Vec<PathBuf>,
+    /// Check a Python venv holding ROCm as wheels instead: our rocm-sdk-core installed and its
+    /// pin for pip and uv in force (docs/wheels.md)
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["image", "image_archive", "consumer"])]
+    pub venv: Option<PathBuf>,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
+    if let Some(venv) = &args.venv {
+        return super::venv::verify(venv, args.json, args.quiet);
+    }
     let image = match (&args.image, &args.image_archive) {
         (Some(r), _) => Some(ImageSource::Reference(r.clone())),
         (None, Some(p)) => Some(ImageSource::Archive(p.clone())),
@@ -116,6 +123,7 @@ mod tests {
             image_limit: Vec::new(),
             accept_skipped_backport_check: false,
             consumer: Vec::new(),
+            venv: None,
         }
     }
 

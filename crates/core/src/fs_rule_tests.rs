@@ -76,6 +76,54 @@ use Category::*;
 /// Every fs call outside the resolver, by file and function, with why its path is safe.
 const AUDITED: &[Audited] = &[
     audited(
+        "ops/wheels/package.rs",
+        "read_staged",
+        UserNamedFile,
+        "`package --wheels --staging DIR`: a library of the staging the user built (as plan/staging.rs reads it)",
+    ),
+    audited(
+        "ops/wheels/package.rs",
+        "write_wheel",
+        UserNamedFile,
+        "`package --out DIR` (the user's output directory) or the venv's share/rocm-pin/stock this run made (install --venv): a new wheel, written through a temporary name",
+    ),
+    audited(
+        "ops/wheels/install.rs",
+        "read_our_wheel",
+        UserNamedFile,
+        "`install --venv DIR WHEEL`: the wheel file the user names",
+    ),
+    audited(
+        "ops/wheels/install.rs",
+        "install_venv",
+        UserNamedFile,
+        "`install --venv DIR`: copies the wheel the user named into DIR/share/rocm-pin/wheelhouse, a directory make_state_dirs made and checked is no symlink (the venv is the target the user names, as its own pip writes into it)",
+    ),
+    audited(
+        "ops/wheels/install.rs",
+        "make_state_dirs",
+        UserNamedFile,
+        "`install --venv DIR`: creates DIR/share, DIR/share/rocm-pin and its wheelhouse and stock one level at a time, refusing any that is not a real directory (a symlink)",
+    ),
+    audited(
+        "ops/wheels/install.rs",
+        "write_pin",
+        UserNamedFile,
+        "`install --venv DIR`: DIR/pip.conf, DIR/uv.toml, DIR/share/rocm-pin/constraints.txt, each written as a new file (create_new) renamed over the name, so a symlink there is replaced, never followed; ensure_ours_or_absent read the old one through host::root",
+    ),
+    audited(
+        "ops/wheels/install.rs",
+        "relink_devel",
+        ResolvedByRoot,
+        "the devel tree's library and the core's file, both paths host::root resolved inside the venv (host_path_of_entry): hard-linked to and renamed over, never opened",
+    ),
+    audited(
+        "ops/wheels/install.rs",
+        "rollback_venv",
+        UserNamedFile,
+        "`rollback --venv DIR`: removes the pin files rocm-pin wrote in DIR (pip.conf and uv.toml checked ours through host::root first)",
+    ),
+    audited(
         "deb/archive.rs",
         "check_tree_exists",
         UserNamedFile,

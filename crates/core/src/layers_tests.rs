@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u8, &str)] = &[
     ("deb", 1, "formats"),
     ("elf", 1, "formats"),
     ("image", 1, "formats"),
+    ("wheel", 1, "formats"),
     ("host", 2, "host"),
     ("toolchain", 2, "host"),
     ("rocm", 3, "rocm"),

@@ -2,7 +2,8 @@
 //!
 //! Layers, low to high (docs/design.md "Layers"; `layers_tests` fails on an arrow up):
 //! - base: [`output`], [`progress`], [`digest`], [`filetype`], [`process`], [`exit`];
-//! - formats: [`deb`] (ROCm-agnostic Debian format), [`elf`], [`image`];
+//! - formats: [`deb`] (ROCm-agnostic Debian format), [`elf`], [`image`], [`wheel`] (Python
+//!   wheels);
 //! - host: [`host`] (the only place that touches the dpkg database, apt configuration or runs
 //!   apt/dpkg), [`toolchain`] (the build machine's probes and compiler launcher);
 //! - rocm: [`rocm`] holds ALL ROCm knowledge (package names, paths, sonames, backport symbol,
@@ -32,6 +33,7 @@ pub mod process;
 pub mod progress;
 pub mod rocm;
 pub(crate) mod toolchain;
+pub mod wheel;
 
 #[cfg(test)]
 mod error_kinds_tests;

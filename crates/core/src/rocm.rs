@@ -11,6 +11,7 @@ mod pin;
 pub(crate) mod real_tree;
 pub(crate) mod recipe;
 pub mod stock_runtime;
+pub mod wheels;
 
 pub use families::{
     family_of, half_description, is_ours_of, pair_family, stock_base_name, Half, LibraryFamily,

@@ -255,6 +255,8 @@ pub enum FileKind {
     PackagedFile,
     ProcMaps,
     ProcComm,
+    /// A file of a Python `.dist-info` directory (METADATA, RECORD, WHEEL, …).
+    DistInfo,
 }
 
 const MIB: u64 = 1 << 20;
@@ -280,6 +282,8 @@ impl FileKind {
             FileKind::PackagedFile => 64 * 1024 * MIB,
             FileKind::ProcMaps => 64 * MIB,
             FileKind::ProcComm => 64,
+            // RECORD of the largest ROCm wheel (rocm-sdk-devel, extended on use) is a few MiB.
+            FileKind::DistInfo => 64 * MIB,
         }
     }
 
@@ -300,6 +304,7 @@ impl FileKind {
             FileKind::PackagedFile => "packaged file",
             FileKind::ProcMaps => "process memory map (/proc/<pid>/maps)",
             FileKind::ProcComm => "process name (/proc/<pid>/comm)",
+            FileKind::DistInfo => "Python .dist-info file",
         }
     }
 }

@@ -27,4 +27,5 @@ pub mod verify;
 pub mod verify_abi;
 pub mod verify_image;
 pub mod verify_shadow;
+pub mod wheels;
 pub mod workflow;
