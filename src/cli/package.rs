@@ -137,7 +137,10 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
             commit: args.commit,
             commit_time: args.commit_time.or(sde.and_then(|s| i64::try_from(s).ok())),
         };
-        return super::venv::package(args.staging, commit, venv, args.out, sde);
+        let staging = args.staging.ok_or_else(|| {
+            usage("package --stock-venv needs --staging DIR: the wheels are made from a build's staging, not from .debs")
+        })?;
+        return super::venv::package(staging, commit, venv, args.out, sde);
     }
     let stock = if args.stock_deb.is_empty() {
         StockInput::Root(args.stock_root.map_or_else(Root::system, Root::new))
