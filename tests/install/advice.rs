@@ -8,11 +8,12 @@ use crate::util::*;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
 
-/// One way to break an installed host.
-struct Breakage {
-    id: &'static str,
-    /// Shell run in the chroot (placeholders: `{stock_hsa_deb}`, `{stock_hip_deb}`).
-    script: &'static str,
+/// One way to break an installed host: one row of the advice-graph table.
+pub(crate) struct Breakage {
+    pub id: &'static str,
+    /// Shell run in the chroot; each flavour fills its own placeholders (here
+    /// `{stock_hsa_deb}`, `{stock_hip_deb}`).
+    pub script: &'static str,
 }
 
 const BREAKAGES: &[Breakage] = &[
@@ -83,28 +84,58 @@ fn every_fix_verify_names_leads_to_green() {
             deb.file_name().unwrap().to_string_lossy()
         )
     };
-    let mut table = Vec::new();
-    let mut failures = Vec::new();
-    for b in BREAKAGES {
-        let sb = fresh(a, &a.installed_snapshot);
-        let script = b
-            .script
+    let fill = |script: &str| {
+        script
             .replace("{stock_hsa_deb}", &stock_deb(StockRole::HsaRocr))
-            .replace("{stock_hip_deb}", &stock_deb(StockRole::HipRuntime));
-        sb.sh_ok(&script).unwrap();
-        let (row, problem) = follow_the_advice(&sb, b.id);
-        table.push(row);
-        if let Some(p) = problem {
-            failures.push(p);
-        }
-    }
-    eprintln!("{}", table.join("\n"));
+            .replace("{stock_hip_deb}", &stock_deb(StockRole::HipRuntime))
+    };
+    let (table, failures) = drive(
+        BREAKAGES,
+        &|| fresh(a, &a.installed_snapshot),
+        &fill,
+        &runtime_problems,
+    );
+    eprintln!("advice graph, AMD's packaging:\n{}", table.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The shared steps of every row: a fresh installed host (`installed`), the breakage (its
+/// script with the flavour's placeholders filled by `fill`), then the advice followed until
+/// verify passes; `runtime_problems` judges the host verify calls green. Returns the table
+/// rows and the problems found.
+pub(crate) fn drive(
+    rows: &[Breakage],
+    installed: &dyn Fn() -> Sandbox,
+    fill: &dyn Fn(&str) -> String,
+    runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let mut table = Vec::new();
+    let mut failures = Vec::new();
+    // ROCM_PIN_ADVICE_ROWS=id,id runs only those rows (while working on one).
+    let only = std::env::var("ROCM_PIN_ADVICE_ROWS").ok();
+    let wanted = |id: &str| only.as_deref().is_none_or(|o| o.split(',').any(|w| w == id));
+    for b in rows.iter().filter(|b| wanted(b.id)) {
+        let sb = installed();
+        let script = fill(b.script);
+        if let Err(e) = sb.sh_ok(&script) {
+            table.push(format!("{:<22} breakage did not apply", b.id));
+            failures.push(format!("{}: `{script}` failed: {e:#}", b.id));
+            continue;
+        }
+        let (row, problem) = follow_the_advice(&sb, b.id, runtime_problems);
+        table.push(row);
+        failures.extend(problem);
+    }
+    (table, failures)
+}
+
 /// Run verify, then each fix it names, until verify passes. Returns the table row and a
-/// problem when the advice does not lead to green.
-fn follow_the_advice(sb: &Sandbox, id: &str) -> (String, Option<String>) {
+/// problem when the advice does not lead to green, or a fix that fails names itself.
+fn follow_the_advice(
+    sb: &Sandbox,
+    id: &str,
+    runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,
+) -> (String, Option<String>) {
     let v = verify(sb);
     if v.status.success() {
         return (
@@ -120,6 +151,16 @@ fn follow_the_advice(sb: &Sandbox, id: &str) -> (String, Option<String>) {
     for fix in &fixes {
         let out = sb.sh(fix).unwrap();
         ran.push(format!("`{fix}` rc {}", rc(&out)));
+        // A command that refuses must not name itself as the way out.
+        if rc(&out) != 0 && text(&out).contains(&format!("`{fix}`")) {
+            return (
+                format!("{id:<22} {} -> names itself", ran.join(", then ")),
+                Some(format!(
+                    "{id}: `{fix}` refused and names itself as the fix:\n{}",
+                    text(&out)
+                )),
+            );
+        }
         let after = verify(sb);
         if after.status.success() {
             let problems = runtime_problems(sb);

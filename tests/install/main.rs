@@ -5,6 +5,7 @@
 mod util;
 
 mod advice;
+mod advice_debian;
 mod cli_pipes;
 mod day2;
 mod debian_flavour;

@@ -22,5 +22,6 @@ pub mod status_report;
 pub(crate) mod upgrades;
 pub mod verify;
 pub mod verify_abi;
+pub(crate) mod verify_hold;
 pub mod verify_image;
 pub mod workflow;

@@ -312,6 +312,11 @@ fn run_checks(
     });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
+    if let Some((subject, ok, detail)) =
+        crate::ops::verify_hold::check_release_hold(root, entries, &marker)
+    {
+        c.add("release-hold", &subject, ok, detail);
+    }
     for (subject, ok, detail) in
         crate::ops::verify_abi::check_consumers(root, &opts.consumers, &marker, entries, &lists)
     {

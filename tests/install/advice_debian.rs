@@ -1,0 +1,292 @@
+//! The advice graph on Debian's packaging (issue 32, criterion 3): the rows of advice.rs's
+//! table, through its shared steps, on the two Debian images — sid with experimental's ROCm
+//! (`sid-debian-rocm`) and sid's own older series (`sid-debian-rocm6`). Each row starts from
+//! the image with the stand-in pair packaged against Debian's real stock (`package
+//! --stock-root`) and put in with `rocm-pin install`, breaks it, and follows every fix verify
+//! prints, verbatim, until verify passes with ours loaded and Debian's dependants installed.
+//!
+//! Names come from the images' dpkg databases and discovery; versions are never written here.
+//! The -dev rows need a real Debian -dev package of the stock runtime: the older series' one
+//! (`libhsa-runtime-dev`, exact `=` on `libhsa-runtime64-1`) is repacked from the
+//! `sid-debian-rocm6-dev` image's dpkg database and published as a local repository.
+
+use std::path::{Path, PathBuf};
+
+use crate::advice::{drive, Breakage};
+use crate::util::*;
+use rocm_pin::host::root::Root;
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
+use rocm_pin_testkit::staging::{build_staging, StagingSpec, COMMIT, COMMIT_TIME};
+
+/// Placeholders: `{hsa}` and `{hip}` are the stock packages of the pair, `{dev}` the -dev
+/// package the flavour's repository offers, `{hold}` the release hold file.
+const DEBIAN_BREAKAGES: &[Breakage] = &[
+    Breakage {
+        id: "forced-stock-hsa",
+        script: "dpkg -i --force-all /var/lib/rocm-pin/stock/{hsa}_*.deb",
+    },
+    Breakage {
+        id: "forced-stock-hip",
+        script: "dpkg -i --force-all /var/lib/rocm-pin/stock/{hip}_*.deb",
+    },
+    Breakage {
+        id: "ours-force-removed",
+        script: "dpkg -r --force-depends --force-remove-protected {hsa}-pinned",
+    },
+    Breakage {
+        id: "pin-file-deleted",
+        script: "rm /etc/apt/preferences.d/{hip}-pinned",
+    },
+    Breakage {
+        id: "protected-dropped",
+        script: "sed -i '/^Package: {hsa}-pinned$/,/^$/{/^Protected: yes$/d}' /var/lib/dpkg/status",
+    },
+    Breakage {
+        id: "dev-after-install",
+        script: "apt-get install -y -q {dev}",
+    },
+    Breakage {
+        id: "hold-removed",
+        script: "apt-get install -y -q {dev} && rocm-pin install && test -f {hold} && rm {hold}",
+    },
+];
+
+/// The rows that need a -dev package in the flavour's repository.
+const NEEDS_DEV: &[&str] = &["dev-after-install", "hold-removed"];
+
+/// One Debian image and how the stand-in is built for it.
+struct DebianHost {
+    tag: &'static str,
+    hip_major: u32,
+    /// The image carries Debian's HIP siblings (`libhiprtcN`, `libhiprtc-builtinsN`).
+    hiprtc: bool,
+    /// A real -dev package of the stock runtime, repacked from `dev_image`.
+    dev: Option<(&'static str, &'static str)>,
+}
+
+const HOSTS: &[DebianHost] = &[
+    DebianHost {
+        tag: "sid-debian-rocm",
+        hip_major: 7,
+        hiprtc: true,
+        dev: None,
+    },
+    DebianHost {
+        tag: "sid-debian-rocm6",
+        hip_major: 6,
+        hiprtc: false,
+        dev: Some(("libhsa-runtime-dev", "sid-debian-rocm6-dev")),
+    },
+];
+
+const DEPENDANTS: &[&str] = &["rocminfo", "librocfft0", "libhipfft0"];
+
+pub(crate) fn image_tarball(tag: &str) -> Option<PathBuf> {
+    let input = format!("chroot/{tag}.tar.zst");
+    let path = rocm_pin_testkit::setup_input(&input);
+    if path.is_none() {
+        rocm_pin_testkit::skip_without_setup("advice_debian", &input);
+    }
+    path
+}
+
+pub(crate) fn sandbox(tarball: &Path) -> Sandbox {
+    Sandbox::new(&ChrootImage::from_tarball("sid", tarball).unwrap()).unwrap()
+}
+
+pub(crate) fn is_installed(sb: &Sandbox, package: &str) -> bool {
+    sb.run(&["dpkg-query", "-W", "-f", "${db:Status-Abbrev}", package])
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "ii")
+}
+
+/// `packages`, repacked from the dpkg database of the image `tag` into `out` (the image keeps
+/// no apt archives; every file of theirs matches dpkg's md5sums there).
+pub(crate) fn repack_from_image(tag: &str, packages: &[&str], out: &Path) -> Option<()> {
+    let sb = sandbox(&image_tarball(tag)?);
+    let root = Root::new(sb.root());
+    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    std::fs::create_dir_all(out).unwrap();
+    for p in packages {
+        let e = entries
+            .iter()
+            .find(|e| e.package == *p)
+            .unwrap_or_else(|| panic!("{p} is not installed in {tag}"));
+        let name = rocm_pin::ops::install::deb_file_name(&e.package, &e.version, &e.architecture);
+        rocm_pin::host::repack::repack(&root, e, &out.join(name)).unwrap();
+    }
+    Some(())
+}
+
+/// `rocm-pin package` of the stand-in (HIP SONAME major `hip_major`, with or without the HIP
+/// siblings) against the stock in `sb`, into `w/out`: the run and the .debs.
+pub(crate) fn package_against(
+    sb: &Sandbox,
+    w: &Path,
+    hip_major: u32,
+    hiprtc: bool,
+) -> (std::process::Output, Vec<PathBuf>) {
+    let staging = w.join("staging");
+    let _ = std::fs::remove_dir_all(&staging);
+    build_staging(
+        &staging,
+        &StagingSpec {
+            hip_major,
+            hiprtc,
+            ..StagingSpec::default()
+        },
+    );
+    let out = w.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let run = std::process::Command::new(bin())
+        .arg("package")
+        .arg("--staging")
+        .arg(&staging)
+        .arg("--stock-root")
+        .arg(sb.root())
+        .args([
+            "--commit",
+            COMMIT,
+            "--commit-time",
+            &COMMIT_TIME.to_string(),
+        ])
+        .arg("--out")
+        .arg(&out)
+        .env_remove("SOURCE_DATE_EPOCH")
+        .output()
+        .unwrap();
+    (run, rocm_pin_testkit::debs::debs_in(&out))
+}
+
+/// `rocm-pin install` of `debs` inside `sb` (each copied in as `/root/ours/<package>.deb`: sid's
+/// apt refuses a local path holding `~` and `+`).
+pub(crate) fn install_ours(sb: &Sandbox, debs: &[PathBuf]) -> std::process::Output {
+    sb.install_rocm_pin(&bin()).unwrap();
+    let mut argv = vec!["rocm-pin".to_string(), "install".into()];
+    for deb in debs {
+        let at = format!(
+            "/root/ours/{}.deb",
+            rocm_pin_testkit::debs::field(deb, "Package")
+        );
+        sb.copy_in(deb, &at).unwrap();
+        argv.push(at);
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    sb.run(&argv).unwrap()
+}
+
+/// What must hold when verify is green: each replacement installed, the stock it replaces
+/// gone, Debian's dependants installed, and rocminfo resolving the HSA runtime to a library
+/// our marker records.
+fn debian_runtime_problems(sb: &Sandbox, stock: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for s in stock {
+        if !is_installed(sb, &format!("{s}-pinned")) {
+            problems.push(format!("{s}-pinned not installed"));
+        }
+        if is_installed(sb, s) {
+            problems.push(format!("stock {s} installed"));
+        }
+    }
+    for d in DEPENDANTS {
+        if !is_installed(sb, d) {
+            problems.push(format!("dependant {d} not installed"));
+        }
+    }
+    let marker: serde_json::Value = match sb.read_to_string("/var/lib/rocm-pin/marker/amd64.json") {
+        Ok(m) => serde_json::from_str(&m).unwrap_or_default(),
+        Err(e) => return [problems, vec![format!("no marker: {e:#}")]].concat(),
+    };
+    let (resolved, sha) = rocm_pin_testkit::runtime::resolved_sha256(
+        sb,
+        "/usr/bin/rocminfo",
+        "libhsa-runtime64.so.1",
+    );
+    if !rocm_pin_testkit::runtime::marker_sha256s(&marker).contains(&sha) {
+        problems.push(format!("rocminfo loads {resolved}, not ours"));
+    }
+    problems
+}
+
+/// The advice graph on one Debian image: the table rows and the problems found.
+fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
+    let tarball = image_tarball(host.tag)?;
+    let work = tempfile::tempdir().unwrap();
+    let dev_dir = work.path().join("dev");
+    if let Some((dev, image)) = host.dev {
+        repack_from_image(image, &[dev], &dev_dir)?;
+    }
+    let (run, debs) = package_against(&sandbox(&tarball), work.path(), host.hip_major, host.hiprtc);
+    assert!(
+        run.status.success(),
+        "{}: package: {}",
+        host.tag,
+        text(&run)
+    );
+    let stock: Vec<String> = debs
+        .iter()
+        .map(|d| {
+            rocm_pin_testkit::debs::field(d, "Package")
+                .trim_end_matches("-pinned")
+                .to_string()
+        })
+        .collect();
+    let installed = || {
+        let sb = sandbox(&tarball);
+        let out = install_ours(&sb, &debs);
+        assert_eq!(
+            rc(&out),
+            0,
+            "{}: rocm-pin install:\n{}",
+            host.tag,
+            text(&out)
+        );
+        if host.dev.is_some() {
+            sb.add_local_repo("dev", &dev_dir).unwrap();
+        }
+        sb
+    };
+    let hip = format!("libamdhip64-{}", host.hip_major);
+    let hold = rocm_pin::host::layout::StateLayout::release_hold();
+    let fill = |script: &str| {
+        script
+            .replace("{hsa}", "libhsa-runtime64-1")
+            .replace("{hip}", &hip)
+            .replace("{dev}", host.dev.map(|(d, _)| d).unwrap_or("<none>"))
+            .replace("{hold}", &hold.display().to_string())
+    };
+    let rows: Vec<Breakage> = DEBIAN_BREAKAGES
+        .iter()
+        .filter(|b| host.dev.is_some() || !NEEDS_DEV.contains(&b.id))
+        .map(|b| Breakage {
+            id: b.id,
+            script: b.script,
+        })
+        .collect();
+    let (mut table, failures) = drive(&rows, &installed, &fill, &|sb| {
+        debian_runtime_problems(sb, &stock)
+    });
+    for id in NEEDS_DEV.iter().filter(|_| host.dev.is_none()) {
+        table.push(format!(
+            "{id:<22} not run: no -dev package of this series in the test inputs"
+        ));
+    }
+    Some((table, failures))
+}
+
+#[test]
+fn every_fix_verify_names_leads_to_green_on_debians_packaging() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let mut failures = Vec::new();
+    for host in HOSTS {
+        let Some((table, problems)) = advice_graph(host) else {
+            continue;
+        };
+        eprintln!(
+            "advice graph, Debian's packaging ({}):\n{}",
+            host.tag,
+            table.join("\n")
+        );
+        failures.extend(problems.into_iter().map(|p| format!("{}: {p}", host.tag)));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
