@@ -113,7 +113,10 @@ pub(crate) fn drive(
     let mut failures = Vec::new();
     // ROCM_PIN_ADVICE_ROWS=id,id runs only those rows (while working on one).
     let only = std::env::var("ROCM_PIN_ADVICE_ROWS").ok();
-    let wanted = |id: &str| only.as_deref().is_none_or(|o| o.split(',').any(|w| w == id));
+    let wanted = |id: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| w == id))
+    };
     for b in rows.iter().filter(|b| wanted(b.id)) {
         let sb = installed();
         let script = fill(b.script);

@@ -19,7 +19,9 @@ use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 use rocm_pin_testkit::staging::{build_staging, StagingSpec, COMMIT, COMMIT_TIME};
 
 /// Placeholders: `{hsa}` and `{hip}` are the stock packages of the pair, `{dev}` the -dev
-/// package the flavour's repository offers, `{hold}` the release hold file.
+/// package the flavour's repository offers, `{hold}` the release hold file. A wrong release:
+/// the other image's Debian HSA package (same SONAME, the other ROCm series) forced in next
+/// to ours, as a user mixing experimental and sid does.
 const DEBIAN_BREAKAGES: &[Breakage] = &[
     Breakage {
         id: "forced-stock-hsa",
@@ -42,6 +44,10 @@ const DEBIAN_BREAKAGES: &[Breakage] = &[
         script: "sed -i '/^Package: {hsa}-pinned$/,/^$/{/^Protected: yes$/d}' /var/lib/dpkg/status",
     },
     Breakage {
+        id: "wrong-release-forced",
+        script: "dpkg -i --force-all /root/other-release/{hsa}_*.deb",
+    },
+    Breakage {
         id: "dev-after-install",
         script: "apt-get install -y -q {dev}",
     },
@@ -62,6 +68,8 @@ struct DebianHost {
     hiprtc: bool,
     /// A real -dev package of the stock runtime, repacked from `dev_image`.
     dev: Option<(&'static str, &'static str)>,
+    /// The image of the other ROCm series (its HSA package is the wrong release here).
+    other: &'static str,
 }
 
 const HOSTS: &[DebianHost] = &[
@@ -70,12 +78,14 @@ const HOSTS: &[DebianHost] = &[
         hip_major: 7,
         hiprtc: true,
         dev: None,
+        other: "sid-debian-rocm6",
     },
     DebianHost {
         tag: "sid-debian-rocm6",
         hip_major: 6,
         hiprtc: false,
         dev: Some(("libhsa-runtime-dev", "sid-debian-rocm6-dev")),
+        other: "sid-debian-rocm",
     },
 ];
 
@@ -215,6 +225,8 @@ fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
     if let Some((dev, image)) = host.dev {
         repack_from_image(image, &[dev], &dev_dir)?;
     }
+    let other_dir = work.path().join("other-release");
+    repack_from_image(host.other, &["libhsa-runtime64-1"], &other_dir)?;
     let (run, debs) = package_against(&sandbox(&tarball), work.path(), host.hip_major, host.hiprtc);
     assert!(
         run.status.success(),
@@ -240,6 +252,7 @@ fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
             host.tag,
             text(&out)
         );
+        sb.copy_in(&other_dir, "/root/other-release").unwrap();
         if host.dev.is_some() {
             sb.add_local_repo("dev", &dev_dir).unwrap();
         }
