@@ -303,3 +303,133 @@ fn every_fix_verify_names_leads_to_green_on_debians_packaging() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Criterion 4: an ordinary sid host of the older series (`sid-debian-rocm6`: Debian's pair and
+/// its dependants, no `libhiprtc6` — `apt install libamdhip64-6` does not pull it). `package`
+/// refuses in one line naming the exact `apt-get install`; that line, run verbatim in the
+/// chroot against a repository offering Debian's packages, makes package and install pass
+/// with one command each, and verify green.
+#[test]
+fn an_older_series_host_without_hiprtc_pins_after_the_named_apt_line() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = image_tarball("sid-debian-rocm6") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let siblings = ["libhiprtc6", "libhiprtc-builtins6"];
+    let repo = work.path().join("debian");
+    if repack_from_image("sid-debian-rocm6-dev", &siblings, &repo).is_none() {
+        return;
+    }
+    let sb = sandbox(&tarball);
+    for p in ["libamdhip64-6", "libhsa-runtime64-1"] {
+        assert!(is_installed(&sb, p), "{p} is not installed in the image");
+    }
+    for p in siblings {
+        assert!(
+            !is_installed(&sb, p),
+            "{p} is installed in the image already"
+        );
+    }
+    let (run, debs) = package_against(&sb, work.path(), 6, true);
+    let said = text(&run);
+    assert_eq!(rc(&run), 2, "{said}");
+    // The refusal is one line (before it, package's progress on stderr).
+    let refusal: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("rocm-pin: error:"))
+        .collect();
+    assert_eq!(refusal.len(), 1, "one line: {said}");
+    assert!(debs.is_empty(), "nothing written: {debs:?}");
+    let line = refusal[0]
+        .split('`')
+        .nth(1)
+        .filter(|l| l.starts_with("apt-get install "))
+        .unwrap_or_else(|| panic!("no `apt-get install …` named: {said}"));
+    let mut named: Vec<&str> = line.split(' ').skip(2).collect();
+    named.sort();
+    assert_eq!(named, ["libhiprtc-builtins6", "libhiprtc6"], "{said}");
+
+    sb.add_local_repo("debian", &repo).unwrap();
+    let out = sb.sh(line).unwrap();
+    assert_eq!(rc(&out), 0, "`{line}`:\n{}", text(&out));
+    let (run, debs) = package_against(&sb, work.path(), 6, true);
+    assert_eq!(rc(&run), 0, "package after `{line}`:\n{}", text(&run));
+    assert_eq!(debs.len(), 4, "one per stock package: {debs:?}");
+    let out = install_ours(&sb, &debs);
+    assert_eq!(rc(&out), 0, "rocm-pin install:\n{}", text(&out));
+    let v = verify(&sb);
+    assert_eq!(rc(&v), 0, "verify:\n{}", text(&v));
+    for d in DEPENDANTS {
+        assert!(is_installed(&sb, d), "dependant {d} removed");
+    }
+}
+
+/// The other way in issue 32 took: the four replacements made where Debian's HIP siblings are
+/// installed (`sid-debian-rocm6-dev`), installed on the host without them. `install` refused
+/// with a false reason ("libhiprtc6 not installed … does not match"), then with "install the
+/// stock ROCm 7.2.4 runtime first" on a 6.4.3 host. Now it refuses in one line naming the
+/// exact `apt-get install` of the stock versions ours provide; run verbatim (Debian's packages
+/// offered by a local repository), it makes install pass, and verify is green.
+#[test]
+fn replacements_for_siblings_the_host_lacks_name_the_apt_line() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let (Some(dev), Some(plain)) = (
+        image_tarball("sid-debian-rocm6-dev"),
+        image_tarball("sid-debian-rocm6"),
+    ) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let siblings = ["libhiprtc6", "libhiprtc-builtins6"];
+    let repo = work.path().join("debian");
+    repack_from_image("sid-debian-rocm6-dev", &siblings, &repo).unwrap();
+    let (run, debs) = package_against(&sandbox(&dev), work.path(), 6, true);
+    assert_eq!(rc(&run), 0, "package:\n{}", text(&run));
+    assert_eq!(debs.len(), 4, "one per stock package: {debs:?}");
+    let sb = sandbox(&plain);
+    let status_before = std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap();
+    let out = install_ours(&sb, &debs);
+    let said = text(&out);
+    assert_eq!(rc(&out), 2, "{said}");
+    let refusal: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("rocm-pin: error:"))
+        .collect();
+    assert_eq!(refusal.len(), 1, "one line: {said}");
+    // Not "install the stock ROCm <the AMD target> runtime first" on another series' host.
+    assert!(!refusal[0].contains("ROCm "), "{said}");
+    let line = refusal[0]
+        .split('`')
+        .nth(1)
+        .filter(|l| l.starts_with("apt-get install "))
+        .unwrap_or_else(|| panic!("no `apt-get install …` named: {said}"));
+    let mut named: Vec<&str> = line
+        .split(' ')
+        .skip(2)
+        .map(|p| p.split('=').next().unwrap())
+        .collect();
+    named.sort();
+    assert_eq!(named, ["libhiprtc-builtins6", "libhiprtc6"], "{said}");
+    assert_eq!(
+        status_before,
+        std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap(),
+        "the refusal changed the dpkg database"
+    );
+
+    sb.add_local_repo("debian", &repo).unwrap();
+    let apt = sb.sh(line).unwrap();
+    assert_eq!(rc(&apt), 0, "`{line}`:\n{}", text(&apt));
+    let out = install_ours(&sb, &debs);
+    assert_eq!(
+        rc(&out),
+        0,
+        "rocm-pin install after `{line}`:\n{}",
+        text(&out)
+    );
+    let v = verify(&sb);
+    assert_eq!(rc(&v), 0, "verify:\n{}", text(&v));
+    for d in DEPENDANTS {
+        assert!(is_installed(&sb, d), "dependant {d} removed");
+    }
+}

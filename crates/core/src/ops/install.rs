@@ -922,6 +922,7 @@ fn match_stock(
             .get(f.package.as_str())
             .is_some_and(|e| e.has_files() || e.status.ends_with(" config-files"))
     });
+    let mut absent = Vec::new();
     for f in facts {
         m.provided
             .push((f.stock_name.clone(), f.stock_version.clone()));
@@ -968,13 +969,11 @@ fn match_stock(
             }
             (None, Some(_)) => {}
             (None, None) if ours_seen => m.repair = true,
-            (None, None) => {
-                return Err(usage(format!(
-                    "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
-                    f.stock_name, f.stock_version, f.package, rocm::TARGET_ROCM_VERSION
-                )))
-            }
+            (None, None) => absent.push(f),
         }
+    }
+    if !absent.is_empty() {
+        return Err(usage(super::install_error::absent_stock_refusal(&absent)));
     }
     Ok(m)
 }
