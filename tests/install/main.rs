@@ -16,5 +16,6 @@ mod first_hour;
 mod guard;
 mod hostile_root;
 mod matrix;
+mod needs_root;
 mod read_once;
 mod verify_fake_root;

@@ -241,6 +241,8 @@ impl Guard {
     /// Turn the guard off: both hooks and the private copy removed. True when there was one.
     /// An error counts as a changed host: a hook may be gone already.
     pub fn disarm(root: &Root) -> anyhow::Result<bool> {
+        super::privilege::needs_root(root, "rocm-pin guard off", GUARD_WRITES)
+            .map_err(|e| HostChange::Unchanged.attach(e))?;
         let remove_all = || -> anyhow::Result<bool> {
             let mut removed = false;
             for path in [APT_HOOK, DPKG_HOOK] {
@@ -268,11 +270,16 @@ impl Guard {
     }
 }
 
+/// Why `guard on` and `guard off` need root.
+const GUARD_WRITES: &str = "writes apt's and dpkg's hook files under /etc";
+
 /// `rocm-pin guard on`: verify first, and arm only when the runtime passes (or only checks that
 /// could not be made fail, exit 2). A guard armed over a failing runtime would fail every later
 /// apt and dpkg run, the repair included; over a host the gate skipped it would guard nothing.
 /// An error carries whether the host had changed ([`HostChange`]): only arming changes it.
 pub fn guard_on(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
+    super::privilege::needs_root(root, "rocm-pin guard on", GUARD_WRITES)
+        .map_err(|e| HostChange::Unchanged.attach(e))?;
     let report = crate::ops::verify::verify(&crate::ops::verify::VerifyOptions {
         root: root.clone(),
         accept_skipped_backport_check: flags.accept_skipped_backport_check,

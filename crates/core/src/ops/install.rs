@@ -261,6 +261,11 @@ fn install_steps(
     listener: &dyn Listener,
     changed: &mut HostChange,
 ) -> anyhow::Result<InstallReport> {
+    super::privilege::needs_root(
+        root,
+        "rocm-pin install",
+        "changes packages with apt-get and dpkg and writes under /etc and /var/lib",
+    )?;
     let mut report = InstallReport::default();
     // No .deb given: the ones an earlier install kept (the repair verify names).
     let kept;

@@ -15,6 +15,7 @@ pub(crate) mod ourdebs;
 pub mod package;
 pub(crate) mod pinmove;
 pub mod plan;
+pub(crate) mod privilege;
 pub mod repo;
 pub mod rollback;
 pub mod stale_maps;

@@ -109,6 +109,11 @@ fn rollback_steps(
     listener: &dyn Listener,
     changed: &mut HostChange,
 ) -> anyhow::Result<RollbackReport> {
+    super::privilege::needs_root(
+        root,
+        "rocm-pin rollback",
+        "changes packages with apt-get and dpkg and writes under /etc and /var/lib",
+    )?;
     // The status database, read once before apt runs.
     let entries = crate::rocm::read_status(root)?;
     let Some((ours, marker)) = installed_pin(root, &entries)? else {
