@@ -419,17 +419,13 @@ pub struct GuardStatus {
 }
 
 impl GuardStatus {
-    /// None armed; a failed check when hooks are present but not working (binary gone, one
-    /// hook missing, unreadable); skipped when off (nothing to check, as verify's "skipped").
+    /// None when armed or off: both are normal states, told apart by the summary and `armed`
+    /// (exit 3 means "skipped by the version gate" everywhere else, and an `error:` line for
+    /// a guard nobody armed misled). A failed check only when hooks are present but not
+    /// working (binary gone, one hook missing, unreadable).
     pub fn exit_kind(&self) -> Option<ExitKind> {
-        match (
-            self.armed,
-            self.apt_hook.is_some() || self.dpkg_hook.is_some(),
-        ) {
-            (true, _) => None,
-            (false, true) => Some(ExitKind::CheckFailed),
-            (false, false) => Some(ExitKind::Skipped),
-        }
+        let hooks = self.apt_hook.is_some() || self.dpkg_hook.is_some();
+        (!self.armed && hooks).then_some(ExitKind::CheckFailed)
     }
 }
 
@@ -588,10 +584,9 @@ mod tests {
         assert_eq!(s.exit_kind(), Some(ExitKind::CheckFailed), "{s:?}");
         assert!(s.summary.contains("is gone"), "{s:?}");
         assert!(Guard::disarm(&root).unwrap());
-        assert_eq!(
-            guard_status(&root).unwrap().exit_kind(),
-            Some(ExitKind::Skipped)
-        );
+        let off = guard_status(&root).unwrap();
+        assert!(!off.armed, "{off:?}");
+        assert_eq!(off.exit_kind(), None, "off is a normal state: {off:?}");
         assert!(!root.host_path("/usr/lib/rocm-pin").exists());
     }
 
