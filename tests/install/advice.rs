@@ -89,7 +89,7 @@ fn every_fix_verify_names_leads_to_green() {
             .replace("{stock_hsa_deb}", &stock_deb(StockRole::HsaRocr))
             .replace("{stock_hip_deb}", &stock_deb(StockRole::HipRuntime))
     };
-    let (table, failures) = drive(
+    let (table, failures, _) = drive(
         BREAKAGES,
         &|| fresh(a, &a.installed_snapshot),
         &fill,
@@ -102,15 +102,16 @@ fn every_fix_verify_names_leads_to_green() {
 /// The shared steps of every row: a fresh installed host (`installed`), the breakage (its
 /// script with the flavour's placeholders filled by `fill`), then the advice followed until
 /// verify passes; `runtime_problems` judges the host verify calls green. Returns the table
-/// rows and the problems found.
+/// rows, the problems found, and everything verify and the fixes said (for the wording test).
 pub(crate) fn drive(
     rows: &[Breakage],
     installed: &dyn Fn() -> Sandbox,
     fill: &dyn Fn(&str) -> String,
     runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,
-) -> (Vec<String>, Vec<String>) {
+) -> (Vec<String>, Vec<String>, String) {
     let mut table = Vec::new();
     let mut failures = Vec::new();
+    let mut said = String::new();
     // ROCM_PIN_ADVICE_ROWS=id,id runs only those rows (while working on one).
     let only = std::env::var("ROCM_PIN_ADVICE_ROWS").ok();
     let wanted = |id: &str| {
@@ -125,11 +126,11 @@ pub(crate) fn drive(
             failures.push(format!("{}: `{script}` failed: {e:#}", b.id));
             continue;
         }
-        let (row, problem) = follow_the_advice(&sb, b.id, runtime_problems);
+        let (row, problem) = follow_the_advice(&sb, b.id, runtime_problems, &mut said);
         table.push(row);
         failures.extend(problem);
     }
-    (table, failures)
+    (table, failures, said)
 }
 
 /// Run verify, then each fix it names, until verify passes. Returns the table row and a
@@ -138,8 +139,10 @@ fn follow_the_advice(
     sb: &Sandbox,
     id: &str,
     runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,
+    said: &mut String,
 ) -> (String, Option<String>) {
     let v = verify(sb);
+    said.push_str(&text(&v));
     if v.status.success() {
         return (
             format!("{id:<22} verify passes after the breakage"),
@@ -153,6 +156,9 @@ fn follow_the_advice(
     let mut ran = Vec::new();
     for fix in &fixes {
         let out = sb.sh(fix).unwrap();
+        if fix.starts_with("rocm-pin ") {
+            said.push_str(&text(&out));
+        }
         ran.push(format!("`{fix}` rc {}", rc(&out)));
         // A command that refuses must not name itself as the way out.
         if rc(&out) != 0 && text(&out).contains(&format!("`{fix}`")) {
@@ -165,6 +171,7 @@ fn follow_the_advice(
             );
         }
         let after = verify(sb);
+        said.push_str(&text(&after));
         if after.status.success() {
             let problems = runtime_problems(sb);
             return (

@@ -275,7 +275,7 @@ fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
             script: b.script,
         })
         .collect();
-    let (mut table, failures) = drive(&rows, &installed, &fill, &|sb| {
+    let (mut table, mut failures, said) = drive(&rows, &installed, &fill, &|sb| {
         debian_runtime_problems(sb, &stock)
     });
     for id in NEEDS_DEV.iter().filter(|_| host.dev.is_none()) {
@@ -283,8 +283,27 @@ fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
             "{id:<22} not run: no -dev package of this series in the test inputs"
         ));
     }
+    // Flavour-right words: what verify and rocm-pin's fixes said names nothing only AMD's
+    // packaging has (its prefix, its version file, its package names, the marker under .info).
+    for word in AMD_ONLY_WORDS {
+        if let Some(line) = said.lines().find(|l| l.contains(word)) {
+            failures.push(format!(
+                "AMD-only `{word}` said on Debian's packaging: {line}"
+            ));
+        }
+    }
     Some((table, failures))
 }
+
+/// Words that name AMD's packaging only (docs/flavours.md).
+const AMD_ONLY_WORDS: &[&str] = &[
+    "/opt/rocm",
+    ".info/",
+    "hip-runtime-amd",
+    "hsa-rocr",
+    "rocm-hip-runtime",
+    "ROCm's metas",
+];
 
 #[test]
 fn every_fix_verify_names_leads_to_green_on_debians_packaging() {

@@ -15,6 +15,7 @@ mod exit_status;
 mod first_hour;
 mod guard;
 mod hostile_root;
+mod marks;
 mod matrix;
 mod needs_root;
 mod read_once;

@@ -339,8 +339,12 @@ fn install_steps(
 
     // The database as apt left it: read once after apt, or still `before` when apt did not run.
     let after = if tx.need_apt {
+        let auto = super::automarks::stock_auto(root, &facts)?;
         *changed = HostChange::Changed;
         let after = run_apt(root, opts, &tx, &facts, &before_apt, &mut report, listener)?;
+        report
+            .actions
+            .extend(super::automarks::carry_to_ours(root, &facts, &auto)?);
         report.outcome = Outcome::Installed;
         after
     } else {

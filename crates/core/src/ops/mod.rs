@@ -2,6 +2,7 @@
 //! only through `host`, knows ROCm only through `rocm`, and writes packages only through `deb`.
 
 pub mod adopt;
+pub(crate) mod automarks;
 pub mod build;
 #[cfg(test)]
 pub(crate) mod fakehost;

@@ -136,6 +136,25 @@ pub(crate) fn kept(root: &Root) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Where the marker of `ours` (installed packages of ours, the marker gone) belongs, in the
+/// flavour's words: `*/.info/rocm-pin.json` under AMD's prefix, the state directory on
+/// Debian's packaging (which has no `.info/`). The flavour is told by the stock names ours
+/// replace (`hsa-rocr-pinned` is AMD's naming).
+pub(crate) fn marker_path_shown(ours: &[&status::StatusEntry]) -> String {
+    let amd = match rocm::flavour_spec(rocm::StockFlavour::Amd).naming {
+        rocm::StockNaming::PerHalf { hsa, hip } => ours.iter().any(|e| {
+            let stock = e.package.strip_suffix("-pinned").unwrap_or(&e.package);
+            stock.starts_with(hsa) || stock.starts_with(hip)
+        }),
+        rocm::StockNaming::PerLibrary => false,
+    };
+    if amd {
+        format!("*/{}", rocm::MARKER_RELPATH)
+    } else {
+        format!("{}/<architecture>.json", StateLayout::MARKER_DIR)
+    }
+}
+
 /// The most entries [`kept`] reads from the directory (it holds one .deb per package of ours).
 const MAX_KEPT_ENTRIES: usize = 64;
 

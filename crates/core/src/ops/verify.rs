@@ -357,8 +357,8 @@ fn read_marker(
                 "",
                 false,
                 format!(
-                    "no installed package ships the provenance marker */{}; reinstall ours: `{}`",
-                    rocm::MARKER_RELPATH,
+                    "no installed package ships the provenance marker {}; reinstall ours: `{}`",
+                    ourdebs::marker_path_shown(ours),
                     ourdebs::reinstall_command(root)
                 ),
             );
