@@ -452,3 +452,39 @@ fn replacements_for_siblings_the_host_lacks_name_the_apt_line() {
         assert!(is_installed(&sb, d), "dependant {d} removed");
     }
 }
+
+/// The cost of verify's ABI check on Debian's 7.2.4 host with its real dependants (issue 32,
+/// criterion 1 asks for it): `verify --root` timed a few runs with this binary, and with the
+/// binary named by `ROCM_PIN_VERIFY_WITHOUT_ABI` (one built before the check existed), on the
+/// same installed root. A measurement, not a check: run by hand with `--ignored`.
+#[test]
+#[ignore = "a measurement: cargo test --test install verify_abi_cost -- --ignored --nocapture"]
+fn verify_abi_cost_on_debians_host() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let Some(tarball) = image_tarball("sid-debian-rocm") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let sb = sandbox(&tarball);
+    let (run, debs) = package_against(&sb, work.path(), 7, true);
+    assert_eq!(rc(&run), 0, "{}", text(&run));
+    assert_eq!(rc(&install_ours(&sb, &debs)), 0);
+    let mut bins = vec![("with the ABI check", bin())];
+    if let Some(b) = std::env::var_os("ROCM_PIN_VERIFY_WITHOUT_ABI") {
+        bins.push(("without it", PathBuf::from(b)));
+    }
+    for (what, b) in bins {
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let out = std::process::Command::new(&b)
+                .args(["verify", "--root"])
+                .arg(sb.root())
+                .output()
+                .unwrap();
+            times.push(t.elapsed().as_secs_f64());
+            assert_eq!(rc(&out), 0, "{}", text(&out));
+        }
+        eprintln!("verify_abi_cost: {what}: {times:.3?} s");
+    }
+}

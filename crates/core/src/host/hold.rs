@@ -106,31 +106,6 @@ pub(crate) fn remove(root: &Root) -> anyhow::Result<bool> {
     }
 }
 
-/// What the hold should hold on this host and does not: a -dev package with an exact `=` on
-/// the stock installed after `install` wrote the hold, or the file removed. Judged on
-/// `entries` (read with Depends) for the stock packages `marker` replaced; shared by `status`
-/// and `verify`.
-pub(crate) fn missing(
-    root: &Root,
-    entries: &[StatusEntry],
-    marker: &crate::rocm::Marker,
-) -> Vec<(String, String)> {
-    let held = read(root);
-    let names: Vec<String> = marker
-        .replaced
-        .iter()
-        .map(|r| r.stock_name.clone())
-        .collect();
-    held_packages(
-        entries,
-        &names,
-        marker.layout().spec().hold_exact_dependants,
-    )
-    .into_iter()
-    .filter(|h| !held.contains(h))
-    .collect()
-}
-
 /// The packages the hold file names (for `status`).
 pub(crate) fn read(root: &Root) -> Vec<(String, String)> {
     let Ok(text) = root.read_to_string(StateLayout::release_hold(), FileKind::Config) else {

@@ -982,7 +982,7 @@ fn match_stock(
         }
     }
     if !absent.is_empty() {
-        return Err(usage(super::install_error::absent_stock_refusal(&absent)));
+        return Err(usage(super::ourdebs::absent_stock_refusal(&absent)));
     }
     Ok(m)
 }

@@ -75,20 +75,3 @@ impl InstallError {
         ExitKind::Usage
     }
 }
-
-/// The one line for replacements whose stock is not installed (sid's `apt install
-/// libamdhip64-6` does not pull `libhiprtc6`): the exact `apt-get install` of the stock
-/// versions they provide, which makes the host pinnable.
-pub(crate) fn absent_stock_refusal(absent: &[&crate::ops::ourdebs::DebFacts]) -> String {
-    let exact: Vec<String> = absent
-        .iter()
-        .map(|f| format!("{}={}", f.stock_name, f.stock_version))
-        .collect();
-    let ours: Vec<&str> = absent.iter().map(|f| f.package.as_str()).collect();
-    format!(
-        "stock {} not installed: nothing for {} to replace (each provides exactly that version); install the stock first: `apt-get install {}`, then run rocm-pin install again",
-        exact.join(", "),
-        ours.join(", "),
-        exact.join(" ")
-    )
-}

@@ -155,6 +155,23 @@ pub(crate) fn marker_path_shown(ours: &[&status::StatusEntry]) -> String {
     }
 }
 
+/// The one line for replacements whose stock is not installed (sid's `apt install
+/// libamdhip64-6` does not pull `libhiprtc6`): the exact `apt-get install` of the stock
+/// versions they provide, which makes the host pinnable.
+pub(crate) fn absent_stock_refusal(absent: &[&DebFacts]) -> String {
+    let exact: Vec<String> = absent
+        .iter()
+        .map(|f| format!("{}={}", f.stock_name, f.stock_version))
+        .collect();
+    let ours: Vec<&str> = absent.iter().map(|f| f.package.as_str()).collect();
+    format!(
+        "stock {} not installed: nothing for {} to replace (each provides exactly that version); install the stock first: `apt-get install {}`, then run rocm-pin install again",
+        exact.join(", "),
+        ours.join(", "),
+        exact.join(" ")
+    )
+}
+
 /// The most entries [`kept`] reads from the directory (it holds one .deb per package of ours).
 const MAX_KEPT_ENTRIES: usize = 64;
 

@@ -399,7 +399,7 @@ pub fn host_status_with(
     let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
     let release_hold_missing: Vec<String> = match &marker {
-        Some(m) => crate::host::hold::missing(root, &entries, m)
+        Some(m) => crate::ops::verify_hold::missing(root, &entries, m)
             .into_iter()
             .map(|(n, v)| format!("{n} {v}"))
             .collect(),

@@ -8,6 +8,31 @@ use crate::host::root::Root;
 use crate::host::status::StatusEntry;
 use crate::rocm;
 
+/// What the hold should hold on this host and does not: a -dev package with an exact `=` on
+/// the stock installed after `install` wrote the hold, or the file removed. Judged on
+/// `entries` (read with Depends) for the stock packages `marker` replaced; shared by `status`
+/// and `verify`.
+pub(crate) fn missing(
+    root: &Root,
+    entries: &[StatusEntry],
+    marker: &rocm::Marker,
+) -> Vec<(String, String)> {
+    let held = crate::host::hold::read(root);
+    let names: Vec<String> = marker
+        .replaced
+        .iter()
+        .map(|r| r.stock_name.clone())
+        .collect();
+    crate::host::hold::held_packages(
+        entries,
+        &names,
+        marker.layout().spec().hold_exact_dependants,
+    )
+    .into_iter()
+    .filter(|h| !held.contains(h))
+    .collect()
+}
+
 /// `(subject, ok, detail)` of the check; None when nothing on this host needs holding.
 pub(crate) fn check_release_hold(
     root: &Root,
@@ -16,7 +41,7 @@ pub(crate) fn check_release_hold(
 ) -> Option<(String, bool, String)> {
     let path = StateLayout::release_hold().display().to_string();
     let held = crate::host::hold::read(root);
-    let missing = crate::host::hold::missing(root, entries, marker);
+    let missing = missing(root, entries, marker);
     let named = |list: &[(String, String)]| {
         list.iter()
             .map(|(n, v)| format!("{n} {v}"))
