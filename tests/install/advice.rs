@@ -50,6 +50,10 @@ const BREAKAGES: &[Breakage] = &[
         script: "rm /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.53211-*",
     },
     Breakage {
+        id: "hold-removed",
+        script: "rm /etc/apt/preferences.d/rocm-pin-release-hold",
+    },
+    Breakage {
         id: "loader-entry-deleted",
         script: "rm /etc/ld.so.conf.d/hsa-rocr-pinned.conf && ldconfig",
     },

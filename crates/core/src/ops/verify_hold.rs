@@ -33,7 +33,11 @@ pub(crate) fn missing(
     .collect()
 }
 
-/// `(subject, ok, detail)` of the check; None when nothing on this host needs holding.
+/// `(subject, ok, detail)` of the check; None when nothing on this host needs holding. It
+/// fails for a missing sibling (`rocm-core`, what an exact-`=` dependant also needs with `=`:
+/// without it bookworm's solver removes the meta to upgrade it alone, measured). A dependant
+/// itself not held yet (Debian's -dev installed after install) is named, not failed: a newer
+/// one needs a newer stock, which the pin keeps away, so apt keeps it back either way.
 pub(crate) fn check_release_hold(
     root: &Root,
     entries: &[StatusEntry],
@@ -42,28 +46,44 @@ pub(crate) fn check_release_hold(
     let path = StateLayout::release_hold().display().to_string();
     let held = crate::host::hold::read(root);
     let missing = missing(root, entries, marker);
+    let names: Vec<String> = marker
+        .replaced
+        .iter()
+        .map(|r| r.stock_name.clone())
+        .collect();
+    let siblings = crate::host::hold::held_packages(entries, &names, false);
+    let (failing, noted): (Vec<_>, Vec<_>) =
+        missing.into_iter().partition(|m| siblings.contains(m));
     let named = |list: &[(String, String)]| {
         list.iter()
             .map(|(n, v)| format!("{n} {v}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if missing.is_empty() {
-        return (!held.is_empty()).then(|| {
-            (
-                path,
-                true,
-                format!("holds {} at the installed release", named(&held)),
-            )
-        });
+    let fix = super::ourdebs::reinstall_command(root);
+    if !failing.is_empty() {
+        return Some((
+            path,
+            false,
+            format!(
+                "does not hold {} (the file was removed, or an exact-`=` dependant needing it came after `rocm-pin install`): a newer stock release could be half-installed around ours; fix: `{fix}` (writes the hold again)",
+                named(&failing)
+            ),
+        ));
     }
-    Some((
-        path,
-        false,
-        format!(
-            "does not hold {} (installed after `rocm-pin install` wrote the hold, or the file was removed): a newer stock release could be half-installed around ours; fix: `{}` (writes the hold again)",
-            named(&missing),
-            super::ourdebs::reinstall_command(root)
-        ),
-    ))
+    if held.is_empty() && noted.is_empty() {
+        return None;
+    }
+    let mut detail = if held.is_empty() {
+        "holds nothing yet".to_string()
+    } else {
+        format!("holds {} at the installed release", named(&held))
+    };
+    if !noted.is_empty() {
+        detail.push_str(&format!(
+            "; not yet {} (installed after the hold was written; apt keeps a newer one back while the stock is pinned away): `{fix}` adds it",
+            named(&noted)
+        ));
+    }
+    Some((path, true, detail))
 }
