@@ -22,8 +22,9 @@ pub enum GuardCommand {
     On(OnArgs),
     /// Remove both hooks and the private copy
     Off(JsonArg),
-    /// Is the guard armed, which binary and flags; exit 0 on, 1 hooks present but not
-    /// working (binary gone), 3 off
+    /// Is the guard armed, which binary and flags; exit 0 on or off (the first line and
+    /// --json's `armed` say which), 1 hooks present but not working (binary gone, one hook
+    /// missing)
     Status(JsonArg),
 }
 

@@ -8,11 +8,12 @@ use crate::util::*;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
 
-/// One way to break an installed host.
-struct Breakage {
-    id: &'static str,
-    /// Shell run in the chroot (placeholders: `{stock_hsa_deb}`, `{stock_hip_deb}`).
-    script: &'static str,
+/// One way to break an installed host: one row of the advice-graph table.
+pub(crate) struct Breakage {
+    pub id: &'static str,
+    /// Shell run in the chroot; each flavour fills its own placeholders (here
+    /// `{stock_hsa_deb}`, `{stock_hip_deb}`).
+    pub script: &'static str,
 }
 
 const BREAKAGES: &[Breakage] = &[
@@ -49,6 +50,10 @@ const BREAKAGES: &[Breakage] = &[
         script: "rm /opt/rocm-7.2.4/lib/libamdhip64.so.7.2.53211-*",
     },
     Breakage {
+        id: "hold-removed",
+        script: "rm /etc/apt/preferences.d/rocm-pin-release-hold",
+    },
+    Breakage {
         id: "loader-entry-deleted",
         script: "rm /etc/ld.so.conf.d/hsa-rocr-pinned.conf && ldconfig",
     },
@@ -83,29 +88,65 @@ fn every_fix_verify_names_leads_to_green() {
             deb.file_name().unwrap().to_string_lossy()
         )
     };
-    let mut table = Vec::new();
-    let mut failures = Vec::new();
-    for b in BREAKAGES {
-        let sb = fresh(a, &a.installed_snapshot);
-        let script = b
-            .script
+    let fill = |script: &str| {
+        script
             .replace("{stock_hsa_deb}", &stock_deb(StockRole::HsaRocr))
-            .replace("{stock_hip_deb}", &stock_deb(StockRole::HipRuntime));
-        sb.sh_ok(&script).unwrap();
-        let (row, problem) = follow_the_advice(&sb, b.id);
-        table.push(row);
-        if let Some(p) = problem {
-            failures.push(p);
-        }
-    }
-    eprintln!("{}", table.join("\n"));
+            .replace("{stock_hip_deb}", &stock_deb(StockRole::HipRuntime))
+    };
+    let (table, failures, _) = drive(
+        BREAKAGES,
+        &|| fresh(a, &a.installed_snapshot),
+        &fill,
+        &runtime_problems,
+    );
+    eprintln!("advice graph, AMD's packaging:\n{}", table.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The shared steps of every row: a fresh installed host (`installed`), the breakage (its
+/// script with the flavour's placeholders filled by `fill`), then the advice followed until
+/// verify passes; `runtime_problems` judges the host verify calls green. Returns the table
+/// rows, the problems found, and everything verify and the fixes said (for the wording test).
+pub(crate) fn drive(
+    rows: &[Breakage],
+    installed: &dyn Fn() -> Sandbox,
+    fill: &dyn Fn(&str) -> String,
+    runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,
+) -> (Vec<String>, Vec<String>, String) {
+    let mut table = Vec::new();
+    let mut failures = Vec::new();
+    let mut said = String::new();
+    // ROCM_PIN_ADVICE_ROWS=id,id runs only those rows (while working on one).
+    let only = std::env::var("ROCM_PIN_ADVICE_ROWS").ok();
+    let wanted = |id: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| w == id))
+    };
+    for b in rows.iter().filter(|b| wanted(b.id)) {
+        let sb = installed();
+        let script = fill(b.script);
+        if let Err(e) = sb.sh_ok(&script) {
+            table.push(format!("{:<22} breakage did not apply", b.id));
+            failures.push(format!("{}: `{script}` failed: {e:#}", b.id));
+            continue;
+        }
+        let (row, problem) = follow_the_advice(&sb, b.id, runtime_problems, &mut said);
+        table.push(row);
+        failures.extend(problem);
+    }
+    (table, failures, said)
+}
+
 /// Run verify, then each fix it names, until verify passes. Returns the table row and a
-/// problem when the advice does not lead to green.
-fn follow_the_advice(sb: &Sandbox, id: &str) -> (String, Option<String>) {
+/// problem when the advice does not lead to green, or a fix that fails names itself.
+fn follow_the_advice(
+    sb: &Sandbox,
+    id: &str,
+    runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,
+    said: &mut String,
+) -> (String, Option<String>) {
     let v = verify(sb);
+    said.push_str(&text(&v));
     if v.status.success() {
         return (
             format!("{id:<22} verify passes after the breakage"),
@@ -119,8 +160,22 @@ fn follow_the_advice(sb: &Sandbox, id: &str) -> (String, Option<String>) {
     let mut ran = Vec::new();
     for fix in &fixes {
         let out = sb.sh(fix).unwrap();
+        if fix.starts_with("rocm-pin ") {
+            said.push_str(&text(&out));
+        }
         ran.push(format!("`{fix}` rc {}", rc(&out)));
+        // A command that refuses must not name itself as the way out.
+        if rc(&out) != 0 && text(&out).contains(&format!("`{fix}`")) {
+            return (
+                format!("{id:<22} {} -> names itself", ran.join(", then ")),
+                Some(format!(
+                    "{id}: `{fix}` refused and names itself as the fix:\n{}",
+                    text(&out)
+                )),
+            );
+        }
         let after = verify(sb);
+        said.push_str(&text(&after));
         if after.status.success() {
             let problems = runtime_problems(sb);
             return (

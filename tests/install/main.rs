@@ -5,6 +5,7 @@
 mod util;
 
 mod advice;
+mod advice_debian;
 mod cli_pipes;
 mod day2;
 mod debian_flavour;
@@ -14,7 +15,9 @@ mod exit_status;
 mod first_hour;
 mod guard;
 mod hostile_root;
+mod marks;
 mod matrix;
+mod needs_root;
 mod rccl_pair;
 mod read_once;
 mod runnable_docs;

@@ -117,6 +117,11 @@ pub fn adopt(
     listener: &dyn Listener,
 ) -> anyhow::Result<AdoptReport> {
     install::live_system_only(root, "rocm-pin adopt")?;
+    super::privilege::needs_root(
+        root,
+        "rocm-pin adopt",
+        "changes packages with apt-get and dpkg and writes under /var/lib",
+    )?;
     let mut report = AdoptReport::default();
     let state_file = state_path(root);
     let dir = root.host_path(StateLayout::STATE_DIR);

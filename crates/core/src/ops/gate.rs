@@ -129,14 +129,14 @@ pub fn replaced_releases(
         .collect()
 }
 
-/// The one release every package of [`replaced_releases`] carries; None when one has none or
-/// they differ.
+/// The one release the installed packages of [`replaced_releases`] carry; None when none is
+/// installed or they differ. A package neither installed as stock nor as ours carries no
+/// release to disagree with: one of ours force-removed (the repair reinstalls it), or a HIP
+/// sibling an ordinary host never installed (`libhiprtc6` on sid) that ours brings.
 pub fn one_release(found: &[(String, Option<String>)]) -> Option<String> {
-    let first = found.first()?.1.as_deref()?;
-    found
-        .iter()
-        .all(|(_, r)| r.as_deref() == Some(first))
-        .then(|| first.to_string())
+    let mut releases = found.iter().filter_map(|(_, r)| r.as_deref());
+    let first = releases.next()?;
+    releases.all(|r| r == first).then(|| first.to_string())
 }
 
 /// The gate for a flavour whose release is its packages' versions (Debian's, no
@@ -414,6 +414,24 @@ mod tests {
         assert!(e.contains("does not match 7.2.4"), "{e}");
         assert!(!e.contains(".info/version"), "{e}");
         assert_eq!(e, g.reason);
+    }
+
+    /// One of ours force-removed (its stock not back either): the repair `rocm-pin install`
+    /// is judged by the packages still installed, not refused for the missing one (the
+    /// advice loop of issue 32). Another release on an installed one still refuses.
+    #[test]
+    fn a_package_neither_stock_nor_ours_does_not_refuse_the_repair() {
+        let found = |hsa: Option<&str>| {
+            vec![
+                ("libhsa-runtime64-1".to_string(), hsa.map(str::to_string)),
+                ("libamdhip64-7".to_string(), Some("7.2.4".to_string())),
+            ]
+        };
+        assert_eq!(one_release(&found(None)).as_deref(), Some("7.2.4"));
+        assert_eq!(one_release(&found(Some("7.1.0"))), None);
+        assert_eq!(one_release(&found(Some("7.2.4"))).as_deref(), Some("7.2.4"));
+        let nothing = vec![("libamdhip64-7".to_string(), None)];
+        assert_eq!(one_release(&nothing), None);
     }
 
     #[test]

@@ -241,6 +241,8 @@ impl Guard {
     /// Turn the guard off: both hooks and the private copy removed. True when there was one.
     /// An error counts as a changed host: a hook may be gone already.
     pub fn disarm(root: &Root) -> anyhow::Result<bool> {
+        super::privilege::needs_root(root, "rocm-pin guard off", GUARD_WRITES)
+            .map_err(|e| HostChange::Unchanged.attach(e))?;
         let remove_all = || -> anyhow::Result<bool> {
             let mut removed = false;
             for path in [APT_HOOK, DPKG_HOOK] {
@@ -268,11 +270,16 @@ impl Guard {
     }
 }
 
+/// Why `guard on` and `guard off` need root.
+const GUARD_WRITES: &str = "writes apt's and dpkg's hook files under /etc";
+
 /// `rocm-pin guard on`: verify first, and arm only when the runtime passes (or only checks that
 /// could not be made fail, exit 2). A guard armed over a failing runtime would fail every later
 /// apt and dpkg run, the repair included; over a host the gate skipped it would guard nothing.
 /// An error carries whether the host had changed ([`HostChange`]): only arming changes it.
 pub fn guard_on(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
+    super::privilege::needs_root(root, "rocm-pin guard on", GUARD_WRITES)
+        .map_err(|e| HostChange::Unchanged.attach(e))?;
     let report = crate::ops::verify::verify(&crate::ops::verify::VerifyOptions {
         root: root.clone(),
         accept_skipped_backport_check: flags.accept_skipped_backport_check,
@@ -412,17 +419,13 @@ pub struct GuardStatus {
 }
 
 impl GuardStatus {
-    /// None armed; a failed check when hooks are present but not working (binary gone, one
-    /// hook missing, unreadable); skipped when off (nothing to check, as verify's "skipped").
+    /// None when armed or off: both are normal states, told apart by the summary and `armed`
+    /// (exit 3 means "skipped by the version gate" everywhere else, and an `error:` line for
+    /// a guard nobody armed misled). A failed check only when hooks are present but not
+    /// working (binary gone, one hook missing, unreadable).
     pub fn exit_kind(&self) -> Option<ExitKind> {
-        match (
-            self.armed,
-            self.apt_hook.is_some() || self.dpkg_hook.is_some(),
-        ) {
-            (true, _) => None,
-            (false, true) => Some(ExitKind::CheckFailed),
-            (false, false) => Some(ExitKind::Skipped),
-        }
+        let hooks = self.apt_hook.is_some() || self.dpkg_hook.is_some();
+        (!self.armed && hooks).then_some(ExitKind::CheckFailed)
     }
 }
 
@@ -581,10 +584,9 @@ mod tests {
         assert_eq!(s.exit_kind(), Some(ExitKind::CheckFailed), "{s:?}");
         assert!(s.summary.contains("is gone"), "{s:?}");
         assert!(Guard::disarm(&root).unwrap());
-        assert_eq!(
-            guard_status(&root).unwrap().exit_kind(),
-            Some(ExitKind::Skipped)
-        );
+        let off = guard_status(&root).unwrap();
+        assert!(!off.armed, "{off:?}");
+        assert_eq!(off.exit_kind(), None, "off is a normal state: {off:?}");
         assert!(!root.host_path("/usr/lib/rocm-pin").exists());
     }
 

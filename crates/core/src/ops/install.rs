@@ -261,6 +261,11 @@ fn install_steps(
     listener: &dyn Listener,
     changed: &mut HostChange,
 ) -> anyhow::Result<InstallReport> {
+    super::privilege::needs_root(
+        root,
+        "rocm-pin install",
+        "changes packages with apt-get and dpkg and writes under /etc and /var/lib",
+    )?;
     let mut report = InstallReport::default();
     // No .deb given: the ones an earlier install kept (the repair verify names).
     let kept;
@@ -334,8 +339,12 @@ fn install_steps(
 
     // The database as apt left it: read once after apt, or still `before` when apt did not run.
     let after = if tx.need_apt {
+        let auto = super::automarks::stock_auto(root, &facts)?;
         *changed = HostChange::Changed;
         let after = run_apt(root, opts, &tx, &facts, &before_apt, &mut report, listener)?;
+        report
+            .actions
+            .extend(super::automarks::carry_to_ours(root, &facts, &auto)?);
         report.outcome = Outcome::Installed;
         after
     } else {
@@ -922,6 +931,7 @@ fn match_stock(
             .get(f.package.as_str())
             .is_some_and(|e| e.has_files() || e.status.ends_with(" config-files"))
     });
+    let mut absent = Vec::new();
     for f in facts {
         m.provided
             .push((f.stock_name.clone(), f.stock_version.clone()));
@@ -968,13 +978,11 @@ fn match_stock(
             }
             (None, Some(_)) => {}
             (None, None) if ours_seen => m.repair = true,
-            (None, None) => {
-                return Err(usage(format!(
-                    "stock {} {} is not installed: nothing to replace ({} provides exactly that version). Install the stock ROCm {} runtime first.",
-                    f.stock_name, f.stock_version, f.package, rocm::TARGET_ROCM_VERSION
-                )))
-            }
+            (None, None) => absent.push(f),
         }
+    }
+    if !absent.is_empty() {
+        return Err(usage(super::ourdebs::absent_stock_refusal(&absent)));
     }
     Ok(m)
 }

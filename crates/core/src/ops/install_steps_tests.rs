@@ -217,7 +217,8 @@ fn stock_half_configured_or_absent_is_refused() {
     )]);
     let msg = format!("{:#}", plan(&host, &opts(GateMode::Require)).err().unwrap());
     assert!(
-        msg.contains(&format!("stock hsa-rocr {HSA_STOCK} is not installed")),
+        msg.contains(&format!("stock hsa-rocr={HSA_STOCK} not installed"))
+            && msg.contains(&format!("`apt-get install hsa-rocr={HSA_STOCK}`")),
         "{msg}"
     );
 }

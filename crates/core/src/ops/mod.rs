@@ -2,6 +2,7 @@
 //! only through `host`, knows ROCm only through `rocm`, and writes packages only through `deb`.
 
 pub mod adopt;
+pub(crate) mod automarks;
 pub mod build;
 #[cfg(test)]
 pub(crate) mod fakehost;
@@ -18,6 +19,7 @@ pub(crate) mod ourdebs;
 pub mod package;
 pub(crate) mod pinmove;
 pub mod plan;
+pub(crate) mod privilege;
 pub mod repo;
 pub mod rollback;
 pub mod stale_maps;
@@ -25,6 +27,7 @@ pub mod status_report;
 pub(crate) mod upgrades;
 pub mod verify;
 pub mod verify_abi;
+pub(crate) mod verify_hold;
 pub mod verify_image;
 pub mod verify_shadow;
 pub mod wheels;

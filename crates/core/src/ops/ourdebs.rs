@@ -136,6 +136,42 @@ pub(crate) fn kept(root: &Root) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Where the marker of `ours` (installed packages of ours, the marker gone) belongs, in the
+/// flavour's words: `*/.info/rocm-pin.json` under AMD's prefix, the state directory on
+/// Debian's packaging (which has no `.info/`). The flavour is told by the stock names ours
+/// replace (`hsa-rocr-pinned` is AMD's naming).
+pub(crate) fn marker_path_shown(ours: &[&status::StatusEntry]) -> String {
+    let amd = match rocm::flavour_spec(rocm::StockFlavour::Amd).naming {
+        rocm::StockNaming::PerHalf { hsa, hip } => ours.iter().any(|e| {
+            let stock = e.package.strip_suffix("-pinned").unwrap_or(&e.package);
+            stock.starts_with(hsa) || stock.starts_with(hip)
+        }),
+        rocm::StockNaming::PerLibrary => false,
+    };
+    if amd {
+        format!("*/{}", rocm::MARKER_RELPATH)
+    } else {
+        format!("{}/<architecture>.json", StateLayout::MARKER_DIR)
+    }
+}
+
+/// The one line for replacements whose stock is not installed (sid's `apt install
+/// libamdhip64-6` does not pull `libhiprtc6`): the exact `apt-get install` of the stock
+/// versions they provide, which makes the host pinnable.
+pub(crate) fn absent_stock_refusal(absent: &[&DebFacts]) -> String {
+    let exact: Vec<String> = absent
+        .iter()
+        .map(|f| format!("{}={}", f.stock_name, f.stock_version))
+        .collect();
+    let ours: Vec<&str> = absent.iter().map(|f| f.package.as_str()).collect();
+    format!(
+        "stock {} not installed: nothing for {} to replace (each provides exactly that version); install the stock first: `apt-get install {}`, then run rocm-pin install again",
+        exact.join(", "),
+        ours.join(", "),
+        exact.join(" ")
+    )
+}
+
 /// The most entries [`kept`] reads from the directory (it holds one .deb per package of ours).
 const MAX_KEPT_ENTRIES: usize = 64;
 

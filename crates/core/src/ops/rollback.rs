@@ -109,6 +109,11 @@ fn rollback_steps(
     listener: &dyn Listener,
     changed: &mut HostChange,
 ) -> anyhow::Result<RollbackReport> {
+    super::privilege::needs_root(
+        root,
+        "rocm-pin rollback",
+        "changes packages with apt-get and dpkg and writes under /etc and /var/lib",
+    )?;
     // The status database, read once before apt runs.
     let entries = crate::rocm::read_status(root)?;
     let Some((ours, marker)) = installed_pin(root, &entries)? else {
@@ -118,8 +123,8 @@ fn rollback_steps(
     };
     let marker = marker.ok_or_else(|| {
         usage(format!(
-            "the provenance marker */{} is missing or unreadable, so the stock versions to restore are unknown; reinstall the replacement (`{}`) first",
-            rocm::MARKER_RELPATH,
+            "the provenance marker {} is missing or unreadable, so the stock versions to restore are unknown; reinstall the replacement (`{}`) first",
+            super::ourdebs::marker_path_shown(&ours.iter().collect::<Vec<_>>()),
             super::ourdebs::reinstall_command(root)
         ))
     })?;
@@ -134,6 +139,13 @@ fn rollback_steps(
     super::install::live_system_only(root, "rocm-pin rollback")?;
     // The guard would run verify after dpkg and fail the rollback: it leaves first, and
     // comes back exactly as it was (same binary, same flags) when the rollback fails.
+    let swap: Vec<(String, String)> = marker
+        .replaced
+        .iter()
+        .map(|r| (r.package.clone(), r.stock_name.clone()))
+        .collect();
+    let ours_names: Vec<String> = swap.iter().map(|(o, _)| o.clone()).collect();
+    let auto = super::automarks::auto_installed(root, &ours_names)?;
     let suspended = Guard::suspend(root)?;
     *changed = HostChange::Changed;
     if let Err(e) = swap_back(root, &ours, &debs, lock_timeout, listener) {
@@ -142,6 +154,7 @@ fn rollback_steps(
         }
         return Err(e);
     }
+    super::automarks::mark_auto(root, &super::automarks::carried(&swap, &auto))?;
     // Done: the guard's private copy goes with its hooks.
     if suspended.is_some() {
         Guard::disarm(root)?;

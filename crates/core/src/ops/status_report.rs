@@ -413,15 +413,10 @@ pub fn host_status_with(
     let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
     let release_hold_missing: Vec<String> = match &marker {
-        Some(m) => {
-            let names: Vec<String> = m.replaced.iter().map(|r| r.stock_name.clone()).collect();
-            let dependants = m.layout().spec().hold_exact_dependants;
-            crate::host::hold::held_packages(&entries, &names, dependants)
-                .into_iter()
-                .filter(|h| !held.contains(h))
-                .map(|(n, v)| format!("{n} {v}"))
-                .collect()
-        }
+        Some(m) => crate::ops::verify_hold::missing(root, &entries, m)
+            .into_iter()
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect(),
         None => Vec::new(),
     };
     let processes = crate::ops::stale_maps::scan(root);

@@ -330,6 +330,11 @@ fn run_checks(
     });
     check_loader_entry(root, &marker, c);
     check_local_repo(root, &ours, c);
+    if let Some((subject, ok, detail)) =
+        crate::ops::verify_hold::check_release_hold(root, entries, &marker)
+    {
+        c.add("release-hold", &subject, ok, detail);
+    }
     for (subject, ok, detail) in
         crate::ops::verify_abi::check_consumers(root, &opts.consumers, &marker, entries, &lists)
     {
@@ -381,8 +386,8 @@ fn read_marker(
                 "",
                 false,
                 format!(
-                    "no installed package ships the provenance marker */{}; reinstall ours: `{}`",
-                    rocm::MARKER_RELPATH,
+                    "no installed package ships the provenance marker {}; reinstall ours: `{}`",
+                    ourdebs::marker_path_shown(ours),
                     ourdebs::reinstall_command(root)
                 ),
             );
