@@ -27,5 +27,6 @@ pub mod verify;
 pub mod verify_abi;
 pub mod verify_image;
 pub mod verify_shadow;
+pub mod verify_wheels;
 pub mod wheels;
 pub mod workflow;
