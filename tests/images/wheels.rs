@@ -26,7 +26,9 @@ const DAY2: &str = "chroot/bookworm-day2.tar.zst";
 const DOCKERFILE: &str = "wheels.Dockerfile";
 const STOCK: &str = "10.0.0";
 const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
+/// The program that runs the pair, and torch's library verify finds as the consumer.
 const CONSUMER: &str = "torch/lib/torch_consumer";
+const TORCH_LIB: &str = "torch/lib/libtorch_hip.so";
 
 /// A command with no PIP_*/UV_* settings of the machine running the tests (PIP_FIND_LINKS there
 /// would replace the venv's).
@@ -97,6 +99,27 @@ fn consumer(elf: &Path) {
             ]),
     );
     std::fs::remove_file(src).unwrap();
+    // torch's library: the same NEEDs and forced DT_RPATH, as a shared object.
+    let src = elf.join("torch_hip.c");
+    std::fs::write(
+        &src,
+        "const char *hip_identity(void);\nconst char *torch_hip(void) { return hip_identity(); }\n",
+    )
+    .unwrap();
+    must(
+        Command::new("gcc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(elf.join("libtorch_hip.so"))
+            .arg(&src)
+            .arg(format!("-L{}", elf.join(STOCK).display()))
+            .args([
+                "-Wl,-soname,libtorch_hip.so",
+                "-l:libamdhip64.so.7",
+                "-l:libhsa-runtime64.so.1",
+                "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../../_rocm_sdk_core/lib",
+            ]),
+    );
+    std::fs::remove_file(src).unwrap();
 }
 
 /// The build context: rocm-pin/ (docs/docker/), rocm-index/ (the stand-in stock wheels as a PEP
@@ -157,7 +180,7 @@ fn make_context(w: &Path, pip_uv: &Path) -> PathBuf {
             .arg(&venv)
             .arg("--staging")
             .arg(&staging)
-            .args(["--commit", COMMIT, "--out"])
+            .args(["--commit", COMMIT, "--commit-time", "1764720000", "--out"])
             .arg(&wheels),
     );
     let ours = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
@@ -310,14 +333,22 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         "/opt/rocm -> {site}"
     );
     let consumer = format!("{site}/{CONSUMER}");
+    let torch_lib = format!("{site}/{TORCH_LIB}");
     // RPATH decides: the consumer maps _rocm_sdk_core's file, which is ours.
     let ran = tools.run_in(&app, &format!("LD_DEBUG=files {consumer} 2>&1"));
     assert!(ran.contains("PATCHED PATCHED"), "{ran}");
+    // ld.so names the file as the RPATH spelled it: torch/lib/../../_rocm_sdk_core/lib/….
+    let mapped = ran
+        .lines()
+        .find_map(|l| {
+            l.split("calling init: ")
+                .nth(1)
+                .filter(|p| p.contains("libamdhip64"))
+        })
+        .unwrap_or_default();
     assert!(
-        ran.contains(&format!(
-            "calling init: {site}/_rocm_sdk_core/lib/libamdhip64.so.7"
-        )),
-        "{ran}"
+        mapped.starts_with(&site) && mapped.ends_with("/../../_rocm_sdk_core/lib/libamdhip64.so.7"),
+        "ld.so mapped {mapped:?}:\n{ran}"
     );
     let (out, json) = verify_archive(&tools, w, &app, "app");
     assert_eq!(rc(&out), 0, "verify --image-archive {app}:\n{}", text(&out));
@@ -347,8 +378,19 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         "the devel copy is not found as /opt/rocm's: {devel:#}"
     );
     assert!(
-        json["shadow"]["consumers"].to_string().contains(CONSUMER),
+        json["shadow"]["consumers"].to_string().contains(TORCH_LIB),
         "{json:#}"
+    );
+    // The copy torch's library maps through its DT_RPATH is the core's, and it is ours.
+    let core = json["shadow"]["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == format!("{site}/_rocm_sdk_core/lib/libamdhip64.so.7").as_str())
+        .unwrap();
+    assert!(
+        core["mapped_by"].to_string().contains(&torch_lib) && core["patched"] == true,
+        "{core:#}"
     );
 
     // --- the same image patched by hand under /opt/rocm only ---------------------------------
@@ -384,8 +426,8 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     assert!(
         failed.iter().any(|c| c["name"] == "shadow"
             && c["subject"] == core_copy.as_str()
-            && c["detail"].as_str().unwrap().contains(&consumer)),
-        "no failure naming {core_copy} and {consumer}: {failed:#?}"
+            && c["detail"].as_str().unwrap().contains(&torch_lib)),
+        "no failure naming {core_copy} and {torch_lib}: {failed:#?}"
     );
     let found = copies(&json);
     assert!(found.contains(&(core_copy.clone(), false)), "{found:?}");

@@ -7,7 +7,8 @@ writer. Usage: standin_wheels.py INDEX_DIR ELF_DIR VERSION [VERSION...]
 The `rocm` wheel installs that expansion as the `rocm-sdk init` console script, so a Dockerfile
 runs the same command on the stand-ins as on TheRock's wheels (docs/docker/wheels.Dockerfile).
 ELF_DIR/<version>/ holds the gcc-built stock libraries of that release (libamdhip64.so.7,
-libhsa-runtime64.so.1) and ELF_DIR/torch_consumer the consumer program.
+libhsa-runtime64.so.1), ELF_DIR/torch_consumer the consumer program and, optionally,
+ELF_DIR/libtorch_hip.so a library of the same shape.
 
 Where each layout fact comes from (ROCm/TheRock):
 - distribution names `rocm-sdk-core`, `rocm-sdk-libraries`, `rocm-sdk-devel`, the selector
@@ -157,11 +158,13 @@ def main():
                         f'rocm-sdk-devel=={v}; extra == "devel"'],
               extras=["libraries", "devel"])
     first = versions[0]
-    consumer = open(os.path.join(elf_dir, "torch_consumer"), "rb").read()
-    wheel(index, "torch", f"2.9.0+rocm{first}", {
-        "torch/__init__.py": py(""),
-        "torch/lib/torch_consumer": (consumer, 0o755),
-    }, requires=[f"rocm[libraries]=={first}"])
+    torch = {"torch/__init__.py": py("")}
+    # The consumer program, and (when ELF_DIR has one) torch's library of the same shape, the
+    # name verify's shadow search looks for consumers by (torch/lib/*.so*).
+    for elf in ("torch_consumer", "libtorch_hip.so"):
+        if elf == "torch_consumer" or os.path.exists(os.path.join(elf_dir, elf)):
+            torch[f"torch/lib/{elf}"] = open(os.path.join(elf_dir, elf), "rb").read(), 0o755
+    wheel(index, "torch", f"2.9.0+rocm{first}", torch, requires=[f"rocm[libraries]=={first}"])
     # PEP 503: /<project>/ lists its files; the root lists the projects.
     projects = sorted(d for d in os.listdir(index) if os.path.isdir(os.path.join(index, d)))
     for p in projects:
