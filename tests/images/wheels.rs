@@ -422,11 +422,21 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         .iter()
         .filter(|c| c["ok"] == false)
         .collect();
+    for c in &failed {
+        eprintln!(
+            "images: hand-patched: FAIL {} {}: {}",
+            c["name"], c["subject"], c["detail"]
+        );
+    }
     let core_copy = format!("{site}/_rocm_sdk_core/lib/libamdhip64.so.7");
     assert!(
         failed.iter().any(|c| c["name"] == "shadow"
             && c["subject"] == core_copy.as_str()
-            && c["detail"].as_str().unwrap().contains(&torch_lib)),
+            && c["detail"].as_str().unwrap().contains(&torch_lib)
+            && c["detail"]
+                .as_str()
+                .unwrap()
+                .contains("rocm-pin install --venv /opt/venv ")),
         "no failure naming {core_copy} and {torch_lib}: {failed:#?}"
     );
     let found = copies(&json);

@@ -200,10 +200,15 @@ fn failure(copy: &shadow::Copy, mapped: &[&Mapping]) -> String {
         .map(|m| format!("{} (via {})", m.consumer, m.via.describe()))
         .collect();
     let more = mapped.len().saturating_sub(named.len());
+    // The venv the copy is installed in (`<venv>/lib/python3.X/site-packages/…`).
+    let venv = copy
+        .path
+        .split_once("/lib/python")
+        .map_or("<venv>", |(venv, _)| venv);
     format!(
-        "{} here is not the patched build, and {}{} map it: patching /opt/rocm (or the devel \
+        "{} here is not the patched build, and {}{} map{} it: patching /opt/rocm (or the devel \
          tree) by hand leaves this copy stock; replace the venv's {CORE_DIST} with ours: \
-         `rocm-pin install --venv <venv> <our rocm_sdk_core-*+pin.*.whl>` (docs/wheels.md)",
+         `rocm-pin install --venv {venv} <our rocm_sdk_core-*+pin.*.whl>` (docs/wheels.md)",
         copy.soname,
         named.join(", "),
         if more > 0 {
@@ -211,5 +216,58 @@ fn failure(copy: &shadow::Copy, mapped: &[&Mapping]) -> String {
         } else {
             String::new()
         },
+        if mapped.len() == 1 { "s" } else { "" },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `root/opt/venv` holding a stock rocm-sdk-core 10.0.0 (its dist-info only).
+    fn stock_venv(root: &std::path::Path) {
+        let venv = root.join("opt/venv");
+        let di = venv.join("lib/python3.12/site-packages/rocm_sdk_core-10.0.0.dist-info");
+        std::fs::create_dir_all(&di).unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::fs::write(
+            di.join("METADATA"),
+            "Name: rocm-sdk-core\nVersion: 10.0.0\n",
+        )
+        .unwrap();
+        std::fs::write(di.join("WHEEL"), "Wheel-Version: 1.0\nTag: py3-none-any\n").unwrap();
+        std::fs::write(
+            di.join("RECORD"),
+            "rocm_sdk_core-10.0.0.dist-info/RECORD,,\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_root_without_a_venv_core_is_left_to_the_nothing_installed_check() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("opt/venv/lib/python3.12/site-packages")).unwrap();
+        std::fs::write(d.path().join("opt/venv/pyvenv.cfg"), "").unwrap();
+        assert!(check(&Root::new(d.path()), &[], None, &[]).is_none());
+    }
+
+    #[test]
+    fn a_stock_core_in_a_venv_fails_with_the_package_and_install_commands() {
+        let d = tempfile::tempdir().unwrap();
+        stock_venv(d.path());
+        let (checks, report) = check(&Root::new(d.path()), &[], None, &[]).unwrap();
+        let venv: Vec<&WheelCheck> = checks.iter().filter(|c| c.0 == "venv").collect();
+        let [(_, subject, ok, detail)] = venv.as_slice() else {
+            panic!("{checks:?}")
+        };
+        assert_eq!((subject.as_str(), *ok), ("/opt/venv", false));
+        assert!(
+            detail.contains("10.0.0 here is the stock build")
+                && detail.contains("_rocm_sdk_core/lib")
+                && detail.contains("rocm-pin package --wheels --stock-venv /opt/venv")
+                && detail.contains("rocm-pin install --venv /opt/venv"),
+            "{detail}"
+        );
+        assert!(report.copies.is_empty(), "{report:?}");
+    }
 }
