@@ -1,5 +1,6 @@
 //! Container images built by real OCI tools: the Dockerfile recipe with buildah and BuildKit, adopting in-place patched images, the rocm-pin tool image, the recipe's build script in chroots, and docs/ci.md's CI jobs against the loopback registry.
 //! Hostile images crafted byte by byte (`hostile`): limits, digests, whiteouts, signals.
+//! ROCm as Python wheels in an image (`wheels`): docs/docker/wheels.Dockerfile and a hand-patched /opt/rocm.
 //!
 //! One test binary per area (`cargo test --test images`); a module per former test file.
 
@@ -13,3 +14,4 @@ mod debian;
 mod docker_recipe;
 mod hostile;
 mod tool;
+mod wheels;

@@ -4,8 +4,11 @@
 Made with Python's own zipfile and hashlib, so nothing here shares code with rocm-pin's wheel
 writer. Usage: standin_wheels.py INDEX_DIR ELF_DIR VERSION [VERSION...]
        standin_wheels.py expand SITE_PACKAGES   (what `rocm-sdk init` does to the devel wheel)
+The `rocm` wheel installs that expansion as the `rocm-sdk init` console script, so a Dockerfile
+runs the same command on the stand-ins as on TheRock's wheels (docs/docker/wheels.Dockerfile).
 ELF_DIR/<version>/ holds the gcc-built stock libraries of that release (libamdhip64.so.7,
-libhsa-runtime64.so.1) and ELF_DIR/torch_consumer the consumer program.
+libhsa-runtime64.so.1), ELF_DIR/torch_consumer the consumer program and, optionally,
+ELF_DIR/libtorch_hip.so a library of the same shape.
 
 Where each layout fact comes from (ROCm/TheRock):
 - distribution names `rocm-sdk-core`, `rocm-sdk-libraries`, `rocm-sdk-devel`, the selector
@@ -21,6 +24,9 @@ Where each layout fact comes from (ROCm/TheRock):
   no hash: rocm_sdk/_devel.py (_expand_devel_contents); the tests expand it the same way;
 - consumers carry RPATH `$ORIGIN/<up>/_rocm_sdk_core/lib`: py_packaging.py _extend_rpath
   (patchelf --add-rpath), kept as DT_RPATH here (-Wl,--disable-new-dtags) as torch's is;
+- `rocm-sdk init` is the `rocm-sdk` console script (`rocm_sdk.__main__:main`) of the `rocm`
+  package: build_tools/packaging/python/templates/rocm/setup.py (entry_points), rocm_sdk/
+  __main__.py; here it runs `expand` below on the running interpreter's site-packages;
 - the real `rocm` selector is an sdist evaluated at install time; here it is a wheel with the
   same extras, enough for a resolver to pull rocm-sdk-core through `rocm[libraries]==V`;
 - the wheel tag: TheRock's Linux wheels are manylinux (py3-none-manylinux_2_28_x86_64).
@@ -28,6 +34,7 @@ Where each layout fact comes from (ROCm/TheRock):
 
 import base64
 import hashlib
+import inspect
 import io
 import os
 import sys
@@ -43,7 +50,7 @@ def record_hash(data):
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def wheel(index, name, version, files, requires=(), extras=(), tag=TAG):
+def wheel(index, name, version, files, requires=(), extras=(), tag=TAG, entry_points=""):
     """Write `name`-`version` holding `files` (path -> (bytes, mode)) into the index."""
     escaped = name.replace("-", "_")
     dist_info = f"{escaped}-{version}.dist-info"
@@ -52,6 +59,8 @@ def wheel(index, name, version, files, requires=(), extras=(), tag=TAG):
     meta += [f"Provides-Extra: {e}" for e in extras]
     meta += [f"Requires-Dist: {r}" for r in requires]
     files = dict(files)
+    if entry_points:
+        files[f"{dist_info}/entry_points.txt"] = entry_points.encode(), 0o644
     files[f"{dist_info}/METADATA"] = ("\n".join(meta) + "\n\n").encode(), 0o644
     files[f"{dist_info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: standin\nRoot-Is-Purelib: false\nTag: {tag}\n"
@@ -107,6 +116,18 @@ def expand(site):
             rec.write(f"{ti.name},,\n")
 
 
+def rocm_sdk_main():
+    """rocm_sdk/__main__.py of the stand-in `rocm` wheel: `rocm-sdk init` runs `expand`."""
+    return (
+        "import os\nimport sys\nimport sysconfig\nimport tarfile\n\n\n"
+        + inspect.getsource(expand)
+        + "\n\ndef main():\n"
+        + "    if sys.argv[1:] != [\"init\"]:\n"
+        + "        sys.exit(\"usage: rocm-sdk init (the stand-in expands rocm-sdk-devel)\")\n"
+        + "    expand(sysconfig.get_paths()[\"purelib\"])\n"
+    )
+
+
 def main():
     if sys.argv[1] == "expand":
         return expand(sys.argv[2])
@@ -129,17 +150,21 @@ def main():
             "rocm_sdk_devel/__init__.py": py(""),
             "rocm_sdk_devel/_devel.tar": (devel_tar(), 0o644),
         }, requires=[f"rocm-sdk-core=={v}"])
-        wheel(index, "rocm", v, {"rocm_sdk/__init__.py": py(f"__version__ = {v!r}\n")},
+        wheel(index, "rocm", v, {"rocm_sdk/__init__.py": py(f"__version__ = {v!r}\n"),
+                                 "rocm_sdk/__main__.py": py(rocm_sdk_main())},
+              entry_points="[console_scripts]\nrocm-sdk = rocm_sdk.__main__:main\n",
               requires=[f"rocm-sdk-core=={v}",
                         f'rocm-sdk-libraries=={v}; extra == "libraries"',
                         f'rocm-sdk-devel=={v}; extra == "devel"'],
               extras=["libraries", "devel"])
     first = versions[0]
-    consumer = open(os.path.join(elf_dir, "torch_consumer"), "rb").read()
-    wheel(index, "torch", f"2.9.0+rocm{first}", {
-        "torch/__init__.py": py(""),
-        "torch/lib/torch_consumer": (consumer, 0o755),
-    }, requires=[f"rocm[libraries]=={first}"])
+    torch = {"torch/__init__.py": py("")}
+    # The consumer program, and (when ELF_DIR has one) torch's library of the same shape, the
+    # name verify's shadow search looks for consumers by (torch/lib/*.so*).
+    for elf in ("torch_consumer", "libtorch_hip.so"):
+        if elf == "torch_consumer" or os.path.exists(os.path.join(elf_dir, elf)):
+            torch[f"torch/lib/{elf}"] = open(os.path.join(elf_dir, elf), "rb").read(), 0o755
+    wheel(index, "torch", f"2.9.0+rocm{first}", torch, requires=[f"rocm[libraries]=={first}"])
     # PEP 503: /<project>/ lists its files; the root lists the projects.
     projects = sorted(d for d in os.listdir(index) if os.path.isdir(os.path.join(index, d)))
     for p in projects:

@@ -30,5 +30,6 @@ pub mod verify_abi;
 pub(crate) mod verify_hold;
 pub mod verify_image;
 pub mod verify_shadow;
+pub mod verify_wheels;
 pub mod wheels;
 pub mod workflow;

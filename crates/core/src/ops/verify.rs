@@ -295,6 +295,17 @@ fn run_checks(
         .filter(|e| rocm::is_ours_of(e, &rocm::families::RUNTIME) && e.has_files())
         .collect();
     if ours.is_empty() {
+        // No .deb of ours: the runtime may come from Python wheels in a venv (docs/wheels.md).
+        let cache = loader::read_cache(root).unwrap_or_default();
+        let ld_library_path = opts.ld_library_path.as_deref();
+        if let Some((checks, shadow)) =
+            crate::ops::verify_wheels::check(root, &opts.consumers, ld_library_path, &cache)
+        {
+            for (name, subject, ok, detail) in checks {
+                c.add(name, &subject, ok, detail);
+            }
+            return (BTreeMap::new(), Some(shadow));
+        }
         check_nothing_installed(root, entries, &by_name, c);
         return (BTreeMap::new(), None);
     }
