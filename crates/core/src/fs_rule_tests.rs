@@ -172,7 +172,7 @@ const AUDITED: &[Audited] = &[
         "rollback/install --no-rollback (live system only): our own state directory /var/lib/rocm-pin/ours",
     ),
     audited(
-        "ops/repo.rs",
+        "ops/repo/index.rs",
         "existing_index",
         UserNamedFile,
         "`repo --out DIR`: DIR itself is the caller's own path (followed as given); everything inside it goes through ops/repo/dir.rs",
@@ -718,13 +718,13 @@ const AUDITED: &[Audited] = &[
         "`repo ADD.deb`: the .deb the user gives, hashed once",
     ),
     audited(
-        "ops/repo.rs",
+        "ops/repo/keygen.rs",
         "keygen",
         UserNamedFile,
         "the signing key file the user names",
     ),
     audited(
-        "ops/repo.rs",
+        "ops/repo/signing.rs",
         "load_secret_key",
         UserNamedFile,
         "the signing key file the user names",
