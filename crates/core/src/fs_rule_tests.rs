@@ -448,13 +448,13 @@ const AUDITED: &[Audited] = &[
         "`build`: the build cache, checkout, staging and logs this tool made",
     ),
     audited(
-        "ops/build/mod.rs",
+        "ops/build/staging_dir.rs",
         "claim_staging",
         BuildCache,
         "`build`: the build cache, checkout, staging and logs this tool made",
     ),
     audited(
-        "ops/build/mod.rs",
+        "ops/build/staging_dir.rs",
         "clean_staging",
         BuildCache,
         "`build`: the build cache, checkout, staging and logs this tool made",
@@ -466,13 +466,13 @@ const AUDITED: &[Audited] = &[
         "`build`: the build cache, checkout, staging and logs this tool made",
     ),
     audited(
-        "ops/build/mod.rs",
+        "ops/build/staging_dir.rs",
         "remove_any",
         BuildCache,
         "`build`: the build cache, checkout, staging and logs this tool made",
     ),
     audited(
-        "ops/build/mod.rs",
+        "ops/build/staging_dir.rs",
         "remove_except",
         BuildCache,
         "`build`: the build cache, checkout, staging and logs this tool made",

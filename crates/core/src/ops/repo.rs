@@ -633,4 +633,5 @@ fn push_packages(
 }
 
 #[cfg(test)]
+#[path = "repo/repo_tests.rs"]
 pub(crate) mod tests;
