@@ -34,80 +34,20 @@ mod spec;
 pub mod tree;
 
 pub use csrc::{IDENTITY_FUNCTION, IDENTITY_PREFIX, PROBE_SOURCE};
+pub use package::{StandinPackage, StockLibrary};
 pub use spec::{
     host_architecture, host_multiarch, real_library_size, Naming, StockRole, StockSetSpec,
-    VersionFile, REAL_LIBRARY_SIZES,
+    VersionFile, DEFAULT_SOURCE_DATE_EPOCH, REAL_LIBRARY_SIZES,
 };
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Serialize;
 
 use compile::compile_all;
 use package::{plan_packages, write_package};
-
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use anyhow::{bail, Context};
-use md5::Digest as _;
-use serde::Serialize;
-
-use csrc::LibraryBuild;
-use rocm_pin::deb::{ControlFile, FileData, PackageContent, Paragraph, PayloadEntry};
 use rocm_pin::progress::{self, Listener};
-
-/// Maintainer of ROCm's CPack packages.
-const MAINTAINER: &str = "ROCm Dev Support <rocm-dev.support@amd.com>";
-const HOMEPAGE: &str = "https://github.com/ROCm/rocm-systems";
-/// SOURCE_DATE_EPOCH used for every stand-in build unless the spec says otherwise.
-pub const DEFAULT_SOURCE_DATE_EPOCH: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
-
-/// One stand-in library as installed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StockLibrary {
-    /// Absolute installed path of the real file (`/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204`).
-    pub path: String,
-    pub soname: String,
-    /// Absolute path of the soname symlink.
-    pub soname_link: String,
-    /// Absolute path of the development symlink, None when the package ships none.
-    pub dev_link: Option<String>,
-    /// What `rocm_pin_identity()` returns (`hip-STOCK-70204`).
-    pub identity: String,
-    pub sha256: String,
-}
-
-/// One built stand-in package and its facts (what the kit made; the product's model of a stock
-/// package it replaces is `rocm_pin::ops::plan::stock::StockPackage`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StandinPackage {
-    pub role: StockRole,
-    pub name: String,
-    pub version: String,
-    pub architecture: String,
-    pub deb: PathBuf,
-    /// Control fields in the order written (Installed-Size included).
-    pub control: Vec<(String, String)>,
-    /// Absolute installed paths of every payload file and symlink (no directories), sorted.
-    pub files: Vec<String>,
-    /// Maintainer scripts shipped (name → content).
-    pub scripts: Vec<(String, String)>,
-    pub libraries: Vec<StockLibrary>,
-    pub in_repository: bool,
-}
-
-impl StandinPackage {
-    /// A control field's value.
-    pub fn field(&self, name: &str) -> Option<&str> {
-        self.control
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// `name=version`, as apt takes it.
-    pub fn pinned_request(&self) -> String {
-        format!("{}={}", self.name, self.version)
-    }
-}
 
 /// A built stand-in set.
 #[derive(Debug, Clone, Serialize)]
@@ -169,50 +109,6 @@ impl StockSet {
             .flat_map(|p| p.libraries.iter())
             .find(|l| l.soname == soname)
     }
-}
-
-/// A payload entry of a planned package.
-#[derive(Debug, Clone)]
-enum Payload {
-    File {
-        path: String,
-        contents: Vec<u8>,
-        mode: u32,
-    },
-    Symlink {
-        path: String,
-        target: String,
-    },
-}
-
-impl Payload {
-    fn path(&self) -> &str {
-        match self {
-            Payload::File { path, .. } | Payload::Symlink { path, .. } => path,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct PackagePlan {
-    role: StockRole,
-    name: String,
-    version: String,
-    /// Relationship and descriptive fields (everything but Package/Version/Architecture/
-    /// Maintainer/Installed-Size, which are added when written).
-    fields: Vec<(String, String)>,
-    payload: Vec<Payload>,
-    scripts: Vec<(String, String)>,
-    triggers: Option<String>,
-    libraries: Vec<StockLibrary>,
-}
-
-/// A compiled library and where it goes.
-struct Compiled {
-    build: LibraryBuild,
-    built: PathBuf,
-    install_dir: String,
-    ship_dev_link: bool,
 }
 
 /// Build the stand-in set described by `spec` into `out_dir` (created if needed): one .deb per

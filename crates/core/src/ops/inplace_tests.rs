@@ -147,21 +147,20 @@ fn reads_hard_links_over_stock_names_and_judges_the_markers() {
     );
 }
 
-/// Debian's flavour on a fake root: the stock packages' files in the multiarch directory
-/// (from their md5sums), one copied over in place keeping the stock name, one the seed's
-/// way (a hard link to a file named with the short commit); no marker anywhere.
-#[test]
-fn reads_debians_multiarch_files_patched_in_place_and_asks_for_the_commit() {
+const DEBIAN_LIB_DIR: &str = "usr/lib/x86_64-linux-gnu";
+const DEBIAN_HSA: &str = "libhsa-runtime64.so.1.18.0";
+const DEBIAN_HIP: &str = "libamdhip64.so.7.2.53211";
+
+/// Debian's runtime pair installed by dpkg under `r`: each library's file (its md5sums line)
+/// and soname link in the multiarch directory; the status entries of both packages.
+fn debian_stock_root(r: &Path) -> [StatusEntry; 2] {
     use md5::Digest as _;
-    let d = tempfile::tempdir().unwrap();
-    let r = d.path();
-    let dir = "usr/lib/x86_64-linux-gnu";
-    let lib = r.join(dir);
+    let lib = r.join(DEBIAN_LIB_DIR);
+    let dir = DEBIAN_LIB_DIR;
     std::fs::create_dir_all(&lib).unwrap();
     std::fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
     let md5 = |b: &[u8]| hex::encode(md5::Md5::digest(b));
-    let hsa = "libhsa-runtime64.so.1.18.0";
-    let hip = "libamdhip64.so.7.2.53211";
+    let (hsa, hip) = (DEBIAN_HSA, DEBIAN_HIP);
     for (package, file, soname) in [
         ("libhsa-runtime64-1", hsa, "libhsa-runtime64.so.1"),
         ("libamdhip64-7", hip, "libamdhip64.so.7"),
@@ -185,10 +184,22 @@ fn reads_debians_multiarch_files_patched_in_place_and_asks_for_the_commit() {
         status: "install ok installed".into(),
         ..Default::default()
     };
-    let entries = [
+    [
         entry("libhsa-runtime64-1", "7.2.4+dfsg-1~exp1"),
         entry("libamdhip64-7", "7.2.4-1~exp2"),
-    ];
+    ]
+}
+
+/// Debian's flavour on a fake root: the stock packages' files in the multiarch directory
+/// (from their md5sums), one copied over in place keeping the stock name, one the seed's
+/// way (a hard link to a file named with the short commit); no marker anywhere.
+#[test]
+fn reads_debians_multiarch_files_patched_in_place_and_asks_for_the_commit() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let entries = debian_stock_root(r);
+    let (dir, hsa, hip) = (DEBIAN_LIB_DIR, DEBIAN_HSA, DEBIAN_HIP);
+    let lib = r.join(dir);
     // Stock as dpkg installed it: nothing to report (and no /opt/rocm at all).
     assert!(detect(&Root::new(r), &entries).is_none());
 

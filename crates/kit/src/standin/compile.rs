@@ -1,8 +1,20 @@
 //! Compiling the stand-in libraries with gcc: the runtime pair, their dependants and the
 //! decoys, each with its soname, version node, exports and embedded identity.
 
-use super::spec::parse_three;
-use super::*;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::csrc::{self, LibraryBuild};
+use super::spec::{host_multiarch, parse_three, real_library_size, StockRole, StockSetSpec};
+
+/// A compiled library and where it goes.
+pub(super) struct Compiled {
+    pub(super) build: LibraryBuild,
+    pub(super) built: PathBuf,
+    pub(super) install_dir: String,
+    pub(super) ship_dev_link: bool,
+}
 
 pub(super) fn compile_all(
     spec: &StockSetSpec,
@@ -278,47 +290,4 @@ impl<'a> StockCompiler<'a> {
             link_against,
         }
     }
-}
-
-pub(super) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
-pub(super) fn library_payload(
-    compiled: &Compiled,
-    payload: &mut Vec<Payload>,
-) -> anyhow::Result<StockLibrary> {
-    let bytes = std::fs::read(&compiled.built)
-        .with_context(|| format!("reading {}", compiled.built.display()))?;
-    let dir = &compiled.install_dir;
-    let b = &compiled.build;
-    let path = format!("{dir}/{}", b.file_name);
-    let soname_link = format!("{dir}/{}", b.soname);
-    let dev_link = compiled
-        .ship_dev_link
-        .then(|| format!("{dir}/{}", b.dev_link));
-    let lib = StockLibrary {
-        path: path.clone(),
-        soname: b.soname.clone(),
-        soname_link: soname_link.clone(),
-        dev_link: dev_link.clone(),
-        identity: b.identity.clone(),
-        sha256: sha256_hex(&bytes),
-    };
-    payload.push(Payload::File {
-        path,
-        contents: bytes,
-        mode: 0o644,
-    });
-    payload.push(Payload::Symlink {
-        path: soname_link,
-        target: b.file_name.clone(),
-    });
-    if let Some(dev) = dev_link {
-        payload.push(Payload::Symlink {
-            path: dev,
-            target: b.soname.clone(),
-        });
-    }
-    Ok(lib)
 }

@@ -1,9 +1,149 @@
 //! Planning and writing the stand-in .debs: each role's payload, maintainer scripts and
 //! control fields, streamed through the crate's reproducible .deb writer.
 
-use super::compile::library_payload;
-use super::spec::parse_three;
-use super::*;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use md5::Digest as _;
+use serde::Serialize;
+
+use super::compile::Compiled;
+use super::spec::{parse_three, Naming, StockRole, StockSetSpec};
+use rocm_pin::deb::{ControlFile, FileData, PackageContent, Paragraph, PayloadEntry};
+use rocm_pin::progress::Listener;
+
+/// Maintainer of ROCm's CPack packages.
+pub(super) const MAINTAINER: &str = "ROCm Dev Support <rocm-dev.support@amd.com>";
+pub(super) const HOMEPAGE: &str = "https://github.com/ROCm/rocm-systems";
+
+/// One stand-in library as installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StockLibrary {
+    /// Absolute installed path of the real file (`/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204`).
+    pub path: String,
+    pub soname: String,
+    /// Absolute path of the soname symlink.
+    pub soname_link: String,
+    /// Absolute path of the development symlink, None when the package ships none.
+    pub dev_link: Option<String>,
+    /// What `rocm_pin_identity()` returns (`hip-STOCK-70204`).
+    pub identity: String,
+    pub sha256: String,
+}
+
+/// One built stand-in package and its facts (what the kit made; the product's model of a stock
+/// package it replaces is `rocm_pin::ops::plan::stock::StockPackage`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StandinPackage {
+    pub role: StockRole,
+    pub name: String,
+    pub version: String,
+    pub architecture: String,
+    pub deb: PathBuf,
+    /// Control fields in the order written (Installed-Size included).
+    pub control: Vec<(String, String)>,
+    /// Absolute installed paths of every payload file and symlink (no directories), sorted.
+    pub files: Vec<String>,
+    /// Maintainer scripts shipped (name → content).
+    pub scripts: Vec<(String, String)>,
+    pub libraries: Vec<StockLibrary>,
+    pub in_repository: bool,
+}
+
+impl StandinPackage {
+    /// A control field's value.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.control
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `name=version`, as apt takes it.
+    pub fn pinned_request(&self) -> String {
+        format!("{}={}", self.name, self.version)
+    }
+}
+
+/// A payload entry of a planned package.
+#[derive(Debug, Clone)]
+pub(super) enum Payload {
+    File {
+        path: String,
+        contents: Vec<u8>,
+        mode: u32,
+    },
+    Symlink {
+        path: String,
+        target: String,
+    },
+}
+
+impl Payload {
+    pub(super) fn path(&self) -> &str {
+        match self {
+            Payload::File { path, .. } | Payload::Symlink { path, .. } => path,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct PackagePlan {
+    pub(super) role: StockRole,
+    pub(super) name: String,
+    pub(super) version: String,
+    /// Relationship and descriptive fields (everything but Package/Version/Architecture/
+    /// Maintainer/Installed-Size, which are added when written).
+    pub(super) fields: Vec<(String, String)>,
+    pub(super) payload: Vec<Payload>,
+    pub(super) scripts: Vec<(String, String)>,
+    pub(super) triggers: Option<String>,
+    pub(super) libraries: Vec<StockLibrary>,
+}
+
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+pub(super) fn library_payload(
+    compiled: &Compiled,
+    payload: &mut Vec<Payload>,
+) -> anyhow::Result<StockLibrary> {
+    let bytes = std::fs::read(&compiled.built)
+        .with_context(|| format!("reading {}", compiled.built.display()))?;
+    let dir = &compiled.install_dir;
+    let b = &compiled.build;
+    let path = format!("{dir}/{}", b.file_name);
+    let soname_link = format!("{dir}/{}", b.soname);
+    let dev_link = compiled
+        .ship_dev_link
+        .then(|| format!("{dir}/{}", b.dev_link));
+    let lib = StockLibrary {
+        path: path.clone(),
+        soname: b.soname.clone(),
+        soname_link: soname_link.clone(),
+        dev_link: dev_link.clone(),
+        identity: b.identity.clone(),
+        sha256: sha256_hex(&bytes),
+    };
+    payload.push(Payload::File {
+        path,
+        contents: bytes,
+        mode: 0o644,
+    });
+    payload.push(Payload::Symlink {
+        path: soname_link,
+        target: b.file_name.clone(),
+    });
+    if let Some(dev) = dev_link {
+        payload.push(Payload::Symlink {
+            path: dev,
+            target: b.soname.clone(),
+        });
+    }
+    Ok(lib)
+}
 
 pub(super) fn license_text(component: &str) -> Vec<u8> {
     format!(

@@ -1,7 +1,16 @@
 //! What a stand-in set is made of: the roles (packages), their names and versions as ROCm
 //! 7.2.4 ships them, and the spec that selects and shapes a set.
 
-use super::*;
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use anyhow::bail;
+use serde::Serialize;
+
+use super::csrc;
+
+/// SOURCE_DATE_EPOCH used for every stand-in build unless the spec says otherwise.
+pub const DEFAULT_SOURCE_DATE_EPOCH: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 
 /// One package of the stand-in set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -648,22 +648,7 @@ fn control_for(
             fields.insert(f, parse_relations(v).map_err(|e| err(f, e))?);
         }
     }
-    // Remap references to a replaced stock package onto ours, at our exact version.
-    for f in DEPENDENCY_FIELDS {
-        if let Some(rels) = fields.get_mut(f) {
-            for group in rels.iter_mut() {
-                for alt in group.iter_mut() {
-                    if let Some(n) = names.iter().find(|n| n.stock == alt.name) {
-                        *alt = Relation {
-                            name: n.package.clone(),
-                            arch_qualifier: None,
-                            constraint: Some((RelationOp::Eq, n.version.to_string())),
-                        };
-                    }
-                }
-            }
-        }
-    }
+    remap_to_replacements(&mut fields, names);
     let mut depends = fields.remove("Depends").unwrap_or_default();
     // The family's other parts (the pair's HIP) depend on the first at its exact version.
     if p.half != opts.family.first_half() {
@@ -746,6 +731,25 @@ fn control_for(
         &templates::description(p, &staging.commit)?,
     )?;
     Ok(c)
+}
+
+/// Remap references to a replaced stock package onto ours, at our exact version.
+fn remap_to_replacements(fields: &mut BTreeMap<&str, Relations>, names: &[ReplacementName]) {
+    for f in DEPENDENCY_FIELDS {
+        if let Some(rels) = fields.get_mut(f) {
+            for group in rels.iter_mut() {
+                for alt in group.iter_mut() {
+                    if let Some(n) = names.iter().find(|n| n.stock == alt.name) {
+                        *alt = Relation {
+                            name: n.package.clone(),
+                            arch_qualifier: None,
+                            constraint: Some((RelationOp::Eq, n.version.to_string())),
+                        };
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Add `dep (>= ver)` to `rels` unless an existing single-name group already says as much;
