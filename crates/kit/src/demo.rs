@@ -19,14 +19,16 @@
 //! Nothing is installed on the host: everything goes into a work directory (a temporary one,
 //! or `--keep DIR`) and the chroot. Only the chroot image and its unpacked tree are cached.
 
-use std::io::Write;
+mod in_chroot;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+
+use in_chroot::*;
 
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
@@ -43,28 +45,6 @@ pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
 /// The suites the demo knows (the ones the acceptance tests run).
 pub const SUITES: &[&str] = &["bookworm", "trixie"];
 pub const DEFAULT_SUITE: &str = "bookworm";
-
-/// Inside the chroot.
-const REPO_CHROOT_DIR: &str = "/srv/rocm-pin-repo";
-const KEYRING_CHROOT_PATH: &str = "/usr/share/keyrings/rocm-pin-demo.gpg";
-const SOURCES_CHROOT_PATH: &str = "/etc/apt/sources.list.d/rocm-pin-demo.list";
-/// Where `apt-get download` puts our packages: owned by `_apt`, so apt downloads sandboxed.
-const OURS_CHROOT_DIR: &str = "/var/tmp/rocm-pin-debs";
-const CUSTOM_CHROOT_DIR: &str = "/root/custom";
-
-/// The stock host's packages installed before rocm-pin (hipblas is left for a downstream step).
-const STOCK_HOST_ROLES: &[StockRole] = &[
-    StockRole::RocmHipRuntime,
-    StockRole::HipDev,
-    StockRole::Rccl,
-    StockRole::RocmSmiLib,
-];
-/// Packages that depend on the runtime and must still be installed after every step.
-const DEPENDANT_ROLES: &[StockRole] = &[
-    StockRole::RocmHipRuntime,
-    StockRole::HipDev,
-    StockRole::Rccl,
-];
 
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -399,20 +379,6 @@ impl<'a> Steps<'a> {
 /// scenario list the acceptance tests also run (under every apt solver).
 fn downstream_steps(custom_deb: &str) -> Vec<scenarios::Scenario> {
     scenarios::demo_scenarios(&format!("{CUSTOM_CHROOT_DIR}/{custom_deb}"))
-}
-
-/// Everything made outside the chroot, in the work directory.
-struct Made {
-    commit: String,
-    sonames: Vec<String>,
-    stock: StockSet,
-    custom: StockSet,
-    newer: StockSet,
-    probe: PathBuf,
-    /// Our package names (hsa-rocr-pinned, hip-runtime-amd-pinned).
-    ours: Vec<String>,
-    repo: PathBuf,
-    keyring: PathBuf,
 }
 
 /// Run the demo. Err only for the refusals of [`check_preconditions`] (nothing was done);
@@ -802,124 +768,6 @@ fn publish_repo(
     Ok((opts.out, key.public_gpg))
 }
 
-/// Run a shell script in the chroot, appending the command and its output to `log`.
-fn chroot_sh(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<Output> {
-    let out = sb.sh(script)?;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .with_context(|| format!("opening {}", log.display()))?;
-    writeln!(
-        f,
-        "$ {}\n{}{}[exit {}]\n",
-        script.replace('\n', "\n$ "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        out.status.code().unwrap_or(-1)
-    )
-    .with_context(|| format!("writing {}", log.display()))?;
-    Ok(out)
-}
-
-/// Like [`chroot_sh`], Err naming the command, its exit status, the log and its output's tail
-/// unless it exits 0. Returns stdout.
-fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Result<String> {
-    let out = chroot_sh(sb, log, script)?;
-    if !out.status.success() {
-        bail!(
-            "`{}` failed in the chroot ({}); full output in {}:\n{}",
-            script.replace('\n', "; "),
-            out.status,
-            log.display(),
-            tail(&out, 25)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn tail(out: &Output, n: usize) -> String {
-    rocm_pin::process::output_tail(out, n)
-}
-
-fn slug(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    s.split('-')
-        .filter(|p| !p.is_empty())
-        .take(6)
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
-/// After `rocm-pin install` and after every downstream command: `rocm-pin verify` inside the
-/// chroot passes, the loader maps the patched library for every soname, the dependants are
-/// still installed. Err names what does not hold.
-fn check_patched(
-    sb: &Sandbox,
-    made: &Made,
-    log: &Path,
-    listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    let mut problems = Vec::new();
-    let verify = chroot_sh(sb, log, "rocm-pin verify")?;
-    if verify.status.success() {
-        listener.info("rocm-pin verify (in the chroot): all checks pass");
-    } else {
-        problems.push(format!(
-            "`rocm-pin verify` in the chroot failed ({}):\n{}",
-            verify.status,
-            tail(&verify, 30)
-        ));
-    }
-    let names: Vec<&str> = made.sonames.iter().map(String::as_str).collect();
-    let (lines, _) = standin::chroot::run_probe(sb, &names)?;
-    for l in &lines {
-        let identity = l.identity.as_deref().unwrap_or("NOT LOADED");
-        listener.info(&format!(
-            "loader: {} -> {} ({identity})",
-            l.soname,
-            l.real_path.as_deref().unwrap_or("-")
-        ));
-        if !identity.contains("-PATCHED-") {
-            problems.push(format!(
-                "the dynamic loader maps {} from {} ({identity}), not the patched library",
-                l.soname,
-                l.real_path.as_deref().unwrap_or("nowhere")
-            ));
-        }
-    }
-    let deps: Vec<String> = DEPENDANT_ROLES
-        .iter()
-        .filter_map(|r| made.stock.package(*r).map(|p| p.name.clone()))
-        .collect();
-    let states = chroot_sh_ok(
-        sb,
-        log,
-        &format!(
-            "dpkg-query -W -f '${{binary:Package}} ${{db:Status-Abbrev}}\\n' {}",
-            deps.join(" ")
-        ),
-    )?;
-    let broken: Vec<&str> = states
-        .lines()
-        .filter(|l| !l.trim_end().ends_with("ii"))
-        .collect();
-    if !broken.is_empty() {
-        problems.push(format!(
-            "dependants not installed any more: {}",
-            broken.join(", ")
-        ));
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        bail!("{} (log: {})", problems.join("\n"), log.display())
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn in_chroot(
     steps: &mut Steps,
@@ -968,159 +816,6 @@ fn in_chroot(
             downstream_step(sb, made, &d, &log, listener)
         });
     }
-}
-
-/// The stock ROCm host: the stand-in stock set from its repository, and the loader mapping
-/// the stock pair (the demo shows a change only if the stock library is what it starts from).
-fn install_stock_host(
-    sb: &Sandbox,
-    made: &Made,
-    log: &Path,
-    listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    standin::chroot::publish(sb, "stock", &made.stock)?;
-    let stock_names: Vec<String> = STOCK_HOST_ROLES
-        .iter()
-        .filter_map(|r| made.stock.package(*r).map(|p| p.name.clone()))
-        .collect();
-    chroot_sh_ok(
-        sb,
-        log,
-        &format!("apt-get install -y -q {}", stock_names.join(" ")),
-    )?;
-    standin::chroot::install_probe(sb, &made.probe)?;
-    let names: Vec<&str> = made.sonames.iter().map(String::as_str).collect();
-    let (lines, _) = standin::chroot::run_probe(sb, &names)?;
-    for l in &lines {
-        let identity = l.identity.as_deref().unwrap_or("NOT LOADED");
-        listener.info(&format!(
-            "before: loader maps {} -> {} ({identity})",
-            l.soname,
-            l.real_path.as_deref().unwrap_or("-"),
-        ));
-        if !identity.contains("-STOCK-") {
-            bail!(
-                "the stock host's loader maps {} to {identity}, not the stand-in stock library",
-                l.soname
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Our signed repository, trusted only through its key (signed-by=), no trusted=yes.
-fn add_signed_repo(
-    sb: &Sandbox,
-    made: &Made,
-    log: &Path,
-    listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    sb.copy_in(&made.repo, REPO_CHROOT_DIR)?;
-    sb.copy_in(&made.keyring, KEYRING_CHROOT_PATH)?;
-    sb.write(
-        SOURCES_CHROOT_PATH,
-        format!(
-            "deb [signed-by={KEYRING_CHROOT_PATH}] file:{REPO_CHROOT_DIR} {} {}\n",
-            repo::DEFAULT_SUITE,
-            repo::DEFAULT_COMPONENT
-        ),
-    )?;
-    let update = chroot_sh_ok(
-        sb,
-        log,
-        &format!("chmod -R a+rX {REPO_CHROOT_DIR}\napt-get update"),
-    )?;
-    if update.contains("W:") || update.contains("E:") || update.contains("Err:") {
-        bail!(
-            "apt-get update did not accept the signed repository cleanly (log {}):\n{update}",
-            log.display()
-        );
-    }
-    listener.info(&format!(
-        "signed repository {REPO_CHROOT_DIR} added with signed-by={KEYRING_CHROOT_PATH}"
-    ));
-    Ok(())
-}
-
-/// `rocm-pin install --mode require` of our packages, downloaded from the signed repository.
-fn install_from_repo(
-    sb: &Sandbox,
-    made: &Made,
-    log: &Path,
-    listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    chroot_sh_ok(
-        sb,
-        log,
-        &format!(
-            "install -d -o _apt -m 0755 {OURS_CHROOT_DIR}\ncd {OURS_CHROOT_DIR}\n\
-             apt-get download {}",
-            made.ours.join(" ")
-        ),
-    )?;
-    let out = chroot_sh_ok(
-        sb,
-        log,
-        &format!("rocm-pin install --mode require {OURS_CHROOT_DIR}/*.deb"),
-    )?;
-    if let Some(last) = out.lines().last() {
-        listener.info(last);
-    }
-    check_patched(sb, made, log, listener)
-}
-
-/// One downstream scenario in the chroot; the patched pair must still be what the loader maps.
-fn downstream_step(
-    sb: &Sandbox,
-    made: &Made,
-    d: &scenarios::Scenario,
-    log: &Path,
-    listener: &dyn Listener,
-) -> anyhow::Result<()> {
-    if d.newer_stock {
-        standin::chroot::publish(sb, "stock", &made.newer)?;
-        listener.info(&format!(
-            "published the newer stock release ({} {}) in the stock repository",
-            made.newer.require(StockRole::HipRuntime)?.name,
-            made.newer.require(StockRole::HipRuntime)?.version
-        ));
-    }
-    let out = chroot_sh(sb, log, &d.script)?;
-    if !out.status.success() {
-        bail!(
-            "`{}` failed ({}); log {}:\n{}",
-            d.script.replace('\n', "; "),
-            out.status,
-            log.display(),
-            tail(&out, 25)
-        );
-    }
-    if let Some(show) = &d.show {
-        let shown = chroot_sh_ok(sb, log, &show.command)?;
-        listener.info(&format!("{}: {shown}", show.label));
-    }
-    check_patched(sb, made, log, listener)
-}
-
-/// Move a directory tree: rename when on the same filesystem, else `mv` (copies and removes).
-fn move_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
-    if std::fs::rename(from, to).is_ok() {
-        return Ok(());
-    }
-    let out = Command::new("mv")
-        .arg(from)
-        .arg(to)
-        .output()
-        .context("running mv")?;
-    if !out.status.success() {
-        bail!(
-            "mv {} {} failed: {}",
-            from.display(),
-            to.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -61,9 +61,9 @@ fn read_info_file(root: &Root, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
     }
 }
 
-pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()> {
-    check_unmodified(root, pkg)?;
-    let filters = PathFilters::load(root)?;
+/// The package's control paragraph, rebuilt from every field of its dpkg status paragraph
+/// except the status-only ones.
+fn control_of(root: &Root, pkg: &StatusEntry) -> anyhow::Result<Paragraph> {
     // The whole paragraph, as dpkg stored it: the control file is rebuilt from every field.
     let para = StatusSnapshot::read(root)?
         .into_paragraphs()
@@ -83,6 +83,13 @@ pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()>
             .set(k, v)
             .map_err(|e| refused(format!("{}: field {k}: {e}", pkg.package)))?;
     }
+    Ok(control)
+}
+
+pub fn repack(root: &Root, pkg: &StatusEntry, dest: &Path) -> anyhow::Result<()> {
+    check_unmodified(root, pkg)?;
+    let filters = PathFilters::load(root)?;
+    let control = control_of(root, pkg)?;
     let work = tempfile::tempdir().context("cannot create a temporary directory")?;
     let tree = work.path().join("tree");
     let debian = tree.join("DEBIAN");

@@ -156,7 +156,7 @@ pub(crate) fn rocr_stage_valid(layout: &Layout, digest: &str) -> bool {
         && layout.rocr_prefix.join("lib").is_dir()
 }
 
-/// What [`super::clean_staging`] keeps when the ROCr stage is reused.
+/// What [`super::staging_dir::clean_staging`] keeps when the ROCr stage is reused.
 pub(crate) fn rocr_stage_paths(layout: &Layout) -> Vec<PathBuf> {
     vec![
         layout.rocr_build.clone(),

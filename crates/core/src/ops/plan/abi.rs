@@ -11,7 +11,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{refused, PlanOptions, ReplacementPlan, StockKind, StockPackage};
+use super::error::refused;
+use super::model::{PlanOptions, ReplacementPlan};
+use super::stock::{StockKind, StockPackage};
 use crate::elf::{ElfInfo, ExportedSymbol};
 use crate::ops::plan::staging::Staging;
 use crate::ops::verify_abi::first_few;

@@ -1,9 +1,10 @@
 //! Refusals a plan makes before anything is written: inputs that cannot give a clean
 //! replacement, and paths an unrelated installed package already owns.
 
-use crate::ops::plan::refused;
+use super::error::refused;
 
-use super::{Content, ReplacementPlan, StockPackage, Target};
+use super::model::{Content, PlanOptions, ReplacementPlan, Target};
+use super::stock::StockPackage;
 use crate::ops::plan::staging::Staging;
 use crate::rocm::{self, Half};
 
@@ -14,7 +15,7 @@ pub(super) fn check_inputs(
     staging: &Staging,
     stock: &[(Half, StockPackage)],
     lib_dir: &str,
-    opts: &super::PlanOptions,
+    opts: &PlanOptions,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     if opts.flavor.is_empty()

@@ -4,10 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use super::{
-    Content, PlanOptions, PlannedFile, PlannedLibrary, Role, StockFile, StockKind, StockPackage,
-};
-use crate::ops::plan::refused;
+use super::error::refused;
+use super::model::{Content, PlanOptions, PlannedFile, PlannedLibrary, Role};
+use super::stock::{StockFile, StockKind, StockPackage};
 use crate::ops::plan::staging::{StagedLibrary, Staging};
 use crate::rocm::{self, Half};
 

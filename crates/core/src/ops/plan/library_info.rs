@@ -14,7 +14,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::LINKER_SYMBOLS;
-use super::{refused, ReplacementPlan, StockPackage};
+use super::error::refused;
+use super::model::ReplacementPlan;
+use super::stock::StockPackage;
 use crate::ops::plan::staging::Staging;
 
 /// DEBIAN/shlibs and DEBIAN/symbols of `p`, from the stock package's (none when it has none).

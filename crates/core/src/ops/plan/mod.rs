@@ -13,6 +13,7 @@ mod checks;
 mod error;
 mod families;
 mod library_info;
+mod model;
 mod owners;
 pub mod staging;
 pub(crate) mod stock;
@@ -23,7 +24,6 @@ pub(crate) use error::refused;
 pub use error::PlanError;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use crate::deb::control::{format_relations, parse_relations, Relation, RelationOp, Relations};
 use crate::deb::version::Version;
@@ -32,6 +32,9 @@ use crate::host::dpkgdb::DpkgDb;
 use crate::host::layout::StateLayout;
 use crate::rocm::{self, Half};
 
+pub use model::{
+    Content, PackagePlan, PlanOptions, PlannedFile, PlannedLibrary, ReplacementPlan, Role, Target,
+};
 pub use staging::{CommitOverride, StagedLibrary, Staging};
 pub use stock::{StockFile, StockKind, StockPackage};
 
@@ -49,161 +52,6 @@ pub const RELATION_FIELDS: &[&str] = &[
 ];
 /// Fields whose references to a replaced stock package are remapped to our package.
 const DEPENDENCY_FIELDS: &[&str] = &["Pre-Depends", "Depends", "Recommends", "Suggests"];
-
-#[derive(Debug, Clone)]
-pub struct PlanOptions {
-    pub flavor: String,
-    pub strip: bool,
-    pub allow_soname_change: bool,
-    /// Package a rebuilt library that lacks stock symbols (recorded; see [`abi`]).
-    pub allow_missing_symbols: bool,
-    pub maintainer: String,
-    /// The family the replacements are made for (the runtime pair unless `--family` says).
-    pub family: &'static rocm::PinnedFamily,
-}
-
-impl Default for PlanOptions {
-    fn default() -> Self {
-        PlanOptions {
-            flavor: rocm::DEFAULT_FLAVOR.to_string(),
-            strip: true,
-            allow_soname_change: false,
-            allow_missing_symbols: false,
-            maintainer: templates::DEFAULT_MAINTAINER.to_string(),
-            family: &rocm::families::RUNTIME,
-        }
-    }
-}
-
-/// Why a path is in a replacement package; printed per package.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    /// A library from the staging (stripped unless --no-strip).
-    Rebuilt,
-    /// A stock versioned filename, hard-linked to the rebuilt file.
-    Alias,
-    /// A soname/dev symlink derived from the ELF SONAME.
-    Link,
-    /// A stock file shipped unchanged (md5 checked).
-    Carried,
-    /// A library from the staging that a rebuilt library needs.
-    Vendored,
-    /// Written by rocm-pin: pin file, marker, copyright, changelog, lintian overrides.
-    Generated,
-    Dir,
-}
-
-impl Role {
-    pub fn word(self) -> &'static str {
-        match self {
-            Role::Rebuilt => "rebuilt",
-            Role::Alias => "aliased",
-            Role::Link => "linked",
-            Role::Carried => "carried",
-            Role::Vendored => "vendored",
-            Role::Generated => "generated",
-            Role::Dir => "dir",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
-    Dir,
-    /// Copy `source` (stripping debug info when `strip`).
-    Copy {
-        source: PathBuf,
-        mode: u32,
-        strip: bool,
-    },
-    /// A hard link to another planned path of the same package.
-    HardLink(String),
-    Symlink(String),
-    /// Rendered later from the plan (marker) or now (pin file, docs).
-    Bytes {
-        data: Vec<u8>,
-        mode: u32,
-    },
-    /// The provenance marker; its bytes need every other file's sha256, so it is rendered last.
-    Marker,
-}
-
-#[derive(Debug, Clone)]
-pub struct PlannedFile {
-    pub path: String,
-    pub role: Role,
-    pub content: Content,
-    /// For `Rebuilt`/`Alias`/`Vendored`/`Carried`: where it came from (for the report).
-    pub from: Option<String>,
-}
-
-/// One rebuilt library in a replacement: what the marker records.
-#[derive(Debug, Clone)]
-pub struct PlannedLibrary {
-    pub path: String,
-    pub soname: String,
-    pub aliases: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct ReplacementPlan {
-    pub half: Half,
-    pub stock_name: String,
-    pub stock_version: Version,
-    pub architecture: String,
-    pub package: String,
-    pub version: Version,
-    pub control: Paragraph,
-    pub files: Vec<PlannedFile>,
-    pub conffiles: Vec<String>,
-    /// DEBIAN/<name> → contents (maintainer scripts 0755; triggers, shlibs, symbols 0644).
-    pub scripts: BTreeMap<String, String>,
-    pub libraries: Vec<PlannedLibrary>,
-    /// Stock maintainer scripts that are not carried (ours replace them), for the report.
-    pub stock_scripts_dropped: Vec<String>,
-}
-
-impl ReplacementPlan {
-    pub fn file(&self, path: &str) -> Option<&PlannedFile> {
-        self.files.iter().find(|f| f.path == path)
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct PackagePlan {
-    pub prefix: String,
-    /// The stock flavour and library directory the replacements install into.
-    pub layout: rocm::RuntimeLayout,
-    pub commit: String,
-    pub commit_time: i64,
-    pub flavor: String,
-    /// The build's patch series (from its manifest), recorded in both controls and the marker.
-    pub patches: Vec<crate::rocm::PatchRecord>,
-    /// The build ran with `--no-backport-check` (from its manifest).
-    pub backport_check_skipped: bool,
-    /// Stock symbols a rebuilt library lacks, by SONAME (`name@VERSION`), let through by
-    /// `--allow-missing-symbols`; empty otherwise (a refusal).
-    pub missing_symbols: BTreeMap<String, Vec<String>>,
-    /// HSA first, then HIP.
-    pub packages: Vec<ReplacementPlan>,
-    /// Things worth saying that do not stop the run.
-    pub warnings: Vec<String>,
-}
-
-impl PackagePlan {
-    pub fn marker_replaced(&self) -> Vec<rocm::ReplacedPackage> {
-        self.packages
-            .iter()
-            .map(|p| rocm::ReplacedPackage {
-                stock_name: p.stock_name.clone(),
-                stock_version: p.stock_version.to_string(),
-                architecture: p.architecture.clone(),
-                package: p.package.clone(),
-                version: p.version.to_string(),
-            })
-            .collect()
-    }
-}
 
 /// Our version: `<stock version>+pin<commit time>.g<short commit>`. Sorts above the stock
 /// version, and a later commit time above an earlier one (the number is compared numerically).
@@ -380,15 +228,6 @@ fn collect_per_library(
     let mut out: Vec<(Half, String)> = hsa.into_iter().map(|n| (Half::Hsa, n)).collect();
     out.extend(hip.into_iter().map(|n| (Half::Hip, n)));
     Ok(out)
-}
-
-/// Where NEEDED entries are resolved: the target's dpkg database and loader search path.
-pub struct Target<'a> {
-    pub db: Option<&'a DpkgDb>,
-    /// Why `db` is absent (the open error), so a refusal that needs it can say so.
-    pub db_error: Option<String>,
-    /// The stock flavour, prefix and library directory the replacements install into.
-    pub layout: rocm::RuntimeLayout,
 }
 
 /// Plan both replacements. `stock` holds the discovered packages, HSA first. Pure: reads the
@@ -809,22 +648,7 @@ fn control_for(
             fields.insert(f, parse_relations(v).map_err(|e| err(f, e))?);
         }
     }
-    // Remap references to a replaced stock package onto ours, at our exact version.
-    for f in DEPENDENCY_FIELDS {
-        if let Some(rels) = fields.get_mut(f) {
-            for group in rels.iter_mut() {
-                for alt in group.iter_mut() {
-                    if let Some(n) = names.iter().find(|n| n.stock == alt.name) {
-                        *alt = Relation {
-                            name: n.package.clone(),
-                            arch_qualifier: None,
-                            constraint: Some((RelationOp::Eq, n.version.to_string())),
-                        };
-                    }
-                }
-            }
-        }
-    }
+    remap_to_replacements(&mut fields, names);
     let mut depends = fields.remove("Depends").unwrap_or_default();
     // The family's other parts (the pair's HIP) depend on the first at its exact version.
     if p.half != opts.family.first_half() {
@@ -909,6 +733,25 @@ fn control_for(
     Ok(c)
 }
 
+/// Remap references to a replaced stock package onto ours, at our exact version.
+fn remap_to_replacements(fields: &mut BTreeMap<&str, Relations>, names: &[ReplacementName]) {
+    for f in DEPENDENCY_FIELDS {
+        if let Some(rels) = fields.get_mut(f) {
+            for group in rels.iter_mut() {
+                for alt in group.iter_mut() {
+                    if let Some(n) = names.iter().find(|n| n.stock == alt.name) {
+                        *alt = Relation {
+                            name: n.package.clone(),
+                            arch_qualifier: None,
+                            constraint: Some((RelationOp::Eq, n.version.to_string())),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Add `dep (>= ver)` to `rels` unless an existing single-name group already says as much;
 /// a weaker existing constraint is raised (lintian flags redundant duplicates).
 fn merge_at_least(rels: &mut Relations, dep: &str, ver: &str) -> anyhow::Result<()> {
@@ -940,229 +783,4 @@ fn merge_at_least(rels: &mut Relations, dep: &str, ver: &str) -> anyhow::Result<
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_sorts_above_stock_and_later_pins_above_earlier() {
-        let v = |s: &str| s.parse::<Version>().unwrap();
-        let stock = v("1.18.0.70204-93~24.04");
-        let a = replacement_version(
-            &stock,
-            1764720000,
-            "b539bf7eebfd99ad0a69668caa1f4037034d501f",
-        );
-        assert_eq!(
-            a.to_string(),
-            "1.18.0.70204-93~24.04+pin1764720000.gb539bf7"
-        );
-        // What it says is what dpkg reads back.
-        assert_eq!(v(&a.to_string()), a);
-        let b = replacement_version(&stock, 1764720001, "0000000aaaa");
-        let c = replacement_version(&stock, 999999999, "fffffff");
-        assert!(a > stock);
-        assert!(b > a);
-        // Fewer digits is an earlier time: numeric comparison, not lexical.
-        assert!(c < a);
-        // A newer stock revision is above our pin on the older one.
-        assert!(v("1.18.0.70204-94~24.04") > a);
-        // No revision: the pin extends the upstream part, with an epoch kept.
-        let native = replacement_version(&v("2:7.2.4"), 5, "abcdef0");
-        assert_eq!(native.to_string(), "2:7.2.4+pin5.gabcdef0");
-        assert_eq!(native.without_epoch(), "7.2.4+pin5.gabcdef0");
-        assert!(native > v("2:7.2.4"));
-    }
-
-    fn plan_with(package: &str, paths: &[(&str, Content)]) -> ReplacementPlan {
-        ReplacementPlan {
-            half: Half::Hsa,
-            stock_name: "s".into(),
-            stock_version: "1".parse().unwrap(),
-            architecture: "amd64".into(),
-            package: package.into(),
-            version: "1+pin1.gabc".parse().unwrap(),
-            control: Paragraph::new(),
-            files: paths
-                .iter()
-                .map(|(p, c)| PlannedFile {
-                    path: p.to_string(),
-                    role: Role::Carried,
-                    content: c.clone(),
-                    from: None,
-                })
-                .collect(),
-            conffiles: vec![],
-            scripts: BTreeMap::new(),
-            libraries: vec![],
-            stock_scripts_dropped: vec![],
-        }
-    }
-
-    #[test]
-    fn a_path_in_both_packages_is_refused_directories_are_shared() {
-        let file = || Content::Bytes {
-            data: vec![],
-            mode: 0o644,
-        };
-        let a = plan_with("a", &[("/opt/x", Content::Dir), ("/opt/x/one", file())]);
-        let b = plan_with("b", &[("/opt/x", Content::Dir), ("/opt/x/two", file())]);
-        check_disjoint(&[a.clone(), b]).unwrap();
-        let c = plan_with("c", &[("/opt/x/one", Content::Symlink("t".into()))]);
-        let e = check_disjoint(&[a, c]).unwrap_err().to_string();
-        assert!(
-            e.contains("/opt/x/one") && e.contains("both a and c"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn at_least_merges_instead_of_duplicating() {
-        let mut r = parse_relations("libc6 (>= 2.34), libstdc++6, rocm-core").unwrap();
-        merge_at_least(&mut r, "libc6", "2.36-9").unwrap();
-        merge_at_least(&mut r, "libstdc++6", "12.2.0-14").unwrap();
-        merge_at_least(&mut r, "libnuma1", "2.0.16-1").unwrap();
-        merge_at_least(&mut r, "libc6", "2.30").unwrap();
-        assert_eq!(
-            format_relations(&r),
-            "libc6 (>= 2.36-9), libstdc++6 (>= 12.2.0-14), rocm-core, libnuma1 (>= 2.0.16-1)"
-        );
-    }
-
-    fn stock_pkg(name: &str, paths: &[&str]) -> StockPackage {
-        StockPackage {
-            name: name.into(),
-            version: "1".parse().unwrap(),
-            architecture: "amd64".into(),
-            control: Paragraph::new(),
-            files: paths
-                .iter()
-                .map(|p| StockFile {
-                    path: p.to_string(),
-                    kind: StockKind::File {
-                        mode: 0o644,
-                        md5: String::new(),
-                    },
-                    source: PathBuf::new(),
-                })
-                .collect(),
-            conffiles: vec![],
-            scripts: BTreeMap::new(),
-            library_info: BTreeMap::new(),
-            origin: "test".into(),
-            notes: vec![],
-        }
-    }
-
-    #[test]
-    fn discovery_ignores_decoys_and_needs_both_halves() {
-        let p = &rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
-        let pkgs = vec![
-            stock_pkg(
-                "libhsa-runtime64-1",
-                &["/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1"],
-            ),
-            stock_pkg(
-                "hsa-rocr-asan",
-                &["/opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1"],
-            ),
-            stock_pkg(
-                "hsa-rocr",
-                &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"],
-            ),
-            stock_pkg(
-                "hip-runtime-amd7.2.4",
-                &["/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"],
-            ),
-            stock_pkg(
-                "hip-runtime-amd7.2.3",
-                &["/opt/rocm-7.2.3/lib/libamdhip64.so.7.2.70203"],
-            ),
-        ];
-        let found = discover_in_packages(&pkgs, p, &rocm::families::RUNTIME).unwrap();
-        assert_eq!(
-            found,
-            vec![
-                (Half::Hsa, "hsa-rocr".to_string()),
-                (Half::Hip, "hip-runtime-amd7.2.4".to_string())
-            ]
-        );
-        let e = discover_in_packages(&pkgs[..3], p, &rocm::families::RUNTIME)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("only half"), "{e}");
-        let e = discover_in_packages(&pkgs[..2], p, &rocm::families::RUNTIME)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no stock packages"), "{e}");
-    }
-
-    #[test]
-    fn debian_discovery_takes_every_package_of_each_half() {
-        let lib = "/usr/lib/x86_64-linux-gnu";
-        let layout = &rocm::RuntimeLayout::multiarch(lib);
-        let pkgs = vec![
-            stock_pkg("libhiprtc7", &[&format!("{lib}/libhiprtc.so.7.2.53211")]),
-            stock_pkg(
-                "libamdhip64-7",
-                &[&format!("{lib}/libamdhip64.so.7.2.53211")],
-            ),
-            stock_pkg(
-                "libhiprtc-builtins7",
-                &[&format!("{lib}/libhiprtc-builtins.so.7.2.53211")],
-            ),
-            stock_pkg(
-                "libhsa-runtime64-1",
-                &[&format!("{lib}/libhsa-runtime64.so.1.18.0")],
-            ),
-            stock_pkg("librocfft0", &[&format!("{lib}/librocfft.so.0")]),
-            stock_pkg("hsa-rocr", &["/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1"]),
-        ];
-        let found = discover_in_packages(&pkgs, layout, &rocm::families::RUNTIME).unwrap();
-        let names: Vec<(Half, &str)> = found.iter().map(|(h, n)| (*h, n.as_str())).collect();
-        assert_eq!(
-            names,
-            vec![
-                (Half::Hsa, "libhsa-runtime64-1"),
-                (Half::Hip, "libamdhip64-7"),
-                (Half::Hip, "libhiprtc-builtins7"),
-                (Half::Hip, "libhiprtc7"),
-            ]
-        );
-        let e = discover_in_packages(&pkgs[..3], layout, &rocm::families::RUNTIME)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("only half") && e.contains("HSA"), "{e}");
-        // AMD's layout finds none of Debian's packages, and Debian's none of AMD's.
-        let amd = &rocm::RuntimeLayout::versioned_prefix("/opt/rocm-7.2.4");
-        assert!(discover_in_packages(&pkgs[..5], amd, &rocm::families::RUNTIME).is_err());
-    }
-
-    /// Debian's -dev packages own the bare development link next to the runtime
-    /// (`libamdhip64.so`, `libhsa-runtime64.so`): they are dependants, not stock to replace.
-    #[test]
-    fn debian_discovery_leaves_the_dev_packages() {
-        let lib = "/usr/lib/x86_64-linux-gnu";
-        let layout = &rocm::RuntimeLayout::multiarch(lib);
-        let pkgs = vec![
-            stock_pkg(
-                "libamdhip64-6",
-                &[
-                    &format!("{lib}/libamdhip64.so.6"),
-                    &format!("{lib}/libamdhip64.so.6.4.43484"),
-                ],
-            ),
-            stock_pkg(
-                "libhsa-runtime64-1",
-                &[&format!("{lib}/libhsa-runtime64.so.1.15.0")],
-            ),
-            stock_pkg("libamdhip64-dev", &[&format!("{lib}/libamdhip64.so")]),
-            stock_pkg(
-                "libhsa-runtime-dev",
-                &[&format!("{lib}/libhsa-runtime64.so")],
-            ),
-        ];
-        let found = discover_in_packages(&pkgs, layout, &rocm::families::RUNTIME).unwrap();
-        let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
-        assert_eq!(names, vec!["libhsa-runtime64-1", "libamdhip64-6"]);
-    }
-}
+mod plan_tests;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::refused;
+use super::error::refused;
 use crate::rocm::{self, Half};
 
 /// The owners found, in the family's part order; refused with one line when the stock set is

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::error::refused;
 use crate::elf::ElfInfo;
 use crate::ops::build::manifest::{BuildManifest, MANIFEST_FILE};
-use crate::ops::plan::refused;
 use crate::rocm::PatchRecord;
 use crate::rocm::{LibraryFamily, PinnedFamily};
 

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::error::refused;
 use crate::deb::version::Version;
 use crate::deb::Paragraph;
 pub(crate) use crate::digest::{md5_file, sha256_file};
 use crate::host::dpkgdb::{parse_md5sums, DpkgDb};
-use crate::ops::plan::refused;
 
 /// What one path of a stock package is.
 #[derive(Debug, Clone, PartialEq, Eq)]

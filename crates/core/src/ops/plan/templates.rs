@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use super::{ReplacementPlan, StockPackage};
+use super::error::refused;
+use super::model::{PlanOptions, ReplacementPlan};
+use super::staging::Staging;
+use super::stock::StockPackage;
 use crate::host::layout::StateLayout;
-use crate::ops::plan::refused;
 use crate::rocm;
 
-pub const DEFAULT_MAINTAINER: &str = "rocm-pin packager <rocm-pin@example.com>";
+pub use super::model::DEFAULT_MAINTAINER;
 
 const PREINST_HSA: &str = include_str!("../../../../../debian-templates/preinst-hsa.in");
 const POSTINST_HSA: &str = include_str!("../../../../../debian-templates/postinst-hsa.in");
@@ -110,9 +112,9 @@ pub fn scripts(
 pub fn docs(
     p: &ReplacementPlan,
     s: &StockPackage,
-    staging: &super::Staging,
+    staging: &Staging,
     layout: &rocm::RuntimeLayout,
-    opts: &super::PlanOptions,
+    opts: &PlanOptions,
 ) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let (year, date) = dates(staging.commit_time)?;
     let year = year.to_string();

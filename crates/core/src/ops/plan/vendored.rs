@@ -1,7 +1,7 @@
 //! Vendored libraries: staged libraries of no runtime family (e.g. a newer libelf), shipped
 //! with the package whose rebuilt library NEEDs them.
 
-use super::{Content, PlanOptions, PlannedFile, ReplacementPlan, Role};
+use super::model::{Content, PlanOptions, PlannedFile, ReplacementPlan, Role};
 use crate::ops::plan::staging::Staging;
 
 pub(super) fn place(

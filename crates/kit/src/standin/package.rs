@@ -1,0 +1,579 @@
+//! Planning and writing the stand-in .debs: each role's payload, maintainer scripts and
+//! control fields, streamed through the crate's reproducible .deb writer.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use md5::Digest as _;
+use serde::Serialize;
+
+use super::compile::Compiled;
+use super::spec::{parse_three, Naming, StockRole, StockSetSpec};
+use rocm_pin::deb::{ControlFile, FileData, PackageContent, Paragraph, PayloadEntry};
+use rocm_pin::progress::Listener;
+
+/// Maintainer of ROCm's CPack packages.
+pub(super) const MAINTAINER: &str = "ROCm Dev Support <rocm-dev.support@amd.com>";
+pub(super) const HOMEPAGE: &str = "https://github.com/ROCm/rocm-systems";
+
+/// One stand-in library as installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StockLibrary {
+    /// Absolute installed path of the real file (`/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204`).
+    pub path: String,
+    pub soname: String,
+    /// Absolute path of the soname symlink.
+    pub soname_link: String,
+    /// Absolute path of the development symlink, None when the package ships none.
+    pub dev_link: Option<String>,
+    /// What `rocm_pin_identity()` returns (`hip-STOCK-70204`).
+    pub identity: String,
+    pub sha256: String,
+}
+
+/// One built stand-in package and its facts (what the kit made; the product's model of a stock
+/// package it replaces is `rocm_pin::ops::plan::stock::StockPackage`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StandinPackage {
+    pub role: StockRole,
+    pub name: String,
+    pub version: String,
+    pub architecture: String,
+    pub deb: PathBuf,
+    /// Control fields in the order written (Installed-Size included).
+    pub control: Vec<(String, String)>,
+    /// Absolute installed paths of every payload file and symlink (no directories), sorted.
+    pub files: Vec<String>,
+    /// Maintainer scripts shipped (name → content).
+    pub scripts: Vec<(String, String)>,
+    pub libraries: Vec<StockLibrary>,
+    pub in_repository: bool,
+}
+
+impl StandinPackage {
+    /// A control field's value.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.control
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `name=version`, as apt takes it.
+    pub fn pinned_request(&self) -> String {
+        format!("{}={}", self.name, self.version)
+    }
+}
+
+/// A payload entry of a planned package.
+#[derive(Debug, Clone)]
+pub(super) enum Payload {
+    File {
+        path: String,
+        contents: Vec<u8>,
+        mode: u32,
+    },
+    Symlink {
+        path: String,
+        target: String,
+    },
+}
+
+impl Payload {
+    pub(super) fn path(&self) -> &str {
+        match self {
+            Payload::File { path, .. } | Payload::Symlink { path, .. } => path,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct PackagePlan {
+    pub(super) role: StockRole,
+    pub(super) name: String,
+    pub(super) version: String,
+    /// Relationship and descriptive fields (everything but Package/Version/Architecture/
+    /// Maintainer/Installed-Size, which are added when written).
+    pub(super) fields: Vec<(String, String)>,
+    pub(super) payload: Vec<Payload>,
+    pub(super) scripts: Vec<(String, String)>,
+    pub(super) triggers: Option<String>,
+    pub(super) libraries: Vec<StockLibrary>,
+}
+
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+pub(super) fn library_payload(
+    compiled: &Compiled,
+    payload: &mut Vec<Payload>,
+) -> anyhow::Result<StockLibrary> {
+    let bytes = std::fs::read(&compiled.built)
+        .with_context(|| format!("reading {}", compiled.built.display()))?;
+    let dir = &compiled.install_dir;
+    let b = &compiled.build;
+    let path = format!("{dir}/{}", b.file_name);
+    let soname_link = format!("{dir}/{}", b.soname);
+    let dev_link = compiled
+        .ship_dev_link
+        .then(|| format!("{dir}/{}", b.dev_link));
+    let lib = StockLibrary {
+        path: path.clone(),
+        soname: b.soname.clone(),
+        soname_link: soname_link.clone(),
+        dev_link: dev_link.clone(),
+        identity: b.identity.clone(),
+        sha256: sha256_hex(&bytes),
+    };
+    payload.push(Payload::File {
+        path,
+        contents: bytes,
+        mode: 0o644,
+    });
+    payload.push(Payload::Symlink {
+        path: soname_link,
+        target: b.file_name.clone(),
+    });
+    if let Some(dev) = dev_link {
+        payload.push(Payload::Symlink {
+            path: dev,
+            target: b.soname.clone(),
+        });
+    }
+    Ok(lib)
+}
+
+pub(super) fn license_text(component: &str) -> Vec<u8> {
+    format!(
+        "{component} (stand-in)\n\nCopyright (c) 2014-2026 Advanced Micro Devices, Inc. All rights reserved.\n\n\
+         This file stands in for the license ROCm ships with {component}; the package it\n\
+         belongs to was generated by rocm-pin for tests and the demo and holds no AMD code.\n"
+    )
+    .into_bytes()
+}
+
+pub(super) fn plan_packages(
+    spec: &StockSetSpec,
+    libs: &[(StockRole, Compiled)],
+) -> anyhow::Result<Vec<PackagePlan>> {
+    let mut plans = Vec::new();
+    for &role in StockRole::ALL {
+        if spec.roles.contains(&role) {
+            plans.push(plan_package(spec, role, libs)?);
+        }
+    }
+    check_no_path_shipped_twice(&plans)?;
+    Ok(plans)
+}
+
+pub(super) fn plan_package(
+    spec: &StockSetSpec,
+    role: StockRole,
+    libs: &[(StockRole, Compiled)],
+) -> anyhow::Result<PackagePlan> {
+    let mut payload = Vec::new();
+    let mut libraries = Vec::new();
+    for (r, c) in libs {
+        if *r == role {
+            libraries.push(library_payload(c, &mut payload)?);
+        }
+    }
+    let RoleContents {
+        mut fields,
+        files,
+        scripts,
+        triggers,
+        description,
+    } = role_contents(spec, role);
+    payload.extend(files);
+    let decoy = role == StockRole::DebianHsaDecoy;
+    let mut field = |k: &str, v: &str| fields.push((k.to_string(), v.to_string()));
+    field("Section", if decoy { "libs" } else { "devel" });
+    field("Priority", "optional");
+    if !decoy {
+        field("Homepage", HOMEPAGE);
+    }
+    field("Description", &description);
+    Ok(PackagePlan {
+        role,
+        name: spec.package_name(role),
+        version: spec.package_version(role),
+        fields,
+        payload,
+        scripts,
+        triggers,
+        libraries,
+    })
+}
+
+/// No path may be shipped twice inside the set's co-installable packages (a decoy shares
+/// none either): catch plan mistakes here rather than as a dpkg error in a chroot.
+pub(super) fn check_no_path_shipped_twice(plans: &[PackagePlan]) -> anyhow::Result<()> {
+    let mut seen = std::collections::BTreeMap::new();
+    for plan in plans {
+        if plan.role == StockRole::CustomRccl {
+            continue; // replaces rccl, same files by design
+        }
+        for entry in &plan.payload {
+            if let Some(other) = seen.insert(entry.path().to_string(), plan.name.clone()) {
+                bail!(
+                    "stand-in plan error: {} is shipped by both {other} and {}",
+                    entry.path(),
+                    plan.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one role's package carries besides its libraries: the fields before Section, its own
+/// files, maintainer scripts and triggers, and its description.
+pub(super) struct RoleContents {
+    fields: Vec<(String, String)>,
+    files: Vec<Payload>,
+    scripts: Vec<(String, String)>,
+    triggers: Option<String>,
+    description: String,
+}
+
+impl RoleContents {
+    fn new(description: &str) -> Self {
+        RoleContents {
+            fields: Vec::new(),
+            files: Vec::new(),
+            scripts: Vec::new(),
+            triggers: None,
+            description: description.to_string(),
+        }
+    }
+    fn field(mut self, k: &str, v: impl Into<String>) -> Self {
+        self.fields.push((k.to_string(), v.into()));
+        self
+    }
+    fn file(mut self, path: impl Into<String>, contents: Vec<u8>) -> Self {
+        self.files.push(Payload::File {
+            path: path.into(),
+            contents,
+            mode: 0o644,
+        });
+        self
+    }
+    fn license(self, path: String, package: &str) -> Self {
+        self.file(path, license_text(package))
+    }
+    fn script(mut self, name: &str, body: String) -> Self {
+        self.scripts.push((name.to_string(), body));
+        self
+    }
+}
+
+/// The relation to another role of the set: `name`, `name (= version)` or
+/// `name (>= upstream version)`.
+pub(super) struct Relations<'a>(&'a StockSetSpec);
+
+impl Relations<'_> {
+    fn name(&self, r: StockRole) -> String {
+        self.0.package_name(r)
+    }
+    fn exact(&self, r: StockRole) -> String {
+        format!("{} (= {})", self.name(r), self.0.package_version(r))
+    }
+    fn at_least(&self, r: StockRole) -> String {
+        let v = self.0.package_version(r);
+        format!("{} (>= {})", self.name(r), strip_revision(&v))
+    }
+}
+
+pub(super) fn role_contents(spec: &StockSetSpec, role: StockRole) -> RoleContents {
+    let prefix = spec.prefix();
+    let rel = Relations(spec);
+    use StockRole::*;
+    match role {
+        RocmCore => rocm_core_contents(spec),
+        HsaRocr => hsa_rocr_contents(spec),
+        HipRuntime => hip_runtime_contents(spec),
+        RocmHipRuntime => RoleContents::new(
+            "Radeon Open Compute (ROCm) Runtime software stack\n Meta package with exact dependencies on the HIP runtime.",
+        )
+        .field(
+            "Depends",
+            format!(
+                "{}, {}, {}",
+                rel.exact(HipRuntime),
+                rel.exact(HsaRocr),
+                rel.exact(RocmCore)
+            ),
+        ),
+        HipDev => RoleContents::new(
+            "HIP:Heterogenous-computing Interface for Portability [DEVELOPMENT]\n Stand-in: headers, exact dependency on hip-runtime-amd.",
+        )
+        .field("Depends", rel.exact(HipRuntime))
+        .file(
+            format!("{prefix}/include/hip/hip_version.h"),
+            format!(
+                "#pragma once\n#define HIP_VERSION_MAJOR {}\n#define HIP_VERSION_PATCH {}\n",
+                parse_three(&spec.rocm_version).map(|v| v.0).unwrap_or(0),
+                spec.hip_build
+            )
+            .into_bytes(),
+        ),
+        Rccl | Hipblas => RoleContents::new(if role == Rccl {
+            "ROCm Communication Collectives Library\n Stand-in: librccl, linked against libamdhip64."
+        } else {
+            "Radeon Open Compute BLAS marshalling library\n Stand-in: libhipblas, linked against libamdhip64."
+        })
+        .field(
+            "Depends",
+            format!("{}, {}", rel.at_least(HipRuntime), rel.name(RocmCore)),
+        ),
+        RocmSmiLib => RoleContents::new("AMD System Management libraries\n Stand-in: librocm_smi64.")
+            .field("Depends", rel.name(RocmCore)),
+        CustomRccl => RoleContents::new(
+            "ROCm Communication Collectives Library (custom build)\n Stand-in of a downstream rebuild with exact dependencies on the stock\n runtime pair.",
+        )
+        .field(
+            "Depends",
+            format!(
+                "{}, {}, {}",
+                rel.exact(HipRuntime),
+                rel.exact(HsaRocr),
+                rel.name(RocmSmiLib)
+            ),
+        ),
+        DebianHsaDecoy => {
+            let mut c = RoleContents::new(
+                "HSA Runtime API and runtime for ROCm\n Stand-in of Debian's own package (a decoy: not part of ROCm in /opt).",
+            )
+            .field("Depends", "libc6")
+            .field("Multi-Arch", "same")
+            .license(
+                "/usr/share/doc/libhsa-runtime64-1/copyright".to_string(),
+                "libhsa-runtime64-1",
+            );
+            c.triggers = Some("activate-noawait ldconfig\n".to_string());
+            c
+        }
+        AsanHsaDecoy => RoleContents::new(
+            "AMD Heterogeneous System Architecture HSA - Linux HSA Runtime (ASAN build)\n Stand-in: the address-sanitizer build under lib/asan (a decoy).",
+        )
+        .field("Depends", rel.name(RocmCore))
+        .license(
+            format!("{prefix}/share/doc/hsa-rocr-asan/LICENSE.md"),
+            "hsa-rocr-asan",
+        ),
+    }
+}
+
+/// rocm-core: the version file, and the /opt/rocm alternatives link its scripts manage.
+pub(super) fn rocm_core_contents(spec: &StockSetSpec) -> RoleContents {
+    let prefix = spec.prefix();
+    let mut c = RoleContents::new("ROCm Runtime software stack\n Radeon Open Compute (ROCm) Runtime software stack: version information and\n the /opt/rocm alternatives link.");
+    if let Some(content) = spec.version_file_content() {
+        c = c.file(
+            format!("{prefix}/{}", rocm_pin::rocm::VERSION_RELPATH),
+            content.into_bytes(),
+        );
+    }
+    let priority = spec.release();
+    c.license(format!("{prefix}/share/doc/rocm-core/LICENSE.md"), "rocm-core")
+        .script(
+            "postinst",
+            format!(
+                "#!/bin/sh\nset -e\n# Like ROCm's rocm-core: /opt/rocm -> /etc/alternatives/rocm -> {prefix}\n\
+                 case \"$1\" in\n  configure)\n    update-alternatives --install /opt/rocm rocm {prefix} {priority}\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+        .script(
+            "prerm",
+            format!(
+                "#!/bin/sh\nset -e\ncase \"$1\" in\n  remove|deconfigure)\n    update-alternatives --remove rocm {prefix}\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+}
+
+/// hsa-rocr: its scripts add `<prefix>/lib` to the loader, as ROCm's do.
+pub(super) fn hsa_rocr_contents(spec: &StockSetSpec) -> RoleContents {
+    let prefix = spec.prefix();
+    let entry = format!("/etc/ld.so.conf.d/{}", spec.loader_entry_name);
+    RoleContents::new("AMD Heterogeneous System Architecture HSA - Linux HSA Runtime for Boltzmann (ROCm) platforms\n Stand-in: the HSA runtime library (libhsa-runtime64).")
+        .field("Depends", format!("{}, libc6", spec.package_name(StockRole::RocmCore)))
+        .license(format!("{prefix}/share/doc/hsa-rocr/LICENSE.md"), "hsa-rocr")
+        .script(
+            "postinst",
+            format!(
+                "#!/bin/sh\nset -e\n# Like ROCm's hsa-rocr: make {prefix}/lib visible to the loader.\n\
+                 case \"$1\" in\n  configure)\n    echo \"{prefix}/lib\" > {entry}\n    ldconfig\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+        .script(
+            "prerm",
+            format!(
+                "#!/bin/sh\nset -e\n# Like ROCm's hsa-rocr: the loader entry leaves before the files do.\n\
+                 case \"$1\" in\n  remove|upgrade|deconfigure|failed-upgrade)\n    rm -f {entry}\n    ldconfig\n    ;;\nesac\nexit 0\n"
+            ),
+        )
+}
+
+/// hip-runtime-amd: exact dependency on hsa-rocr, and hip-rocclr provided and replaced.
+pub(super) fn hip_runtime_contents(spec: &StockSetSpec) -> RoleContents {
+    let prefix = spec.prefix();
+    let rel = Relations(spec);
+    let rocclr = match spec.naming {
+        Naming::Plain => "hip-rocclr".to_string(),
+        Naming::MultiVersion => format!("hip-rocclr{}", spec.rocm_version),
+    };
+    RoleContents::new("HIP:Heterogenous-computing Interface for Portability [RUNTIME - AMD]\n Stand-in: libamdhip64, libhiprtc and libhiprtc-builtins.")
+        .field(
+            "Depends",
+            format!(
+                "{}, {}, libc6",
+                rel.exact(StockRole::HsaRocr),
+                rel.name(StockRole::RocmCore)
+            ),
+        )
+        .field(
+            "Provides",
+            format!("{rocclr} (= {})", spec.package_version(StockRole::HipRuntime)),
+        )
+        .field("Replaces", rocclr)
+        .file(
+            format!("{prefix}/lib/.hipInfo"),
+            b"HIP_PLATFORM=amd\nHIP_RUNTIME=rocclr\nHIP_COMPILER=clang\n".to_vec(),
+        )
+        .license(
+            format!("{prefix}/share/doc/hip-runtime-amd/LICENSE.md"),
+            "hip-runtime-amd",
+        )
+}
+
+/// `7.2.53211.70204-93~24.04` → `7.2.53211.70204` (the upstream part, for `>=` deps).
+pub(super) fn strip_revision(v: &str) -> String {
+    match v.rfind('-') {
+        Some(i) => v[..i].to_string(),
+        None => v.to_string(),
+    }
+}
+
+pub(super) fn write_package(
+    spec: &StockSetSpec,
+    plan: &PackagePlan,
+    out_dir: &Path,
+    listener: &dyn Listener,
+) -> anyhow::Result<StandinPackage> {
+    let mut installed_kib: u64 = 0;
+    let mut dirs = BTreeSet::new();
+    let mut md5sums = String::new();
+    let mut entries = vec![];
+    let mut payload: Vec<&Payload> = plan.payload.iter().collect();
+    payload.sort_by(|a, b| a.path().cmp(b.path()));
+    for entry in &payload {
+        let rel = entry.path().trim_start_matches('/');
+        let mut parent = Path::new(rel).parent();
+        while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            dirs.insert(p.to_path_buf());
+            parent = p.parent();
+        }
+        match entry {
+            Payload::File { contents, mode, .. } => {
+                entries.push(PayloadEntry::file(
+                    rel,
+                    FileData::Bytes(contents.clone()),
+                    *mode,
+                ));
+                installed_kib += (contents.len() as u64).div_ceil(1024);
+                md5sums.push_str(&format!(
+                    "{}  {rel}\n",
+                    hex::encode(md5::Md5::digest(contents))
+                ));
+            }
+            Payload::Symlink { target, .. } => {
+                entries.push(PayloadEntry::symlink(rel, target.as_str()));
+                installed_kib += 1;
+            }
+        }
+    }
+    installed_kib += dirs.len() as u64;
+
+    let mut control: Vec<(String, String)> = vec![
+        ("Package".into(), plan.name.clone()),
+        ("Version".into(), plan.version.clone()),
+        ("Architecture".into(), spec.architecture.clone()),
+        ("Maintainer".into(), MAINTAINER.into()),
+        ("Installed-Size".into(), installed_kib.max(1).to_string()),
+    ];
+    control.extend(plan.fields.iter().cloned());
+    let mut text = String::new();
+    for (k, v) in &control {
+        text.push_str(&format!("{k}: {v}\n"));
+    }
+    let mut control_files = vec![];
+    if !md5sums.is_empty() {
+        control_files.push(control_file("md5sums", md5sums, 0o644));
+    }
+    for (name, body) in &plan.scripts {
+        control_files.push(control_file(name, body.clone(), 0o755));
+    }
+    if let Some(t) = &plan.triggers {
+        control_files.push(control_file("triggers", t.clone(), 0o644));
+    }
+    let content = PackageContent {
+        control: Paragraph::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: control: {e}", plan.name))?,
+        control_dir_mode: 0o755,
+        control_files,
+        conffiles: vec![],
+        payload: entries,
+    };
+
+    let deb = out_dir.join(format!(
+        "{}_{}_{}.deb",
+        plan.name, plan.version, spec.architecture
+    ));
+    pack(&content, &deb, spec.source_date_epoch, listener)?;
+
+    let mut files: Vec<String> = plan.payload.iter().map(|p| p.path().to_string()).collect();
+    files.sort();
+    Ok(StandinPackage {
+        role: plan.role,
+        name: plan.name.clone(),
+        version: plan.version.clone(),
+        architecture: spec.architecture.clone(),
+        deb,
+        control,
+        files,
+        scripts: plan.scripts.clone(),
+        libraries: plan.libraries.clone(),
+        in_repository: plan.role.in_repository(),
+    })
+}
+
+pub(super) fn control_file(name: &str, text: String, mode: u32) -> ControlFile {
+    ControlFile {
+        name: name.to_string(),
+        data: FileData::Bytes(text.into_bytes()),
+        mode,
+        mtime: None,
+    }
+}
+
+/// Stream a package's content into a .deb with the crate's own reproducible writer (every
+/// mtime set to `epoch`, members sorted, owner root, directories 0755).
+pub(super) fn pack(
+    content: &PackageContent,
+    deb: &Path,
+    epoch: u64,
+    listener: &dyn Listener,
+) -> anyhow::Result<()> {
+    let opts = rocm_pin::deb::BuildOptions {
+        compression: rocm_pin::deb::Compression::Xz,
+        level: None,
+        threads: Some(1),
+        source_date_epoch: Some(epoch),
+    };
+    rocm_pin::deb::build_package(content, deb, &opts, listener)
+        .with_context(|| format!("building {}", deb.display()))?;
+    Ok(())
+}
