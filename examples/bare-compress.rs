@@ -6,8 +6,8 @@
 
 use std::io::{self, BufReader, BufWriter, Write};
 
-use rocm_pin::deb::archive::default_threads;
-use rocm_pin::deb::compress::{Compression, Encoder};
+use rocm_pin_core::deb::archive::default_threads;
+use rocm_pin_core::deb::compress::{Compression, Encoder};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();

@@ -13,15 +13,15 @@ use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rocm_pin::deb::tar::{TarWriter, WriteKind};
-use rocm_pin::deb::Paragraph;
-use rocm_pin::host::dpkgdb::{parse_md5sums, DpkgDb};
-use rocm_pin::host::root::Root;
-use rocm_pin::host::{ldcache, loader, status};
-use rocm_pin::image::layer::{apply_layer, check_links, open_layer};
-use rocm_pin::image::limits::{Budget, ImageLimits};
-use rocm_pin::ops::{rollback, stale_maps};
-use rocm_pin::rocm::{self, Marker};
+use rocm_pin_core::deb::tar::{TarWriter, WriteKind};
+use rocm_pin_core::deb::Paragraph;
+use rocm_pin_core::host::dpkgdb::{parse_md5sums, DpkgDb};
+use rocm_pin_core::host::root::Root;
+use rocm_pin_core::host::{ldcache, loader, status};
+use rocm_pin_core::image::layer::{apply_layer, check_links, open_layer};
+use rocm_pin_core::image::limits::{Budget, ImageLimits};
+use rocm_pin_core::ops::{rollback, stale_maps};
+use rocm_pin_core::rocm::{self, Marker};
 
 /// The package the scratch root's status file installs; its info files are the fuzzed ones.
 const PACKAGE: &str = "fuzzed";
@@ -74,7 +74,7 @@ pub fn status(data: &[u8], scratch: &Path) {
     put(scratch, "var/lib/dpkg/status", data);
     let root = Root::new(scratch);
     if let (Ok(from_root), Ok(_)) = (
-        rocm_pin::rocm::read_status(&root),
+        rocm_pin_core::rocm::read_status(&root),
         std::str::from_utf8(data),
     ) {
         assert_eq!(Ok(&from_root), parsed.as_ref().map_err(|_| ()));
@@ -172,7 +172,8 @@ pub fn marker(data: &[u8], scratch: &Path) {
     );
     put(scratch, MARKER_PATH, data);
     let root = Root::new(scratch);
-    let entries = rocm_pin::rocm::read_status(&root).expect("the scratch status file is valid");
+    let entries =
+        rocm_pin_core::rocm::read_status(&root).expect("the scratch status file is valid");
     let read = rollback::installed_pin(&root, &entries)
         .expect("the scratch status file is valid")
         .expect("the scratch root has our package");
@@ -369,7 +370,7 @@ fn clean_repo_filename(f: &str) -> bool {
 /// the reader accepts only what the parser does, and only pool files that are there at the
 /// listed size; every error is one line.
 pub fn repo_index(data: &[u8], scratch: &Path) {
-    use rocm_pin::ops::repo::{existing_index, parse_index_bytes, RepoOptions};
+    use rocm_pin_core::ops::repo::{existing_index, parse_index_bytes, RepoOptions};
     let repo = scratch.join("repo");
     let _ = fs::remove_dir_all(&repo);
     put(&repo, "dists/stable/main/binary-all/Packages", data);

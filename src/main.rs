@@ -2,7 +2,7 @@
 
 mod cli;
 
-use rocm_pin::output;
+use rocm_pin_core::output;
 
 fn main() {
     let cli = cli::parse();
@@ -20,7 +20,7 @@ fn main() {
             // drives the terminal (the newlines that lay the message out are kept).
             let msg = output::escaped_keeping_lines(&msg);
             output::write_stderr(format_args!("{msg}\n"));
-            std::process::exit(rocm_pin::error::exit_code_for(&err));
+            std::process::exit(rocm_pin_core::error::exit_code_for(&err));
         }
     }
 }

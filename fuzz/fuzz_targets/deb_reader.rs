@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocm_pin::deb::reader::{for_each_data_entry_from, read_deb_from};
-use rocm_pin::deb::ReadLimits;
+use rocm_pin_core::deb::reader::{for_each_data_entry_from, read_deb_from};
+use rocm_pin_core::deb::ReadLimits;
 
 fuzz_target!(|data: &[u8]| {
     // Small limits keep a compressed bomb from turning into a slow input.

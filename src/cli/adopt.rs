@@ -1,12 +1,12 @@
 //! `rocm-pin adopt`.
 
-use rocm_pin::outln;
+use rocm_pin_core::outln;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::ops::adopt::AdoptOptions;
-use rocm_pin::ops::workflow::adopt;
+use rocm_pin_core::ops::adopt::AdoptOptions;
+use rocm_pin_core::ops::workflow::adopt;
 
 /// Turn a host or image patched in place into the pinned, Protected packages: offline, without
 /// a source build. Patched in place means patched libraries copied over the stock files dpkg
@@ -53,9 +53,9 @@ pub struct AdoptArgs {
 }
 
 pub fn run(args: AdoptArgs) -> anyhow::Result<()> {
-    let listener = rocm_pin::progress::for_cli(args.json);
+    let listener = rocm_pin_core::progress::for_cli(args.json);
     let report = adopt(
-        &rocm_pin::host::root::Root::system(),
+        &rocm_pin_core::host::root::Root::system(),
         &AdoptOptions {
             out: args.out,
             no_rollback: args.no_rollback,

@@ -1,11 +1,11 @@
 //! `rocm-pin build`.
 
-use rocm_pin::outln;
+use rocm_pin_core::outln;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::ops::build::{self, BuildOptions};
+use rocm_pin_core::ops::build::{self, BuildOptions};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
@@ -16,10 +16,10 @@ pub struct BuildArgs {
     #[arg(long)]
     pub source: String,
     /// Full commit to build
-    #[arg(long, default_value = rocm_pin::rocm::PIN_COMMIT)]
+    #[arg(long, default_value = rocm_pin_core::rocm::PIN_COMMIT)]
     pub commit: String,
     /// The ROCm install the build uses (resolved through its symlink chain)
-    #[arg(long, default_value = rocm_pin::rocm::DEFAULT_ROCM_PATH)]
+    #[arg(long, default_value = rocm_pin_core::rocm::DEFAULT_ROCM_PATH)]
     pub rocm_path: PathBuf,
     /// Parallel jobs [default: $MAX_JOBS, else the number of CPUs]
     #[arg(long)]
@@ -96,7 +96,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let listener = rocm_pin::progress::for_cli(args.quiet);
+    let listener = rocm_pin_core::progress::for_cli(args.quiet);
     let outcome = build::build(&opts, listener.as_ref())?;
     let m = &outcome.manifest;
     outln!(
@@ -118,7 +118,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         if let Some(b) = lib.backport_symbol {
             facts.push(format!(
                 "{} {}",
-                rocm_pin::rocm::BACKPORT_SYMBOL,
+                rocm_pin_core::rocm::BACKPORT_SYMBOL,
                 if b { "exported" } else { "MISSING" }
             ));
         }

@@ -12,5 +12,5 @@ pub fn run(args: CompletionsArgs) -> anyhow::Result<()> {
     // Into a buffer first: clap_complete unwraps its own writes, which panics on a closed pipe.
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "rocm-pin", &mut script);
-    rocm_pin::output::write_stdout_bytes(&script)
+    rocm_pin_core::output::write_stdout_bytes(&script)
 }

@@ -1,14 +1,14 @@
 //! `rocm-pin deb build|inspect`.
 
-use rocm_pin::outln;
-use rocm_pin::output::shown;
+use rocm_pin_core::outln;
+use rocm_pin_core::output::shown;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use rocm_pin::deb::inspect::{InspectOptions, InspectReport, Inspection};
-use rocm_pin::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
-use rocm_pin::exit::Failure;
+use rocm_pin_core::deb::inspect::{InspectOptions, InspectReport, Inspection};
+use rocm_pin_core::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
+use rocm_pin_core::exit::Failure;
 
 #[derive(Subcommand, Debug)]
 pub enum DebCommand {
@@ -95,7 +95,7 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
         threads: a.threads,
         source_date_epoch: deb::archive::source_date_epoch_from_env()?,
     };
-    let listener = rocm_pin::progress::for_cli(a.quiet || a.json);
+    let listener = rocm_pin_core::progress::for_cli(a.quiet || a.json);
     let summary = deb::build_from_dir(&a.dir, &a.out, &opts, listener.as_ref())?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&summary)?);
@@ -117,12 +117,12 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
 fn inspect(a: InspectArgs) -> anyhow::Result<()> {
     let mut limits = ReadLimits::default();
     for spec in &a.deb_limit {
-        limits.set(spec).map_err(rocm_pin::error::usage)?;
+        limits.set(spec).map_err(rocm_pin_core::error::usage)?;
     }
     let opts = InspectOptions {
         limits,
         max_elf_bytes: a.max_elf_mib << 20,
-        symbol: rocm_pin::rocm::BACKPORT_SYMBOL,
+        symbol: rocm_pin_core::rocm::BACKPORT_SYMBOL,
     };
     // `-` is standard input, as for most Unix tools; the reader streams it like any pipe.
     let file = if a.file.as_os_str() == "-" {

@@ -1,11 +1,11 @@
 //! `rocm-pin demo`.
 
-use rocm_pin::{out, outln};
+use rocm_pin_core::{out, outln};
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::exit::{Failure, Interrupted, CTRL_C_SIGNAL};
+use rocm_pin_core::exit::{Failure, Interrupted, CTRL_C_SIGNAL};
 use rocm_pin_kit::demo::{self, DemoOptions};
 
 const DEMO_HELP: &str = "\
@@ -44,7 +44,7 @@ pub struct DemoArgs {
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().map_err(|e| {
-        rocm_pin::error::usage(format!("cannot find the running rocm-pin binary: {e}"))
+        rocm_pin_core::error::usage(format!("cannot find the running rocm-pin binary: {e}"))
     })?;
     let opts = DemoOptions {
         suite: args.suite,
@@ -52,7 +52,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         keep: args.keep,
         rocm_pin: exe,
     };
-    let listener = rocm_pin::progress::for_cli(args.json);
+    let listener = rocm_pin_core::progress::for_cli(args.json);
     let report = demo::run(&opts, listener.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);

@@ -1,7 +1,7 @@
-//! `--mode`'s values: the command line's spelling of [`rocm_pin::rocm::GateMode`] (the library
+//! `--mode`'s values: the command line's spelling of [`rocm_pin_core::rocm::GateMode`] (the library
 //! knows nothing of clap).
 
-use rocm_pin::rocm::GateMode;
+use rocm_pin_core::rocm::GateMode;
 
 /// How `install` treats a host whose ROCm version does not match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

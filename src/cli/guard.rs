@@ -1,11 +1,11 @@
 //! `rocm-pin guard on|off|status`.
 
 use clap::{Args, Subcommand};
-use rocm_pin::outln;
+use rocm_pin_core::outln;
 
-use rocm_pin::exit::Failure;
-use rocm_pin::host::root::Root;
-use rocm_pin::ops::guard::{self, Guard, GuardFlags, APT_HOOK, DPKG_HOOK};
+use rocm_pin_core::exit::Failure;
+use rocm_pin_core::host::root::Root;
+use rocm_pin_core::ops::guard::{self, Guard, GuardFlags, APT_HOOK, DPKG_HOOK};
 
 /// The guard: an apt `DPkg::Post-Invoke` hook and a dpkg `post-invoke` hook running `rocm-pin
 /// verify --quiet`, so an apt command or a dpkg run by hand that leaves the patched runtime

@@ -1,13 +1,13 @@
 //! `rocm-pin install`.
 
-use rocm_pin::{out, outln};
+use rocm_pin_core::{out, outln};
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::ops::install::{InstallOptions, Outcome};
-use rocm_pin::ops::workflow::install;
-use rocm_pin::rocm::MODE_ENV;
+use rocm_pin_core::ops::install::{InstallOptions, Outcome};
+use rocm_pin_core::ops::workflow::install;
+use rocm_pin_core::rocm::MODE_ENV;
 
 use super::gate_mode::ModeArg;
 
@@ -67,7 +67,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
     if let Some(venv) = &args.venv {
         return super::venv::install(venv, &args.debs, args.json);
     }
-    let listener = rocm_pin::progress::for_cli(args.json);
+    let listener = rocm_pin_core::progress::for_cli(args.json);
     let opts = InstallOptions {
         debs: args.debs,
         mode: args.mode.into(),
@@ -79,7 +79,7 @@ pub fn run(args: InstallArgs) -> anyhow::Result<()> {
         no_rollback: args.no_rollback,
     };
     let report = install(
-        &rocm_pin::host::root::Root::system(),
+        &rocm_pin_core::host::root::Root::system(),
         &opts,
         listener.as_ref(),
     )?;

@@ -58,7 +58,7 @@ fn exit_status_section() -> String {
     use clap_mangen::roff::{roman, Roff};
     let mut roff = Roff::new();
     roff.control("SH", ["EXIT STATUS"]);
-    for (code, meaning) in rocm_pin::exit::exit_status_rows() {
+    for (code, meaning) in rocm_pin_core::exit::exit_status_rows() {
         roff.control("TP", [] as [&str; 0]);
         roff.text([roman(code)]);
         roff.text([roman(meaning)]);

@@ -76,10 +76,10 @@ pub fn parse() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
-/// The clap command with the exit statuses (the one table, `rocm_pin::exit`) at the end of
+/// The clap command with the exit statuses (the one table, `rocm_pin_core::exit`) at the end of
 /// every command's and subcommand's `--help`, after its own text. `-h` stays short.
 pub fn command() -> clap::Command {
-    with_exit_status(Cli::command(), &rocm_pin::exit::exit_status_help())
+    with_exit_status(Cli::command(), &rocm_pin_core::exit::exit_status_help())
 }
 
 fn with_exit_status(cmd: clap::Command, exit_status: &str) -> clap::Command {

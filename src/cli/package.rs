@@ -1,15 +1,15 @@
 //! `rocm-pin package`.
 
-use rocm_pin::outln;
+use rocm_pin_core::outln;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::deb::Compression;
-use rocm_pin::exit::usage;
-use rocm_pin::host::root::Root;
-use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
-use rocm_pin::ops::plan::{self, CommitOverride, PlanOptions};
+use rocm_pin_core::deb::Compression;
+use rocm_pin_core::exit::usage;
+use rocm_pin_core::host::root::Root;
+use rocm_pin_core::ops::package::{self, PackageRequest, StagingInput, StockInput};
+use rocm_pin_core::ops::plan::{self, CommitOverride, PlanOptions};
 
 #[derive(Args, Debug)]
 #[command(
@@ -33,7 +33,7 @@ pub struct PackageOptions {
     pub from_deb: Vec<PathBuf>,
     /// The family to pin: runtime (the HSA + HIP pair) or rccl
     #[arg(long, default_value = "runtime", value_parser = family_name)]
-    pub family: &'static rocm_pin::rocm::PinnedFamily,
+    pub family: &'static rocm_pin_core::rocm::PinnedFamily,
     /// Read stock facts from the dpkg database under ROOT (default /)
     #[arg(long, value_name = "ROOT", conflicts_with = "stock_deb")]
     pub stock_root: Option<PathBuf>,
@@ -47,7 +47,7 @@ pub struct PackageOptions {
     #[arg(long, value_name = "PATH")]
     pub prefix: Option<String>,
     /// Replacement packages are named <stock>-<flavor>
-    #[arg(long, default_value = rocm_pin::rocm::DEFAULT_FLAVOR)]
+    #[arg(long, default_value = rocm_pin_core::rocm::DEFAULT_FLAVOR)]
     pub flavor: String,
     /// Full source commit (required when the staging has no rocm-pin-build.json)
     #[arg(long)]
@@ -109,11 +109,13 @@ impl From<CompressionArg> for Compression {
     }
 }
 
-pub(crate) fn family_name(name: &str) -> Result<&'static rocm_pin::rocm::PinnedFamily, String> {
-    rocm_pin::rocm::PinnedFamily::by_name(name).ok_or_else(|| {
+pub(crate) fn family_name(
+    name: &str,
+) -> Result<&'static rocm_pin_core::rocm::PinnedFamily, String> {
+    rocm_pin_core::rocm::PinnedFamily::by_name(name).ok_or_else(|| {
         format!(
             "unknown family {name:?}; known: {}",
-            rocm_pin::rocm::PinnedFamily::names().join(", ")
+            rocm_pin_core::rocm::PinnedFamily::names().join(", ")
         )
     })
 }
@@ -178,7 +180,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
             family: args.family,
         },
     };
-    let listener = rocm_pin::progress::for_cli(args.quiet);
+    let listener = rocm_pin_core::progress::for_cli(args.quiet);
     let outcome = package::package(&req, listener.as_ref())?;
     for d in &outcome.debs {
         outln!("{}", d.output.display());

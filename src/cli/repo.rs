@@ -1,12 +1,12 @@
 //! `rocm-pin repo`: publish .debs as a (signed) apt repository; `rocm-pin repo keygen`.
 
-use rocm_pin::outln;
+use rocm_pin_core::outln;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use rocm_pin::exit::usage;
-use rocm_pin::ops::repo::{self, RepoOptions};
+use rocm_pin_core::exit::usage;
+use rocm_pin_core::ops::repo::{self, RepoOptions};
 
 const REPO_EXAMPLES: &str = "\
 Examples:
@@ -102,7 +102,7 @@ pub fn run(args: RepoArgs) -> anyhow::Result<()> {
         flat: args.flat,
         ..RepoOptions::new(out)
     };
-    let listener = rocm_pin::progress::for_cli(args.quiet || args.json);
+    let listener = rocm_pin_core::progress::for_cli(args.quiet || args.json);
     let summary = repo::publish(&args.debs, &opts, listener.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&summary)?);

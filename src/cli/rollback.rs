@@ -1,7 +1,7 @@
 //! `rocm-pin rollback`.
 
 use clap::Args;
-use rocm_pin::outln;
+use rocm_pin_core::outln;
 
 /// Put the stock runtime back, offline, and purge the replacement packages, in one apt
 /// transaction with the stock .debs kept by `rocm-pin install` (/var/lib/rocm-pin/stock/).
@@ -22,25 +22,25 @@ pub struct RollbackArgs {
     pub json: bool,
     /// Roll back one pinned family: runtime (the HSA + HIP pair, the default) or rccl
     #[arg(long, value_name = "NAME", value_parser = super::package::family_name)]
-    pub family: Option<&'static rocm_pin::rocm::PinnedFamily>,
+    pub family: Option<&'static rocm_pin_core::rocm::PinnedFamily>,
 }
 
 pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
     if let Some(venv) = &args.venv {
         return super::venv::rollback(venv, args.json);
     }
-    let listener = rocm_pin::progress::for_cli(args.json);
-    let root = rocm_pin::host::root::Root::system();
+    let listener = rocm_pin_core::progress::for_cli(args.json);
+    let root = rocm_pin_core::host::root::Root::system();
     let r = match args.family {
-        Some(f) if f.name != rocm_pin::rocm::families::RUNTIME.name => {
-            rocm_pin::ops::family_rollback::rollback_family(
+        Some(f) if f.name != rocm_pin_core::rocm::families::RUNTIME.name => {
+            rocm_pin_core::ops::family_rollback::rollback_family(
                 &root,
                 f,
                 args.lock_timeout,
                 listener.as_ref(),
             )?
         }
-        _ => rocm_pin::ops::rollback::rollback(&root, args.lock_timeout, listener.as_ref())?,
+        _ => rocm_pin_core::ops::rollback::rollback(&root, args.lock_timeout, listener.as_ref())?,
     };
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
@@ -52,7 +52,7 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
                 "{} {:<16} {}",
                 if c.ok { "ok  " } else { "FAIL" },
                 c.name,
-                rocm_pin::output::shown(&c.detail)
+                rocm_pin_core::output::shown(&c.detail)
             );
         }
         outln!(

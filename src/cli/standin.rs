@@ -22,7 +22,7 @@ pub enum StandinCommand {
 #[derive(Args, Debug)]
 pub struct StockArgs {
     /// ROCm release the set claims to be (its prefix /opt/rocm-<V> and .info/version)
-    #[arg(long, default_value = rocm_pin::rocm::TARGET_ROCM_VERSION)]
+    #[arg(long, default_value = rocm_pin_core::rocm::TARGET_ROCM_VERSION)]
     pub rocm_version: String,
     /// Pad hsa-rocr's and hip-runtime-amd's libraries to the real 7.2.4 files' sizes (for
     /// benchmarks; docs/performance.md)
@@ -66,7 +66,7 @@ fn stock(args: StockArgs) -> anyhow::Result<()> {
     spec.rocm_version = args.rocm_version;
     spec.real_sizes = args.real_sizes;
     let work = args.out.join(".work");
-    let set = build_stock_set(&spec, &work, &rocm_pin::progress::Silent)?;
+    let set = build_stock_set(&spec, &work, &rocm_pin_core::progress::Silent)?;
     for (dir, in_repo) in [("debs", true), ("extra", false)] {
         let dest = args.out.join(dir);
         std::fs::create_dir_all(&dest)?;

@@ -1,12 +1,12 @@
 //! `rocm-pin status`.
 
-use rocm_pin::{out, outln};
+use rocm_pin_core::{out, outln};
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::exit::{ExitKind, Failure};
-use rocm_pin::rocm::MODE_ENV;
+use rocm_pin_core::exit::{ExitKind, Failure};
+use rocm_pin_core::rocm::MODE_ENV;
 
 use super::gate_mode::ModeArg;
 
@@ -38,8 +38,8 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let s = rocm_pin::ops::status_report::host_status_with(
-        &rocm_pin::host::root::Root::new(&args.root),
+    let s = rocm_pin_core::ops::status_report::host_status_with(
+        &rocm_pin_core::host::root::Root::new(&args.root),
         args.mode.into(),
         args.accept_skipped_backport_check,
     )?;

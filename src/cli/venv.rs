@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use rocm_pin::exit::{usage, Failure};
-use rocm_pin::host::root::Root;
-use rocm_pin::ops::plan::CommitOverride;
-use rocm_pin::ops::wheels::{self, PinLayout, WheelPackageRequest};
-use rocm_pin::outln;
+use rocm_pin_core::exit::{usage, Failure};
+use rocm_pin_core::host::root::Root;
+use rocm_pin_core::ops::plan::CommitOverride;
+use rocm_pin_core::ops::wheels::{self, PinLayout, WheelPackageRequest};
+use rocm_pin_core::outln;
 
 /// `rocm-pin package --wheels --stock-venv DIR --staging S --out O`.
 pub fn package(

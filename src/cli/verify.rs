@@ -1,15 +1,15 @@
 //! `rocm-pin verify`.
 
-use rocm_pin::output::shown;
-use rocm_pin::{errln, out, outln};
+use rocm_pin_core::output::shown;
+use rocm_pin_core::{errln, out, outln};
 use std::path::PathBuf;
 
 use clap::Args;
 
-use rocm_pin::image::limits::ImageLimits;
-use rocm_pin::image::ImageSource;
-use rocm_pin::ops::verify::{verify, VerifyOptions};
-use rocm_pin::ops::verify_image::verify_image_with_consumers;
+use rocm_pin_core::image::limits::ImageLimits;
+use rocm_pin_core::image::ImageSource;
+use rocm_pin_core::ops::verify::{verify, VerifyOptions};
+use rocm_pin_core::ops::verify_image::verify_image_with_consumers;
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
 ///
@@ -67,13 +67,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         (None, None) => None,
     };
     if image.is_none() && !args.image_limit.is_empty() {
-        return Err(rocm_pin::error::usage(
+        return Err(rocm_pin_core::error::usage(
             "--image-limit applies to --image and --image-archive only",
         ));
     }
     let mut limits = ImageLimits::default();
     for spec in &args.image_limit {
-        limits.set(spec).map_err(rocm_pin::error::usage)?;
+        limits.set(spec).map_err(rocm_pin_core::error::usage)?;
     }
     let report = match image {
         Some(source) => verify_image_with_consumers(
@@ -83,7 +83,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
             &args.consumer,
         )?,
         None => verify(&VerifyOptions {
-            root: rocm_pin::host::root::Root::new(&args.root),
+            root: rocm_pin_core::host::root::Root::new(&args.root),
             accept_skipped_backport_check: args.accept_skipped_backport_check,
             consumers: args.consumer,
             ..VerifyOptions::default()
@@ -110,8 +110,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocm_pin::ops::gate::GateError;
-    use rocm_pin::ops::verify::VerifyError;
+    use rocm_pin_core::ops::gate::GateError;
+    use rocm_pin_core::ops::verify::VerifyError;
 
     fn args(root: &std::path::Path) -> VerifyArgs {
         VerifyArgs {
@@ -130,8 +130,8 @@ mod tests {
     #[test]
     fn a_host_the_gate_skipped_ends_with_exit_3_and_the_skip_record() {
         let d = tempfile::tempdir().unwrap();
-        rocm_pin::ops::gate::write_skip_record(
-            &rocm_pin::host::root::Root::new(d.path()),
+        rocm_pin_core::ops::gate::write_skip_record(
+            &rocm_pin_core::host::root::Root::new(d.path()),
             "ROCm 7.2.5 at /opt/rocm-7.2.5",
         )
         .unwrap();
@@ -141,7 +141,7 @@ mod tests {
                 Some(GateError::GateSkipped { reason }) if reason == "ROCm 7.2.5 at /opt/rocm-7.2.5"),
             "{err:?}"
         );
-        assert_eq!(rocm_pin::error::exit_code_for(&err), 3);
+        assert_eq!(rocm_pin_core::error::exit_code_for(&err), 3);
     }
 
     #[test]
@@ -157,6 +157,6 @@ mod tests {
             }
             other => panic!("not VerifyFailed: {other:?} ({err})"),
         }
-        assert_eq!(rocm_pin::error::exit_code_for(&err), 1);
+        assert_eq!(rocm_pin_core::error::exit_code_for(&err), 1);
     }
 }

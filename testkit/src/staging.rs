@@ -256,7 +256,8 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
 
 /// The stand-in stock set (default roles + both decoys) built into `dir`.
 pub fn stock_set(dir: &Path, spec: StockSetSpec) -> StockSet {
-    standin::build_stock_set(&spec, dir, &rocm_pin::progress::Silent).expect("stand-in stock set")
+    standin::build_stock_set(&spec, dir, &rocm_pin_core::progress::Silent)
+        .expect("stand-in stock set")
 }
 
 pub fn default_spec() -> StockSetSpec {

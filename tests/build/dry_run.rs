@@ -211,7 +211,7 @@ fn a_url_is_fetched_sparse_and_blobless_at_the_commit() {
         Some("2"),
     );
     let o = out.display();
-    let pin = rocm_pin::rocm::PIN_COMMIT;
+    let pin = rocm_pin_core::rocm::PIN_COMMIT;
     let expected = [
         format!("git init --quiet {o}/.work/src"),
         format!("git -C {o}/.work/src remote add origin https://github.com/ROCm/rocm-systems.git"),

@@ -22,8 +22,8 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use crate::util::{labeled, ChrootLog};
-use rocm_pin::ops::build::BuildManifest;
-use rocm_pin::progress::Silent;
+use rocm_pin_core::ops::build::BuildManifest;
+use rocm_pin_core::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{install_stock, publish};
 use rocm_pin_kit::standin::{build_stock_set, StockSet, StockSetSpec};
@@ -301,7 +301,7 @@ fn build_with_cached_rocr_stage(sb: &Sandbox, cache: &CompileCache, commit: &str
     let hsa = lib("libhsa-runtime64.so.1");
     assert_eq!(hsa.path, "lib/libhsa-runtime64.so.1.18.0");
     assert_eq!(hsa.backport_symbol, Some(false));
-    let elf = rocm_pin::elf::read_elf(&sb.path(format!("{OUT}/{}", hsa.path))).unwrap();
+    let elf = rocm_pin_core::elf::read_elf(&sb.path(format!("{OUT}/{}", hsa.path))).unwrap();
     assert!(
         elf.export("hsa_ext_image_create").is_some(),
         "image support built"
@@ -369,7 +369,7 @@ fn assert_ours_loaded(sb: &Sandbox) {
         count_rc, 100,
         "hipGetDeviceCount must be hipErrorNoDevice without a GPU"
     );
-    let marker: rocm_pin::rocm::Marker = serde_json::from_str(
+    let marker: rocm_pin_core::rocm::Marker = serde_json::from_str(
         &sb.read_to_string(&format!("{PREFIX}/.info/rocm-pin.json"))
             .unwrap(),
     )

@@ -255,7 +255,7 @@ fn marker_sha_by_soname(sb: &Sandbox) -> BTreeMap<String, String> {
     assert!(!files.trim().is_empty(), "{ours:?} ship no marker");
     let mut sha_by_soname = BTreeMap::new();
     for file in files.lines() {
-        let marker: rocm_pin::rocm::Marker =
+        let marker: rocm_pin_core::rocm::Marker =
             serde_json::from_str(&sb.read_to_string(file).unwrap())
                 .unwrap_or_else(|e| panic!("{file} is not a marker: {e}"));
         for l in marker.libraries {

@@ -35,7 +35,7 @@ fn the_default_pin_does_not_match_a_test_checkout() {
     assert!(
         r.stderr.contains(&format!(
             "is at commit {commit}, not the requested {}",
-            rocm_pin::rocm::PIN_COMMIT
+            rocm_pin_core::rocm::PIN_COMMIT
         )),
         "{}",
         r.stderr

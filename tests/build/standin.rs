@@ -561,7 +561,7 @@ fn a_standin_source_like_a_root_follows_its_hip_major_and_its_abi() {
             .unwrap_or_else(|| panic!("no {stem} in {m:?}"));
         (
             lib.soname.clone(),
-            rocm_pin::elf::read_elf(&out.join(&lib.path)).unwrap(),
+            rocm_pin_core::elf::read_elf(&out.join(&lib.path)).unwrap(),
         )
     };
     let (soname, hip) = built("libamdhip64");
@@ -579,7 +579,7 @@ fn a_standin_source_like_a_root_follows_its_hip_major_and_its_abi() {
         .as_deref(),
         Some("libamdhip64.so.6")
     );
-    let export = |info: &rocm_pin::elf::ElfInfo, name: &str| {
+    let export = |info: &rocm_pin_core::elf::ElfInfo, name: &str| {
         info.exports
             .iter()
             .find(|e| e.name == name)

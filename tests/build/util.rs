@@ -116,7 +116,7 @@ impl Run {
     }
 }
 
-pub fn manifest(out: &Path) -> rocm_pin::ops::build::BuildManifest {
+pub fn manifest(out: &Path) -> rocm_pin_core::ops::build::BuildManifest {
     let text = std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }

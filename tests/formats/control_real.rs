@@ -3,7 +3,7 @@
 use std::process::Command;
 use std::time::Instant;
 
-use rocm_pin::deb::control::{format_relations, parse_relations, Paragraph};
+use rocm_pin_core::deb::control::{format_relations, parse_relations, Paragraph};
 
 const RELATION_FIELDS: [&str; 9] = [
     "Depends",

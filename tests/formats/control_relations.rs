@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use rocm_pin::deb::control::{format_relations, parse_relations};
+use rocm_pin_core::deb::control::{format_relations, parse_relations};
 
 /// dpkg-deb's verdict on `Depends: <value>`: (accepted, stderr).
 fn dpkg_deb_accepts(value: &str) -> (bool, String) {

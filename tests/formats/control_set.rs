@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use proptest::prelude::*;
-use rocm_pin::deb::control::Paragraph;
+use rocm_pin_core::deb::control::Paragraph;
 
 fn base() -> Paragraph {
     Paragraph::parse(

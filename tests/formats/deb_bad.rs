@@ -7,10 +7,10 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::util::deb::*;
-use rocm_pin::deb::ar::ArWriter;
-use rocm_pin::deb::compress::compress_bytes;
-use rocm_pin::deb::tar::{TarWriter, WriteKind};
-use rocm_pin::deb::{self, Compression, ReadLimits};
+use rocm_pin_core::deb::ar::ArWriter;
+use rocm_pin_core::deb::compress::compress_bytes;
+use rocm_pin_core::deb::tar::{TarWriter, WriteKind};
+use rocm_pin_core::deb::{self, Compression, ReadLimits};
 
 type TarSpec<'a> = Vec<(&'a [u8], WriteKind<'a>, &'a [u8])>;
 

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::util::deb::*;
-use rocm_pin::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
-use rocm_pin::progress::Silent;
+use rocm_pin_core::deb::{self, BuildOptions, Compression, EntryKind, ReadLimits};
+use rocm_pin_core::progress::Silent;
 
 fn opts(c: Compression, threads: u32) -> BuildOptions {
     BuildOptions {

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use crate::util::deb::*;
 use crate::util::fuzz::{regressions_dir, Campaign, Mutator, Unit};
-use rocm_pin::deb::ar::ArWriter;
-use rocm_pin::deb::compress::compress_bytes;
-use rocm_pin::deb::reader::{for_each_data_entry_from, read_deb_from};
-use rocm_pin::deb::tar::{TarWriter, WriteKind};
-use rocm_pin::deb::{Compression, ReadLimits};
+use rocm_pin_core::deb::ar::ArWriter;
+use rocm_pin_core::deb::compress::compress_bytes;
+use rocm_pin_core::deb::reader::{for_each_data_entry_from, read_deb_from};
+use rocm_pin_core::deb::tar::{TarWriter, WriteKind};
+use rocm_pin_core::deb::{Compression, ReadLimits};
 
 /// Exactly what the cargo-fuzz target does with one input.
 fn harness(data: &[u8]) {

@@ -13,8 +13,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::deb::*;
-use rocm_pin::deb::ar::ArWriter;
-use rocm_pin::deb::{self, ReadLimits};
+use rocm_pin_core::deb::ar::ArWriter;
+use rocm_pin_core::deb::{self, ReadLimits};
 use rocm_pin_testkit::{is_root, needs_root};
 
 /// `tar` of everything under `dir` as dpkg-deb writes it (GNU format, root-owned, `./` names).
@@ -704,8 +704,8 @@ fn timed_inspect_args(file: &Path, args: &[&str]) -> (Output, u64, Duration) {
 
 /// A zstd data member: `count` ELF-looking files of `size` bytes (the ELF magic, then zeros).
 fn elf_bomb_data(count: usize, size: u64) -> Vec<u8> {
-    use rocm_pin::deb::compress::{Compression, Encoder};
-    use rocm_pin::deb::tar::{TarWriter, WriteKind};
+    use rocm_pin_core::deb::compress::{Compression, Encoder};
+    use rocm_pin_core::deb::tar::{TarWriter, WriteKind};
     let mut enc = Encoder::new(Vec::new(), Compression::Zstd, Some(3), 2).unwrap();
     {
         let mut w = TarWriter::new(&mut enc);
@@ -790,7 +790,7 @@ fn a_deb_bomb_is_refused_by_its_ratio_and_inspect_does_not_buffer_members() {
 /// f225f56 accepts the first package and prints a 1 MiB line for the second.
 #[test]
 fn tar_extension_records_in_a_deb_count_against_its_ratio() {
-    use rocm_pin::deb::compress::{Compression, Encoder};
+    use rocm_pin_core::deb::compress::{Compression, Encoder};
     let tmp = tempfile::tempdir().unwrap();
     let control = control_member(tmp.path());
     let each: usize = (1 << 20) - 512;
@@ -834,10 +834,10 @@ fn tar_extension_records_in_a_deb_count_against_its_ratio() {
     // A GNU long name of 1 MiB, refused for its `..`: a short prefix in the error.
     let dir = tmp.path().join("long");
     let long = format!("{}/../x", "n".repeat((1 << 20) - 100));
-    let mut w = rocm_pin::deb::tar::TarWriter::new(Vec::new());
+    let mut w = rocm_pin_core::deb::tar::TarWriter::new(Vec::new());
     w.append_header(
         long.as_bytes(),
-        rocm_pin::deb::tar::WriteKind::File(0),
+        rocm_pin_core::deb::tar::WriteKind::File(0),
         0o644,
         SDE,
     )

@@ -82,8 +82,8 @@ fn entries_equal_dpkg_deb_contents_and_md5sums_check_out() {
     let dir = rocm_pin_testkit::needs_setup!("debian-debs");
     for deb in real_debs(&dir) {
         let v = inspect_json(&deb);
-        let entries: Vec<rocm_pin::deb::Entry> =
-            rocm_pin::deb::reader::read_deb(&deb, &Default::default())
+        let entries: Vec<rocm_pin_core::deb::Entry> =
+            rocm_pin_core::deb::reader::read_deb(&deb, &Default::default())
                 .unwrap()
                 .entries;
         assert_eq!(
@@ -186,7 +186,7 @@ fn sonames_and_needed_equal_readelf() {
         assert_eq!(ours, theirs, "{}", deb.display());
         // The backport symbol is ROCm 6+; Debian's 5.2 runtime does not export it, and we say so.
         for e in v["elf"].as_array().unwrap() {
-            assert_eq!(e["symbol"]["name"], rocm_pin::rocm::BACKPORT_SYMBOL);
+            assert_eq!(e["symbol"]["name"], rocm_pin_core::rocm::BACKPORT_SYMBOL);
             assert_eq!(e["symbol"]["exported"], false, "{}", e["path"]);
         }
     }

@@ -1,4 +1,4 @@
-//! rocm_pin::elf on Debian's real ROCm runtime packages (downloaded by
+//! rocm_pin_core::elf on Debian's real ROCm runtime packages (downloaded by
 //! scripts/setup.d/10-debian-debs.sh), judged by readelf for every shared object in them.
 
 use std::path::{Path, PathBuf};
@@ -52,7 +52,7 @@ fn every_shared_object_in_debian_rocm_debs_matches_readelf() {
             }
             let path = entry.path();
             let head = std::fs::read(path).unwrap();
-            if !rocm_pin::elf::is_elf(&head) {
+            if !rocm_pin_core::elf::is_elf(&head) {
                 continue;
             }
             let info = assert_matches_readelf(path);
@@ -76,7 +76,7 @@ fn every_shared_object_in_debian_rocm_debs_matches_readelf() {
                     .arg(&stripped)
                     .arg(path),
             );
-            let again = rocm_pin::elf::read_elf(&stripped).unwrap();
+            let again = rocm_pin_core::elf::read_elf(&stripped).unwrap();
             assert_eq!(again, info, "strip changed {}", path.display());
             checked += 1;
         }

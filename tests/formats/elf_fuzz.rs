@@ -1,16 +1,16 @@
-//! Malformed input never panics rocm_pin::elf: random bytes, every truncation of a real
+//! Malformed input never panics rocm_pin_core::elf: random bytes, every truncation of a real
 //! gcc-built library, and random byte corruption of it.
 
 use std::sync::OnceLock;
 
 use crate::util::elf::*;
 use proptest::prelude::*;
-use rocm_pin::elf::ElfInfo;
+use rocm_pin_core::elf::ElfInfo;
 
 /// parse_elf, failing the test when only the panic backstop kept the parser from crashing
 /// (the parser itself must turn malformed input into errors).
 fn parse_elf(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
-    let result = rocm_pin::elf::parse_elf(bytes);
+    let result = rocm_pin_core::elf::parse_elf(bytes);
     if let Err(e) = &result {
         assert!(!e.to_string().contains("gave up"), "parser panicked: {e}");
     }

@@ -1,10 +1,10 @@
-//! rocm_pin::elf against real gcc-built shared objects, judged by readelf.
+//! rocm_pin_core::elf against real gcc-built shared objects, judged by readelf.
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::util::elf::*;
-use rocm_pin::elf::{read_elf, ElfInfo};
+use rocm_pin_core::elf::{read_elf, ElfInfo};
 
 fn sym(info: &ElfInfo, versioned: &str) -> bool {
     info.exports.iter().any(|s| s.versioned_name() == versioned)

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::fuzz::{clock_seed, regressions_dir, stress_secs, Rng};
-use rocm_pin::deb::compress::compress_bytes;
-use rocm_pin::deb::Compression;
+use rocm_pin_core::deb::compress::compress_bytes;
+use rocm_pin_core::deb::Compression;
 
 type Target = fn(&[u8], &Path);
 
@@ -366,11 +366,11 @@ fn the_link_oracle_sees_a_chain_leaving_the_root() {
         [base.join("root/a/b"), base.join("root/a/c")],
         "{leaving:?}"
     );
-    let mut w = rocm_pin::deb::tar::TarWriter::new(Vec::new());
+    let mut w = rocm_pin_core::deb::tar::TarWriter::new(Vec::new());
     for (name, target) in [("x", "."), ("a/b", "../x/x/../..")] {
         w.append_header(
             name.as_bytes(),
-            rocm_pin::deb::tar::WriteKind::Symlink(target.as_bytes()),
+            rocm_pin_core::deb::tar::WriteKind::Symlink(target.as_bytes()),
             0o777,
             0,
         )

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use rocm_pin::deb::version::{compare, Version};
+use rocm_pin_core::deb::version::{compare, Version};
 
 /// xorshift64*: deterministic, so a failure reproduces exactly.
 struct Rng(u64);

@@ -45,9 +45,9 @@ fn archive_layers(archive: &Path, work: &Path) -> Vec<Vec<(String, u8, String)>>
     let mut layers = Vec::new();
     for l in manifest["layers"].as_array().unwrap() {
         let path = blob(l["digest"].as_str().unwrap());
-        let mut stream = rocm_pin::image::layer::open_layer(&path).unwrap();
+        let mut stream = rocm_pin_core::image::layer::open_layer(&path).unwrap();
         let mut entries = Vec::new();
-        rocm_pin::deb::tar::read_raw(&mut stream, &mut |raw, _| {
+        rocm_pin_core::deb::tar::read_raw(&mut stream, &mut |raw, _| {
             entries.push((
                 String::from_utf8_lossy(&raw.name).into_owned(),
                 raw.typeflag,
@@ -188,8 +188,9 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
             &format!("oci-archive:{}", artifact_archive.display()),
         ],
     );
-    let artifact =
-        rocm_pin::image::unpack(&rocm_pin::image::ImageSource::Archive(artifact_archive));
+    let artifact = rocm_pin_core::image::unpack(&rocm_pin_core::image::ImageSource::Archive(
+        artifact_archive,
+    ));
     let artifact = artifact.unwrap_or_else(|e| panic!("unpacking {runtime}: {e:#}"));
     let top: Vec<String> = std::fs::read_dir(artifact.root())
         .unwrap()

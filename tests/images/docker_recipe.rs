@@ -20,8 +20,8 @@ use std::sync::OnceLock;
 use rocm_pin_testkit::scratch::ScratchDir;
 use std::time::Instant;
 
-use rocm_pin::host::apt::Solver;
-use rocm_pin::progress::Silent;
+use rocm_pin_core::host::apt::Solver;
+use rocm_pin_core::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{install_probe, install_stock, publish, run_probe};
 use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, StockNames};

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rocm_pin::deb::compress::{Compression, Encoder};
-use rocm_pin::deb::tar::{TarWriter, WriteKind};
-use rocm_pin::image::limits::ImageLimits;
-use rocm_pin::image::ImageError;
-use rocm_pin::image::{unpack, unpack_within, ImageSource};
+use rocm_pin_core::deb::compress::{Compression, Encoder};
+use rocm_pin_core::deb::tar::{TarWriter, WriteKind};
+use rocm_pin_core::image::limits::ImageLimits;
+use rocm_pin_core::image::ImageError;
+use rocm_pin_core::image::{unpack, unpack_within, ImageSource};
 use sha2::Digest as _;
 
 use super::util::{bin, rc, text};
@@ -154,7 +154,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 }
 
 fn our_error(err: &anyhow::Error) -> Option<&ImageError> {
-    rocm_pin::error::find::<ImageError>(err)
+    rocm_pin_core::error::find::<ImageError>(err)
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::advice::{drive, Breakage};
 use crate::util::*;
-use rocm_pin::host::root::Root;
+use rocm_pin_core::host::root::Root;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 use rocm_pin_testkit::staging::{build_staging, StagingSpec, COMMIT, COMMIT_TIME};
 
@@ -108,15 +108,16 @@ pub(crate) fn is_installed(sb: &Sandbox, package: &str) -> bool {
 pub(crate) fn repack_from_image(tag: &str, packages: &[&str], out: &Path) -> Option<()> {
     let sb = sandbox(&image_tarball(tag)?);
     let root = Root::new(sb.root());
-    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    let entries = rocm_pin_core::rocm::read_status(&root).unwrap();
     std::fs::create_dir_all(out).unwrap();
     for p in packages {
         let e = entries
             .iter()
             .find(|e| e.package == *p)
             .unwrap_or_else(|| panic!("{p} is not installed in {tag}"));
-        let name = rocm_pin::ops::install::deb_file_name(&e.package, &e.version, &e.architecture);
-        rocm_pin::host::repack::repack(&root, e, &out.join(name)).unwrap();
+        let name =
+            rocm_pin_core::ops::install::deb_file_name(&e.package, &e.version, &e.architecture);
+        rocm_pin_core::host::repack::repack(&root, e, &out.join(name)).unwrap();
     }
     Some(())
 }
@@ -235,7 +236,7 @@ fn hold_follows_a_later_dev(sb: &Sandbox, dev: &str) -> Vec<String> {
     let out = sb.sh(fix).unwrap();
     let hold = sb
         .read_to_string(
-            &rocm_pin::host::layout::StateLayout::release_hold()
+            &rocm_pin_core::host::layout::StateLayout::release_hold()
                 .display()
                 .to_string(),
         )
@@ -292,7 +293,7 @@ fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
         sb
     };
     let hip = format!("libamdhip64-{}", host.hip_major);
-    let hold = rocm_pin::host::layout::StateLayout::release_hold();
+    let hold = rocm_pin_core::host::layout::StateLayout::release_hold();
     let fill = |script: &str| {
         script
             .replace("{hsa}", "libhsa-runtime64-1")

@@ -4,7 +4,7 @@
 //! control without adopt, the bad inputs, and an adoption killed half-way.
 
 use crate::util::*;
-use rocm_pin::host::apt::Solver;
+use rocm_pin_core::host::apt::Solver;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
 
@@ -662,7 +662,7 @@ fn stock_725(work: &std::path::Path) -> rocm_pin_kit::standin::StockSet {
     rocm_pin_kit::standin::build_stock_set(
         &spec,
         &work.join("stock-7.2.5"),
-        &rocm_pin::progress::Silent,
+        &rocm_pin_core::progress::Silent,
     )
     .expect("stock 7.2.5 set")
 }

@@ -223,7 +223,7 @@ const MULTIARCH: &str = "/usr/lib/x86_64-linux-gnu";
 /// Before that, the stock .debs go where apt keeps what it downloaded (`/var/cache/apt/archives`;
 /// the image keeps none), repacked from the chroot's dpkg database while every file matches.
 fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
-    use rocm_pin::host::root::Root;
+    use rocm_pin_core::host::root::Root;
     use rocm_pin_testkit::staging::{build_staging, StagingSpec};
     let sb = Sandbox::with_options(
         &ChrootImage::from_tarball("sid", tarball).unwrap(),
@@ -235,15 +235,16 @@ fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
     .unwrap();
     sb.install_rocm_pin(&bin()).unwrap();
     let root = Root::new(sb.root());
-    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    let entries = rocm_pin_core::rocm::read_status(&root).unwrap();
     std::fs::create_dir_all(sb.path("/var/cache/apt/archives")).unwrap();
     for stock in STOCK_7 {
         let e = entries
             .iter()
             .find(|e| e.package == *stock)
             .unwrap_or_else(|| panic!("{stock} is not installed in the image"));
-        let name = rocm_pin::ops::install::deb_file_name(&e.package, &e.version, &e.architecture);
-        rocm_pin::host::repack::repack(
+        let name =
+            rocm_pin_core::ops::install::deb_file_name(&e.package, &e.version, &e.architecture);
+        rocm_pin_core::host::repack::repack(
             &root,
             e,
             &sb.path(format!("/var/cache/apt/archives/{name}")),
@@ -260,7 +261,7 @@ fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
             continue;
         }
         let file = entry.file_name().to_string_lossy().into_owned();
-        let soname = rocm_pin::elf::read_elf(&entry.path())
+        let soname = rocm_pin_core::elf::read_elf(&entry.path())
             .unwrap()
             .soname
             .unwrap();
@@ -334,7 +335,12 @@ fn adopt_takes_over_debians_files_patched_in_place() {
 
     let t = std::time::Instant::now();
     let out = sb
-        .run(&["rocm-pin", "adopt", "--commit", rocm_pin::rocm::PIN_COMMIT])
+        .run(&[
+            "rocm-pin",
+            "adopt",
+            "--commit",
+            rocm_pin_core::rocm::PIN_COMMIT,
+        ])
         .unwrap();
     let adopt_time = t.elapsed();
     let said = text(&out);
@@ -368,7 +374,11 @@ fn adopt_takes_over_debians_files_patched_in_place() {
                 p,
             ])
             .unwrap();
-        assert_eq!(f, format!("same|{}", rocm_pin::rocm::PIN_COMMIT), "{p}");
+        assert_eq!(
+            f,
+            format!("same|{}", rocm_pin_core::rocm::PIN_COMMIT),
+            "{p}"
+        );
         assert!(
             sb.path(format!("/var/lib/dpkg/info/{p}:amd64.shlibs"))
                 .is_file(),
@@ -380,7 +390,7 @@ fn adopt_takes_over_debians_files_patched_in_place() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(marker["commit"], rocm_pin::rocm::PIN_COMMIT);
+    assert_eq!(marker["commit"], rocm_pin_core::rocm::PIN_COMMIT);
     assert!(
         marker["source"]
             .as_str()
@@ -502,7 +512,12 @@ fn adopt_without_commit_on_debian_refuses_in_one_line() {
     sb.sh_ok("rm /var/lib/dpkg/info/libhsa-runtime64-1:*.md5sums /var/lib/dpkg/info/libamdhip64-7:*.md5sums /var/lib/dpkg/info/libhiprtc*.md5sums")
         .unwrap();
     let out = sb
-        .run(&["rocm-pin", "adopt", "--commit", rocm_pin::rocm::PIN_COMMIT])
+        .run(&[
+            "rocm-pin",
+            "adopt",
+            "--commit",
+            rocm_pin_core::rocm::PIN_COMMIT,
+        ])
         .unwrap();
     let said = text(&out);
     assert_eq!(rc(&out), 2, "{said}");

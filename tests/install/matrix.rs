@@ -4,7 +4,7 @@
 //! mismatch, verify's exit 3 after an `auto` skip). `rocm-pin` runs inside the chroot.
 
 use crate::util::*;
-use rocm_pin::host::apt::Solver;
+use rocm_pin_core::host::apt::Solver;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
 

@@ -11,9 +11,9 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_pin::host::ldsearch::{self, Loaded, Step};
-use rocm_pin::host::root::Root;
-use rocm_pin::ops::verify::{verify, VerifyOptions, VerifyReport};
+use rocm_pin_core::host::ldsearch::{self, Loaded, Step};
+use rocm_pin_core::host::root::Root;
+use rocm_pin_core::ops::verify::{verify, VerifyOptions, VerifyReport};
 
 use crate::verify_fake_root::{build_libs, host, make_root};
 
@@ -384,7 +384,7 @@ fn the_resolver_agrees_with_the_real_ld_so_on_rpath_runpath_and_ld_library_path(
 
         let root = Root::system();
         let exe_path = exe.to_str().unwrap();
-        let dynamic = rocm_pin::host::shadow::read_dynamic(&root, exe_path).unwrap();
+        let dynamic = rocm_pin_core::host::shadow::read_dynamic(&root, exe_path).unwrap();
         let chain = [Loaded {
             path: exe_path,
             dynamic: &dynamic,
@@ -533,8 +533,8 @@ fn shadow_search_cost_on_a_venv_of_real_size() {
         .into_iter()
         .map(str::to_string)
         .collect();
-    let name_matches = |n: &str| rocm_pin::rocm::family_of(n).is_some();
-    let scope = rocm_pin::host::shadow::Scope {
+    let name_matches = |n: &str| rocm_pin_core::rocm::family_of(n).is_some();
+    let scope = rocm_pin_core::host::shadow::Scope {
         sonames: &sonames,
         name_matches: &name_matches,
         consumers: &[],
@@ -546,7 +546,7 @@ fn shadow_search_cost_on_a_venv_of_real_size() {
     let mut found = None;
     for _ in 0..5 {
         let t = std::time::Instant::now();
-        found = Some(rocm_pin::host::shadow::find(&root, &scope));
+        found = Some(rocm_pin_core::host::shadow::find(&root, &scope));
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let found = found.unwrap();
@@ -572,8 +572,8 @@ fn shadow_search_cost_on_a_venv_of_real_size() {
 #[test]
 fn an_image_config_ld_library_path_takes_part_in_the_resolution() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots into the fake root");
-    use rocm_pin::image::limits::ImageLimits;
-    use rocm_pin::image::ImageSource;
+    use rocm_pin_core::image::limits::ImageLimits;
+    use rocm_pin_core::image::ImageSource;
     use sha2::Digest;
     let b = build_libs();
     let s = stock();
@@ -628,7 +628,7 @@ fn an_image_config_ld_library_path_takes_part_in_the_resolution() {
         out
     };
     let verify_archive = |path: PathBuf| {
-        rocm_pin::ops::verify_image::verify_image(
+        rocm_pin_core::ops::verify_image::verify_image(
             &ImageSource::Archive(path),
             false,
             &ImageLimits::default(),

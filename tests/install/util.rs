@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use rocm_pin_testkit::scratch::ScratchDir;
 
-use rocm_pin::host::apt::Solver;
+use rocm_pin_core::host::apt::Solver;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::{self, StockRole, StockSet, StockSetSpec};
 
@@ -181,7 +181,7 @@ fn make_packages() -> Packages {
     );
     let work = ScratchDir::new("install").expect("scratch directory");
     let w = work.path();
-    let listener = rocm_pin::progress::Silent;
+    let listener = rocm_pin_core::progress::Silent;
 
     // 1. The stand-in stock set and its variants.
     let spec = StockSetSpec::for_host().expect("host arch");

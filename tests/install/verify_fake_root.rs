@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use md5::Digest;
-use rocm_pin::ops::verify::{verify, VerifyOptions, VerifyReport};
-use rocm_pin::rocm::{Marker, MarkerLibrary, ReplacedPackage};
+use rocm_pin_core::ops::verify::{verify, VerifyOptions, VerifyReport};
+use rocm_pin_core::rocm::{Marker, MarkerLibrary, ReplacedPackage};
 
 const PREFIX: &str = "/opt/rocm-7.2.4";
 const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
@@ -307,7 +307,7 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
 
 fn run(root: &Path) -> VerifyReport {
     verify(&VerifyOptions {
-        root: rocm_pin::host::root::Root::new(root),
+        root: rocm_pin_core::host::root::Root::new(root),
         ld_library_path: None,
         ask_apt: false,
         accept_skipped_backport_check: false,
@@ -484,7 +484,7 @@ fn verify_fake_root_pass_and_tamper_matrix() {
     std::fs::create_dir_all(host(d.path(), "/srv/other")).unwrap();
     std::fs::copy(&b.hip, host(d.path(), "/srv/other/libamdhip64.so.7")).unwrap();
     let rep = verify(&VerifyOptions {
-        root: rocm_pin::host::root::Root::new(d.path()),
+        root: rocm_pin_core::host::root::Root::new(d.path()),
         ld_library_path: Some("/srv/other".into()),
         ask_apt: false,
         accept_skipped_backport_check: false,

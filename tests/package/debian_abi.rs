@@ -272,11 +272,11 @@ fn the_stand_in_built_like_a_root_exports_all_of_debians_abi() {
                     name.starts_with(&format!("{stem}.so.")) && !p.is_symlink()
                 })
                 .unwrap_or_else(|| panic!("the staging has no {stem}"));
-            let ours = rocm_pin::elf::read_elf(&ours).unwrap();
+            let ours = rocm_pin_core::elf::read_elf(&ours).unwrap();
             let mut committed_lacks = 0;
             let (listed, _) = rocm_pin_kit::standin::abi::list(stem).unwrap();
             for path in &stock {
-                let info = rocm_pin::elf::read_elf(path).unwrap();
+                let info = rocm_pin_core::elf::read_elf(path).unwrap();
                 for e in info.exports.iter().filter(|e| {
                     !["_init", "_fini", "_edata", "_end", "__bss_start"].contains(&e.name.as_str())
                 }) {

@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 
 use crate::debian_stock::{is_installed, package_against, tarball, DEPENDANTS};
 use crate::util::*;
-use rocm_pin::host::apt::{self, Solver};
-use rocm_pin::host::repack;
-use rocm_pin::host::root::Root;
-use rocm_pin::rocm::stock_runtime::{self, StockRuntime};
-use rocm_pin::rocm::Half;
+use rocm_pin_core::host::apt::{self, Solver};
+use rocm_pin_core::host::repack;
+use rocm_pin_core::host::root::Root;
+use rocm_pin_core::rocm::stock_runtime::{self, StockRuntime};
+use rocm_pin_core::rocm::Half;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, Scenario, StockNames};
 
@@ -164,7 +164,7 @@ struct Prepared {
 
 fn discover(sb: &Sandbox) -> StockRuntime {
     let root = Root::new(sb.root());
-    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    let entries = rocm_pin_core::rocm::read_status(&root).unwrap();
     let found = stock_runtime::discover(&root, &entries);
     assert_eq!(found.runtimes.len(), 1, "one stock runtime: {found:?}");
     let rt = found.runtimes[0].clone();
@@ -223,7 +223,7 @@ fn prepare(image: &ChrootImage, new: Option<NewDependants>) -> Prepared {
         check_new_dependants(&sb, &stock, new);
     }
     let root = Root::new(sb.root());
-    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    let entries = rocm_pin_core::rocm::read_status(&root).unwrap();
     let (stock_repo, newer_repo) = (w.join("stock-repo"), w.join("newer-repo"));
     for d in [&stock_repo, &newer_repo] {
         std::fs::create_dir_all(d).unwrap();

@@ -306,10 +306,10 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
 /// Repack each stock package from the chroot's dpkg database into rocm-pin's kept-stock
 /// directory and a host copy for a local repository; (stock name, path in the chroot).
 fn keep_stock_debs(sb: &Sandbox, w: &Path) -> Vec<(String, String)> {
-    use rocm_pin::host::{layout::StateLayout, repack, root::Root};
-    use rocm_pin::ops::install;
+    use rocm_pin_core::host::{layout::StateLayout, repack, root::Root};
+    use rocm_pin_core::ops::install;
     let root = Root::new(sb.root());
-    let entries = rocm_pin::rocm::read_status(&root).unwrap();
+    let entries = rocm_pin_core::rocm::read_status(&root).unwrap();
     let host_dir = w.join("stock-repo");
     std::fs::create_dir_all(&host_dir).unwrap();
     let mut kept = vec![];

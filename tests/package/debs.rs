@@ -224,7 +224,7 @@ fn from_stock_debs_multi_version_names() {
     );
     assert!(syms.contains("hsa_amd_signal_create_v2@@ROCR_1"), "{syms}");
     // The marker names the commit, the replaced packages and the sha256 of the shipped file.
-    let marker: rocm_pin::rocm::Marker = serde_json::from_slice(
+    let marker: rocm_pin_core::rocm::Marker = serde_json::from_slice(
         &std::fs::read(x.path().join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap(),
     )
     .unwrap();
@@ -339,15 +339,19 @@ fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
 /// the marker (a build's marker has none).
 #[test]
 fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from() {
-    use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
+    use rocm_pin_core::ops::package::{self, PackageRequest, StagingInput, StockInput};
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let set = stock_set(&w.join("stock"), default_spec());
     let dir = w.join("staging");
     build_staging(&dir, &StagingSpec::default());
-    let source = format!("{} of {PREFIX}/lib (test)", rocm_pin::rocm::ADOPTED_SOURCE);
+    let source = format!(
+        "{} of {PREFIX}/lib (test)",
+        rocm_pin_core::rocm::ADOPTED_SOURCE
+    );
     let staging =
-        rocm_pin::ops::plan::staging::adopted(&dir, COMMIT, COMMIT_TIME, source.clone()).unwrap();
+        rocm_pin_core::ops::plan::staging::adopted(&dir, COMMIT, COMMIT_TIME, source.clone())
+            .unwrap();
     assert_eq!(staging.adopted_source(), Some(source.as_str()));
     assert!(staging.patches().is_empty() && !staging.backport_check_skipped());
     let out = w.join("out");
@@ -358,16 +362,16 @@ fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from
                 set.require(StockRole::HsaRocr).unwrap().deb.clone(),
                 set.require(StockRole::HipRuntime).unwrap().deb.clone(),
             ],
-            target_root: rocm_pin::host::root::Root::system(),
+            target_root: rocm_pin_core::host::root::Root::system(),
         },
         prefix: None,
         out: out.clone(),
-        compression: rocm_pin::deb::Compression::Gzip,
+        compression: rocm_pin_core::deb::Compression::Gzip,
         threads: None,
         source_date_epoch: None,
         options: Default::default(),
     };
-    package::package(&req, &rocm_pin::progress::Silent).unwrap();
+    package::package(&req, &rocm_pin_core::progress::Silent).unwrap();
     let files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -384,7 +388,7 @@ fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from
             .arg(&hsa)
             .arg(x.path()),
     );
-    let marker: rocm_pin::rocm::Marker = serde_json::from_slice(
+    let marker: rocm_pin_core::rocm::Marker = serde_json::from_slice(
         &std::fs::read(x.path().join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap(),
     )
     .unwrap();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assert_cmd::Command as BinCommand;
-use rocm_pin::deb::control::Paragraph;
+use rocm_pin_core::deb::control::Paragraph;
 use rocm_pin_testkit::must_stdout;
 use sha2::{Digest, Sha256};
 

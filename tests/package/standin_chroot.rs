@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rocm_pin::progress::Silent;
+use rocm_pin_core::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 use rocm_pin_kit::standin::chroot::{
     install_probe, install_stock, prepare_stock_host, publish, run_probe,

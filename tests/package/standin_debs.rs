@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use rocm_pin::progress::Silent;
+use rocm_pin_core::progress::Silent;
 use rocm_pin_kit::standin::{
     build_loader_probe, build_stock_set, parse_probe_output, Naming, StockRole, StockSet,
     StockSetSpec, VersionFile,
@@ -208,7 +208,10 @@ fn stock_pair_has_the_real_shapes() {
     );
     assert!(syms.contains("hsa_init@@ROCR_1"), "{syms}");
     assert!(syms.contains("rocm_pin_identity@@ROCR_1"), "{syms}");
-    assert!(!syms.contains(rocm_pin::rocm::BACKPORT_SYMBOL), "{syms}");
+    assert!(
+        !syms.contains(rocm_pin_core::rocm::BACKPORT_SYMBOL),
+        "{syms}"
+    );
     let px = extract(&hip.deb);
     let d = readelf(
         &["-dW"],

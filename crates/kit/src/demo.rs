@@ -32,13 +32,13 @@ use in_chroot::*;
 
 use crate::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
 use crate::standin::{self, scenarios, StockRole, StockSet, StockSetSpec};
-use rocm_pin::exit::usage;
-use rocm_pin::ops::build::{self, BuildOptions};
-use rocm_pin::ops::package::{self, PackageRequest, StagingInput, StockInput};
-use rocm_pin::ops::plan::{CommitOverride, PlanOptions};
-use rocm_pin::ops::repo::{self, RepoOptions};
-use rocm_pin::progress::Listener;
-use rocm_pin::rocm;
+use rocm_pin_core::exit::usage;
+use rocm_pin_core::ops::build::{self, BuildOptions};
+use rocm_pin_core::ops::package::{self, PackageRequest, StagingInput, StockInput};
+use rocm_pin_core::ops::plan::{CommitOverride, PlanOptions};
+use rocm_pin_core::ops::repo::{self, RepoOptions};
+use rocm_pin_core::progress::Listener;
+use rocm_pin_core::rocm;
 
 /// Where the chroot image is cached unless `--cache` says otherwise.
 pub const DEFAULT_CACHE_DIR: &str = "/var/cache/rocm-pin/demo";
@@ -712,7 +712,7 @@ fn package_replacements(
     work: &Path,
     listener: &dyn Listener,
     nested: &Nested,
-) -> anyhow::Result<Vec<rocm_pin::deb::BuildSummary>> {
+) -> anyhow::Result<Vec<rocm_pin_core::deb::BuildSummary>> {
     let req = PackageRequest {
         staging: StagingInput::Dir {
             dir: staging.to_path_buf(),
@@ -723,11 +723,11 @@ fn package_replacements(
                 stock.require(StockRole::HsaRocr)?.deb.clone(),
                 stock.require(StockRole::HipRuntime)?.deb.clone(),
             ],
-            target_root: rocm_pin::host::root::Root::system(),
+            target_root: rocm_pin_core::host::root::Root::system(),
         },
         prefix: None,
         out: work.join("debs"),
-        compression: rocm_pin::deb::Compression::Xz,
+        compression: rocm_pin_core::deb::Compression::Xz,
         threads: None,
         source_date_epoch: None,
         options: PlanOptions::default(),
@@ -741,7 +741,7 @@ fn package_replacements(
 
 /// Publish our .debs in a signed repository; returns it and the keyring apt verifies it with.
 fn publish_repo(
-    debs: &[rocm_pin::deb::BuildSummary],
+    debs: &[rocm_pin_core::deb::BuildSummary],
     work: &Path,
     listener: &dyn Listener,
     nested: &Nested,

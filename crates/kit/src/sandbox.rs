@@ -29,7 +29,7 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use rocm_pin::process::tail_lines as tail;
+use rocm_pin_core::process::tail_lines as tail;
 
 /// The PATH commands inside the chroot get.
 pub const CHROOT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -378,8 +378,8 @@ impl Sandbox {
     /// Host path of `p` with every symlink resolved as the chroot would (absolute targets are
     /// relative to the chroot's root). Returns the chroot-side path of the final target.
     pub fn resolve(&self, p: impl AsRef<Path>) -> Result<PathBuf> {
-        let resolved = rocm_pin::host::root::Root::new(&self.root)
-            .resolve(p.as_ref(), rocm_pin::host::root::Missing::Keep)?;
+        let resolved = rocm_pin_core::host::root::Root::new(&self.root)
+            .resolve(p.as_ref(), rocm_pin_core::host::root::Missing::Keep)?;
         Ok(resolved.path)
     }
 

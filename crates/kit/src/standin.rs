@@ -47,7 +47,7 @@ use serde::Serialize;
 
 use compile::compile_all;
 use package::{plan_packages, write_package};
-use rocm_pin::progress::{self, Listener};
+use rocm_pin_core::progress::{self, Listener};
 
 /// A built stand-in set.
 #[derive(Debug, Clone, Serialize)]

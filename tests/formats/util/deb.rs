@@ -6,8 +6,8 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use rocm_pin::deb::tar::permission_letters;
-use rocm_pin::deb::{Entry, EntryKind};
+use rocm_pin_core::deb::tar::permission_letters;
+use rocm_pin_core::deb::{Entry, EntryKind};
 
 pub use super::{bin, cache_dir};
 pub use rocm_pin_testkit::must;

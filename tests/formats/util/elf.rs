@@ -81,8 +81,8 @@ pub fn readelf_exports(path: &Path) -> BTreeSet<String> {
     out
 }
 
-/// The versioned names rocm_pin::elf reports, with kind and size as [`readelf_exports`].
-pub fn our_exports(info: &rocm_pin::elf::ElfInfo) -> BTreeSet<String> {
+/// The versioned names rocm_pin_core::elf reports, with kind and size as [`readelf_exports`].
+pub fn our_exports(info: &rocm_pin_core::elf::ElfInfo) -> BTreeSet<String> {
     info.exports
         .iter()
         .map(|s| {
@@ -92,9 +92,9 @@ pub fn our_exports(info: &rocm_pin::elf::ElfInfo) -> BTreeSet<String> {
         .collect()
 }
 
-/// Assert rocm_pin::elf agrees with readelf on SONAME, NEEDED and exports.
-pub fn assert_matches_readelf(path: &Path) -> rocm_pin::elf::ElfInfo {
-    let info = rocm_pin::elf::read_elf(path)
+/// Assert rocm_pin_core::elf agrees with readelf on SONAME, NEEDED and exports.
+pub fn assert_matches_readelf(path: &Path) -> rocm_pin_core::elf::ElfInfo {
+    let info = rocm_pin_core::elf::read_elf(path)
         .unwrap_or_else(|e| panic!("read_elf {}: {e:#}", path.display()));
     let (soname, needed) = readelf_dynamic(path);
     assert_eq!(info.soname, soname, "SONAME of {}", path.display());

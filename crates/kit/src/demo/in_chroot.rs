@@ -10,8 +10,8 @@ use anyhow::{bail, Context};
 
 use crate::sandbox::Sandbox;
 use crate::standin::{self, scenarios, StockRole, StockSet};
-use rocm_pin::ops::repo;
-use rocm_pin::progress::Listener;
+use rocm_pin_core::ops::repo;
+use rocm_pin_core::progress::Listener;
 
 /// Inside the chroot.
 pub(super) const REPO_CHROOT_DIR: &str = "/srv/rocm-pin-repo";
@@ -86,7 +86,7 @@ pub(super) fn chroot_sh_ok(sb: &Sandbox, log: &Path, script: &str) -> anyhow::Re
 }
 
 pub(super) fn tail(out: &Output, n: usize) -> String {
-    rocm_pin::process::output_tail(out, n)
+    rocm_pin_core::process::output_tail(out, n)
 }
 
 pub(super) fn slug(name: &str) -> String {

@@ -126,7 +126,7 @@ pub fn list_like(stem: &str, root: &Path) -> anyhow::Result<Option<(Vec<AbiSymbo
     let mut symbols: Vec<AbiSymbol> = Vec::new();
     let mut nodes: Vec<String> = Vec::new();
     for path in stock_libraries(root, stem)? {
-        let info = rocm_pin::elf::read_elf(&path)
+        let info = rocm_pin_core::elf::read_elf(&path)
             .with_context(|| format!("reading the stock library {}", path.display()))?;
         // The default definition of each name (a hidden older version of a name the stand-in
         // also defines would need a second symbol; no runtime library has one).
@@ -231,7 +231,7 @@ pub fn stock_libraries(root: &Path, stem: &str) -> anyhow::Result<Vec<PathBuf>> 
 /// The SONAME major of `root`'s stock HIP runtime (`libamdhip64.so.6` → 6), when it has one.
 pub fn hip_major_in(root: &Path) -> anyhow::Result<Option<u32>> {
     for path in stock_libraries(root, "libamdhip64")? {
-        let info = rocm_pin::elf::read_elf(&path)
+        let info = rocm_pin_core::elf::read_elf(&path)
             .with_context(|| format!("reading the stock library {}", path.display()))?;
         let major = info
             .soname

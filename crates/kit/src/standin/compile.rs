@@ -201,7 +201,7 @@ impl<'a> StockCompiler<'a> {
             dev_link: "libhsa-runtime64.so".into(),
             identity: self.spec.identity("hsa"),
             version_node: "ROCR_1".into(),
-            // Deliberately without rocm_pin::rocm::BACKPORT_SYMBOL: stock 7.2.4 lacks it.
+            // Deliberately without rocm_pin_core::rocm::BACKPORT_SYMBOL: stock 7.2.4 lacks it.
             exports: names(&[
                 "hsa_init",
                 "hsa_shut_down",

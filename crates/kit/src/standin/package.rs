@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::compile::Compiled;
 use super::spec::{parse_three, Naming, StockRole, StockSetSpec};
-use rocm_pin::deb::{ControlFile, FileData, PackageContent, Paragraph, PayloadEntry};
-use rocm_pin::progress::Listener;
+use rocm_pin_core::deb::{ControlFile, FileData, PackageContent, Paragraph, PayloadEntry};
+use rocm_pin_core::progress::Listener;
 
 /// Maintainer of ROCm's CPack packages.
 pub(super) const MAINTAINER: &str = "ROCm Dev Support <rocm-dev.support@amd.com>";
@@ -33,7 +33,7 @@ pub struct StockLibrary {
 }
 
 /// One built stand-in package and its facts (what the kit made; the product's model of a stock
-/// package it replaces is `rocm_pin::ops::plan::stock::StockPackage`).
+/// package it replaces is `rocm_pin_core::ops::plan::stock::StockPackage`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StandinPackage {
     pub role: StockRole,
@@ -373,7 +373,7 @@ pub(super) fn rocm_core_contents(spec: &StockSetSpec) -> RoleContents {
     let mut c = RoleContents::new("ROCm Runtime software stack\n Radeon Open Compute (ROCm) Runtime software stack: version information and\n the /opt/rocm alternatives link.");
     if let Some(content) = spec.version_file_content() {
         c = c.file(
-            format!("{prefix}/{}", rocm_pin::rocm::VERSION_RELPATH),
+            format!("{prefix}/{}", rocm_pin_core::rocm::VERSION_RELPATH),
             content.into_bytes(),
         );
     }
@@ -567,13 +567,13 @@ pub(super) fn pack(
     epoch: u64,
     listener: &dyn Listener,
 ) -> anyhow::Result<()> {
-    let opts = rocm_pin::deb::BuildOptions {
-        compression: rocm_pin::deb::Compression::Xz,
+    let opts = rocm_pin_core::deb::BuildOptions {
+        compression: rocm_pin_core::deb::Compression::Xz,
         level: None,
         threads: Some(1),
         source_date_epoch: Some(epoch),
     };
-    rocm_pin::deb::build_package(content, deb, &opts, listener)
+    rocm_pin_core::deb::build_package(content, deb, &opts, listener)
         .with_context(|| format!("building {}", deb.display()))?;
     Ok(())
 }

@@ -13,8 +13,8 @@
 //! either verify passing, or the command failing loudly with verify naming the repair (which
 //! the tests then run, taken from verify's own words, and check again).
 
-use rocm_pin::host::apt::Solver;
-use rocm_pin::ops::plan::templates::render;
+use rocm_pin_core::host::apt::Solver;
+use rocm_pin_core::ops::plan::templates::render;
 use serde::Deserialize;
 
 /// The list, compiled in: the demo runs from an installed binary, far from any checkout.
@@ -167,7 +167,7 @@ impl Scenario {
     pub fn expect_with_apt(&self, solver: &Solver, apt_version: &str) -> Expect {
         match (&self.solver3_since_apt, solver) {
             (Some(since), Solver::Solver3)
-                if rocm_pin::deb::version::compare(apt_version, &since.apt)
+                if rocm_pin_core::deb::version::compare(apt_version, &since.apt)
                     .is_ok_and(|o| o.is_ge()) =>
             {
                 Expect {

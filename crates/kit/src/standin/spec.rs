@@ -175,7 +175,7 @@ impl StockSetSpec {
     /// The stock ROCm 7.2.4 set (`-93~24.04`, plain names, default roles) for `architecture`.
     pub fn new(architecture: &str) -> Self {
         StockSetSpec {
-            rocm_version: rocm_pin::rocm::TARGET_ROCM_VERSION.to_string(),
+            rocm_version: rocm_pin_core::rocm::TARGET_ROCM_VERSION.to_string(),
             release_number: None,
             build_number: 93,
             distro_suffix: "~24.04".to_string(),

@@ -3,13 +3,13 @@
 //! commits it with a fixed identity and date, so its commit id is the same on every machine.
 //! Goes through exactly the same build code path as the real tree (see the fixture's README):
 //! the build learns of it only through [`TREE`], which callers add to
-//! [`rocm_pin::ops::build::BuildOptions::trees`].
+//! [`rocm_pin_core::ops::build::BuildOptions::trees`].
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::Context;
-use rocm_pin::ops::build::{BuildError, BuildOptions, TreeKind};
+use rocm_pin_core::ops::build::{BuildError, BuildOptions, TreeKind};
 
 /// The stand-in as a kind of tree for the build: any rocm-systems-shaped tree without
 /// `projects/clr/hipamd` (so it goes after the real tree in a list), built with CMake and a C
