@@ -38,13 +38,7 @@ fn dry_run(src: &str, rocm: &Path, out: &Path, extra: &[&str], max_jobs: Option<
 
 #[test]
 fn max_jobs_shows_in_the_commands_and_jobs_overrides_it() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let s = src.to_str().unwrap();
     let r = dry_run(s, &rocm, &out, &["--commit", &commit], Some("3"));
     let builds: Vec<&str> = r

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::util::{build_cmd, fake_rocm, git, manifest, run, standin_repo, StandinBuild};
+use crate::util::{build_cmd, fake_rocm, git, manifest, run, standin_build, standin_repo};
 use sha2::{Digest, Sha256};
 
 /// A patch of the stand-in's HIP identity ("PATCHED" → "SERIES"), made with git diff.
@@ -157,13 +157,7 @@ fn a_patch_that_does_not_apply_names_the_patch_and_the_file() {
 
 #[test]
 fn a_failed_clr_does_not_rebuild_rocr() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let failed = run(build_cmd(
         &src,
         &commit,
@@ -210,13 +204,7 @@ fn a_failed_clr_does_not_rebuild_rocr() {
 
 #[test]
 fn no_backport_check_is_recorded_in_the_manifest() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     run(build_cmd(
         &src,
         &commit,
@@ -232,13 +220,7 @@ fn no_backport_check_is_recorded_in_the_manifest() {
 
 #[test]
 fn toolchain_and_launcher_options_are_checked_and_shown() {
-    let StandinBuild {
-        tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (tmp, src, commit, rocm, out) = standin_build();
     let missing = tmp.path().join("no-such-llvm");
     let r = run(build_cmd(
         &src,

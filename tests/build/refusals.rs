@@ -16,13 +16,7 @@ fn nothing_built(out: &Path) {
 
 #[test]
 fn the_default_pin_does_not_match_a_test_checkout() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let mut cmd = rocm_pin();
     cmd.arg("build")
         .arg("--source")
@@ -68,13 +62,7 @@ fn a_checkout_at_another_commit_is_refused() {
 
 #[test]
 fn a_modified_file_in_the_build_paths_is_refused() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let hip = src.join("projects/clr/src/hip.c");
     let text = std::fs::read_to_string(&hip).unwrap();
     std::fs::write(&hip, format!("{text}\n/* local change */\n")).unwrap();
@@ -94,13 +82,7 @@ fn a_modified_file_in_the_build_paths_is_refused() {
 
 #[test]
 fn an_untracked_file_in_the_build_paths_is_refused() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     std::fs::create_dir_all(src.join("projects/rocr-runtime/src/extra")).unwrap();
     std::fs::write(
         src.join("projects/rocr-runtime/src/extra/patch.c"),
@@ -133,13 +115,7 @@ fn path_with(root: &Path, tools: &[&str]) -> PathBuf {
 
 #[test]
 fn missing_prerequisites_are_all_reported_with_their_packages() {
-    let StandinBuild {
-        tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (tmp, src, commit, rocm, out) = standin_build();
     // git and a C compiler, but neither cmake nor ninja/make.
     let bin = path_with(tmp.path(), &["git", "cc"]);
     let mut cmd = build_cmd(&src, &commit, &rocm, &out, &[]);

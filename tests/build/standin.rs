@@ -13,13 +13,7 @@ fn file_name(p: &str) -> &str {
 
 #[test]
 fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
 
     let first = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
     assert!(
@@ -246,13 +240,7 @@ fn a_clr_with_hip_major_8_yields_so_8_and_vendored_libraries_are_listed() {
 
 #[test]
 fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let refused = run(build_cmd(
         &src,
         &commit,
@@ -302,13 +290,7 @@ fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
 
 #[test]
 fn a_dangling_soname_link_is_refused_with_its_path() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let r = run(build_cmd(
         &src,
         &commit,
@@ -330,13 +312,7 @@ fn a_dangling_soname_link_is_refused_with_its_path() {
 
 #[test]
 fn an_empty_library_is_refused_with_its_path() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     let r = run(build_cmd(
         &src,
         &commit,
@@ -408,13 +384,7 @@ fn a_git_url_is_fetched_sparse_blobless_at_the_commit() {
 
 #[test]
 fn a_failing_step_names_its_log_and_quotes_its_tail() {
-    let StandinBuild {
-        tmp: _tmp,
-        src,
-        commit,
-        rocm,
-        out,
-    } = StandinBuild::new();
+    let (_tmp, src, commit, rocm, out) = standin_build();
     // The stand-in CLR, like the real one, stops when asked for OpenCL.
     let r = run(build_cmd(
         &src,

@@ -35,30 +35,14 @@ pub fn fake_rocm(root: &Path) -> PathBuf {
     root.join("opt/rocm")
 }
 
-/// The setup most build tests share: the stand-in checkout, a fake ROCm beside it and the
-/// staging path, under one temporary directory.
-pub struct StandinBuild {
-    pub tmp: tempfile::TempDir,
-    pub src: PathBuf,
-    pub commit: String,
-    pub rocm: PathBuf,
-    pub out: PathBuf,
-}
-
-impl StandinBuild {
-    pub fn new() -> StandinBuild {
-        let tmp = tempfile::tempdir().unwrap();
-        let (src, commit) = standin_repo(tmp.path(), |_| {});
-        let rocm = fake_rocm(tmp.path());
-        let out = tmp.path().join("staging");
-        StandinBuild {
-            tmp,
-            src,
-            commit,
-            rocm,
-            out,
-        }
-    }
+/// The setup most build tests share, under one temporary directory: (the directory, the
+/// stand-in checkout, its commit, a fake ROCm beside it, the staging path).
+pub fn standin_build() -> (tempfile::TempDir, PathBuf, String, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, commit) = standin_repo(tmp.path(), |_| {});
+    let rocm = fake_rocm(tmp.path());
+    let out = tmp.path().join("staging");
+    (tmp, src, commit, rocm, out)
 }
 
 pub fn rocm_pin() -> Command {
