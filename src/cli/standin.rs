@@ -51,7 +51,7 @@ pub fn run(cmd: StandinCommand) -> anyhow::Result<()> {
         StandinCommand::Source(a) => {
             let commit = match &a.like {
                 Some(root) => {
-                    rocm_pin_kit::standin::tree::write_standin_checkout_like(&a.out, root)?
+                    rocm_pin_kit::standin::like::write_standin_checkout_like(&a.out, root)?
                 }
                 None => rocm_pin_kit::standin::tree::write_standin_checkout(&a.out)?,
             };

@@ -28,6 +28,7 @@ pub mod abi;
 pub mod chroot;
 mod compile;
 mod csrc;
+pub mod like;
 mod package;
 pub mod scenarios;
 mod spec;
