@@ -1,11 +1,11 @@
 //! rocm-pin: build, package, pin and verify a patched ROCm HIP/HSA runtime pair.
 //!
 //! Layers, low to high (docs/design.md "Layers"; `layers_tests` fails on an arrow up):
-//! - base: [`output`], [`progress`], [`digest`], [`filetype`], [`process`], [`exit`];
+//! - base: [`output`], [`progress`], `digest`, `filetype`, [`process`], [`exit`];
 //! - formats: [`deb`] (ROCm-agnostic Debian format), [`elf`], [`image`], [`wheel`] (Python
 //!   wheels);
 //! - host: [`host`] (the only place that touches the dpkg database, apt configuration or runs
-//!   apt/dpkg), [`toolchain`] (the build machine's probes and compiler launcher);
+//!   apt/dpkg), `toolchain` (the build machine's probes and compiler launcher);
 //! - rocm: [`rocm`] holds ALL ROCm knowledge (package names, paths, sonames, backport symbol,
 //!   version gate, the build recipe);
 //! - ops: [`ops`], every operation (build, plan, package, install, verify, …); the CLI is thin;

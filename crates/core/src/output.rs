@@ -2,7 +2,7 @@
 //!
 //! `println!` panics when stdout is a pipe whose reader has gone (`rocm-pin status --json | head`):
 //! Rust ignores SIGPIPE, so the write fails with EPIPE and the macro unwraps it. A closed pipe
-//! is normal in a shell, so every subcommand prints through [`outln!`]/[`out!`], which return
+//! is normal in a shell, so every subcommand prints through `outln!`/`out!`, which return
 //! [`StdoutClosed`] instead; `main` then ends the process the way `cat` or `grep` end in the
 //! same place: killed by SIGPIPE. That, not exit 0 (ripgrep's choice), because a closed pipe
 //! must never turn a failed `verify` into a success under `set -o pipefail`.

@@ -22,7 +22,7 @@ pub fn output_tail(out: &std::process::Output, n: usize) -> String {
     tail_lines(&[out.stdout.as_slice(), &out.stderr].concat(), n)
 }
 
-/// This executable's absolute path: /proc/self/exe, else argv[0] (absolute, relative or found
+/// This executable's absolute path: /proc/self/exe, else `argv[0]` (absolute, relative or found
 /// on PATH) — chroots and minimal containers often have no /proc.
 pub fn self_path() -> anyhow::Result<PathBuf> {
     if let Ok(p) = std::env::current_exe() {

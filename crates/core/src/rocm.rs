@@ -2,8 +2,8 @@
 //! and the stock packages that own them, prefix and `/opt/rocm` chain resolution, `.info/version`
 //! parsing and the version gate. Nothing else in the crate hard-codes a ROCm name or path.
 //!
-//! Submodules: [`recipe`] (which projects of rocm-systems are built, how, and what the build
-//! machine needs) and [`real_tree`] (the real tree's checks against the toolchain).
+//! Submodules: `recipe` (which projects of rocm-systems are built, how, and what the build
+//! machine needs) and `real_tree` (the real tree's checks against the toolchain).
 
 pub mod families;
 mod flavour;

@@ -614,7 +614,7 @@ pub fn build_from_dir(
     build_package(&content, out, opts, listener)
 }
 
-/// Stream `content` into the .deb `out` (see [`super::content`]): data.tar first, with the
+/// Stream `content` into the .deb `out` (see `super::content`): data.tar first, with the
 /// md5sums computed in the same pass, then control.tar, then the ar. On error nothing is left
 /// at `out` (written to a temporary file, renamed at the end).
 pub fn build_package(

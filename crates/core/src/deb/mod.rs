@@ -3,11 +3,11 @@
 //! - [`version`]: Debian version parsing and ordering (dpkg's algorithm).
 //! - [`control`]: deb822 paragraphs and relationship fields.
 //! - [`ar`], [`tar`], [`compress`]: the container layers.
-//! - [`content`]: what a package holds (control, control files, payload entries) — the writer's input.
+//! - `content`: what a package holds (control, control files, payload entries) — the writer's input.
 //! - [`archive`]: the writer — a [`content::PackageContent`] streamed into a reproducible .deb;
 //!   `build_from_dir` is the adapter for a `dpkg-deb --build` style tree (with DEBIAN/).
 //! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
-//! - [`output`]: where a built package may be written (a regular file or a new path).
+//! - `output`: where a built package may be written (a regular file or a new path).
 //! - [`inspect`]: a .deb checked against its own md5sums, its ELF shared objects described.
 
 pub mod ar;

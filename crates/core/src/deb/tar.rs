@@ -90,7 +90,7 @@ const TYPE_PAX_GLOBAL: u8 = b'g';
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind<'a> {
     Dir,
-    /// A regular file of the given size; contents follow via [`TarWriter::append_file`].
+    /// A regular file of the given size; contents follow via `TarWriter::append_file`.
     File(u64),
     Symlink(&'a [u8]),
     Hardlink(&'a [u8]),

@@ -523,7 +523,7 @@ pub fn python_dirs(root: &Root, budget: &mut Budget) -> BTreeSet<String> {
 }
 
 /// Directories holding `pyvenv.cfg` (a venv) or `conda-meta/` (a conda environment): under
-/// [`VENV_PLACES`] to [`VENV_DEPTH`] levels, and every top-level directory itself.
+/// `VENV_PLACES` to `VENV_DEPTH` levels, and every top-level directory itself.
 pub fn environments(root: &Root, budget: &mut Budget) -> BTreeSet<String> {
     let mut envs = BTreeSet::new();
     for top in root.read_dir_names("/", 10_000).unwrap_or_default() {

@@ -76,7 +76,7 @@ pub fn apply_layer(root: &Path, layer: &mut dyn Read) -> anyhow::Result<LayerSta
 }
 
 /// After the last layer: refuse a tree holding a symlink that leaves `root` when the host
-/// follows it (see [`links`]): a link that stayed inside when written can be made to leave by
+/// follows it (see `links`): a link that stayed inside when written can be made to leave by
 /// a later entry (`a/b -> ../x/x/../..`, then `x -> .`).
 pub fn check_links(root: &Path, budget: &Budget<'_>) -> anyhow::Result<()> {
     links::check_tree(root, &|| budget.check_interrupt())

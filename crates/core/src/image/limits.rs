@@ -223,7 +223,7 @@ const GRACE: Duration = Duration::from_secs(2);
 /// number is stored (all the handler does: signal-hook's self-pipe, async-signal-safe), the
 /// main thread sees it at its next check ([`Budget::check_interrupt`]), returns
 /// [`ImageError::Interrupted`], and the temporary root is removed as the error unwinds (`main` then
-/// exits 128+signal). Should the main thread not get there within [`GRACE`] (blocked in a
+/// exits 128+signal). Should the main thread not get there within `GRACE` (blocked in a
 /// read), the watcher thread removes the root and exits 128+signal itself. A panic unwinds
 /// through the same drops.
 pub struct InterruptGuard {
@@ -235,7 +235,7 @@ pub struct InterruptGuard {
 }
 
 impl InterruptGuard {
-    /// Watch for the signals; on one, `dir` is removed (by the main thread, or after [`GRACE`]
+    /// Watch for the signals; on one, `dir` is removed (by the main thread, or after `GRACE`
     /// by the watcher). Without signal support the guard only never fires.
     pub fn install(dir: PathBuf) -> InterruptGuard {
         let signal = Arc::new(AtomicI32::new(0));

@@ -1,6 +1,6 @@
 //! `rocm-pin rollback --family NAME` for a family other than the runtime pair (RCCL): the
 //! stock packages its marker names put back and ours purged in one apt transaction, the same
-//! transaction as the pair's ([`super::rollback::swap_back`]). The stock .debs are the ones
+//! transaction as the pair's (`super::rollback::swap_back`). The stock .debs are the ones
 //! kept in /var/lib/rocm-pin/stock/ when there, else fetched with `apt-get download
 //! <stock>=<version>` (an explicit version is fetched whatever the pin says). Nothing of the
 //! pair is touched.

@@ -118,7 +118,7 @@ impl Suspended {
 
 /// The shell one-liner both hooks run (apt and dpkg run it with `sh -c`). No double quote and
 /// no backslash in it: it sits inside an apt configuration string. `binary` is a path of
-/// [`safe_path`] characters, so it needs no quoting.
+/// `safe_path` characters, so it needs no quoting.
 pub fn hook_script(tool: HookTool, binary: &str, flags: GuardFlags) -> String {
     let t = tool.word();
     // apt sets DPKG_FRONTEND_LOCKED for the dpkg runs of its transaction: those are its steps

@@ -56,7 +56,7 @@ pub enum StagingInput {
     /// A staging already read (`rocm-pin adopt`'s, from the host: [`staging::adopted`]).
     Read(staging::Staging),
     /// The .debs a library's own CPack build made (`rccl_<ver>_amd64.deb`, `rccl-dev_….deb`):
-    /// their family libraries become the staging ([`super::family_stock::staging_from_debs`]).
+    /// their family libraries become the staging (`super::family_stock::staging_from_debs`).
     FromDebs {
         debs: Vec<PathBuf>,
         commit: CommitOverride,

@@ -2,10 +2,10 @@
 //! replacement package is, decided without writing anything. (docs/design.md §4 is the measured
 //! shape.) Turning plans into .debs is the package step, `crate::ops::package`.
 //!
-//! - [`stock`]: stock package facts from the dpkg database or from stock .debs (md5-checked).
+//! - `stock`: stock package facts from the dpkg database or from stock .debs (md5-checked).
 //! - [`staging`]: the rebuilt libraries and their ELF facts.
 //! - this file: discovery of the stock packages to replace and the plan for each replacement,
-//!   a pipeline over [`checks`], [`families`] and [`vendored`].
+//!   a pipeline over `checks`, `families` and `vendored`.
 //! - [`templates`]: maintainer scripts, pin file and documents rendered from debian-templates/.
 
 mod abi;

@@ -119,7 +119,7 @@ pub struct ReplacementPlan {
     pub control: Paragraph,
     pub files: Vec<PlannedFile>,
     pub conffiles: Vec<String>,
-    /// DEBIAN/<name> → contents (maintainer scripts 0755; triggers, shlibs, symbols 0644).
+    /// DEBIAN/`<name>` → contents (maintainer scripts 0755; triggers, shlibs, symbols 0644).
     pub scripts: BTreeMap<String, String>,
     pub libraries: Vec<PlannedLibrary>,
     /// Stock maintainer scripts that are not carried (ours replace them), for the report.
