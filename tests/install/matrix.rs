@@ -295,7 +295,16 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt(config: &str) {
     let before = status_of(&sb);
     let out = sb.run(&install_argv(&a.ours)).unwrap();
     assert_eq!(rc(&out), 2, "{}", text(&out));
-    assert!(text(&out).contains("is not installed"), "{}", text(&out));
+    // One line naming what is missing and the exact apt line that installs it.
+    let said = text(&out);
+    let error: Vec<&str> = said.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(error.len(), 1, "{said}");
+    assert!(
+        error[0].contains("not installed")
+            && error[0].contains(&format!("`apt-get install {}=", hip.name))
+            && error[0].contains(&format!(" {}=", hsa.name)),
+        "{said}"
+    );
     assert_eq!(before, status_of(&sb));
 }
 
