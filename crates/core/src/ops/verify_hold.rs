@@ -4,7 +4,7 @@
 //! release free to be half-installed around ours; `status` said so, verify did not fail.
 
 use crate::host::layout::StateLayout;
-use crate::host::root::Root;
+use crate::host::root::{FileKind, Root};
 use crate::host::status::StatusEntry;
 use crate::rocm;
 
@@ -61,6 +61,22 @@ pub(crate) fn check_release_hold(
             .join(", ")
     };
     let fix = super::ourdebs::reinstall_command(root);
+    // Ours installed by apt (from a repository, `apt-get install ./….deb`) never had a hold:
+    // only `rocm-pin install` writes one, and it keeps our .debs. No file and nothing kept is
+    // that path, not a removed hold: say how to add one, do not fail.
+    let hold_absent = root
+        .read_to_string(StateLayout::release_hold(), FileKind::Config)
+        .is_err();
+    if !failing.is_empty() && hold_absent && super::ourdebs::kept(root).is_empty() {
+        return Some((
+            path,
+            true,
+            format!(
+                "no release hold: ours were installed by apt, not by `rocm-pin install` (which writes one for {}); `{fix}` adds it",
+                named(&failing)
+            ),
+        ));
+    }
     if !failing.is_empty() {
         return Some((
             path,
