@@ -33,6 +33,20 @@ pub struct ShadowCopy {
     pub mapped_by: Vec<Mapping>,
 }
 
+impl ShadowCopy {
+    /// The report's record of a copy the search found, judged `patched` or not.
+    pub(crate) fn of(copy: &shadow::Copy, patched: bool) -> ShadowCopy {
+        ShadowCopy {
+            path: copy.path.clone(),
+            file: copy.file.clone(),
+            soname: copy.soname.clone(),
+            patched,
+            found_in: copy.found_in.clone(),
+            mapped_by: copy.mapped_by.clone(),
+        }
+    }
+}
+
 /// What the shadow check found (verify's and status's JSON: `shadow`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ShadowReport {
@@ -110,14 +124,7 @@ pub fn check(
                 copy.path, copy.soname
             ));
         }
-        report.copies.push(ShadowCopy {
-            path: copy.path.clone(),
-            file: copy.file.clone(),
-            soname: copy.soname.clone(),
-            patched,
-            found_in: copy.found_in.clone(),
-            mapped_by: copy.mapped_by.clone(),
-        });
+        report.copies.push(ShadowCopy::of(copy, patched));
     }
     if let Some(why) = &found.incomplete {
         checks.push((

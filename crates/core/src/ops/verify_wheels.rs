@@ -158,14 +158,7 @@ fn shadow_check(
                 }
             ));
         }
-        report.copies.push(ShadowCopy {
-            path: copy.path.clone(),
-            file: copy.file.clone(),
-            soname: copy.soname.clone(),
-            patched,
-            found_in: copy.found_in.clone(),
-            mapped_by: copy.mapped_by.clone(),
-        });
+        report.copies.push(ShadowCopy::of(copy, patched));
     }
     if let Some(why) = &found.incomplete {
         checks.push((
