@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::install::deb_file_name;
 use super::rollback::RollbackReport;
-use crate::exit::{usage, Failure};
+use crate::exit::usage;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Root};
 use crate::host::status::{self, StatusEntry};
@@ -70,21 +70,7 @@ pub fn rollback_family(
         ..RollbackReport::default()
     };
     report.checks = checks(&marker, &ours, &report.removed, &after_entries);
-    report.ok = report.checks.iter().all(|c| c.ok);
-    if !report.ok {
-        let failed: Vec<String> = report
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: {}", c.name, crate::output::shown(&c.detail)))
-            .collect();
-        return Err(Failure::check_failed(format!(
-            "{command} ran but checks fail: {}",
-            failed.join("; ")
-        ))
-        .into());
-    }
-    Ok(report)
+    report.judged(&command)
 }
 
 fn installed_names(entries: &[StatusEntry]) -> Vec<String> {

@@ -28,6 +28,27 @@ pub struct RollbackReport {
     pub ok: bool,
 }
 
+impl RollbackReport {
+    /// `ok` from the checks; an error naming every failed one (`command` ran but they fail).
+    pub(crate) fn judged(mut self, command: &str) -> anyhow::Result<RollbackReport> {
+        self.ok = self.checks.iter().all(|c| c.ok);
+        if !self.ok {
+            let failed: Vec<String> = self
+                .checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| format!("{}: {}", c.name, crate::output::shown(&c.detail)))
+                .collect();
+            return Err(Failure::check_failed(format!(
+                "{command} ran but checks fail: {}",
+                failed.join("; ")
+            ))
+            .into());
+        }
+        Ok(self)
+    }
+}
+
 /// Our installed packages among `entries` (the status database of `root`, read by the
 /// caller) and the marker.
 pub fn installed_pin(
@@ -199,21 +220,7 @@ fn rollback_steps(
         &report.removed,
         &cache,
     );
-    report.ok = report.checks.iter().all(|c| c.ok);
-    if !report.ok {
-        let failed: Vec<String> = report
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: {}", c.name, crate::output::shown(&c.detail)))
-            .collect();
-        return Err(Failure::check_failed(format!(
-            "rollback ran but checks fail: {}",
-            failed.join("; ")
-        ))
-        .into());
-    }
-    Ok(report)
+    report.judged("rollback")
 }
 
 /// The stock .debs kept at install time, one per replaced package; all of them or a refusal
