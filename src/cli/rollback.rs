@@ -59,7 +59,10 @@ pub fn run(args: RollbackArgs) -> anyhow::Result<()> {
         let text = match reports.as_slice() {
             [(_, r)] => serde_json::to_string_pretty(r)?,
             many => serde_json::to_string_pretty(
-                &many.iter().map(|(n, r)| (*n, r)).collect::<std::collections::BTreeMap<_, _>>(),
+                &many
+                    .iter()
+                    .map(|(n, r)| (*n, r))
+                    .collect::<std::collections::BTreeMap<_, _>>(),
             )?,
         };
         outln!("{text}");

@@ -63,7 +63,10 @@ mod tests {
             for f in rocm::families::PINNED_FAMILIES {
                 let p = layout.family_marker_path(f, "amd64");
                 assert_eq!(family_of_marker(&p).map(|g| g.name), Some(f.name), "{p}");
-                assert_eq!(family_of_marker(&format!(".{p}")).map(|g| g.name), Some(f.name));
+                assert_eq!(
+                    family_of_marker(&format!(".{p}")).map(|g| g.name),
+                    Some(f.name)
+                );
             }
         }
         for not in [
@@ -74,5 +77,4 @@ mod tests {
             assert!(!is_marker_of(&RCCL, not), "{not}");
         }
     }
-
 }

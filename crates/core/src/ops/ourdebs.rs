@@ -77,7 +77,10 @@ pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Mark
             .into());
         };
         let family = super::family_marker::family_of_control(deb, &e)?;
-        if let Some(first) = facts.first().filter(|f: &&DebFacts| f.family != family.name) {
+        if let Some(first) = facts
+            .first()
+            .filter(|f: &&DebFacts| f.family != family.name)
+        {
             return Err(crate::exit::usage(format!(
                 "{} is of the {} family, {} of the {} family: install one family at a time (rocm-pin install <the {} .debs>, then rocm-pin install <the {} .debs>)",
                 deb.display(),

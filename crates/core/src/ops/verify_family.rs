@@ -46,7 +46,11 @@ pub(crate) fn summary(
             crate::ops::install_family::reinstall_command(root, family)
         )
     };
-    (family.name.to_string(), failed.is_empty() && !checks.is_empty(), detail)
+    (
+        family.name.to_string(),
+        failed.is_empty() && !checks.is_empty(),
+        detail,
+    )
 }
 
 /// A family check's detail with the fix retargeted: the pair's reinstall command (backquoted,
@@ -77,11 +81,17 @@ mod tests {
         let (subject, ok, detail) = summary(
             &root,
             &RCCL,
-            &[("packages", "rccl-pinned", true), ("stock-absent", "rccl", false)],
+            &[
+                ("packages", "rccl-pinned", true),
+                ("stock-absent", "rccl", false),
+            ],
         );
         assert_eq!(subject, "rccl");
         assert!(!ok);
-        assert!(detail.contains("1 of 2 checks of the rccl family FAILED (stock-absent rccl)"), "{detail}");
+        assert!(
+            detail.contains("1 of 2 checks of the rccl family FAILED (stock-absent rccl)"),
+            "{detail}"
+        );
         assert!(detail.contains("--family rccl"), "no kept .debs: {detail}");
         let (_, ok, detail) = summary(&root, &RCCL, &[("packages", "rccl-pinned", true)]);
         assert!(ok, "{detail}");
