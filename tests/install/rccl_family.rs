@@ -263,14 +263,57 @@ fn rocm_pin_installs_verifies_and_rolls_back_rccl_next_to_the_pair() {
     assert_eq!(pair_versions(&sb), pair_before, "the pair moved");
     assert!(all_patched(&probe(&sb)));
 
-    // rollback with no family: everything of ours goes, the stock pair comes back.
+    // ...then the custom build pinned again, against the newer stock (the docs' way forward).
+    let second = package_rccl(&sb, &work.path().join("second"));
+    let second_in = format!("/root/{}", second.file_name().unwrap().to_str().unwrap());
+    sb.copy_in(&second, &second_in).unwrap();
+    let again = sb.run(&["rocm-pin", "install", &second_in]).unwrap();
+    let (identity, v) = row(
+        &sb,
+        "rocm-pin install <rccl-pinned against the newer stock>",
+        Some(rc(&again)),
+        started,
+    );
+    assert_eq!((identity.as_str(), v), (IDENTITY, 0), "{}", text(&again));
+    assert_eq!(pair_versions(&sb), pair_before, "the pair moved");
+
+    // rollback with no family: both families go back to their stock, the pair first.
     let all = sb.run(&["rocm-pin", "rollback"]).unwrap();
     assert_eq!(rc(&all), 0, "{}", text(&all));
+    let said = text(&all);
+    assert!(
+        said.contains("the stock runtime is back") && said.contains("the stock rccl is back"),
+        "{said}"
+    );
     eprintln!(
         "rccl_family | rocm-pin rollback | 0 | {} | pair patched {} | {:.1}s",
         rccl_identity(&sb),
         all_patched(&probe(&sb)),
         started.elapsed().as_secs_f64()
+    );
+    assert!(
+        rccl_identity(&sb).contains("STOCK"),
+        "{}",
+        rccl_identity(&sb)
+    );
+    let rccl_now = sb
+        .run(&["dpkg-query", "-W", "-f=${Version}", "rccl"])
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&rccl_now.stdout),
+        newer,
+        "the newer stock rccl back"
+    );
+    let hooks = sb
+        .sh("ls /etc/apt/apt.conf.d/80rocm-pin-guard /etc/dpkg/dpkg.cfg.d/rocm-pin-guard 2>&1 || true")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&hooks.stdout)
+            .matches("No such file")
+            .count()
+            == 2,
+        "the guard stays with nothing of ours left: {}",
+        text(&hooks)
     );
     assert!(!all_patched(&probe(&sb)));
     assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
