@@ -13,5 +13,6 @@ mod ci_doc;
 mod debian;
 mod docker_recipe;
 mod hostile;
+mod rccl;
 mod tool;
 mod wheels;

@@ -149,6 +149,18 @@ pub(super) const AUDITED: &[Audited] = &[
         "install (live system only): our .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours",
     ),
     audited(
+        "ops/install_family.rs",
+        "keep",
+        LiveHost,
+        "install of another family than the pair (live system only): its .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours/<family>",
+    ),
+    audited(
+        "ops/install_family.rs",
+        "forget",
+        LiveHost,
+        "that family's rollback/install --no-rollback (live system only): our own state directory /var/lib/rocm-pin/ours/<family>",
+    ),
+    audited(
         "ops/ourdebs.rs",
         "forget",
         LiveHost,

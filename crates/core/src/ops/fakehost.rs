@@ -205,6 +205,7 @@ pub(crate) fn facts(deb_dir: &Path) -> Vec<DebFacts> {
                 protected: true,
                 stock_name: stock_name.to_string(),
                 stock_version: stock_version.to_string(),
+                family: "runtime",
             }
         })
         .collect()

@@ -59,8 +59,27 @@ pub fn rollback_family(
         debs.push(download(work.path(), r, listener)?);
     }
     let before: Vec<String> = installed_names(&entries);
-    super::rollback::swap_back(root, &ours, &debs, lock_timeout, listener)?;
+    // The guard would judge the host between the swap and the hold rewrite: it leaves for the
+    // apt run and comes back while a family of ours is left (it covers that one).
+    let suspended = super::guard::Guard::suspend(root)?;
+    if let Err(e) = super::rollback::swap_back(root, &ours, &debs, lock_timeout, listener) {
+        if let Some(s) = suspended {
+            let _ = s.restore(root);
+        }
+        return Err(e);
+    }
     crate::host::loader::run_ldconfig(root)?;
+    // The family's kept .debs leave with it; the hold keeps what the families left need.
+    super::install_family::forget(root, family)?;
+    let left = super::install_family::installed_families(&rocm::read_status(root)?);
+    super::install_family::hold_for(root, &left, &marker)?;
+    match suspended {
+        Some(s) if !left.is_empty() => s.restore(root)?,
+        Some(_) => {
+            super::guard::Guard::disarm(root)?;
+        }
+        None => {}
+    }
     let after_entries = rocm::read_status(root)?;
     let after = installed_names(&after_entries);
     let mut report = RollbackReport {
@@ -71,6 +90,33 @@ pub fn rollback_family(
     };
     report.checks = checks(&marker, &ours, &report.removed, &after_entries);
     report.judged(&command)
+}
+
+/// `rocm-pin rollback` without `--family`: every family of ours installed, the pair first
+/// (its rollback keeps the guard and the hold for the families left), then each other one.
+/// The pair alone when nothing of ours is installed (its refusal says so).
+pub fn rollback_all(
+    root: &Root,
+    lock_timeout: u32,
+    listener: &dyn Listener,
+) -> anyhow::Result<Vec<(&'static str, RollbackReport)>> {
+    let families = super::install_family::installed_families(&rocm::read_status(root)?);
+    let mut out = vec![];
+    for family in families {
+        let report = if family.name == rocm::families::RUNTIME.name {
+            super::rollback::rollback(root, lock_timeout, listener)?
+        } else {
+            rollback_family(root, family, lock_timeout, listener)?
+        };
+        out.push((family.name, report));
+    }
+    if out.is_empty() {
+        out.push((
+            rocm::families::RUNTIME.name,
+            super::rollback::rollback(root, lock_timeout, listener)?,
+        ));
+    }
+    Ok(out)
 }
 
 fn installed_names(entries: &[StatusEntry]) -> Vec<String> {

@@ -289,6 +289,7 @@ fn install_steps(
         crate::process::self_path()?;
     }
     let (facts, marker) = read_debs(&opts.debs)?;
+    super::install_family::refuse_unsupported(opts.local_repo, &facts)?;
     report.packages = facts.clone();
 
     // 1. Gate.
@@ -529,16 +530,9 @@ impl Transaction {
             .map(|p| p.display().to_string())
             .collect();
         let missing_files = missing_files_of_ours(root, facts, before);
-        let hsa_lib = marker
-            .libraries
-            .iter()
-            .find(|l| {
-                Path::new(&l.path)
-                    .file_name()
-                    .and_then(|n| rocm::family_of(&n.to_string_lossy()))
-                    .is_some_and(|f| f.half == rocm::Half::Hsa)
-            })
-            .ok_or_else(|| usage("the marker names no HSA library"))?;
+        // The family's first library (the pair's HSA one): its directory is the loader entry's.
+        let hsa_lib = super::install_family::loader_library(marker)
+            .ok_or_else(|| usage("the marker names no library of its family's first part"))?;
         let lib_dir = Path::new(&hsa_lib.path)
             .parent()
             .map(|p| p.display().to_string())
@@ -669,6 +663,12 @@ fn keep_stock_for_rollback(
 /// Keep our .debs for the repair `rocm-pin install` with none given (not with
 /// `--no-rollback`: an image build keeps no second copy of anything in its layer).
 fn keep_ours(root: &Root, opts: &InstallOptions, report: &mut InstallReport) -> anyhow::Result<()> {
+    let family = super::install_family::family_of_facts(&report.packages);
+    if family.name != rocm::families::RUNTIME.name {
+        let kept = super::install_family::keep_family(root, opts.no_rollback, family, &opts.debs)?;
+        report.actions.extend(kept);
+        return Ok(());
+    }
     if opts.no_rollback {
         super::ourdebs::forget(root)?;
         return Ok(());
@@ -839,7 +839,7 @@ fn finish_host(
     let held = crate::host::hold::write(
         root,
         after,
-        &tx.stock_names,
+        &super::install_family::hold_stock_names(&tx.stock_names, after),
         layout.spec().hold_exact_dependants,
     )?;
     if !held.is_empty() {

@@ -26,6 +26,8 @@ pub struct DebFacts {
     /// The stock package it replaces and the exact version its Provides carries.
     pub stock_name: String,
     pub stock_version: String,
+    /// The pinned family (`runtime`, `rccl`): `X-Rocm-Pin-Family`, the pair when absent.
+    pub family: &'static str,
 }
 
 /// The provenance marker inside one of our .debs, if it ships one (`(member, bytes)`), read
@@ -34,7 +36,10 @@ pub struct DebFacts {
 fn marker_member(deb: &Path) -> anyhow::Result<Option<(String, Vec<u8>)>> {
     let mut found = None;
     crate::deb::reader::for_each_data_entry(deb, &ReadLimits::default(), &mut |entry, body| {
-        if found.is_none() && entry.kind == EntryKind::File && rocm::is_marker_path(&entry.path) {
+        if found.is_none()
+            && entry.kind == EntryKind::File
+            && super::family_marker::family_of_marker(&entry.path).is_some()
+        {
             let mut bytes = Vec::new();
             body.read_to_end(&mut bytes)?;
             found = Some((entry.path.clone(), bytes));
@@ -58,7 +63,7 @@ pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Mark
             .find(|(name, _)| name == "control")
             .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
             .with_context(|| format!("{}: no control file", deb.display()))?;
-        let e = status::parse_status(&ctl, &[rocm::COMMIT_FIELD])
+        let e = status::parse_status(&ctl, &[rocm::COMMIT_FIELD, rocm::FAMILY_FIELD])
             .with_context(|| format!("{}: bad control file", deb.display()))?;
         let e = e
             .into_iter()
@@ -71,6 +76,21 @@ pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Mark
             })
             .into());
         };
+        let family = super::family_marker::family_of_control(deb, &e)?;
+        if let Some(first) = facts
+            .first()
+            .filter(|f: &&DebFacts| f.family != family.name)
+        {
+            return Err(crate::exit::usage(format!(
+                "{} is of the {} family, {} of the {} family: install one family at a time (rocm-pin install <the {} .debs>, then rocm-pin install <the {} .debs>)",
+                deb.display(),
+                family.name,
+                first.path.display(),
+                first.family,
+                first.family,
+                family.name
+            )));
+        }
         if let Some((member, bytes)) = marker_member(&abs)? {
             let m: Marker = serde_json::from_slice(&bytes)
                 .with_context(|| format!("{}: bad marker {member}", deb.display()))?;
@@ -85,6 +105,7 @@ pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Mark
             protected: e.protected,
             stock_name: String::new(),
             stock_version: String::new(),
+            family: family.name,
         });
     }
     let marker = marker.ok_or(InstallError::DebSet(DebSetProblem::NoMarker))?;
@@ -219,12 +240,14 @@ pub(crate) fn keep(root: &Root, debs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>
 
 /// Remove the kept .debs (rollback: ours leave the host). True when there were some.
 pub(crate) fn forget(root: &Root) -> anyhow::Result<bool> {
-    let dir = root.host_path(StateLayout::ours_dir());
-    if !dir.exists() {
-        return Ok(false);
+    // The pair's .debs only: another family's are kept in a directory of their own in there
+    // (`install_family::ours_dir`) and leave with that family.
+    let debs = kept(root);
+    for deb in &debs {
+        std::fs::remove_file(deb).with_context(|| format!("cannot remove {}", deb.display()))?;
     }
-    std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
-    Ok(true)
+    let _ = std::fs::remove_dir(root.host_path(StateLayout::ours_dir()));
+    Ok(!debs.is_empty())
 }
 
 #[cfg(test)]

@@ -177,12 +177,18 @@ fn rollback_steps(
     }
     super::automarks::mark_auto(root, &super::automarks::carried(&swap, &auto))?;
     // Done: the guard's private copy goes with its hooks.
-    if suspended.is_some() {
-        Guard::disarm(root)?;
+    // Another family of ours still installed (RCCL) keeps the guard and its part of the hold.
+    let others_left = super::install_family::others_left(root)?;
+    match suspended {
+        Some(s) if !others_left.is_empty() => s.restore(root)?,
+        Some(_) => {
+            Guard::disarm(root)?;
+        }
+        None => {}
     }
     report.purged = ours.iter().map(|e| e.package.clone()).collect();
     // The release hold goes with our pins: the stock release may move again.
-    if crate::host::hold::remove(root)? {
+    if super::install_family::hold_for(root, &others_left, &marker)? {
         report
             .purged
             .push(StateLayout::release_hold().display().to_string());

@@ -271,7 +271,23 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
             p.summary(),
         );
     }
-    (report.missing_symbols, report.shadow) = run_checks(opts, &entries, &mut c);
+    (report.missing_symbols, report.shadow) =
+        run_checks(opts, &rocm::families::RUNTIME, &entries, &mut c);
+    // Every other family with a package of ours installed (RCCL): its own checks, after one
+    // line naming it (ops::verify_family).
+    for family in crate::ops::install_family::installed_families(&entries) {
+        if family.name != rocm::families::RUNTIME.name {
+            let mut fc = Checks::default();
+            run_checks(opts, family, &entries, &mut fc);
+            let seen: Vec<_> = fc.0.iter().map(|k| (&*k.name, &*k.subject, k.ok)).collect();
+            let (subject, ok, detail) = crate::ops::verify_family::summary(root, family, &seen);
+            c.add("family", &subject, ok, detail);
+            for mut k in fc.0 {
+                k.detail = crate::ops::verify_family::retarget_fix(root, family, k.detail);
+                c.0.push(k);
+            }
+        }
+    }
     report.ok = c.0.iter().all(|c| c.ok) && !c.0.is_empty();
     report.checks = c.0;
     Ok(report)
@@ -281,6 +297,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
 /// the shadow copies found.
 fn run_checks(
     opts: &VerifyOptions,
+    family: &'static rocm::PinnedFamily,
     entries: &[StatusEntry],
     c: &mut Checks,
 ) -> (
@@ -292,8 +309,12 @@ fn run_checks(
         entries.iter().map(|e| (e.package.as_str(), e)).collect();
     let ours: Vec<&StatusEntry> = entries
         .iter()
-        .filter(|e| rocm::is_ours_of(e, &rocm::families::RUNTIME) && e.has_files())
+        .filter(|e| rocm::is_ours_of(e, family) && e.has_files())
         .collect();
+    // Without the pair, a host with another family of ours is judged by that family's checks.
+    if ours.is_empty() && !crate::ops::install_family::installed_families(entries).is_empty() {
+        return (BTreeMap::new(), None);
+    }
     if ours.is_empty() {
         // No .deb of ours: the runtime may come from Python wheels in a venv (docs/wheels.md).
         let cache = loader::read_cache(root).unwrap_or_default();
@@ -309,7 +330,7 @@ fn run_checks(
         check_nothing_installed(root, entries, &by_name, c);
         return (BTreeMap::new(), None);
     }
-    let (lists, marker_path, marker) = read_marker(root, &ours, c);
+    let (lists, marker_path, marker) = read_marker(root, family, &ours, c);
     check_our_packages(root, &ours, marker.as_ref(), c);
     let Some(marker) = marker else {
         return (BTreeMap::new(), None);
@@ -340,7 +361,11 @@ fn run_checks(
         check_libraries(opts, &marker, &lists, cache, c);
     });
     check_loader_entry(root, &marker, c);
-    check_local_repo(root, &ours, c);
+    // The local repository and the shadow search hold and judge the pair's files only.
+    let pair = family.name == rocm::families::RUNTIME.name;
+    if pair {
+        check_local_repo(root, &ours, c);
+    }
     if let Some((subject, ok, detail)) =
         crate::ops::verify_hold::check_release_hold(root, entries, &marker)
     {
@@ -350,6 +375,9 @@ fn run_checks(
         crate::ops::verify_abi::check_consumers(root, &opts.consumers, &marker, entries, &lists)
     {
         c.add("abi", &subject, ok, detail);
+    }
+    if !pair {
+        return (marker.missing_symbols, None);
     }
     let (checks, shadow) = crate::ops::verify_shadow::check(
         root,
@@ -369,6 +397,7 @@ fn run_checks(
 /// them): `(lists, marker path, marker)`.
 fn read_marker(
     root: &Root,
+    family: &rocm::PinnedFamily,
     ours: &[&StatusEntry],
     c: &mut Checks,
 ) -> (
@@ -388,7 +417,7 @@ fn read_marker(
     let marker_path = lists
         .values()
         .flatten()
-        .find(|p| rocm::is_marker_path(p))
+        .find(|p| crate::ops::family_marker::is_marker_of(family, p))
         .cloned();
     let marker = match &marker_path {
         None => {
@@ -1207,13 +1236,8 @@ fn check_symlinks_resolve(root: &Root, lists: &BTreeMap<String, Vec<String>>, c:
 }
 
 fn check_loader_entry(root: &Root, marker: &rocm::Marker, c: &mut Checks) {
-    let hsa = marker.libraries.iter().find(|l| {
-        Path::new(&l.path)
-            .file_name()
-            .and_then(|f| rocm::family_of(&f.to_string_lossy()))
-            .is_some_and(|f| f.half == rocm::Half::Hsa)
-    });
-    let Some(hsa) = hsa else {
+    // The family's first library (the pair's HSA one) names the entry.
+    let Some(hsa) = crate::ops::install_family::loader_library(marker) else {
         c.add("loader-entry", "", false, "the marker names no HSA library");
         return;
     };
