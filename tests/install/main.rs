@@ -18,6 +18,7 @@ mod hostile_root;
 mod marks;
 mod matrix;
 mod needs_root;
+mod rccl_debian;
 mod rccl_pair;
 mod read_once;
 mod runnable_docs;
