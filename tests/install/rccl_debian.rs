@@ -51,6 +51,8 @@ struct Case {
     publish_newer: bool,
     script: &'static str,
     answer: Answer,
+    /// What apt's solver 3.0 answers, where it differs from the classic solver's.
+    solver3: Answer,
 }
 
 const CASES: &[Case] = &[
@@ -59,36 +61,53 @@ const CASES: &[Case] = &[
         publish_newer: false,
         script: "dpkg -i --force-all {stock_deb}; apt-get --fix-broken install -y -q",
         answer: Answer::Done,
+        // Measured: solver 3.0 keeps the forced stock package ("rccl is selected for install")
+        // against our Conflicts and stops ("Unable to correct dependencies", exit 100); ours
+        // still owns the files (our Replaces), so the loader keeps mapping ours.
+        solver3: Answer::Refused,
+    },
+    Case {
+        step: "remove the forced stock by name",
+        publish_newer: false,
+        script: "apt-get install -y -q {stock}-",
+        answer: Answer::Done,
+        solver3: Answer::Done,
     },
     Case {
         step: "reinstall by the stock name",
         publish_newer: false,
         script: "apt-get install --reinstall -y -q {stock}",
         answer: Answer::Done,
+        solver3: Answer::Done,
     },
     Case {
         step: "install the -dev package (= on the stock)",
         publish_newer: false,
         script: "apt-get install -y -q {dev}",
         answer: Answer::Done,
+        solver3: Answer::Done,
     },
     Case {
         step: "full-upgrade with a newer stock published",
         publish_newer: true,
         script: "apt-get full-upgrade -y -q",
         answer: Answer::Done,
+        solver3: Answer::Done,
     },
     Case {
         step: "the explicit stock version",
         publish_newer: false,
         script: "apt-get install -y -q {stock}={stock_version}",
         answer: Answer::Refused,
+        solver3: Answer::Refused,
     },
 ];
 
 /// A host with the pinned RCCL installed, as the rows and the judge see it.
 struct FamilyHost<'a> {
     flavour: String,
+    /// apt runs with `APT::Solver "3.0"`.
+    solver3: bool,
     sb: &'a Sandbox,
     /// Our replacement's package name.
     ours: String,
@@ -98,8 +117,10 @@ struct FamilyHost<'a> {
     dev: Option<&'static str>,
     /// Installed packages that depend on the stock (some with `=`): kept through every row.
     dependants: Vec<&'static str>,
-    /// The directory holding the newer stock release (published as repository `newer`).
+    /// The directory holding the newer stock release (published as repository `newer`) and
+    /// the version of the stock package there.
     newer: PathBuf,
+    newer_version: String,
     /// What the loader maps for librccl.so.1: Ok(how it was seen) when ours, Err(why not).
     maps_ours: &'a dyn Fn(&Sandbox) -> Result<String, String>,
 }
@@ -107,7 +128,7 @@ struct FamilyHost<'a> {
 /// The family's state after `when`, judged in one place: ours installed, every dependant
 /// installed, the loader mapping ours.
 fn assert_family_state(host: &FamilyHost, when: &str) -> String {
-    let all = host.sb.installed_packages().unwrap();
+    let all = installed(host.sb);
     let state = |p: &str| {
         all.get(p)
             .map_or("not installed".to_string(), |v| format!("ii {v}"))
@@ -139,11 +160,23 @@ fn assert_family_state(host: &FamilyHost, when: &str) -> String {
         .map(|d| format!("{d} {}", state(d).trim()))
         .collect();
     format!(
-        "{maps}; {} {}; {}",
+        "{maps}; stock {} {}; {} {}; {}",
+        host.stock,
+        state(host.stock).trim(),
         host.ours,
         state(&host.ours).trim(),
         kept.join(", ")
     )
+}
+
+/// Every fully installed package by name (a Multi-Arch: same package's `:<arch>` dropped) with
+/// its version.
+fn installed(sb: &Sandbox) -> std::collections::BTreeMap<String, String> {
+    sb.installed_packages()
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| (k.split(':').next().unwrap_or_default().to_string(), v))
+        .collect()
 }
 
 /// Run every row of [`CASES`] on `host`, judging the state after each; prints the scenario
@@ -159,6 +192,17 @@ fn run_cases(host: &mut FamilyHost) {
         }
         if case.publish_newer {
             host.sb.add_local_repo("newer", &host.newer).unwrap();
+            let policy = host
+                .sb
+                .run_ok(&["apt-cache", "policy", host.stock])
+                .unwrap();
+            assert!(
+                policy.contains(&host.newer_version),
+                "{}: the newer {} {} is not published: {policy}",
+                host.flavour,
+                host.stock,
+                host.newer_version
+            );
         }
         let script = case
             .script
@@ -169,7 +213,12 @@ fn run_cases(host: &mut FamilyHost) {
         let t0 = std::time::Instant::now();
         let run = host.sb.sh(&script).unwrap();
         let code = run.status.code().unwrap_or(-1);
-        match case.answer {
+        let answer = if host.solver3 {
+            case.solver3
+        } else {
+            case.answer
+        };
+        match answer {
             Answer::Done => assert_eq!(code, 0, "{}: {script}:\n{}", host.flavour, text(&run)),
             Answer::Refused => assert_ne!(code, 0, "{}: {script} was not refused", host.flavour),
         }
@@ -186,13 +235,22 @@ fn run_cases(host: &mut FamilyHost) {
     }
 }
 
-/// Publish `dir` as the chroot's repository `name` and install our .deb with apt (until
-/// `rocm-pin install` takes a family).
-fn install_ours(sb: &Sandbox, deb: &Path) {
+/// Install our .deb with apt (until `rocm-pin install` takes a family), naming the stock
+/// package's removal as `rocm-pin install` does for the pair: apt's solver 3.0 does not remove a
+/// manually installed package for a `Conflicts` (measured: AMD's `rccl`, "Reached two
+/// conflicting decisions"); the classic solver removes it either way.
+fn install_ours(sb: &Sandbox, deb: &Path, stock: &str) {
     let inside = format!("/root/{}", deb.file_name().unwrap().to_str().unwrap());
     sb.copy_in(deb, &inside).unwrap();
-    sb.run_ok(&["apt-get", "install", "-y", "-q", &inside])
-        .expect("apt installs the pinned rccl");
+    sb.run_ok(&[
+        "apt-get",
+        "install",
+        "-y",
+        "-q",
+        &inside,
+        &format!("{stock}-"),
+    ])
+    .expect("apt installs the pinned rccl");
 }
 
 /// `rocm-pin rollback --family rccl` inside the chroot: ours purged, the stock back at
@@ -219,7 +277,7 @@ fn rollback(host: &FamilyHost, version: &str) {
         host.ours,
         text(&purged)
     );
-    let all = host.sb.installed_packages().unwrap();
+    let all = installed(host.sb);
     for kept in host.dependants.iter().chain([&host.stock]) {
         assert!(
             all.contains_key(*kept),
@@ -432,13 +490,14 @@ fn the_pinned_rccl_on_debians_real_librccl1() {
     );
 
     let ours_deb = package_like(sb.root(), w, DEBIAN_IDENTITY);
-    install_ours(&sb, &ours_deb);
+    install_ours(&sb, &ours_deb, "librccl1");
     let newer = w.join("newer");
     std::fs::create_dir_all(&newer).unwrap();
-    newer_release(&stock_file, &newer);
+    let newer_version = field(&newer_release(&stock_file, &newer), "Version");
     let maps = |sb: &Sandbox| program_maps(sb, &program, DEBIAN_IDENTITY);
     let mut host = FamilyHost {
         flavour: "Debian librccl1".into(),
+        solver3: false,
         sb: &sb,
         ours: field(&ours_deb, "Package"),
         stock: "librccl1",
@@ -451,12 +510,14 @@ fn the_pinned_rccl_on_debians_real_librccl1() {
         dev: Some("librccl-dev"),
         dependants: vec!["librccl1-tests"],
         newer,
+        newer_version,
         maps_ours: &maps,
     };
     eprintln!(
-        "| {} | apt-get install ./{} | 0 | {} | |",
+        "| {} | apt-get install ./{}.deb {}- | 0 | {} | |",
         host.flavour,
         host.ours,
+        host.stock,
         assert_family_state(&host, "installed")
     );
     run_cases(&mut host);
@@ -512,7 +573,10 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
         .expect("the metapackage installs on the stock rccl");
 
     let ours_deb = crate::rccl_pair::package_cpack_rccl(sb.root(), w, AMD_IDENTITY);
-    install_ours(&sb, &ours_deb);
+    install_ours(&sb, &ours_deb, &stock.name);
+    let newer = w.join("newer");
+    std::fs::create_dir_all(&newer).unwrap();
+    let newer_version = field(&newer_release(&stock.deb, &newer), "Version");
     let stock_deb = format!("/root/{}", stock.deb.file_name().unwrap().to_str().unwrap());
     sb.copy_in(&stock.deb, &stock_deb).unwrap();
     let maps = |sb: &Sandbox| {
@@ -525,6 +589,7 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
     };
     let mut host = FamilyHost {
         flavour: format!("AMD rccl, {config}"),
+        solver3: solver_of(config) == rocm_pin_core::host::apt::Solver::Solver3,
         sb: &sb,
         ours: field(&ours_deb, "Package"),
         stock: "rccl",
@@ -537,13 +602,15 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
             "hip-dev",
             "rocm-hip-runtime",
         ],
-        newer: a.r2.out_dir.clone(),
+        newer,
+        newer_version,
         maps_ours: &maps,
     };
     eprintln!(
-        "| {} | apt-get install ./{} | 0 | {} | |",
+        "| {} | apt-get install ./{}.deb {}- | 0 | {} | |",
         host.flavour,
         host.ours,
+        host.stock,
         assert_family_state(&host, "installed")
     );
     run_cases(&mut host);
