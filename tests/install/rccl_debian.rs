@@ -51,8 +51,9 @@ struct Case {
     publish_newer: bool,
     script: &'static str,
     answer: Answer,
-    /// What apt's solver 3.0 answers, where it differs from the classic solver's.
-    solver3: Answer,
+    /// What apt's solver 3.0 answers when the stock package was installed manually (apt-mark
+    /// showmanual), where it differs from `answer`.
+    solver3_manual_stock: Answer,
 }
 
 const CASES: &[Case] = &[
@@ -61,53 +62,55 @@ const CASES: &[Case] = &[
         publish_newer: false,
         script: "dpkg -i --force-all {stock_deb}; apt-get --fix-broken install -y -q",
         answer: Answer::Done,
-        // Measured: solver 3.0 keeps the forced stock package ("rccl is selected for install")
-        // against our Conflicts and stops ("Unable to correct dependencies", exit 100); ours
-        // still owns the files (our Replaces), so the loader keeps mapping ours.
-        solver3: Answer::Refused,
+        // Measured: solver 3.0 keeps a forced stock package that was installed manually
+        // ("rccl is selected for install") against our Conflicts and stops ("Unable to
+        // correct dependencies", exit 100); ours still owns the files (our Replaces), so the
+        // loader keeps mapping ours. A stock installed as a dependency (Debian's librccl1,
+        // pulled in by librccl1-tests) is removed as by the classic solver.
+        solver3_manual_stock: Answer::Refused,
     },
     Case {
         step: "remove the forced stock by name",
         publish_newer: false,
         script: "apt-get install -y -q {stock}-",
         answer: Answer::Done,
-        solver3: Answer::Done,
+        solver3_manual_stock: Answer::Done,
     },
     Case {
         step: "reinstall by the stock name",
         publish_newer: false,
         script: "apt-get install --reinstall -y -q {stock}",
         answer: Answer::Done,
-        solver3: Answer::Done,
+        solver3_manual_stock: Answer::Done,
     },
     Case {
         step: "install the -dev package (= on the stock)",
         publish_newer: false,
         script: "apt-get install -y -q {dev}",
         answer: Answer::Done,
-        solver3: Answer::Done,
+        solver3_manual_stock: Answer::Done,
     },
     Case {
         step: "full-upgrade with a newer stock published",
         publish_newer: true,
         script: "apt-get full-upgrade -y -q",
         answer: Answer::Done,
-        solver3: Answer::Done,
+        solver3_manual_stock: Answer::Done,
     },
     Case {
         step: "the explicit stock version",
         publish_newer: false,
         script: "apt-get install -y -q {stock}={stock_version}",
         answer: Answer::Refused,
-        solver3: Answer::Refused,
+        solver3_manual_stock: Answer::Refused,
     },
 ];
 
 /// A host with the pinned RCCL installed, as the rows and the judge see it.
 struct FamilyHost<'a> {
     flavour: String,
-    /// apt runs with `APT::Solver "3.0"`.
-    solver3: bool,
+    /// apt runs with `APT::Solver "3.0"` and the stock package was installed manually.
+    solver3_manual_stock: bool,
     sb: &'a Sandbox,
     /// Our replacement's package name.
     ours: String,
@@ -169,6 +172,12 @@ fn assert_family_state(host: &FamilyHost, when: &str) -> String {
     )
 }
 
+/// Whether apt has `package` as manually installed.
+fn manual(sb: &Sandbox, package: &str) -> bool {
+    let out = sb.run_ok(&["apt-mark", "showmanual", package]).unwrap();
+    out.lines().any(|l| l.trim() == package)
+}
+
 /// Every fully installed package by name (a Multi-Arch: same package's `:<arch>` dropped) with
 /// its version.
 fn installed(sb: &Sandbox) -> std::collections::BTreeMap<String, String> {
@@ -213,8 +222,8 @@ fn run_cases(host: &mut FamilyHost) {
         let t0 = std::time::Instant::now();
         let run = host.sb.sh(&script).unwrap();
         let code = run.status.code().unwrap_or(-1);
-        let answer = if host.solver3 {
-            case.solver3
+        let answer = if host.solver3_manual_stock {
+            case.solver3_manual_stock
         } else {
             case.answer
         };
@@ -449,9 +458,20 @@ fn package_like(root: &Path, work: &Path, identity: &str) -> PathBuf {
     debs_in(&out).remove(0)
 }
 
+/// Debian's real packages under apt's solver 3.0 (sid's apt default) and its classic one.
 #[test]
-fn the_pinned_rccl_on_debians_real_librccl1() {
+fn the_pinned_rccl_on_debians_real_librccl1_solver3() {
     rocm_pin_testkit::needs_root!("a chroot");
+    debian_real_librccl1("3.0");
+}
+
+#[test]
+fn the_pinned_rccl_on_debians_real_librccl1_classic_solver() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    debian_real_librccl1("internal");
+}
+
+fn debian_real_librccl1(solver: &str) {
     let Some(tarball) = crate::advice_debian::image_tarball("sid-debian-rocm") else {
         return;
     };
@@ -465,6 +485,16 @@ fn the_pinned_rccl_on_debians_real_librccl1() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let sb = crate::advice_debian::sandbox(&tarball);
+    sb.write(
+        "/etc/apt/apt.conf.d/99rocm-pin-test-solver",
+        format!("APT::Solver \"{solver}\";\n"),
+    )
+    .unwrap();
+    let dump = sb.run_ok(&["apt-config", "dump", "APT::Solver"]).unwrap();
+    assert!(
+        dump.contains(&format!("APT::Solver \"{solver}\";")),
+        "{dump}"
+    );
     let repo = sb.add_local_repo("debian-rccl", debs).unwrap();
     sb.run_ok(&["apt-get", "install", "-y", "-q", "librccl1-tests"])
         .expect("Debian's librccl1-tests installs from the cached download");
@@ -489,6 +519,7 @@ fn the_pinned_rccl_on_debians_real_librccl1() {
         t0.elapsed().as_secs_f64()
     );
 
+    let stock_manual = manual(&sb, "librccl1");
     let ours_deb = package_like(sb.root(), w, DEBIAN_IDENTITY);
     install_ours(&sb, &ours_deb, "librccl1");
     let newer = w.join("newer");
@@ -496,8 +527,8 @@ fn the_pinned_rccl_on_debians_real_librccl1() {
     let newer_version = field(&newer_release(&stock_file, &newer), "Version");
     let maps = |sb: &Sandbox| program_maps(sb, &program, DEBIAN_IDENTITY);
     let mut host = FamilyHost {
-        flavour: "Debian librccl1".into(),
-        solver3: false,
+        flavour: format!("Debian librccl1, solver {solver}"),
+        solver3_manual_stock: solver == "3.0" && stock_manual,
         sb: &sb,
         ours: field(&ours_deb, "Package"),
         stock: "librccl1",
@@ -572,6 +603,7 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
     sb.run_ok(&["apt-get", "install", "-y", "-q", "rocm-hip-libraries"])
         .expect("the metapackage installs on the stock rccl");
 
+    let stock_manual = manual(&sb, &stock.name);
     let ours_deb = crate::rccl_pair::package_cpack_rccl(sb.root(), w, AMD_IDENTITY);
     install_ours(&sb, &ours_deb, &stock.name);
     let newer = w.join("newer");
@@ -589,7 +621,8 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
     };
     let mut host = FamilyHost {
         flavour: format!("AMD rccl, {config}"),
-        solver3: solver_of(config) == rocm_pin_core::host::apt::Solver::Solver3,
+        solver3_manual_stock: solver_of(config) == rocm_pin_core::host::apt::Solver::Solver3
+            && stock_manual,
         sb: &sb,
         ours: field(&ours_deb, "Package"),
         stock: "rccl",
