@@ -254,6 +254,53 @@ pub fn build_staging(dir: &Path, spec: &StagingSpec) -> StagedNames {
     StagedNames { hsa, hip }
 }
 
+/// A staging of `family` (`rocm_pin_core::rocm::RCCL`, …) shaped like `root`'s stock, as
+/// [`StagingSpec::like_root`] shapes the pair: for each of the family's libraries the root
+/// has, a gcc-built library with the stock file's name and SONAME exporting every dynamic
+/// symbol the stock one exports (its version nodes or none, object sizes kept:
+/// `rocm_pin_kit::standin::abi::list_like`) and `identity`, with the soname and dev links,
+/// under `dir/lib` as `cmake --install` lays it out. A real program linked against the stock
+/// library then links and loads against it. Returns the library files made.
+pub fn build_family_staging(
+    dir: &Path,
+    family: &rocm_pin_core::rocm::PinnedFamily,
+    identity: &str,
+    root: &Path,
+) -> Vec<String> {
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let shaped = AbiShape {
+        omit: None,
+        like: Some(root),
+    };
+    let mut made = Vec::new();
+    for library in family.libraries {
+        let stock = standin::abi::stock_libraries(root, library.stem)
+            .unwrap_or_else(|e| panic!("{}'s {}: {e:#}", root.display(), library.stem));
+        let Some(stock) = stock.first() else {
+            assert!(
+                !library.required,
+                "{} has no stock {}",
+                root.display(),
+                library.stem
+            );
+            continue;
+        };
+        let soname = rocm_pin_core::elf::read_elf(stock)
+            .unwrap_or_else(|e| panic!("reading {}: {e:#}", stock.display()))
+            .soname
+            .unwrap_or_else(|| panic!("{} has no SONAME", stock.display()));
+        let file = stock.file_name().unwrap().to_str().unwrap().to_string();
+        gcc_lib(shaped, &lib, &file, &soname, "", identity, &[], &[]);
+        if file != soname {
+            std::os::unix::fs::symlink(&file, lib.join(&soname)).unwrap();
+        }
+        std::os::unix::fs::symlink(&soname, lib.join(format!("{}.so", library.stem))).unwrap();
+        made.push(file);
+    }
+    made
+}
+
 /// The stand-in stock set (default roles + both decoys) built into `dir`.
 pub fn stock_set(dir: &Path, spec: StockSetSpec) -> StockSet {
     standin::build_stock_set(&spec, dir, &rocm_pin_core::progress::Silent)

@@ -19,6 +19,7 @@ mod marks;
 mod matrix;
 mod needs_root;
 mod rccl_family;
+mod rccl_debian;
 mod rccl_pair;
 mod read_once;
 mod runnable_docs;

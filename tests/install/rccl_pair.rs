@@ -12,7 +12,7 @@ use crate::util::*;
 
 const IDENTITY: &str = "rccl-CPACK-with-pair";
 
-fn rccl_identity(sb: &rocm_pin_kit::sandbox::Sandbox) -> String {
+pub(crate) fn rccl_identity(sb: &rocm_pin_kit::sandbox::Sandbox) -> String {
     let out = sb.run(&[PROBE, "librccl.so.1"]).unwrap();
     let lines = standin::parse_probe_output(&String::from_utf8_lossy(&out.stdout)).unwrap();
     lines[0].identity.clone().unwrap_or_default()
@@ -28,27 +28,28 @@ fn assert_pair_healthy(sb: &rocm_pin_kit::sandbox::Sandbox, when: &str) {
     assert!(all_patched(&probe(sb)), "{when}: {:?}", probe(sb));
 }
 
-#[test]
-fn the_pinned_rccl_next_to_the_pinned_pair() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    let a = artifacts("bookworm");
-    let sb = fresh(a, &a.installed_snapshot);
-    assert_pair_healthy(&sb, "before");
-    let work = tempfile::tempdir().unwrap();
+/// The custom RCCL as its CPack build makes it (`identity` embedded), turned into the pinned
+/// replacement by `rocm-pin package --family rccl --from-deb` against the stock installed
+/// under `stock_root`, in `work`: the replacement .deb.
+pub(crate) fn package_cpack_rccl(
+    stock_root: &std::path::Path,
+    work: &std::path::Path,
+    identity: &'static str,
+) -> std::path::PathBuf {
     let (custom, _) = cpack_rccl(
-        &work.path().join("cpack"),
+        &work.join("cpack"),
         &CpackRccl {
             soname_major: 1,
             architecture: None,
-            identity: IDENTITY,
+            identity,
         },
     );
-    let out = work.path().join("out");
+    let out = work.join("out");
     let res = std::process::Command::new(bin())
         .args(["package", "--family", "rccl", "--from-deb"])
         .arg(&custom)
         .arg("--stock-root")
-        .arg(sb.root())
+        .arg(stock_root)
         .args([
             "--commit",
             "b539bf7eebfd99ad0a69668caa1f4037034d501f",
@@ -60,7 +61,17 @@ fn the_pinned_rccl_next_to_the_pinned_pair() {
         .output()
         .unwrap();
     assert!(res.status.success(), "{}", text(&res));
-    let deb = rocm_pin_testkit::debs::debs_in(&out).remove(0);
+    rocm_pin_testkit::debs::debs_in(&out).remove(0)
+}
+
+#[test]
+fn the_pinned_rccl_next_to_the_pinned_pair() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    let a = artifacts("bookworm");
+    let sb = fresh(a, &a.installed_snapshot);
+    assert_pair_healthy(&sb, "before");
+    let work = tempfile::tempdir().unwrap();
+    let deb = package_cpack_rccl(sb.root(), work.path(), IDENTITY);
     let inside = format!("/root/{}", deb.file_name().unwrap().to_str().unwrap());
     sb.copy_in(&deb, &inside).unwrap();
     sb.run_ok(&["apt-get", "install", "-y", "-q", &inside])

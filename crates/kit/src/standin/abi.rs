@@ -42,6 +42,14 @@ const HIP_GET_DEVICE_COUNT: &str = "int hipGetDeviceCount(int *count) {
   return 100;
 }";
 
+const NCCL_GET_ERROR_STRING: &str = "const char *ncclGetErrorString(int r) {
+  return r == 0 ? \"no error\" : \"unhandled cuda error (rocm-pin stand-in RCCL: no GPU support)\";
+}";
+const NCCL_GET_LAST_ERROR: &str = "const char *ncclGetLastError(void *comm) {
+  (void)comm;
+  return \"rocm-pin stand-in RCCL: no GPU support\";
+}";
+
 const FAMILIES: &[Family] = &[
     Family {
         stem: "libhsa-runtime64",
@@ -78,6 +86,20 @@ const FAMILIES: &[Family] = &[
         stock_extras: &["__hipGetPCH"],
         error: "0",
         bodies: &[],
+    },
+    // RCCL (the `rccl` family of rocm_pin_core::rocm::families): no committed list; a stand-in
+    // follows a root's stock librccl (`list_like`). Debian's librccl.so.1 has no version nodes,
+    // so the main node is the anonymous one; every stub answers ncclUnhandledCudaError (1).
+    Family {
+        stem: "librccl",
+        main_node: "",
+        unversioned_node: None,
+        stock_extras: &[],
+        error: "1",
+        bodies: &[
+            ("ncclGetErrorString", NCCL_GET_ERROR_STRING),
+            ("ncclGetLastError", NCCL_GET_LAST_ERROR),
+        ],
     },
 ];
 
@@ -117,10 +139,16 @@ pub fn list(stem: &str) -> Option<(Vec<AbiSymbol>, Vec<String>)> {
 /// export (see [`stock_libraries`]): the root's symbols in the root's nodes first, then the
 /// listed ones the root lacks. A stand-in built from it is ABI-complete against that root's
 /// stock even after an upload the committed list predates, so tests and `rocm-pin standin
-/// source --like` never depend on which upload the archive holds today. None for a stem
-/// without a list; the committed list alone when the root has no such library.
+/// source --like` never depend on which upload the archive holds today. A family with rules
+/// but no committed list (RCCL) takes the root's symbols alone. None for a stem without
+/// rules; the committed list alone when the root has no such library.
 pub fn list_like(stem: &str, root: &Path) -> anyhow::Result<Option<(Vec<AbiSymbol>, Vec<String>)>> {
-    let Some((listed, listed_nodes)) = list(stem) else {
+    let Some((listed, listed_nodes)) = list(stem).or_else(|| {
+        FAMILIES
+            .iter()
+            .any(|f| f.stem == stem)
+            .then(|| (Vec::new(), Vec::new()))
+    }) else {
         return Ok(None);
     };
     let mut symbols: Vec<AbiSymbol> = Vec::new();
@@ -370,7 +398,8 @@ mod tests {
 
     #[test]
     fn every_family_has_its_list_and_the_script_names_each_symbol_once() {
-        for f in FAMILIES {
+        // RCCL has rules but no committed list: a stand-in follows a root's stock.
+        for f in FAMILIES.iter().filter(|f| f.stem != "librccl") {
             let (symbols, _) = list(f.stem).unwrap_or_else(|| panic!("no list for {}", f.stem));
             assert!(!symbols.is_empty(), "{}", f.stem);
             let (_, map) = stubs_and_script(f.stem, &[], "rocm_pin_identity", None).unwrap();
@@ -389,5 +418,40 @@ mod tests {
         assert!(symbols
             .iter()
             .any(|s| s.name == "hsa_agent_iterate_isas" && s.node.as_deref() == Some("ROCR_1")));
+    }
+
+    #[test]
+    fn a_family_without_a_committed_list_follows_the_root_alone() {
+        let empty = tempfile::tempdir().unwrap();
+        let (symbols, nodes) = list_like("librccl", empty.path()).unwrap().unwrap();
+        assert!(symbols.is_empty() && nodes.is_empty());
+        assert!(list_like("libunknown", empty.path()).unwrap().is_none());
+        let listed = vec![
+            AbiSymbol {
+                function: true,
+                name: "ncclGetErrorString".into(),
+                node: None,
+                size: 0,
+            },
+            AbiSymbol {
+                function: false,
+                name: "_ZTV5Thing".into(),
+                node: None,
+                size: 24,
+            },
+        ];
+        let (c, map) =
+            stubs_and_script_from("librccl", (listed, vec![]), &[], "rocm_pin_identity", None)
+                .unwrap();
+        // Unversioned like Debian's librccl.so.1: one anonymous node.
+        assert_eq!(
+            map,
+            " {\n  global:\n    \"ncclGetErrorString\";\n    \"_ZTV5Thing\";\n    \"rocm_pin_identity\";\n  local: *;\n};\n"
+        );
+        assert!(c.contains("const char *ncclGetErrorString(int r)"), "{c}");
+        assert!(
+            c.contains("standin_object_1[24] __asm__(\"_ZTV5Thing\")"),
+            "{c}"
+        );
     }
 }
