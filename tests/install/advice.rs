@@ -139,7 +139,7 @@ pub(crate) fn drive(
 
 /// Run verify, then each fix it names, until verify passes. Returns the table row and a
 /// problem when the advice does not lead to green, or a fix that fails names itself.
-fn follow_the_advice(
+pub(crate) fn follow_the_advice(
     sb: &Sandbox,
     id: &str,
     runtime_problems: &dyn Fn(&Sandbox) -> Vec<String>,

@@ -235,8 +235,12 @@ fn run_cases(host: &mut FamilyHost) {
             host.dependants.push(dev);
         }
         let state = assert_family_state(host, &script);
+        // A row solver 3.0 refuses where the classic solver repairs leaves the forced stock
+        // installed next to ours: verify must say so, and its fixes must lead to green.
+        let green = !(host.solver3_manual_stock && answer != case.answer);
+        let verified = judge_with_verify(host, &script, green);
         eprintln!(
-            "| {} | {} (`{script}`) | {code} | {state} | {:.1} s |",
+            "| {} | {} (`{script}`) | {code} | {state}; {verified} | {:.1} s |",
             host.flavour,
             case.step,
             t0.elapsed().as_secs_f64()
@@ -244,22 +248,49 @@ fn run_cases(host: &mut FamilyHost) {
     }
 }
 
-/// Install our .deb with apt (until `rocm-pin install` takes a family), naming the stock
-/// package's removal as `rocm-pin install` does for the pair: apt's solver 3.0 does not remove a
-/// manually installed package for a `Conflicts` (measured: AMD's `rccl`, "Reached two
-/// conflicting decisions"); the classic solver removes it either way.
-fn install_ours(sb: &Sandbox, deb: &Path, stock: &str) {
+/// Install our .deb with `rocm-pin install`, as a user does: it names the stock package's
+/// removal in its one apt transaction, which apt's solver 3.0 needs (it does not remove a
+/// manually installed package for a `Conflicts`: measured on AMD's `rccl`, "Reached two
+/// conflicting decisions"), keeps the stock .deb for rollback and writes the family's marker.
+fn install_ours(sb: &Sandbox, deb: &Path) {
+    sb.install_rocm_pin(&bin()).unwrap();
     let inside = format!("/root/{}", deb.file_name().unwrap().to_str().unwrap());
     sb.copy_in(deb, &inside).unwrap();
-    sb.run_ok(&[
-        "apt-get",
-        "install",
-        "-y",
-        "-q",
-        &inside,
-        &format!("{stock}-"),
-    ])
-    .expect("apt installs the pinned rccl");
+    let out = sb.run(&["rocm-pin", "install", &inside]).unwrap();
+    assert!(
+        out.status.success(),
+        "rocm-pin install of the pinned rccl:\n{}",
+        text(&out)
+    );
+}
+
+/// verify after a row: green, or, where the row's command left the host broken (solver 3.0
+/// keeping a forced stock), red and led back to green by the fixes it prints, run verbatim.
+fn judge_with_verify(host: &FamilyHost, script: &str, expect_green: bool) -> String {
+    let v = verify(host.sb);
+    if expect_green {
+        assert!(
+            v.status.success(),
+            "{}: verify after `{script}`:\n{}",
+            host.flavour,
+            text(&v)
+        );
+        return "verify 0".to_string();
+    }
+    assert!(
+        !v.status.success() && text(&v).contains("family"),
+        "{}: verify passes or does not name the family after `{script}`:\n{}",
+        host.flavour,
+        text(&v)
+    );
+    let mut said = String::new();
+    let (row, problem) =
+        crate::advice::follow_the_advice(host.sb, "forced stock kept", &|_| Vec::new(), &mut said);
+    assert!(problem.is_none(), "{}: {problem:?}", host.flavour);
+    format!(
+        "verify 1, then {}",
+        row.trim_start_matches("forced stock kept").trim()
+    )
 }
 
 /// `rocm-pin rollback --family rccl` inside the chroot: ours purged, the stock back at
@@ -521,7 +552,7 @@ fn debian_real_librccl1(solver: &str) {
 
     let stock_manual = manual(&sb, "librccl1");
     let ours_deb = package_like(sb.root(), w, DEBIAN_IDENTITY);
-    install_ours(&sb, &ours_deb, "librccl1");
+    install_ours(&sb, &ours_deb);
     let newer = w.join("newer");
     std::fs::create_dir_all(&newer).unwrap();
     let newer_version = field(&newer_release(&stock_file, &newer), "Version");
@@ -545,7 +576,7 @@ fn debian_real_librccl1(solver: &str) {
         maps_ours: &maps,
     };
     eprintln!(
-        "| {} | apt-get install ./{}.deb {}- | 0 | {} | |",
+        "| {} | rocm-pin install {}.deb (removes {}) | 0 | {} | |",
         host.flavour,
         host.ours,
         host.stock,
@@ -605,7 +636,7 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
 
     let stock_manual = manual(&sb, &stock.name);
     let ours_deb = crate::rccl_pair::package_cpack_rccl(sb.root(), w, AMD_IDENTITY);
-    install_ours(&sb, &ours_deb, &stock.name);
+    install_ours(&sb, &ours_deb);
     let newer = w.join("newer");
     std::fs::create_dir_all(&newer).unwrap();
     let newer_version = field(&newer_release(&stock.deb, &newer), "Version");
@@ -640,7 +671,7 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
         maps_ours: &maps,
     };
     eprintln!(
-        "| {} | apt-get install ./{}.deb {}- | 0 | {} | |",
+        "| {} | rocm-pin install {}.deb (removes {}) | 0 | {} | |",
         host.flavour,
         host.ours,
         host.stock,
