@@ -198,12 +198,12 @@ pub fn wheel_file_name(name: &str, version: &str, tags: &[String]) -> anyhow::Re
 mod tests {
     use super::*;
 
-    const METADATA: &str = "Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 10.0.0\nSummary: x\nRequires-Dist: a\nRequires-Dist: b ; extra == \"c\"\nDescription: one\n        | two\n\nBody text\n";
+    const METADATA: &str = "Metadata-Version: 2.1\nName: example-sdk-core\nVersion: 10.0.0\nSummary: x\nRequires-Dist: a\nRequires-Dist: b ; extra == \"c\"\nDescription: one\n        | two\n\nBody text\n";
 
     #[test]
     fn parses_fields_continuations_and_body() {
         let m = CoreMetadata::parse(METADATA).unwrap();
-        assert_eq!(m.name().unwrap(), "rocm-sdk-core");
+        assert_eq!(m.name().unwrap(), "example-sdk-core");
         assert_eq!(m.version().unwrap(), "10.0.0");
         assert_eq!(m.get_all("requires-dist").count(), 2);
         assert_eq!(m.get("Description"), Some("one\n| two"));
@@ -248,12 +248,12 @@ mod tests {
 
     #[test]
     fn names_and_file_names() {
-        assert_eq!(normalize_name("ROCm_SDK..core"), "rocm-sdk-core");
-        assert_eq!(escape_name("rocm-sdk-core"), "rocm_sdk_core");
+        assert_eq!(normalize_name("Example_SDK..core"), "example-sdk-core");
+        assert_eq!(escape_name("example-sdk-core"), "example_sdk_core");
         let tags = vec!["py3-none-linux_x86_64".to_string()];
         assert_eq!(
-            wheel_file_name("rocm-sdk-core", "10.0.0+pin.abc", &tags).unwrap(),
-            "rocm_sdk_core-10.0.0+pin.abc-py3-none-linux_x86_64.whl"
+            wheel_file_name("example-sdk-core", "10.0.0+pin.abc", &tags).unwrap(),
+            "example_sdk_core-10.0.0+pin.abc-py3-none-linux_x86_64.whl"
         );
         let two = vec!["py2-none-any".to_string(), "py3-none-any".to_string()];
         assert_eq!(
