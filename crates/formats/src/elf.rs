@@ -20,7 +20,7 @@ use goblin::elf::Elf;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExportedSymbol {
     pub name: String,
-    /// The symbol version (e.g. "ROCR_1"), None for unversioned symbols.
+    /// The symbol version (e.g. "GLIBC_2.14"), None for unversioned symbols.
     pub version: Option<String>,
     /// True for the default version (`@@`), false for a hidden one (`@`).
     /// Unversioned symbols are the default (only) definition of their name: true.
@@ -163,7 +163,7 @@ fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
         })?;
         let (version, default) = versions.version_of(index, name)?;
         // ld emits one absolute symbol per version it defines, named after the version
-        // (`ROCR_1`, value 0). It marks the version, it is not an interface: readelf prints it
+        // (`GLIBC_2.2.5`, value 0). It marks the version, it is not an interface: readelf prints it
         // without a version and nm lists it as `A`. Leave it out.
         if sym.st_shndx == goblin::elf::section_header::SHN_ABS as usize
             && version.as_deref() == Some(name)

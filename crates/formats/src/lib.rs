@@ -26,3 +26,11 @@ pub mod program;
 pub mod progress;
 pub mod text;
 pub mod wheel;
+
+/// README.md's example, compiled by `cargo test -p pkgformats --doc` (not run: it names files).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
+#[cfg(test)]
+mod product_free_tests;

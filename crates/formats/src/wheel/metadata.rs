@@ -214,13 +214,14 @@ mod tests {
 
     #[test]
     fn rewrite_sets_version_and_appends_fields_keeping_the_rest() {
-        let out = rewrite_metadata(METADATA, "10.0.0+pin.abc", &[("X-Test", "v".into())]).unwrap();
+        let out =
+            rewrite_metadata(METADATA, "10.0.0+local.abc", &[("X-Test", "v".into())]).unwrap();
         let m = CoreMetadata::parse(&out).unwrap();
-        assert_eq!(m.version().unwrap(), "10.0.0+pin.abc");
+        assert_eq!(m.version().unwrap(), "10.0.0+local.abc");
         assert_eq!(m.get("X-Test"), Some("v"));
         assert_eq!(m.body, "Body text\n");
         assert_eq!(
-            out.replace("10.0.0+pin.abc", "10.0.0")
+            out.replace("10.0.0+local.abc", "10.0.0")
                 .replace("X-Test: v\n", ""),
             METADATA
         );
@@ -233,7 +234,7 @@ mod tests {
         fn any_text_parses_or_fails_without_panicking(text in "[ -~\n\t]{0,200}") {
             let _ = CoreMetadata::parse(&text);
             let _ = WheelFile::parse(&text);
-            let _ = rewrite_metadata(&text, "1+pin.x", &[]);
+            let _ = rewrite_metadata(&text, "1+local.x", &[]);
         }
 
         #[test]
@@ -252,8 +253,8 @@ mod tests {
         assert_eq!(escape_name("example-sdk-core"), "example_sdk_core");
         let tags = vec!["py3-none-linux_x86_64".to_string()];
         assert_eq!(
-            wheel_file_name("example-sdk-core", "10.0.0+pin.abc", &tags).unwrap(),
-            "example_sdk_core-10.0.0+pin.abc-py3-none-linux_x86_64.whl"
+            wheel_file_name("example-sdk-core", "10.0.0+local.abc", &tags).unwrap(),
+            "example_sdk_core-10.0.0+local.abc-py3-none-linux_x86_64.whl"
         );
         let two = vec!["py2-none-any".to_string(), "py3-none-any".to_string()];
         assert_eq!(
