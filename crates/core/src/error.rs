@@ -38,9 +38,11 @@ pub fn kind_of(link: &(dyn StdError + 'static)) -> Option<ExitKind> {
         crate::deb::version::VersionError => |_| ExitKind::Usage,
         crate::deb::date::DateError => |_| ExitKind::Usage,
         crate::host::HostError => crate::host::HostError::kind,
-        crate::deb::DebError => crate::deb::DebError::kind,
-        crate::elf::ElfError => crate::elf::ElfError::kind,
-        crate::image::ImageError => crate::image::ImageError::kind,
+        // The format crate's refusals (pkgformats knows no exit codes): malformed or refused
+        // input, exit 2; an image's `Interrupted` ends with 128+signal (`exit_code_of`).
+        crate::deb::DebError => |_| ExitKind::Usage,
+        crate::elf::ElfError => |_| ExitKind::Usage,
+        crate::image::ImageError => |_| ExitKind::Usage,
         crate::toolchain::ToolchainError => crate::toolchain::ToolchainError::kind,
         crate::rocm::RealTreeError => crate::rocm::RealTreeError::kind,
         crate::ops::build::BuildError => crate::ops::build::BuildError::kind,

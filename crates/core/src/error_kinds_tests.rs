@@ -1,10 +1,10 @@
 //! Every error type of the library reaches [`crate::error::kind_of`], or says why it need not:
 //! an error type missing from that list would end a run with exit 2 whatever it means, and
-//! nothing else would notice. This test reads the library's non-test sources for each type
+//! nothing else would notice. This test reads the library's non-test sources (and those of the
+//! format crate it re-exports, pkgformats) for each type
 //! that is an error (`#[derive(… Error …)]`, `impl … Error for T`) and the list in `error.rs`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// Error types that are not in `kind_of`, each with where its exit is decided instead.
 const DECIDED_ELSEWHERE: &[(&str, &str)] = &[
@@ -36,14 +36,19 @@ const DECIDED_ELSEWHERE: &[(&str, &str)] = &[
 
 /// `(type name, file)` of every error type in the library's non-test code.
 fn error_types() -> BTreeMap<String, String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    crate::layers_tests::library_sources(&src, &mut files);
+    for (src, label) in crate::layers_tests::library_roots() {
+        let mut found = Vec::new();
+        crate::layers_tests::library_sources(&src, &mut found);
+        files.extend(found.into_iter().map(|file| {
+            let relative = format!("{label}{}", file.strip_prefix(&src).unwrap().display());
+            (file, relative)
+        }));
+    }
     let mut found = BTreeMap::new();
-    for file in files {
+    for (file, relative) in files {
         let text = std::fs::read_to_string(&file).expect("reading a source file");
         let code = crate::layers_tests::non_test_code(&text);
-        let relative = file.strip_prefix(&src).unwrap().display().to_string();
         for name in derived_errors(&code)
             .into_iter()
             .chain(implemented_errors(&code))

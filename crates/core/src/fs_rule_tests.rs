@@ -16,7 +16,6 @@
 //! external programs given a path; review catches those.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 #[path = "fs_rule_audited_tests.rs"]
 mod audited;
@@ -466,22 +465,21 @@ fn continues_a_path(before: &str) -> bool {
     }
 }
 
-/// Every fs call in the library's non-test sources.
+/// Every fs call in the library's non-test sources: this crate's, and those of the format
+/// crate it re-exports (`pkgformats`, crates/formats: it reads the .debs and images the rule is
+/// about), whose files are named `pkgformats/<path>`.
 fn all_sites() -> Vec<Site> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    crate::layers_tests::library_sources(&src, &mut files);
-    files.sort();
     let mut sites = Vec::new();
-    for path in files {
-        let file = path
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let text = std::fs::read_to_string(&path).expect("reading a source file");
-        let code = code_only(&crate::layers_tests::non_test_code(&text));
-        sites.extend(sites_in(&file, &code));
+    for (src, label) in crate::layers_tests::library_roots() {
+        let mut files = Vec::new();
+        crate::layers_tests::library_sources(&src, &mut files);
+        files.sort();
+        for path in files {
+            let file = format!("{label}{}", path.strip_prefix(&src).unwrap().display());
+            let text = std::fs::read_to_string(&path).expect("reading a source file");
+            let code = code_only(&crate::layers_tests::non_test_code(&text));
+            sites.extend(sites_in(&file, &code));
+        }
     }
     sites
 }

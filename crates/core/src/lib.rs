@@ -19,21 +19,21 @@
 // First, so its `out!`/`outln!`/`errln!` macros are in scope in every module below.
 #[macro_use]
 pub mod output;
-pub mod deb;
 pub(crate) mod digest;
-pub mod elf;
 pub mod error;
 pub mod exit;
-pub(crate) mod filetype;
 pub mod host;
-pub mod image;
-pub mod interrupt;
 pub mod ops;
 pub mod process;
 pub mod progress;
 pub mod rocm;
 pub(crate) mod toolchain;
-pub mod wheel;
+
+// The format layer is its own crate (`pkgformats`, crates/formats), which knows nothing of
+// ROCm or hosts; its modules are re-exported here under their old names, so `crate::deb::…`
+// in this crate and `rocm_pin_core::deb::…` in the binary, kit and tests read as before.
+pub(crate) use pkgformats::filetype;
+pub use pkgformats::{deb, elf, image, interrupt, wheel};
 
 #[cfg(test)]
 mod error_kinds_tests;

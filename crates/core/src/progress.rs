@@ -4,21 +4,8 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub trait Listener: Send + Sync {
-    /// A named step begins (e.g. "configure rocr").
-    fn step_started(&self, _name: &str) {}
-    /// The step ended after `elapsed`; `ok` is false when it failed.
-    fn step_finished(&self, _name: &str, _elapsed: Duration, _ok: bool) {}
-    /// An informational line a person would want to see.
-    fn info(&self, _message: &str) {}
-    /// Something worth attention that does not stop the work.
-    fn warn(&self, _message: &str) {}
-}
-
-/// Says nothing. For `--json`, `--quiet` and tests.
-#[derive(Default)]
-pub struct Silent;
-impl Listener for Silent {}
+// The listener and the step runner live with the formats, whose writers report to them.
+pub use pkgformats::progress::{step, Listener, Silent};
 
 /// Plain lines on stderr, one per event; used when stderr is not a terminal (CI logs).
 #[derive(Default)]
@@ -98,17 +85,4 @@ pub fn for_cli(quiet: bool) -> Box<dyn Listener> {
     } else {
         Box::new(Lines)
     }
-}
-
-/// Run `f` as a named step, reporting start, end and elapsed time to `listener`.
-pub fn step<T, E>(
-    listener: &dyn Listener,
-    name: &str,
-    f: impl FnOnce() -> Result<T, E>,
-) -> Result<T, E> {
-    listener.step_started(name);
-    let start = Instant::now();
-    let result = f();
-    listener.step_finished(name, start.elapsed(), result.is_ok());
-    result
 }

@@ -1,6 +1,6 @@
 //! What a run leaves behind when a signal ends it: nothing. Every catchable signal whose
-//! default action ends the process is caught (unless rocm-pin was started with it ignored)
-//! while rocm-pin holds a temporary directory or runs a program over a root; the watcher thread
+//! default action ends the process is caught (unless the process was started with it ignored)
+//! while the process holds a temporary directory or runs a program over a root; the watcher thread
 //! then kills those programs (their whole process group), removes the directories, and ends the
 //! process with 128+signal, the status a shell reports for a process a signal ended.
 //!
@@ -33,7 +33,7 @@ pub const TERMINATING_SIGNALS: [i32; 14] = [
 
 /// [`TERMINATING_SIGNALS`] less those this process was started with ignored (`nohup` ignores
 /// HUP, a shell without job control INT and QUIT for a background job): an ignored signal
-/// stays ignored, as the one who started rocm-pin asked. Read once, before any handler is set.
+/// stays ignored, as the one who started the process asked. Read once, before any handler is set.
 pub fn caught_signals() -> &'static [i32] {
     static CAUGHT: OnceLock<Vec<i32>> = OnceLock::new();
     CAUGHT.get_or_init(|| {
@@ -113,7 +113,7 @@ pub fn remove_on_signal(dir: &Path) -> Registered {
     Registered(id)
 }
 
-/// Kill the process group `pgid` (a program rocm-pin runs) should a signal end the run.
+/// Kill the process group `pgid` (a program this process runs) should a signal end the run.
 pub fn kill_on_signal(pgid: libc::pid_t) -> Registered {
     watch();
     let mut r = registry();
@@ -165,6 +165,15 @@ pub fn end_registered() {
     }
 }
 
+/// One line on stderr as `<program>: error: <message>`, the program being this process's own
+/// name ([`crate::program::name`]). Errors are ignored: with stderr gone there is nowhere to
+/// say anything, and the process is ending anyway.
+pub(crate) fn say(message: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let program = crate::program::name();
+    let _ = writeln!(std::io::stderr().lock(), "{program}: error: {message}");
+}
+
 /// Start the watcher thread, once per process.
 fn watch() {
     static STARTED: OnceLock<()> = OnceLock::new();
@@ -179,8 +188,8 @@ fn watch() {
                 if DEFERRING.load(Ordering::SeqCst) > 0 {
                     continue; // the image guard ends the process
                 }
-                crate::output::write_stderr(format_args!(
-                    "rocm-pin: error: interrupted by signal {sig}; its temporary files were removed\n"
+                say(format_args!(
+                    "interrupted by signal {sig}; its temporary files were removed"
                 ));
                 std::process::exit(128 + sig);
             }

@@ -1,8 +1,6 @@
-//! The format layer's refusals (no ROCm knowledge here).
+//! The Debian format's refusals.
 
 use std::path::PathBuf;
-
-use crate::exit::ExitKind;
 
 /// Why a package was not written.
 #[derive(Debug, thiserror::Error)]
@@ -24,14 +22,7 @@ pub enum DebError {
     Invalid(String),
 }
 
-impl DebError {
-    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
-    pub fn kind(&self) -> ExitKind {
-        ExitKind::Usage
-    }
-}
-
-/// A malformed package or a refused input, as an `anyhow::Error` carrying [`DebError::Invalid`] (exit 2).
+/// A malformed package or a refused input, as an `anyhow::Error` carrying [`DebError::Invalid`].
 pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
     DebError::Invalid(message.into()).into()
 }

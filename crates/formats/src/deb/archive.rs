@@ -786,7 +786,7 @@ fn write_data_member(
 ) -> anyhow::Result<(DataMember, Vec<(String, String)>)> {
     let name = format!("data.tar{}", opts.compression.suffix());
     let data_tmp = tempfile::Builder::new()
-        .prefix(".rocm-pin-data.")
+        .prefix(&format!(".{}-data.", crate::program::name()))
         .tempfile_in(out_dir)
         .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
     let (file, sums) = progress::step(listener, &format!("write {name}"), || {
@@ -831,7 +831,7 @@ fn assemble_deb(
     listener: &dyn Listener,
 ) -> anyhow::Result<u64> {
     let deb_tmp = tempfile::Builder::new()
-        .prefix(".rocm-pin-deb.")
+        .prefix(&format!(".{}-deb.", crate::program::name()))
         .tempfile_in(out_dir)
         .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
     progress::step(listener, "assemble .deb", || {

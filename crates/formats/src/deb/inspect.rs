@@ -1,7 +1,7 @@
 //! Inspecting a .deb: control, members and entries (from [`super::reader`]), every regular file
 //! of data.tar checked against the package's own md5sums in one streaming pass, and each ELF
-//! shared object described (SONAME, NEEDED, whether one named symbol is exported). Knows nothing
-//! of ROCm: the caller names the symbol to look for.
+//! shared object described (SONAME, NEEDED, whether one named symbol is exported). The caller
+//! names the symbol to look for.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -79,7 +79,7 @@ impl InspectReport {
                 .iter()
                 .chain(&m.missing)
                 .take(5)
-                .map(|name| crate::output::escaped(name).into_owned())
+                .map(|name| crate::text::escaped(name).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         ))

@@ -1,6 +1,5 @@
-//! ELF facts the pipeline needs: SONAME, NEEDED, and exported dynamic symbols with their
-//! symbol versions (versym joined with verdef, so `hsa_amd_signal_create_v2@@ROCR_1`).
-//! Knows nothing of ROCm.
+//! ELF facts a packager needs: SONAME, NEEDED, and exported dynamic symbols with their
+//! symbol versions (versym joined with verdef, so `memcpy@@GLIBC_2.14`).
 //!
 //! The version tables are located the way the dynamic loader finds them, through the dynamic
 //! section (`DT_VERSYM`, `DT_VERDEF`, `DT_VERDEFNUM`), falling back to the section headers
@@ -11,7 +10,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
-use crate::exit::ExitKind;
 use anyhow::Context;
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::section_header::{SectionHeader, SHT_GNU_VERDEF, SHT_GNU_VERSYM};
@@ -22,7 +20,7 @@ use goblin::elf::Elf;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExportedSymbol {
     pub name: String,
-    /// The symbol version (e.g. "ROCR_1"), None for unversioned symbols.
+    /// The symbol version (e.g. "GLIBC_2.14"), None for unversioned symbols.
     pub version: Option<String>,
     /// True for the default version (`@@`), false for a hidden one (`@`).
     /// Unversioned symbols are the default (only) definition of their name: true.
@@ -165,7 +163,7 @@ fn parse_checked(bytes: &[u8]) -> anyhow::Result<ElfInfo> {
         })?;
         let (version, default) = versions.version_of(index, name)?;
         // ld emits one absolute symbol per version it defines, named after the version
-        // (`ROCR_1`, value 0). It marks the version, it is not an interface: readelf prints it
+        // (`GLIBC_2.2.5`, value 0). It marks the version, it is not an interface: readelf prints it
         // without a version and nm lists it as `A`. Leave it out.
         if sym.st_shndx == goblin::elf::section_header::SHN_ABS as usize
             && version.as_deref() == Some(name)
@@ -549,14 +547,7 @@ pub enum ElfError {
     Invalid(String),
 }
 
-impl ElfError {
-    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
-    pub fn kind(&self) -> ExitKind {
-        ExitKind::Usage
-    }
-}
-
-/// A malformed ELF file, as an `anyhow::Error` carrying [`ElfError::Invalid`] (exit 2).
+/// A malformed ELF file, as an `anyhow::Error` carrying [`ElfError::Invalid`].
 fn invalid(message: impl Into<String>) -> anyhow::Error {
     ElfError::Invalid(message.into()).into()
 }

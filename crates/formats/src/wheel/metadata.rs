@@ -198,12 +198,12 @@ pub fn wheel_file_name(name: &str, version: &str, tags: &[String]) -> anyhow::Re
 mod tests {
     use super::*;
 
-    const METADATA: &str = "Metadata-Version: 2.1\nName: rocm-sdk-core\nVersion: 10.0.0\nSummary: x\nRequires-Dist: a\nRequires-Dist: b ; extra == \"c\"\nDescription: one\n        | two\n\nBody text\n";
+    const METADATA: &str = "Metadata-Version: 2.1\nName: example-sdk-core\nVersion: 10.0.0\nSummary: x\nRequires-Dist: a\nRequires-Dist: b ; extra == \"c\"\nDescription: one\n        | two\n\nBody text\n";
 
     #[test]
     fn parses_fields_continuations_and_body() {
         let m = CoreMetadata::parse(METADATA).unwrap();
-        assert_eq!(m.name().unwrap(), "rocm-sdk-core");
+        assert_eq!(m.name().unwrap(), "example-sdk-core");
         assert_eq!(m.version().unwrap(), "10.0.0");
         assert_eq!(m.get_all("requires-dist").count(), 2);
         assert_eq!(m.get("Description"), Some("one\n| two"));
@@ -214,13 +214,14 @@ mod tests {
 
     #[test]
     fn rewrite_sets_version_and_appends_fields_keeping_the_rest() {
-        let out = rewrite_metadata(METADATA, "10.0.0+pin.abc", &[("X-Test", "v".into())]).unwrap();
+        let out =
+            rewrite_metadata(METADATA, "10.0.0+local.abc", &[("X-Test", "v".into())]).unwrap();
         let m = CoreMetadata::parse(&out).unwrap();
-        assert_eq!(m.version().unwrap(), "10.0.0+pin.abc");
+        assert_eq!(m.version().unwrap(), "10.0.0+local.abc");
         assert_eq!(m.get("X-Test"), Some("v"));
         assert_eq!(m.body, "Body text\n");
         assert_eq!(
-            out.replace("10.0.0+pin.abc", "10.0.0")
+            out.replace("10.0.0+local.abc", "10.0.0")
                 .replace("X-Test: v\n", ""),
             METADATA
         );
@@ -233,7 +234,7 @@ mod tests {
         fn any_text_parses_or_fails_without_panicking(text in "[ -~\n\t]{0,200}") {
             let _ = CoreMetadata::parse(&text);
             let _ = WheelFile::parse(&text);
-            let _ = rewrite_metadata(&text, "1+pin.x", &[]);
+            let _ = rewrite_metadata(&text, "1+local.x", &[]);
         }
 
         #[test]
@@ -248,12 +249,12 @@ mod tests {
 
     #[test]
     fn names_and_file_names() {
-        assert_eq!(normalize_name("ROCm_SDK..core"), "rocm-sdk-core");
-        assert_eq!(escape_name("rocm-sdk-core"), "rocm_sdk_core");
+        assert_eq!(normalize_name("Example_SDK..core"), "example-sdk-core");
+        assert_eq!(escape_name("example-sdk-core"), "example_sdk_core");
         let tags = vec!["py3-none-linux_x86_64".to_string()];
         assert_eq!(
-            wheel_file_name("rocm-sdk-core", "10.0.0+pin.abc", &tags).unwrap(),
-            "rocm_sdk_core-10.0.0+pin.abc-py3-none-linux_x86_64.whl"
+            wheel_file_name("example-sdk-core", "10.0.0+local.abc", &tags).unwrap(),
+            "example_sdk_core-10.0.0+local.abc-py3-none-linux_x86_64.whl"
         );
         let two = vec!["py2-none-any".to_string(), "py3-none-any".to_string()];
         assert_eq!(

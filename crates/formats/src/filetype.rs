@@ -1,10 +1,10 @@
-//! The word for a file's type in messages ("is a FIFO, not a regular file"): one table for the
-//! format layer (`deb build`'s output) and the host layer (reads under a root, apt's inputs).
+//! The word for a file's type in messages ("is a FIFO, not a regular file"): one table for
+//! every module that refuses a file by its type (an output path, an entry read under a root).
 
 use std::os::unix::fs::MetadataExt;
 
 /// "a FIFO", "a character device", … for a `st_mode`.
-pub(crate) fn describe_mode(mode: u32) -> &'static str {
+pub fn describe_mode(mode: u32) -> &'static str {
     match mode & libc::S_IFMT {
         libc::S_IFREG => "a regular file",
         libc::S_IFDIR => "a directory",
@@ -18,6 +18,6 @@ pub(crate) fn describe_mode(mode: u32) -> &'static str {
 }
 
 /// [`describe_mode`] of what `meta` describes.
-pub(crate) fn describe(meta: &std::fs::Metadata) -> &'static str {
+pub fn describe(meta: &std::fs::Metadata) -> &'static str {
     describe_mode(meta.mode())
 }

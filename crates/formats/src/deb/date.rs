@@ -7,7 +7,7 @@ use time::macros::format_description;
 use time::OffsetDateTime;
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DateError {
+pub enum DateError {
     #[error("timestamp {0} is outside the dates Debian files can carry")]
     OutOfRange(i64),
 }
@@ -18,7 +18,7 @@ fn utc(secs: i64) -> Result<OffsetDateTime, DateError> {
 
 /// RFC 2822 with a numeric zone, as `debian/changelog` trailers carry it (`date -R`):
 /// `Thu, 15 Jan 2026 12:00:00 +0000`.
-pub(crate) fn changelog_date(secs: i64) -> Result<String, DateError> {
+pub fn changelog_date(secs: i64) -> Result<String, DateError> {
     utc(secs)?
         .format(&Rfc2822)
         .map_err(|_| DateError::OutOfRange(secs))
@@ -26,7 +26,7 @@ pub(crate) fn changelog_date(secs: i64) -> Result<String, DateError> {
 
 /// The `Date:` of a repository's Release file, as the archive writes it:
 /// `Thu, 03 Dec 2026 02:08:07 UTC`.
-pub(crate) fn release_date(secs: i64) -> Result<String, DateError> {
+pub fn release_date(secs: i64) -> Result<String, DateError> {
     let layout = format_description!(
         "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] UTC"
     );
@@ -36,7 +36,7 @@ pub(crate) fn release_date(secs: i64) -> Result<String, DateError> {
 }
 
 /// The calendar year (UTC) of a timestamp, for copyright lines.
-pub(crate) fn year(secs: i64) -> Result<i32, DateError> {
+pub fn year(secs: i64) -> Result<i32, DateError> {
     Ok(utc(secs)?.year())
 }
 

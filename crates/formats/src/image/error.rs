@@ -1,11 +1,9 @@
 //! Image unpacking's refusals: limits, digests, and a signal that ended the run.
 
-use crate::exit::ExitKind;
-
 /// Why an image was not (fully) unpacked; its temporary root is removed.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    /// Unpacking an image would pass one of its limits (`verify --image-limit KEY=N`).
+    /// Unpacking an image would pass one of its limits ([`super::ImageLimits`]).
     #[error(
         "{place}: {entry:?} would pass the image limit {limit}={max} (it needs {needed}); refused \
          before writing it. If the image is trusted, raise the limit: --image-limit {limit}=N"
@@ -46,15 +44,15 @@ impl ImageError {
     pub fn names_its_place(&self) -> bool {
         !matches!(self, ImageError::Invalid(_))
     }
-
-    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
-    pub fn kind(&self) -> ExitKind {
-        // Interrupted ends with 128+signal (`error::exit_code_for`), not a kind.
-        ExitKind::Usage
-    }
 }
 
-/// A malformed image, as an `anyhow::Error` carrying [`ImageError::Invalid`] (exit 2).
+/// The first [`ImageError`] in `err`'s chain: whether it already names its place.
+pub(crate) fn find(err: &anyhow::Error) -> Option<&ImageError> {
+    err.chain()
+        .find_map(|link| link.downcast_ref::<ImageError>())
+}
+
+/// A malformed image, as an `anyhow::Error` carrying [`ImageError::Invalid`].
 pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
     ImageError::Invalid(message.into()).into()
 }

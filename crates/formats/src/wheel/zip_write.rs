@@ -2,7 +2,8 @@
 //! Entries are written sorted by name (whatever order they were added in), every one deflated
 //! at a fixed level, stamped with one fixed time (the caller's `SOURCE_DATE_EPOCH`), with a
 //! Unix mode and no extra fields (no extended timestamps, no uid/gid). No zip64: a wheel over
-//! 4 GiB or with more than 65,535 entries is refused, which no wheel of the ROCm runtime is near.
+//! 4 GiB or with more than 65,535 entries is refused, which no wheel of a
+//! large native runtime (a few thousand files, a few GiB) is near.
 
 use std::io::Write;
 

@@ -1,5 +1,5 @@
 //! The Python wheel format (PEP 427 and the PyPA "binary distribution format" and "recording
-//! installed projects" specifications), knowing nothing of ROCm: a reproducible zip writer
+//! installed projects" specifications): a reproducible zip writer
 //! ([`zip_write`]), a bounded zip reader for wheels nobody vouches for ([`zip_read`]), `RECORD`
 //! ([`record`]) and the `METADATA` / `WHEEL` header files and names ([`metadata`]).
 

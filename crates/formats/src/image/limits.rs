@@ -6,9 +6,9 @@
 //! are written (tar declares each file's size up front, and the reader refuses a file that
 //! ends short), so a layer over a limit is refused with nothing of it on disk.
 //!
-//! The defaults are far above a real ROCm image (a ROCm 7.2 image is 10-30 GB unpacked and
-//! ~300k entries; its paths far fewer than 128 components deep) and far below a full disk's worth of
-//! damage; `verify --image-limit KEY=VALUE` raises any of them.
+//! The defaults are far above a large real image (a GPU runtime image is 10-30 GB unpacked and
+//! ~300k entries; its paths far fewer than 128 components deep) and far below a full disk's
+//! worth of damage; a caller raises any of them ([`ImageLimits`] is plain data).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -275,10 +275,7 @@ impl InterruptGuard {
                     _ => break,
                 }
             }
-            crate::output::write_stderr(format_args!(
-                "rocm-pin: error: {}\n",
-                ImageError::Interrupted { signal: sig }
-            ));
+            crate::interrupt::say(format_args!("{}", ImageError::Interrupted { signal: sig }));
             std::process::exit(128 + sig);
         });
         InterruptGuard {

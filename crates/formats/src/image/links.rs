@@ -3,7 +3,7 @@
 //! leave it through the links already there (`x -> .`: every `x` stays at the root, so the
 //! last `..` is the root's parent). A link is checked by resolving its target in the tree as
 //! it stands: each component looked up, each link followed (an absolute one from the image
-//! root, as rocm-pin's own resolver reads it), `..` taken from the directory actually
+//! root, as a resolver confined to the root reads it), `..` taken from the directory actually
 //! reached. A missing component or a file counts as a directory, so a link that would leave
 //! once a later entry fills the gap is refused too; the tree check after the last layer sees
 //! what later entries changed.
@@ -53,7 +53,7 @@ impl LinkSteps {
     fn take(&mut self) -> anyhow::Result<()> {
         if self.left == 0 {
             return Err(invalid(format!(
-                "the image's symlinks chain through one another more than rocm-pin checks ({} steps for {} links, {STEPS_PER_LINK} a link): it cannot tell they stay inside the image root, so the image is refused",
+                "the image's symlinks chain through one another more than the unpacker checks ({} steps for {} links, {STEPS_PER_LINK} a link): it cannot tell they stay inside the image root, so the image is refused",
                 STEPS_SLACK + self.checked * STEPS_PER_LINK,
                 self.checked
             )));

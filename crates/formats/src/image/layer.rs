@@ -647,11 +647,11 @@ mod tests {
             root,
             &[
                 ("opt/", WriteKind::Dir, b""),
-                ("opt/rocm", WriteKind::Symlink(&target), b""),
+                ("opt/sdk", WriteKind::Symlink(&target), b""),
             ],
         )
         .unwrap();
-        let err = apply(root, &[("opt/rocm/lib", file(b"x"), b"x")]).unwrap_err();
+        let err = apply(root, &[("opt/sdk/lib", file(b"x"), b"x")]).unwrap_err();
         assert!(
             format!("{err:#}").contains("goes through the symlink"),
             "{err:#}"
@@ -659,7 +659,7 @@ mod tests {
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
         // A whiteout through it is refused too (it would delete on the host).
         fs::write(outside.path().join("victim"), b"v").unwrap();
-        let err = apply(root, &[("opt/rocm/.wh.victim", file(b""), b"")]).unwrap_err();
+        let err = apply(root, &[("opt/sdk/.wh.victim", file(b""), b"")]).unwrap_err();
         assert!(
             format!("{err:#}").contains("goes through the symlink"),
             "{err:#}"

@@ -25,8 +25,8 @@ pub struct ZipLimits {
 }
 
 impl ZipLimits {
-    /// Sized for the ROCm runtime wheels: `rocm-sdk-core` holds a few thousand files and its
-    /// largest libraries are a few hundred MiB; 8 GiB in all. Deflate cannot pass ~1032:1.
+    /// Sized for large native runtime wheels: a few thousand files, the largest libraries a
+    /// few hundred MiB; 8 GiB in all. Deflate cannot pass ~1032:1.
     pub const WHEEL: ZipLimits = ZipLimits {
         max_entries: 100_000,
         max_entry_bytes: 4 << 30,
@@ -96,7 +96,7 @@ impl<'a> ZipReader<'a> {
             bail!("multi-disk zip archives are not wheels");
         }
         if count == usize::from(u16::MAX) || cd_offset == u32::MAX as usize {
-            bail!("zip64 archive refused (no wheel of the ROCm runtime needs zip64)");
+            bail!("zip64 archive refused (no wheel this reader is sized for needs zip64)");
         }
         if count > limits.max_entries {
             bail!(

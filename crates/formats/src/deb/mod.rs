@@ -1,4 +1,4 @@
-//! The ROCm-agnostic Debian format layer. Nothing under `deb/` may import ROCm knowledge.
+//! The Debian package format, as dpkg-deb writes and dpkg reads it.
 //!
 //! - [`version`]: Debian version parsing and ordering (dpkg's algorithm).
 //! - [`control`]: deb822 paragraphs and relationship fields.
@@ -15,7 +15,7 @@ pub mod archive;
 pub mod compress;
 pub(crate) mod content;
 pub mod control;
-pub(crate) mod date;
+pub mod date;
 mod error;
 pub mod inspect;
 pub(crate) mod output;

@@ -2,7 +2,7 @@
 //! `docker-archive` tarball, or a reference fetched with skopeo (`skopeo copy REF oci:DIR`,
 //! any transport skopeo knows: `docker://` registries, `containers-storage:`, …). The layers
 //! are unpacked in manifest order into a temporary root ([`layer`]), digests checked, and the
-//! image config's labels returned. ROCm-agnostic.
+//! image config's labels returned.
 //!
 //! An image is untrusted: every blob is hashed while it is read and must match the digest that
 //! names it (sha256 or sha512, the algorithms the OCI image spec registers; any other is
@@ -115,7 +115,7 @@ pub fn unpack(source: &ImageSource) -> anyhow::Result<UnpackedImage> {
 /// Unpack `source` into a new temporary root; refused as soon as it would pass `limits`.
 pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Result<UnpackedImage> {
     let dir = tempfile::Builder::new()
-        .prefix("rocm-pin-image-")
+        .prefix(&format!("{}-image-", crate::program::name()))
         .tempdir()
         .context("creating a temporary directory for the image")?;
     let interrupt = InterruptGuard::install(dir.path().to_path_buf());
@@ -145,11 +145,9 @@ pub fn unpack_within(source: &ImageSource, limits: &ImageLimits) -> anyhow::Resu
             .unwrap_or_else(|| layer.path.display().to_string());
         let place = format!("layer {} of {} ({name})", i + 1, plan.layers.len());
         budget.set_place(place.clone());
-        apply_blob(&root, layer, &mut budget, &place).map_err(|e| {
-            match crate::exit::find::<ImageError>(&e) {
-                Some(i) if i.names_its_place() => e,
-                _ => e.context(place),
-            }
+        apply_blob(&root, layer, &mut budget, &place).map_err(|e| match error::find(&e) {
+            Some(i) if i.names_its_place() => e,
+            _ => e.context(place),
         })?;
     }
     budget.set_place(source.describe());
@@ -389,7 +387,7 @@ fn extract_archive(path: &Path, dest: &Path, budget: &mut Budget<'_>) -> anyhow:
         }
         Ok(())
     })
-    .map_err(|e| match crate::exit::find::<ImageError>(&e) {
+    .map_err(|e| match error::find(&e) {
         Some(i) if i.names_its_place() => e,
         _ => e.context(format!("reading the image archive {}", path.display())),
     })
