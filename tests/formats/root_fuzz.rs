@@ -10,6 +10,7 @@
 #[path = "../../fuzz/harness.rs"]
 pub(crate) mod harness;
 
+use rocm_pin_testkit::assert_says;
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -379,5 +380,5 @@ fn the_link_oracle_sees_a_chain_leaving_the_root() {
     let tar = w.finish().unwrap();
     let s = harness::LayerScratch::new(scratch.path().join("t"));
     let err = harness::image_layer(&tar, &s).unwrap_err();
-    assert!(err.contains("leaves the image root"), "{err}");
+    assert_says(&err, &["leaves the image root"]);
 }

@@ -8,6 +8,7 @@
 //! Needs root, the tools from scripts/install-deps and the cached bookworm-apt chroot tarball
 //! (scripts/test-setup); the base and tool images are cached by `scripts/images`.
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
@@ -141,18 +142,10 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     rocm_pin_testkit::needs_root!("image storage and runc");
     let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-images-adopt-")
-        .tempdir()
-        .unwrap();
-    let w = work.path();
-    let tools = Tools { env: tool_env() };
-    let run_id = format!("t{}", std::process::id());
-    let tag = |name: &str| format!("localhost/rocm-pin-test/adopt-{name}:{run_id}");
-    let mut tags = Tags {
-        tools: &tools,
-        tags: Vec::new(),
-    };
+    let run = ImageRun::start("adopt", "adopt-");
+    let (w, tools) = (run.work.path(), &run.tools);
+    let tag = |name: &str| run.tag(name);
+    let mut tags = Tags::new(tools);
     let base = images_ok(&["base"]);
     let tool = images_ok(&["tool"]);
     let ctx = make_context(w);
@@ -298,7 +291,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
 
     // A later step that forces the stock package back fails at that step (the guard), naming it.
     let downstream = std::fs::read_to_string(ctx.join("rocm-pin/downstream.Dockerfile")).unwrap();
-    assert!(downstream.contains(VLLM_STEP), "{downstream}");
+    assert_says(&downstream, &[VLLM_STEP]);
     let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert.Dockerfile"),

@@ -74,7 +74,7 @@ pub fn bin() -> PathBuf {
 }
 
 pub use rocm_pin_testkit::runtime::runtime_is_patched;
-pub use rocm_pin_testkit::{cache_dir, labeled as text, rc, tail};
+pub use rocm_pin_testkit::{cache_dir, labeled as text, must, rc, tail};
 
 pub fn stdout_last_line(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout)
@@ -217,6 +217,47 @@ impl Tools {
 pub struct Tags<'a> {
     pub tools: &'a Tools,
     pub tags: Vec<String>,
+}
+
+impl<'a> Tags<'a> {
+    pub fn new(tools: &'a Tools) -> Tags<'a> {
+        Tags {
+            tools,
+            tags: Vec::new(),
+        }
+    }
+}
+
+/// What an image test starts with: its work directory (`rocm-pin-images-<label>-*`), the OCI
+/// tools' environment, and this run's id, which every tag it makes carries.
+pub struct ImageRun {
+    pub work: tempfile::TempDir,
+    pub tools: Tools,
+    pub run_id: String,
+    tag_prefix: String,
+}
+
+impl ImageRun {
+    /// `label` names the work directory; `tag_prefix` starts the name of each image tagged.
+    pub fn start(label: &str, tag_prefix: &str) -> ImageRun {
+        ImageRun {
+            work: tempfile::Builder::new()
+                .prefix(&format!("rocm-pin-images-{label}-"))
+                .tempdir()
+                .unwrap(),
+            tools: Tools { env: tool_env() },
+            run_id: format!("t{}", std::process::id()),
+            tag_prefix: tag_prefix.to_string(),
+        }
+    }
+
+    /// `localhost/rocm-pin-test/<tag prefix><name>:<run id>`.
+    pub fn tag(&self, name: &str) -> String {
+        format!(
+            "localhost/rocm-pin-test/{}{name}:{}",
+            self.tag_prefix, self.run_id
+        )
+    }
 }
 
 impl Drop for Tags<'_> {

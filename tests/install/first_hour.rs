@@ -1,6 +1,7 @@
 //! What a new user meets on a machine without ROCm (issue 16): every hint leads somewhere, is
 //! said once, and nothing expensive starts before what can be checked has been checked.
 
+use rocm_pin_testkit::assert_says;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -39,7 +40,7 @@ fn verify_without_rocm_says_there_is_no_rocm_instead_of_sending_to_install() {
     assert_eq!(checks.len(), 1, "{report:#}");
     assert_eq!(checks[0]["name"], "rocm", "{report:#}");
     let detail = checks[0]["detail"].as_str().unwrap();
-    assert!(detail.contains("no ROCm installation found"), "{detail}");
+    assert_says(&detail, &["no ROCm installation found"]);
     assert!(
         detail.contains("/opt/rocm") && detail.contains(&root),
         "says where it looked: {detail}"
@@ -60,12 +61,10 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
     let gate = stdout.lines().find(|l| l.starts_with("gate:")).unwrap();
     assert!(
         gate.contains("would refuse") && gate.contains("mode require"),
-        "{gate}"
+        "{}",
+        gate
     );
-    assert!(
-        gate.contains("/opt/rocm-7.2.4/.info/version is missing"),
-        "{gate}"
-    );
+    assert_says(&gate, &["/opt/rocm-7.2.4/.info/version is missing"]);
 
     let out = Command::new(crate::util::bin())
         .args(["status", "--json", "--root", &root])
@@ -76,7 +75,8 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
     let gate = s["gate"].as_str().unwrap();
     assert!(
         gate.contains("would skip this host") && gate.contains("mode auto"),
-        "{gate}"
+        "{}",
+        gate
     );
 }
 
@@ -119,10 +119,7 @@ fn package_against_a_root_without_rocm_points_to_stock_debs_with_or_without_pref
         match prefix {
             None => assert!(stderr.contains("no ROCm installation under"), "{stderr}"),
             Some(p) => {
-                assert!(
-                    stderr.contains(&format!("--prefix {p} does not exist")),
-                    "{stderr}"
-                );
+                assert_says(&stderr, &[&format!("--prefix {p} does not exist")]);
                 assert!(
                     !stderr.contains("give --prefix"),
                     "with --prefix given, asking for --prefix again loops: {stderr}"
@@ -153,12 +150,12 @@ fn build_from_a_url_without_rocm_refuses_before_fetching() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    assert_says(
+        &stderr,
+        &[&format!(
             "ROCm path {} does not exist; nothing was fetched",
             missing_rocm.display()
-        )),
-        "{stderr}"
+        )],
     );
     assert!(!stderr.contains("==> fetch"), "{stderr}");
     assert!(!out_dir.exists(), "nothing written to --out");
@@ -281,13 +278,12 @@ fn install_deps_waits_for_apts_lock_and_gives_up_after_its_timeout() {
     let out = install_deps("5");
     let all = text(&out);
     assert_ne!(out.status.code(), Some(0), "{all}");
-    assert!(all.contains("waiting for apt's lock"), "{all}");
-    assert!(all.contains("still held after"), "{all}");
+    assert_says(&all, &["waiting for apt's lock", "still held after"]);
     // Released while it waits: it goes on and installs.
     let out = install_deps("120");
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("waiting for apt's lock"), "{all}");
+    assert_says(&all, &["waiting for apt's lock"]);
     holder.wait().unwrap();
     let state = sb
         .run_ok(&["dpkg-query", "-W", "-f=${db:Status-Abbrev}", &package])
@@ -338,19 +334,18 @@ fn the_demo_script_checks_rust_and_announces_the_build() {
         .find_map(|l| l.strip_prefix("rust-version = \""))
         .and_then(|v| v.strip_suffix('"'))
         .unwrap();
-    assert!(
-        stderr.contains(&format!("needs Rust {need} or newer; cargo here is 1.63.0")),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        &[
+            &format!("needs Rust {need} or newer; cargo here is 1.63.0"),
+            "rustup",
+        ],
     );
-    assert!(stderr.contains("rustup"), "{stderr}");
     assert!(!log.exists(), "no build with a too-old Rust");
 
     let out = run_demo("1.95.0");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("demo: building rocm-pin (release"),
-        "{stderr}"
-    );
+    assert_says(&stderr, &["demo: building rocm-pin (release"]);
     let args = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         args.trim(),

@@ -23,6 +23,7 @@
 //!   had before the real ones is gone: what it tested beyond them, that ours Provides no lower
 //!   than the exact stock version, the custom package's `=` tests more strictly.)
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 
 use crate::debian_stock::{is_installed, package_against, tarball, DEPENDANTS};
@@ -590,7 +591,8 @@ fn status_before_install(image: &ChrootImage, p: &Prepared) {
         gate.contains("rocm-pin package")
             && !gate.contains("does not package")
             && !gate.contains("would refuse"),
-        "{gate}"
+        "{}",
+        gate
     );
     let upgrades = json["stock_runtime_upgrades"].as_array().unwrap();
     for s in &p.stock.packages {
@@ -603,12 +605,12 @@ fn status_before_install(image: &ChrootImage, p: &Prepared) {
             s.package,
             s.version
         );
-        assert!(
-            human.contains(&format!(
+        assert_says(
+            &human,
+            &[&format!(
                 "upgrade available: {} {} -> {newer}",
                 s.package, s.version
-            )),
-            "{human}"
+            )],
         );
     }
     assert_eq!(upgrades.len(), p.stock.packages.len(), "{upgrades:#?}");
@@ -650,15 +652,13 @@ fn status_after_install(image: &ChrootImage, p: &Prepared) {
             "{} not kept back at -1: {up:#}",
             s.package
         );
-        assert!(
-            human.contains(&format!("stock:       {}:", s.package)),
-            "{human}"
-        );
+        assert_says(&human, &[&format!("stock: {}:", s.package)]);
     }
     assert!(
         human.contains(&format!("a newer upload of ROCm {release}"))
             && human.contains("rocm-pin package --stock-deb"),
-        "{human}"
+        "{}",
+        human
     );
     assert!(json["stock_runtime_upgrades"]
         .as_array()
@@ -725,7 +725,8 @@ fn guard_and_adopt_on_a_debian_host() {
             && said.contains("not patched in place")
             && said.contains("--stock-root")
             && said.contains(&hip),
-        "{said}"
+        "{}",
+        said
     );
     assert_eq!(before, sb.read_to_string("/var/lib/dpkg/status").unwrap());
 
@@ -744,7 +745,8 @@ fn guard_and_adopt_on_a_debian_host() {
     assert_eq!(rc(&out), 2, "the guard's dpkg hook must fail it:\n{said}");
     assert!(
         said.contains(&format!("FAIL stock-absent {hip}")) && said.contains(&repair),
-        "{said}"
+        "{}",
+        said
     );
     let out = sb.sh(&repair).unwrap();
     assert_eq!(rc(&out), 0, "{repair}: {}", text(&out));

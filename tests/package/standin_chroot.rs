@@ -2,6 +2,7 @@
 //! behave like stock ROCm 7.2.4 as far as dpkg, apt, update-alternatives, ldconfig and the
 //! dynamic loader can tell. Needs root and the cached chroot image (scripts/test-setup).
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 
 use rocm_pin_core::progress::Silent;
@@ -160,18 +161,18 @@ fn stock_set_installs_and_behaves_like_rocm() {
     ])
     .unwrap();
     let owners = sb.sh_ok("dpkg -S libhsa-runtime64.so.1 | sort").unwrap();
-    assert!(
-        owners.contains("hsa-rocr: /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1"),
-        "{owners}"
-    );
-    assert!(
-        owners.contains("hsa-rocr-asan: /opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1"),
-        "{owners}"
+    assert_says(
+        &owners,
+        &[
+            "hsa-rocr: /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+            "hsa-rocr-asan: /opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1",
+        ],
     );
     assert!(
         owners.contains("libhsa-runtime64-1:amd64: /usr/lib/")
             || owners.contains("libhsa-runtime64-1: /usr/lib/"),
-        "{owners}"
+        "{}",
+        owners
     );
 
     // The custom rccl with exact deps on the stock pair: dpkg -i --force-all, then fix-broken
@@ -239,7 +240,8 @@ fn real_sized_libraries_install_and_load() {
             );
             assert!(
                 text.contains("DYN (Shared object file)") && text.contains(".standin_pad"),
-                "{text}"
+                "{}",
+                text
             );
             padded += 1;
         }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use rocm_pin_testkit::gcc::{runtime_pair, torch_consumer};
 use rocm_pin_testkit::http::HttpServer;
 use rocm_pin_testkit::{must, needs_setup, text};
 
@@ -15,63 +16,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_rocm-pin");
 const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 const STOCK: &str = "10.0.0";
 const NEWER: &str = "10.0.1";
-
-/// A tiny runtime library exporting `<fn_name>` returning `identity`.
-fn gcc_lib(dir: &Path, file: &str, soname: &str, fn_name: &str, identity: &str) {
-    let src = dir.join(format!("{file}.c"));
-    std::fs::write(
-        &src,
-        format!("const char *{fn_name}(void) {{ return \"{identity}\"; }}\n"),
-    )
-    .unwrap();
-    must(
-        Command::new("gcc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(dir.join(file))
-            .arg(&src)
-            .arg(format!("-Wl,-soname,{soname}")),
-    );
-    std::fs::remove_file(src).unwrap();
-}
-
-/// The pair of one identity in `dir`, as SONAME files (a stock release) or, with `real`, as
-/// real names plus links (a `cmake --install` staging).
-fn pair(dir: &Path, identity: &str, real: bool) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (soname, version, f) in [
-        ("libamdhip64.so.7", "7.2.0", "hip_identity"),
-        ("libhsa-runtime64.so.1", "1.18.0", "hsa_identity"),
-    ] {
-        let file = if real {
-            format!("{}.{}", soname.rsplit_once('.').unwrap().0, version)
-        } else {
-            soname.to_string()
-        };
-        gcc_lib(dir, &file, soname, f, identity);
-        if real {
-            std::os::unix::fs::symlink(&file, dir.join(soname)).unwrap();
-        }
-    }
-}
-
-/// The consumer standing in for torch's libraries: NEEDs the pair, forced DT_RPATH into
-/// `_rocm_sdk_core/lib` from `site-packages/torch/lib` (py_packaging.py `_extend_rpath`).
-fn consumer(elf: &Path) {
-    let src = elf.join("consumer.c");
-    std::fs::write(&src, "#include <stdio.h>\nconst char *hip_identity(void);\nconst char *hsa_identity(void);\nint main(void) { printf(\"%s %s\\n\", hip_identity(), hsa_identity()); return 0; }\n").unwrap();
-    must(
-        Command::new("gcc")
-            .arg("-o")
-            .arg(elf.join("torch_consumer"))
-            .arg(&src)
-            .arg(format!("-L{}", elf.join(STOCK).display()))
-            .args([
-                "-l:libamdhip64.so.7",
-                "-l:libhsa-runtime64.so.1",
-                "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../../_rocm_sdk_core/lib",
-            ]),
-    );
-}
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -189,10 +133,9 @@ impl Fixture {
 fn fixture(pip_uv: &Path) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let elf = dir.path().join("elf");
-    pair(&elf.join(STOCK), &format!("STOCK-{STOCK}"), false);
-    pair(&elf.join(NEWER), &format!("STOCK-{NEWER}"), false);
-    consumer(&elf);
-    std::fs::remove_file(elf.join("consumer.c")).unwrap();
+    runtime_pair(&elf.join(STOCK), &format!("STOCK-{STOCK}"), false);
+    runtime_pair(&elf.join(NEWER), &format!("STOCK-{NEWER}"), false);
+    torch_consumer(&elf, &elf.join(STOCK));
     let index = dir.path().join("index");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wheels/standin_wheels.py");
     must(
@@ -278,7 +221,7 @@ fn fixture(pip_uv: &Path) -> Fixture {
 /// Our wheel, made twice into two directories; asserts the bytes are identical; returns one.
 fn package_twice(f: &Fixture) -> PathBuf {
     let staging = f.dir.path().join("staging");
-    pair(&staging.join("lib"), "PATCHED", true);
+    runtime_pair(&staging.join("lib"), "PATCHED", true);
     let mut made = Vec::new();
     for out in ["out-a", "out-b"] {
         let out = f.dir.path().join(out);
@@ -406,7 +349,8 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
     let said = text(&verify);
     assert!(
         said.contains("stock build") && said.contains("fix: rocm-pin install --venv"),
-        "{said}"
+        "{}",
+        said
     );
     // The fix verify prints, run as printed, leads back to green.
     let fix = said
