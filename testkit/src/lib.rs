@@ -308,3 +308,15 @@ pub fn assert_says(text: &str, phrases: &[&str]) {
         assert!(text.contains(p), "lacks {p:?}:\n{text}");
     }
 }
+
+/// Assert that the command behind `out` succeeded; the message says `what` ran and shows its
+/// output.
+#[track_caller]
+pub fn assert_success(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        out.status,
+        labeled(out)
+    );
+}

@@ -18,6 +18,7 @@
 //! test passes cold too (measured: about 12 minutes cold on 2 busy CPUs, see docs/building.md).
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
@@ -417,7 +418,7 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
         sb,
         "rocm-pin install --mode require --accept-skipped-backport-check $(ls /debs/stock63/*.deb) 2>&1",
     );
-    assert!(out.status.success(), "{}", labeled(&out));
+    assert_success(&out, "the command");
 
     let out = CHROOT.sh(sb, "rocm-pin verify 2>&1");
     let t = labeled(&out);
@@ -473,7 +474,7 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     eprintln!("{}", labeled(&out));
     assert_ours_loaded(sb);
     let out = CHROOT.sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
-    assert!(out.status.success(), "{}", labeled(&out));
+    assert_success(&out, "the command");
 }
 
 #[test]
@@ -552,7 +553,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
         t
     );
     let out = package(&sb, &stock63, "stock63");
-    assert!(out.status.success(), "{}", labeled(&out));
+    assert_success(&out, "the command");
     install_and_load(&sb, &stock63);
     eprintln!(
         "build_real: AMD-shaped chain in {:.0}s",

@@ -6,6 +6,7 @@
 //! Archives are made with the real tools (tar, gzip, xz, zstd); only the ar container is ours.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{symlink, FileTypeExt};
@@ -253,20 +254,12 @@ fn pipes_fifos_and_stdin_are_read_as_streams() {
     let good = built_package(tmp.path());
     let bytes = fs::read(&good).unwrap();
     let (out, from_file) = inspect_json(&good, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "the command");
     let from_file = from_file.unwrap();
     assert_eq!(from_file["md5sums"]["checked"], 2);
 
     let (out, from_stdin) = inspect_json(Path::new("/dev/stdin"), Some(bytes.clone()));
-    assert!(
-        out.status.success(),
-        "stdin: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "stdin");
     assert_eq!(from_stdin.unwrap(), from_file, "stdin vs file");
 
     let fifo = tmp.path().join("pkg.fifo");
@@ -280,11 +273,7 @@ fn pipes_fifos_and_stdin_are_read_as_streams() {
     };
     let (out, from_fifo) = inspect_json(&fifo, None);
     feeder.join().unwrap();
-    assert!(
-        out.status.success(),
-        "FIFO: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "FIFO");
     assert_eq!(from_fifo.unwrap(), from_file, "FIFO vs file");
 
     // dpkg-deb reads the same stream.
@@ -362,11 +351,7 @@ fn multi_member_gzip_is_read_as_dpkg_deb_reads_it() {
         deb::reader::read_deb(&file, &ReadLimits::default()).unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(ours_as_listed(&ours.entries), dpkg_listing, "entries");
     let (out, json) = inspect_json(&file, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "the command");
     let json = json.unwrap();
     assert_eq!(json["md5sums"]["checked"], 2, "{json}");
     assert_eq!(json["md5sums"]["mismatches"].as_array().unwrap().len(), 0);

@@ -11,6 +11,7 @@
 pub(crate) mod harness;
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -127,11 +128,7 @@ fn gnu_tar_layer() -> Vec<u8> {
         .args(["-cf", "-", "."])
         .output()
         .expect("GNU tar runs");
-    assert!(
-        out.status.success(),
-        "tar: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "tar");
     out.stdout
 }
 

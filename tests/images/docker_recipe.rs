@@ -14,6 +14,7 @@
 //! Needs root and the cached chroot images (scripts/test-setup).
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -342,7 +343,7 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
         .current_dir(a)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let sums = std::fs::read_to_string(a.join("SHA256SUMS")).unwrap();
     for f in ["COMMIT", "bin/rocm-pin", "repo/dists/stable/InRelease"] {
         assert!(

@@ -3,6 +3,7 @@
 //! environment (buildah, podman, skopeo), the images a test tagged removed when it ends, and
 //! `rocm-pin verify --image`.
 
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -53,7 +54,7 @@ pub fn signing_key(dir: &Path) -> (PathBuf, String) {
         .arg(&key)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let key_text = std::fs::read_to_string(&key).unwrap();
     let body: Vec<&str> = key_text
         .lines()
@@ -318,7 +319,7 @@ pub fn add_custom_rccl(ctx: &Path, dir: &Path) {
         .arg(&stock)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     for e in std::fs::read_dir(stock.join("extra")).unwrap() {
         let p = e.unwrap().path();
         std::fs::copy(&p, ctx.join("rccl").join(p.file_name().unwrap())).unwrap();
@@ -332,7 +333,7 @@ pub fn add_standin_source(ctx: &Path) -> String {
         .arg(ctx.join("rocm-systems"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let commit = stdout_last_line(&out);
     assert_eq!(commit.len(), 40, "standin source printed {commit:?}");
     commit

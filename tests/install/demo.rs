@@ -5,6 +5,7 @@
 //! step (an unusable cache) that still prints the table and exits non-zero.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -202,11 +203,7 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
         sources
     );
     let v = in_chroot(&root, &["rocm-pin", "verify"]);
-    assert!(
-        v.status.success(),
-        "verify in the kept chroot:\n{}",
-        text(&v)
-    );
+    assert_success(&v, "verify in the kept chroot");
     let fix_log = std::fs::read_dir(keep.join("logs"))
         .unwrap()
         .map(|e| e.unwrap().path())

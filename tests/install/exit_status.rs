@@ -3,6 +3,7 @@
 //! reports a process SIGINT ended (it exited 1, "a check failed").
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -92,7 +93,7 @@ fn every_man_page_has_an_exit_status_section() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let mut pages = 0;
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();

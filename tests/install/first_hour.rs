@@ -2,6 +2,7 @@
 //! said once, and nothing expensive starts before what can be checked has been checked.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -56,7 +57,7 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let root = root_without_rocm(tmp.path());
     let out = rocm_pin(&["status", "--root", &root]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let gate = stdout.lines().find(|l| l.starts_with("gate:")).unwrap();
     assert!(
@@ -217,7 +218,7 @@ fn install_deps_waits_for_apts_lock_and_gives_up_after_its_timeout() {
         tree.to_str().unwrap(),
         debs.join("sample.deb").to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let package = rocm_pin(&[
         "deb",
         "inspect",
@@ -486,9 +487,9 @@ fn deb_inspect_dash_reads_standard_input() {
         tree.to_str().unwrap(),
         deb.to_str().unwrap(),
     ]);
-    assert!(built.status.success(), "{}", text(&built));
+    assert_success(&built, "the command");
     let by_path = rocm_pin(&["deb", "inspect", "--json", deb.to_str().unwrap()]);
-    assert!(by_path.status.success(), "{}", text(&by_path));
+    assert_success(&by_path, "the command");
     let piped = Command::new(crate::util::bin())
         .args(["deb", "inspect", "--json", "-"])
         .stdin(std::fs::File::open(&deb).unwrap())

@@ -6,6 +6,7 @@
 //! fails them.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -85,7 +86,7 @@ fn self_deb() -> &'static Path {
             .env("ROCM_PIN_BIN", bin())
             .output()
             .unwrap();
-        assert!(out.status.success(), "package-self: {}", text(&out));
+        assert_success(&out, "package-self");
         let deb = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         (work, deb)
     })

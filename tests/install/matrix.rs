@@ -8,6 +8,7 @@ use rocm_pin_core::host::apt::Solver;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 
 const LIB: &str = "/opt/rocm-7.2.4/lib";
 
@@ -456,7 +457,7 @@ fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run(config: &str
     assert_eq!(rc(&out), 0, "{}", text(&out));
     assert!(text(&out).contains("dpkg --configure -a"), "{}", text(&out));
     let v = verify(&sb);
-    assert!(v.status.success(), "{}", text(&v));
+    assert_success(&v, "the command");
     assert!(all_patched(&probe(&sb)));
     assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
     let audit = sb.run(&["dpkg", "--audit"]).unwrap();

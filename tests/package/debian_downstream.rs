@@ -24,6 +24,7 @@
 //!   than the exact stock version, the custom package's `=` tests more strictly.)
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 
 use crate::debian_stock::{is_installed, package_against, tarball, DEPENDANTS};
@@ -325,7 +326,7 @@ fn installed_sandbox(image: &ChrootImage, solver: AptSolver, p: &Prepared) -> Sa
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let out = sb.run(&argv).unwrap();
-    assert!(out.status.success(), "rocm-pin install:\n{}", text(&out));
+    assert_success(&out, "rocm-pin install");
     sb
 }
 
@@ -552,13 +553,13 @@ fn status_json(sb: &Sandbox) -> (serde_json::Value, String) {
         .arg(sb.root())
         .output()
         .unwrap();
-    assert!(json.status.success(), "status --json: {}", text(&json));
+    assert_success(&json, "status --json");
     let human = rocm_pin()
         .args(["status", "--root"])
         .arg(sb.root())
         .output()
         .unwrap();
-    assert!(human.status.success(), "status: {}", text(&human));
+    assert_success(&human, "status");
     (
         serde_json::from_slice(&json.stdout).unwrap(),
         String::from_utf8_lossy(&human.stdout).into_owned(),
@@ -751,7 +752,7 @@ fn guard_and_adopt_on_a_debian_host() {
     let out = sb.sh(&repair).unwrap();
     assert_eq!(rc(&out), 0, "{repair}: {}", text(&out));
     let v = verify_root(&sb);
-    assert!(v.status.success(), "{}", text(&v));
+    assert_success(&v, "the command");
     for d in DEPENDANTS {
         assert!(is_installed(&sb, d), "{d} removed");
     }

@@ -2,6 +2,7 @@
 //! every field and entry checked with dpkg-deb, lintian, byte-identical rebuild.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -255,11 +256,7 @@ fn from_stock_debs_multi_version_names() {
     let pos = args2.iter().position(|a| *a == out.as_os_str()).unwrap();
     args2[pos] = out2.as_os_str();
     let res2 = package_cmd(&args2);
-    assert!(
-        res2.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res2.stderr)
-    );
+    assert_success(&res2, "the command");
     for d in &built {
         let again = out2.join(d.file_name().unwrap());
         assert_eq!(
@@ -294,11 +291,7 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
         &out,
         &[],
     );
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
+    assert_success(&res, "the command");
     let debs = debs_in(&out);
     let hip = debs
         .iter()

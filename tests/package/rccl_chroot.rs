@@ -6,6 +6,7 @@
 //! installed, every dependant kept). Needs root and the cached bookworm image.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::Path;
 
 use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
@@ -72,11 +73,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
         forced.status.code(),
         fixed.status.code()
     );
-    assert!(
-        fixed.status.success(),
-        "fix-broken failed:\n{}",
-        String::from_utf8_lossy(&fixed.stderr)
-    );
+    assert_success(&fixed, "fix-broken failed");
     assert_eq!(
         identity, IDENTITY,
         "after the seed's sequence the loader maps {real}"

@@ -3,6 +3,7 @@
 //! modified stock file is in package_chroot.rs).
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -262,11 +263,7 @@ fn every_refusal_writes_nothing() {
         &out,
         &["--allow-soname-change", "-Z", "zstd"],
     );
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
+    assert_success(&res, "the command");
     let hip = debs_in(&out)
         .into_iter()
         .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")

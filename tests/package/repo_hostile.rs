@@ -4,6 +4,7 @@
 //! package; an existing index whose `Filename:` leaves the repository is refused.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,7 +12,7 @@ use std::process::{Command, Output};
 use crate::util::{rocm_pin, tiny_package};
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
-use rocm_pin_testkit::{chroot_image, must, must_stdout, text};
+use rocm_pin_testkit::{chroot_image, must, must_stdout};
 
 /// Every file under `dir` with its bytes (nothing when `dir` does not exist).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -238,15 +239,11 @@ fn control_hash_fields_never_reach_the_index_and_apt_downloads_the_package() {
     )
     .unwrap();
     let update = sb.run(&["apt-get", "update"]).expect("apt-get runs");
-    assert!(update.status.success(), "{}", text(&update));
+    assert_success(&update, "the command");
     let download: Output = sb
         .run(&["sh", "-c", "cd /tmp && apt-get download bogus-hashes"])
         .expect("apt-get runs");
-    assert!(
-        download.status.success(),
-        "apt-get download failed:\n{}",
-        text(&download)
-    );
+    assert_success(&download, "apt-get download failed");
     let fetched = sb
         .run_ok(&["sh", "-c", "sha256sum /tmp/bogus-hashes_1.0_all.deb"])
         .unwrap();

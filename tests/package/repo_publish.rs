@@ -2,6 +2,7 @@
 //! real gpgv), the Packages stanzas (judged by apt-ftparchive), adding and refusing.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -164,17 +165,9 @@ fn signed_repository_verifies_and_matches_checksums() {
     // gpgv: both signatures good, with the key from keygen and with the copy in the repository.
     for ring in [keyring.clone(), repo.join("archive-key.gpg")] {
         let out = gpgv(&ring, &[&dists.join("InRelease")]);
-        assert!(
-            out.status.success(),
-            "gpgv InRelease: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, "gpgv InRelease");
         let out = gpgv(&ring, &[&dists.join("Release.gpg"), &dists.join("Release")]);
-        assert!(
-            out.status.success(),
-            "gpgv Release.gpg: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, "gpgv Release.gpg");
     }
     // The text signed in InRelease is the Release file (gpgv --output writes what it verified).
     let verified = tmp.path().join("verified");
@@ -710,11 +703,7 @@ fn parallel_additions_all_land() {
         .collect();
     for w in workers {
         let out = w.join().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, "the command");
     }
     let packages =
         std::fs::read_to_string(repo.join("dists/stable/main/binary-all/Packages")).unwrap();

@@ -4,6 +4,7 @@
 //! Needs root for the chroot and the cached chroot image (scripts/test-setup).
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -75,10 +76,9 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         "package_self: scripts/package-self (with lintian) took {:.1}s",
         t.elapsed().as_secs_f64()
     );
-    assert!(
-        out.status.success(),
-        "scripts/package-self failed (lintian errors/warnings fail it):\n{}",
-        labeled(&out)
+    assert_success(
+        &out,
+        "scripts/package-self failed (lintian errors/warnings fail it)",
     );
     let deb = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
     let version = env!("CARGO_PKG_VERSION");

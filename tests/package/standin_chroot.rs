@@ -3,6 +3,7 @@
 //! dynamic loader can tell. Needs root and the cached chroot image (scripts/test-setup).
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 
 use rocm_pin_core::progress::Silent;
@@ -182,11 +183,7 @@ fn stock_set_installs_and_behaves_like_rocm() {
     let forced = sb
         .run(&["dpkg", "-i", "--force-all", "/tmp/custom-rccl.deb"])
         .unwrap();
-    assert!(
-        forced.status.success(),
-        "{}",
-        String::from_utf8_lossy(&forced.stderr)
-    );
+    assert_success(&forced, "the command");
     // --force-all configures it despite the missing rocm-smi-lib: apt now sees a broken system.
     assert!(!sb.run(&["apt-get", "check"]).unwrap().status.success());
     sb.run_ok(&["apt-get", "--fix-broken", "install", "-y", "-q"])

@@ -5,6 +5,7 @@
 //! afterwards either keep ours (the consumer maps it, verify passes) or fail without changing
 //! the venv; what the pin cannot stop, verify catches; rollback brings stock back offline.
 
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -75,7 +76,7 @@ impl Fixture {
             .env("LD_LIBRARY_PATH", self.dir.path().join("elf").join(STOCK))
             .output()
             .unwrap();
-        assert!(out.status.success(), "consumer: {}", text(&out));
+        assert_success(&out, "consumer");
         let debug = String::from_utf8_lossy(&out.stderr);
         // `calling init: <path>` names the file ld.so mapped for each library.
         let mapped = debug.lines().find_map(|l| {
@@ -239,7 +240,7 @@ fn package_twice(f: &Fixture) -> PathBuf {
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(o.status.success(), "package --wheels: {}", text(&o));
+        assert_success(&o, "package --wheels");
         made.push(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     }
     assert_eq!(
@@ -266,14 +267,14 @@ fn downstream_pip_and_uv_commands_keep_ours_or_fail_without_change() {
         f.venv.to_str().unwrap(),
         ours.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "install --venv: {}", text(&o));
+    assert_success(&o, "install --venv");
     let check = f.run(&[
         f.venv.join("bin/python").display().to_string(),
         "-m".into(),
         "pip".into(),
         "check".into(),
     ]);
-    assert!(check.status.success(), "pip check: {}", text(&check));
+    assert_success(&check, "pip check");
     f.assert_ours_mapped_and_verified("install --venv");
 
     let v = f.venv.display().to_string();
@@ -337,7 +338,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
         "PIP_CONFIG_FILE=/dev/null {v}/bin/pip install -q --no-deps --force-reinstall {}",
         stock_wheel.display()
     ));
-    assert!(o.status.success(), "{}", text(&o));
+    assert_success(&o, "the command");
     assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
     let verify = f.rocm_pin(&["verify", "--venv", v]);
     assert_eq!(
@@ -365,7 +366,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
 
     // uv run outside the venv without UV_CONFIG_FILE reads no pin either.
     let o = f.sh(&format!("env -u UV_CONFIG_FILE {v}/bin/uv pip install -q --index-url {} --reinstall rocm-sdk-core=={STOCK}", f.index.url()));
-    assert!(o.status.success(), "{}", text(&o));
+    assert_success(&o, "the command");
     assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
     assert_eq!(f.rocm_pin(&["verify", "--venv", v]).status.code(), Some(1));
     assert!(f
@@ -376,7 +377,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
 
     // Rollback runs pip with --no-index: offline by construction.
     let o = f.rocm_pin(&["rollback", "--venv", v]);
-    assert!(o.status.success(), "rollback --venv: {}", text(&o));
+    assert_success(&o, "rollback --venv");
     assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
     assert!(!f.venv.join("pip.conf").exists() && !f.venv.join("uv.toml").exists());
     let check = f.run(&[
@@ -385,11 +386,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
         "pip".into(),
         "check".into(),
     ]);
-    assert!(
-        check.status.success(),
-        "pip check after rollback: {}",
-        text(&check)
-    );
+    assert_success(&check, "pip check after rollback");
     // The devel tree's links follow the core's file again (stock bytes).
     let devel = std::fs::read(f.site().join("_rocm_sdk_devel/lib/libamdhip64.so")).unwrap();
     let core = std::fs::read(f.site().join("_rocm_sdk_core/lib/libamdhip64.so.7")).unwrap();
@@ -401,7 +398,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
         "{v}/bin/pip install -q --no-deps --index-url {} rocm-sdk-core=={NEWER}",
         f.index.url()
     ));
-    assert!(o.status.success(), "{}", text(&o));
+    assert_success(&o, "the command");
     let before = f.snapshot();
     let o = f.rocm_pin(&["install", "--venv", v, ours.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
