@@ -161,7 +161,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     tags.tags.push(inplace.clone());
     let (out, inplace_secs) = build("inplace.Dockerfile", &inplace, &[("ROCM_IMAGE", &base)]);
     assert_eq!(rc(&out), 0, "inplace.Dockerfile:\n{}", tail(&out));
-    let ids = loaded(&tools, &inplace);
+    let ids = loaded(tools, &inplace);
     assert!(
         all_patched(&ids, &commit),
         "in-place patch not live: {ids:?}"
@@ -197,7 +197,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     }
 
     // verify --image: fails with the in-place-patch check, and names the fix.
-    let (code, v, shown) = verify_json(&tools, &inplace);
+    let (code, v, shown) = verify_json(tools, &inplace);
     assert_eq!(code, 1, "verify --image on the in-place image:\n{shown}");
     let failed = failed_checks(&v);
     let in_place = failed
@@ -237,7 +237,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     ] {
         assert!(s.contains(want), "{want:?} not in the build output:\n{s}");
     }
-    let ids = loaded(&tools, &adopted);
+    let ids = loaded(tools, &adopted);
     assert!(
         all_patched(&ids, &commit),
         "after adopt + the downstream steps the loader maps {ids:?}"
@@ -277,7 +277,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
         "rollback inside the adopted image (offline):\n{}",
         parts[3]
     );
-    let (code, v, shown) = verify_json(&tools, &adopted);
+    let (code, v, shown) = verify_json(tools, &adopted);
     assert_eq!(code, 0, "verify --image on the adopted image:\n{shown}");
     assert_eq!(v["ok"], true, "{v}");
     assert!(
@@ -322,18 +322,18 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     // What the vLLM step alone (forced custom rccl + fix-broken) leaves, as measured in the
     // chroots too and documented (docs/docker.md, docs/install.md): the in-place patch live —
     // fix-broken reinstalls rccl, not HIP/HSA; the reinstall after it is what reverts.
-    let after_vllm = loaded(&tools, &layer_after(&text(&out), VLLM_STEP));
+    let after_vllm = loaded(tools, &layer_after(&text(&out), VLLM_STEP));
     eprintln!("images_adopt: control, after the vLLM step alone the loader maps {after_vllm:?}");
     assert!(
         all_patched(&after_vllm, &commit),
         "the vLLM step alone reverted the in-place patch ({after_vllm:?}): docs/docker.md and docs/install.md say it does not"
     );
-    let ids = loaded(&tools, &unchecked);
+    let ids = loaded(tools, &unchecked);
     assert!(
         ids.iter().all(|(_, id)| id.contains("-STOCK-")),
         "control: without adopt the downstream steps must put stock back, the loader maps {ids:?}"
     );
-    let (code, v, shown) = verify_json(&tools, &unchecked);
+    let (code, v, shown) = verify_json(tools, &unchecked);
     assert_eq!(code, 1, "verify --image on the control image:\n{shown}");
     let failed = failed_checks(&v);
     assert!(

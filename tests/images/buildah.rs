@@ -242,7 +242,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
 
     // podman run: the loader maps the patched pair in both images.
     for image in [&vllm, &sglang] {
-        let probe = probe_identities(&tools, image);
+        let probe = probe_identities(tools, image);
         let lines: Vec<&str> = probe.lines().collect();
         assert_eq!(lines.len(), 2, "{image}: {probe}");
         assert!(

@@ -231,14 +231,14 @@ fn ci_doc_jobs_pass_a_good_published_image_and_fail_a_reverted_one() {
     let base = images_ok(&["base"]);
     let (ours, commit) = our_packages(w);
     derive(
-        &tools,
+        tools,
         (&base, &good),
         &[(&bin(), "/usr/local/bin/rocm-pin"), (&ours, "/tmp/ours/")],
         "rocm-pin install --no-rollback /tmp/ours/*.deb && rm -rf /tmp/ours",
         &[format!("io.rocm-pin.commit={commit}")],
     );
     derive(
-        &tools,
+        tools,
         (&good, &reverted),
         &[],
         "dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb",

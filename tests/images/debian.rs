@@ -149,7 +149,7 @@ fn debian_downstream_image_installs_verifies_and_fails_on_revert() {
         ("libhsa-runtime64.so.1", "libhsa-runtime64-1"),
     ] {
         assert_eq!(
-            owner_in_image(&tools, &app, soname),
+            owner_in_image(tools, &app, soname),
             format!("{stock}-pinned"),
             "{soname} in {app} is not from our package"
         );

@@ -224,7 +224,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     let (w, tools) = (run.work.path(), &run.tools);
     let tag = |name: &str| run.tag(name);
     let mut tags = Tags::new(tools);
-    let base = python_base(&tools, &tarball);
+    let base = python_base(tools, &tarball);
     let ctx = make_context(w, &pip_uv);
     let index_url = "file:///ctx/rocm-index/";
     let args = [
@@ -266,7 +266,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         mapped.starts_with(&site) && mapped.ends_with("/../../_rocm_sdk_core/lib/libamdhip64.so.7"),
         "ld.so mapped {mapped:?}:\n{ran}"
     );
-    let (out, json) = verify_archive(&tools, w, &app, "app");
+    let (out, json) = verify_archive(tools, w, &app, "app");
     assert_eq!(rc(&out), 0, "verify --image-archive {app}:\n{}", text(&out));
     let found = copies(&json);
     for dir in ["_rocm_sdk_core/lib", "_rocm_sdk_devel/lib"] {
@@ -325,7 +325,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
             && ran.contains("/opt/rocm/lib/libamdhip64.so:1"),
         "/opt/rocm holds ours while torch runs stock:\n{ran}"
     );
-    let (out, json) = verify_archive(&tools, w, &hand, "hand");
+    let (out, json) = verify_archive(tools, w, &hand, "hand");
     assert_eq!(
         rc(&out),
         1,

@@ -412,7 +412,7 @@ fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
         .nth(1)
         .and_then(|r| r.split(',').next())
         .unwrap_or_else(|| panic!("no work directory printed:\n{seen}"));
-    assert_says(&work, &["rocm-pin-demo-"]);
+    assert_says(work, &["rocm-pin-demo-"]);
     assert!(!Path::new(work).exists(), "{work} left behind");
 }
 

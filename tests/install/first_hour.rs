@@ -41,7 +41,7 @@ fn verify_without_rocm_says_there_is_no_rocm_instead_of_sending_to_install() {
     assert_eq!(checks.len(), 1, "{report:#}");
     assert_eq!(checks[0]["name"], "rocm", "{report:#}");
     let detail = checks[0]["detail"].as_str().unwrap();
-    assert_says(&detail, &["no ROCm installation found"]);
+    assert_says(detail, &["no ROCm installation found"]);
     assert!(
         detail.contains("/opt/rocm") && detail.contains(&root),
         "says where it looked: {detail}"
@@ -65,7 +65,7 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
         "{}",
         gate
     );
-    assert_says(&gate, &["/opt/rocm-7.2.4/.info/version is missing"]);
+    assert_says(gate, &["/opt/rocm-7.2.4/.info/version is missing"]);
 
     let out = Command::new(crate::util::bin())
         .args(["status", "--json", "--root", &root])

@@ -181,7 +181,7 @@ fn stock_copies_in_a_venv_fail_naming_rocm_sdk_core_and_the_consumer_until_repla
     );
     for (_, detail) in &failures {
         assert_says(
-            &detail,
+            detail,
             &[&consumer, "DT_RPATH", "ln -sf /opt/rocm-7.2.4/lib/"],
         );
     }
