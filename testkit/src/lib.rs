@@ -3,6 +3,7 @@
 pub mod cpack;
 pub mod debs;
 pub mod fixture;
+pub mod gcc;
 pub mod http;
 pub mod runtime;
 pub mod scratch;
@@ -296,5 +297,26 @@ pub fn assert_no_raw_controls(text: &str, what: &str) {
     assert!(
         raw.is_empty(),
         "{what}: control characters reached the terminal raw {raw:?}:\n{text:?}"
+    );
+}
+
+/// Assert that `text` (a command's output, an error) holds every one of `phrases`; the message
+/// names the missing phrase and shows all of `text`.
+#[track_caller]
+pub fn assert_says(text: &str, phrases: &[&str]) {
+    for p in phrases {
+        assert!(text.contains(p), "lacks {p:?}:\n{text}");
+    }
+}
+
+/// Assert that the command behind `out` succeeded; the message says `what` ran and shows its
+/// output.
+#[track_caller]
+pub fn assert_success(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        out.status,
+        labeled(out)
     );
 }

@@ -2,6 +2,7 @@
 //! nothing: jobs from --jobs / MAX_JOBS / CPUs, the real rocm-systems invocation (DESIGN §6) for a
 //! tree with projects/clr/hipamd, and the sparse blobless fetch for a URL.
 
+use rocm_pin_testkit::assert_says;
 use std::path::Path;
 
 use crate::util::*;
@@ -51,7 +52,7 @@ fn max_jobs_shows_in_the_commands_and_jobs_overrides_it() {
         builds.iter().all(|l| l.ends_with("--parallel 3")),
         "{builds:?}"
     );
-    assert!(r.stdout.contains("3 jobs (from MAX_JOBS)"), "{}", r.stdout);
+    assert_says(&r.stdout, &["3 jobs (from MAX_JOBS)"]);
     assert!(!out.exists(), "--dry-run must not create anything");
 
     let r = dry_run(
@@ -69,16 +70,12 @@ fn max_jobs_shows_in_the_commands_and_jobs_overrides_it() {
 
     let cpus = std::thread::available_parallelism().unwrap().get();
     let r = dry_run(s, &rocm, &out, &["--commit", &commit], None);
-    assert!(
-        r.stdout.contains(&format!("--parallel {cpus}\n")),
-        "{}",
-        r.stdout
-    );
-    assert!(
-        r.stdout
-            .contains(&format!("SOURCE_DATE_EPOCH={COMMIT_EPOCH}")),
-        "{}",
-        r.stdout
+    assert_says(
+        &r.stdout,
+        &[
+            &format!("--parallel {cpus}\n"),
+            &format!("SOURCE_DATE_EPOCH={COMMIT_EPOCH}"),
+        ],
     );
 
     let mut bad = rocm_pin();
@@ -87,12 +84,7 @@ fn max_jobs_shows_in_the_commands_and_jobs_overrides_it() {
         .arg("--dry-run")
         .env("MAX_JOBS", "lots");
     let r = run(bad).failed_with(2);
-    assert!(
-        r.stderr
-            .contains("MAX_JOBS=\"lots\" is not a positive integer"),
-        "{}",
-        r.stderr
-    );
+    r.says(&["MAX_JOBS=\"lots\" is not a positive integer"]);
 }
 
 #[test]
@@ -215,9 +207,5 @@ fn a_url_is_fetched_sparse_and_blobless_at_the_commit() {
     ];
     let git_lines: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("git ")).collect();
     assert_eq!(git_lines, expected, "{}", r.stdout);
-    assert!(
-        r.stdout.contains(&format!("-S {o}/.work/src/projects/clr")),
-        "{}",
-        r.stdout
-    );
+    assert_says(&r.stdout, &[&format!("-S {o}/.work/src/projects/clr")]);
 }

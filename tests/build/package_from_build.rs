@@ -40,7 +40,8 @@ fn packages_the_staging_rocm_pin_build_made() {
     // Nothing NEEDs the vendored helper: said so by name, not dropped silently.
     assert!(
         err.contains("liburcu-standin.so.8.1.0") && err.contains("NOT shipped"),
-        "{err}"
+        "{}",
+        err
     );
     let debs = debs_in(&out);
     assert_eq!(debs.len(), 2);

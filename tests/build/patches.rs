@@ -3,6 +3,7 @@
 //! user's checkout stays untouched and its dirty-tree refusal stays; a patch that does not apply
 //! names itself and the file; a CLR failure does not cost a ROCr rebuild.
 
+use rocm_pin_testkit::assert_says;
 use std::path::Path;
 
 use crate::util::{build_cmd, fake_rocm, git, manifest, run, standin_build, standin_repo};
@@ -21,7 +22,7 @@ fn identity_patch(src: &Path, dest: &Path) {
     )
     .unwrap();
     let diff = git(src, &["diff"]);
-    assert!(diff.contains("SERIES"), "{diff}");
+    assert_says(&diff, &["SERIES"]);
     std::fs::write(dest, format!("{diff}\n")).unwrap();
     git(src, &["checkout", "--", "."]);
 }
@@ -51,25 +52,17 @@ fn a_patch_series_is_applied_to_our_checkout_and_recorded() {
         &[&series[..], &["--dry-run"]].concat(),
     ))
     .ok();
-    assert!(
-        dry.stdout
-            .contains("git clone --quiet --shared --no-checkout"),
-        "{}",
-        dry.stdout
-    );
-    assert!(
-        dry.stdout.contains("apply --whitespace=nowarn"),
-        "{}",
-        dry.stdout
+    assert_says(
+        &dry.stdout,
+        &[
+            "git clone --quiet --shared --no-checkout",
+            "apply --whitespace=nowarn",
+        ],
     );
     assert!(!out.exists(), "a dry run writes nothing");
 
     let built = run(build_cmd(&src, &commit, &rocm, &out, &series)).ok();
-    assert!(
-        built.stdout.contains("patch 0001-identity.patch"),
-        "{}",
-        built.stdout
-    );
+    assert_says(&built.stdout, &["patch 0001-identity.patch"]);
     let m = manifest(&out);
     let bytes = std::fs::read(patches.join("0001-identity.patch")).unwrap();
     assert_eq!(m.patches.len(), 1);
@@ -91,19 +84,15 @@ fn a_patch_series_is_applied_to_our_checkout_and_recorded() {
 
     // Same series again: a cache hit. Another series: a miss naming it.
     let again = run(build_cmd(&src, &commit, &rocm, &out, &series)).ok();
-    assert!(again.stderr.contains("cache hit"), "{}", again.stderr);
+    again.says(&["cache hit"]);
     let none = run(build_cmd(&src, &commit, &rocm, &out, &[])).ok();
-    assert!(none.stderr.contains("patch series"), "{}", none.stderr);
+    none.says(&["patch series"]);
     assert!(manifest(&out).patches.is_empty());
 
     // The dirty-tree refusal of the user's checkout stays with a series.
     std::fs::write(src.join("projects/clr/src/hip.c"), "dirty\n").unwrap();
     let dirty = run(build_cmd(&src, &commit, &rocm, &out, &series)).failed_with(2);
-    assert!(
-        dirty.stderr.contains("uncommitted changes"),
-        "{}",
-        dirty.stderr
-    );
+    dirty.says(&["uncommitted changes"]);
 }
 
 #[test]
@@ -152,7 +141,7 @@ fn a_patch_that_does_not_apply_names_the_patch_and_the_file() {
         &["--patch", tmp.path().join("nope.patch").to_str().unwrap()],
     ))
     .failed_with(2);
-    assert!(missing.stderr.contains("nope.patch"), "{}", missing.stderr);
+    missing.says(&["nope.patch"]);
 }
 
 #[test]
@@ -166,23 +155,10 @@ fn a_failed_clr_does_not_rebuild_rocr() {
         &["--clr-cmake-arg=-DCMAKE_C_COMPILER=/nonexistent/cc"],
     ))
     .failed_with(2);
-    assert!(
-        failed.stderr.contains("build-rocr: done"),
-        "{}",
-        failed.stderr
-    );
-    assert!(
-        failed.stderr.contains("configure-clr: FAILED"),
-        "{}",
-        failed.stderr
-    );
+    failed.says(&["build-rocr: done", "configure-clr: FAILED"]);
 
     let fixed = run(build_cmd(&src, &commit, &rocm, &out, &[])).ok();
-    assert!(
-        fixed.stderr.contains("ROCr's stage is cached"),
-        "{}",
-        fixed.stderr
-    );
+    fixed.says(&["ROCr's stage is cached"]);
     assert!(!fixed.stderr.contains("build-rocr"), "{}", fixed.stderr);
     assert!(out.join("lib/libhsa-runtime64.so.1").exists());
 
@@ -195,11 +171,7 @@ fn a_failed_clr_does_not_rebuild_rocr() {
         &["--rocr-cmake-arg=-DROCM_PIN_TEST_UNUSED=1"],
     ))
     .ok();
-    assert!(
-        rocr_changed.stderr.contains("build-rocr: done"),
-        "{}",
-        rocr_changed.stderr
-    );
+    rocr_changed.says(&["build-rocr: done"]);
 }
 
 #[test]
@@ -230,12 +202,7 @@ fn toolchain_and_launcher_options_are_checked_and_shown() {
         &["--llvm-dir", missing.to_str().unwrap(), "--dry-run"],
     ))
     .failed_with(2);
-    assert!(
-        r.stderr
-            .contains(&format!("--llvm-dir {}", missing.display())),
-        "{}",
-        r.stderr
-    );
+    r.says(&[&format!("--llvm-dir {}", missing.display())]);
     let r = run(build_cmd(
         &src,
         &commit,
@@ -244,11 +211,7 @@ fn toolchain_and_launcher_options_are_checked_and_shown() {
         &["--compiler-launcher", "distcc", "--dry-run"],
     ))
     .failed_with(2);
-    assert!(
-        r.stderr.contains("choose ccache or sccache"),
-        "{}",
-        r.stderr
-    );
+    r.says(&["choose ccache or sccache"]);
 
     let llvm = tmp.path().join("llvm-22");
     std::fs::create_dir_all(llvm.join("bin")).unwrap();
@@ -260,13 +223,12 @@ fn toolchain_and_launcher_options_are_checked_and_shown() {
         &["--llvm-dir", llvm.to_str().unwrap(), "--dry-run"],
     ))
     .ok();
-    assert!(
-        dry.stdout.contains(&format!(
+    assert_says(
+        &dry.stdout,
+        &[&format!(
             "# toolchain: LLVM/Clang from --llvm-dir {}",
             llvm.display()
-        )),
-        "{}",
-        dry.stdout
+        )],
     );
     assert!(!out.exists(), "a dry run writes nothing");
 }

@@ -17,11 +17,13 @@
 //! `ROCM_PIN_COMPILE_CACHE` (default /var/cache/rocm-pin/compile-cache: redis' dump.rdb); the
 //! test passes cold too (measured: about 12 minutes cold on 2 busy CPUs, see docs/building.md).
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use crate::util::{labeled, ChrootLog};
+use crate::util::{labeled, must, ChrootLog};
 use rocm_pin_core::ops::build::BuildManifest;
 use rocm_pin_core::progress::Silent;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
@@ -181,7 +183,7 @@ fn refusals_before_compiling(sb: &Sandbox, cache: &CompileCache, commit: &str) {
              git diff"
         ),
     );
-    assert!(unknown.contains("gfx9999"), "{unknown}");
+    assert_says(&unknown, &["gfx9999"]);
     sb.write("/src/bad/0010-unknown-target.patch", &unknown)
         .unwrap();
     let out = rocm_pin_build(
@@ -195,7 +197,8 @@ fn refusals_before_compiling(sb: &Sandbox, cache: &CompileCache, commit: &str) {
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(
         t.contains("gfx9999") && t.contains(list) && t.contains("TARGET_DEVS"),
-        "{t}"
+        "{}",
+        t
     );
     assert!(
         !t.contains("gfx900,") && !t.contains("configure-rocr"),
@@ -227,7 +230,8 @@ fn build_with_cached_rocr_stage(sb: &Sandbox, cache: &CompileCache, commit: &str
     assert!(!out.status.success(), "{t}");
     assert!(
         t.contains("build-rocr: done") && t.contains("configure-clr: FAILED"),
-        "{t}"
+        "{}",
+        t
     );
 
     let out = rocm_pin_build(
@@ -239,7 +243,7 @@ fn build_with_cached_rocr_stage(sb: &Sandbox, cache: &CompileCache, commit: &str
     );
     let t = labeled(&out);
     assert!(out.status.success(), "{t}");
-    assert!(t.contains("ROCr's stage is cached"), "{t}");
+    assert_says(&t, &["ROCr's stage is cached"]);
     assert!(!t.contains("build-rocr:"), "ROCr was rebuilt:\n{t}");
     eprintln!("{t}");
 
@@ -409,19 +413,20 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     );
     let t = labeled(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(t.contains("FAIL backport-symbol"), "{t}");
+    assert_says(&t, &["FAIL backport-symbol"]);
     let out = CHROOT.sh(
         sb,
         "rocm-pin install --mode require --accept-skipped-backport-check $(ls /debs/stock63/*.deb) 2>&1",
     );
-    assert!(out.status.success(), "{}", labeled(&out));
+    assert_success(&out, "the command");
 
     let out = CHROOT.sh(sb, "rocm-pin verify 2>&1");
     let t = labeled(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
         t.contains("backport-symbol") && t.contains("--accept-skipped-backport-check"),
-        "{t}"
+        "{}",
+        t
     );
     let out = CHROOT.sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
     let t = labeled(&out);
@@ -443,7 +448,8 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     assert!(
         status.contains("0002-hip-define-wavefront-size-for-llvm-22.patch")
             && status.contains("--no-backport-check"),
-        "{status}"
+        "{}",
+        status
     );
     let status = CHROOT.sh_ok(sb, "dpkg-query -W -f='${X-Rocm-Pin-Patches}|${X-Rocm-Pin-Backport-Check}\\n' hsa-rocr-pinned hip-runtime-amd-pinned");
     for line in status.lines() {
@@ -468,7 +474,7 @@ fn install_and_load(sb: &Sandbox, stock63: &StockSet) {
     eprintln!("{}", labeled(&out));
     assert_ours_loaded(sb);
     let out = CHROOT.sh(sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
-    assert!(out.status.success(), "{}", labeled(&out));
+    assert_success(&out, "the command");
 }
 
 #[test]
@@ -496,16 +502,11 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
         .tempdir()
         .unwrap();
     let src = work.path().join("rocm-systems");
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/lib/assemble-rocm-src.sh"))
-        .arg(rocm_src())
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "assemble the sources:\n{}",
-        labeled(&out)
+    let out = must(
+        Command::new("bash")
+            .arg(repo().join("scripts/lib/assemble-rocm-src.sh"))
+            .arg(rocm_src())
+            .arg(&src),
     );
     let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
     eprintln!("build_real: sources assembled at commit {commit}");
@@ -548,10 +549,11 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
         t.contains("SONAME change")
             && t.contains("libamdhip64.so.7")
             && t.contains("libamdhip64.so.6"),
-        "{t}"
+        "{}",
+        t
     );
     let out = package(&sb, &stock63, "stock63");
-    assert!(out.status.success(), "{}", labeled(&out));
+    assert_success(&out, "the command");
     install_and_load(&sb, &stock63);
     eprintln!(
         "build_real: AMD-shaped chain in {:.0}s",
@@ -573,17 +575,7 @@ fn real_rocm_runtime_builds_packages_installs_and_loads() {
 /// (`kept_real_staging_replaces_debian_stock`, `ROCM_PIN_REAL_STAGING`) without a rebuild.
 fn keep_staging(sb: &Sandbox, work: &Path) -> PathBuf {
     let copy = |dest: &Path| {
-        let out = Command::new("cp")
-            .arg("-a")
-            .arg(sb.path(OUT))
-            .arg(dest)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "copy the staging out:\n{}",
-            labeled(&out)
-        );
+        must(Command::new("cp").arg("-a").arg(sb.path(OUT)).arg(dest));
     };
     let staging = work.join("staging");
     copy(&staging);

@@ -21,6 +21,7 @@
 //! The archive moves: versions, file names and the release come from the chroot's dpkg
 //! database, never from this file.
 
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -315,7 +316,7 @@ fn install_ours(sb: &Sandbox) {
             "rocm-pin install --mode require --accept-skipped-backport-check $(ls {DEBS}/*.deb) 2>&1"
         ),
     );
-    assert!(out.status.success(), "install:\n{}", labeled(&out));
+    assert_success(&out, "install");
     for stock in STOCK {
         let owner = CHROOT.sh_ok(
             sb,
@@ -376,15 +377,11 @@ pub fn replaces_debian_stock(rocm_pin: &Path, staging: &Path, tarball: &Path) {
             ),
         )
     };
-    assert!(
-        out.status.success(),
-        "package against Debian's stock:\n{}",
-        labeled(&out)
-    );
+    assert_success(&out, "package against Debian's stock");
     install_ours(&sb);
     assert_ours(&sb, &stock, "after install");
     let out = CHROOT.sh(&sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
-    assert!(out.status.success(), "verify:\n{}", labeled(&out));
+    assert_success(&out, "verify");
 
     let out = CHROOT.sh(
         &sb,
@@ -397,14 +394,10 @@ pub fn replaces_debian_stock(rocm_pin: &Path, staging: &Path, tarball: &Path) {
         "after apt-get install --reinstall of Debian's names",
     );
     let out = CHROOT.sh(&sb, "apt-get --fix-broken install -y 2>&1");
-    assert!(out.status.success(), "fix-broken:\n{}", labeled(&out));
+    assert_success(&out, "fix-broken");
     assert_ours(&sb, &stock, "after apt-get --fix-broken install");
     let out = CHROOT.sh(&sb, "rocm-pin verify --accept-skipped-backport-check 2>&1");
-    assert!(
-        out.status.success(),
-        "verify at the end:\n{}",
-        labeled(&out)
-    );
+    assert_success(&out, "verify at the end");
     eprintln!(
         "real_debian: Debian step in {:.0}s",
         t0.elapsed().as_secs_f64()

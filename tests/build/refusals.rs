@@ -26,19 +26,15 @@ fn the_default_pin_does_not_match_a_test_checkout() {
         .arg("--out")
         .arg(&out);
     let r = run(cmd).failed_with(2);
-    assert!(
-        r.stderr.contains(&format!(
-            "is at commit {commit}, not the requested {}",
-            rocm_pin_core::rocm::PIN_COMMIT
-        )),
-        "{}",
-        r.stderr
-    );
+    r.says(&[&format!(
+        "is at commit {commit}, not the requested {}",
+        rocm_pin_core::rocm::PIN_COMMIT
+    )]);
     nothing_built(&out);
 
     // An abbreviated commit is refused too: the manifest records full ids only.
     let r = run(build_cmd(&src, &commit[..7], &rocm, &out, &[])).failed_with(2);
-    assert!(r.stderr.contains("not a full commit id"), "{}", r.stderr);
+    r.says(&["not a full commit id"]);
     nothing_built(&out);
 }
 
@@ -52,11 +48,7 @@ fn a_checkout_at_another_commit_is_refused() {
     let rocm = fake_rocm(tmp.path());
     let out = tmp.path().join("staging");
     let r = run(build_cmd(&src, &first, &rocm, &out, &[])).failed_with(2);
-    assert!(
-        r.stderr.contains(&format!("not the requested {first}")),
-        "{}",
-        r.stderr
-    );
+    r.says(&[&format!("not the requested {first}")]);
     nothing_built(&out);
 }
 
@@ -67,16 +59,10 @@ fn a_modified_file_in_the_build_paths_is_refused() {
     let text = std::fs::read_to_string(&hip).unwrap();
     std::fs::write(&hip, format!("{text}\n/* local change */\n")).unwrap();
     let r = run(build_cmd(&src, &commit, &rocm, &out, &[])).failed_with(2);
-    assert!(
-        r.stderr.contains("uncommitted changes or untracked files"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("M projects/clr/src/hip.c"),
-        "{}",
-        r.stderr
-    );
+    r.says(&[
+        "uncommitted changes or untracked files",
+        "M projects/clr/src/hip.c",
+    ]);
     nothing_built(&out);
 }
 
@@ -90,12 +76,7 @@ fn an_untracked_file_in_the_build_paths_is_refused() {
     )
     .unwrap();
     let r = run(build_cmd(&src, &commit, &rocm, &out, &[])).failed_with(2);
-    assert!(
-        r.stderr
-            .contains("?? projects/rocr-runtime/src/extra/patch.c"),
-        "{}",
-        r.stderr
-    );
+    r.says(&["?? projects/rocr-runtime/src/extra/patch.c"]);
     nothing_built(&out);
 }
 
@@ -121,24 +102,13 @@ fn missing_prerequisites_are_all_reported_with_their_packages() {
     let mut cmd = build_cmd(&src, &commit, &rocm, &out, &[]);
     cmd.env("PATH", &bin);
     let r = run(cmd).failed_with(2);
-    assert!(
-        r.stderr.contains("missing build prerequisites"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("2 items"), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("program `cmake` not found — Debian package `cmake`"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("`ninja` or `make`"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("apt-get install -y cmake ninja-build"),
-        "{}",
-        r.stderr
-    );
+    r.says(&[
+        "missing build prerequisites",
+        "2 items",
+        "program `cmake` not found — Debian package `cmake`",
+        "`ninja` or `make`",
+        "apt-get install -y cmake ninja-build",
+    ]);
     nothing_built(&out);
 }
 
@@ -158,16 +128,7 @@ fn the_real_tree_needs_its_full_prerequisite_set() {
     let rocm = fake_rocm(tmp.path());
     let out = tmp.path().join("staging");
     let r = run(build_cmd(&src, &commit, &rocm, &out, &[])).failed_with(2);
-    assert!(
-        r.stderr.contains("the rocm-systems tree at"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("Debian package `rocm-llvm`"),
-        "{}",
-        r.stderr
-    );
+    r.says(&["the rocm-systems tree at", "Debian package `rocm-llvm`"]);
     assert!(
         r.stderr.contains(&format!(
             "{}/llvm/bin/clang",
@@ -176,13 +137,11 @@ fn the_real_tree_needs_its_full_prerequisite_set() {
         "the ROCm path is resolved through its symlink chain: {}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("Debian package `rocprofiler-register`"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("Debian package `comgr`"), "{}", r.stderr);
-    assert!(r.stderr.contains("nothing was built"), "{}", r.stderr);
+    r.says(&[
+        "Debian package `rocprofiler-register`",
+        "Debian package `comgr`",
+        "nothing was built",
+    ]);
     nothing_built(&out);
 }
 
@@ -195,11 +154,7 @@ fn a_foreign_non_empty_output_directory_is_left_alone() {
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("thesis.tex"), "do not delete\n").unwrap();
     let r = run(build_cmd(&src, &commit, &rocm, &out, &[])).failed_with(2);
-    assert!(
-        r.stderr.contains("is not a rocm-pin staging directory"),
-        "{}",
-        r.stderr
-    );
+    r.says(&["is not a rocm-pin staging directory"]);
     assert_eq!(
         std::fs::read_to_string(out.join("thesis.tex")).unwrap(),
         "do not delete\n"

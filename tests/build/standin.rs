@@ -2,6 +2,7 @@
 //! and manifest are judged by readelf, nm and sha256sum; the validation refusals are produced by
 //! real (tampered) installs, never by calling the checks on hand-made files.
 
+use rocm_pin_testkit::assert_says;
 use std::path::Path;
 use std::time::Instant;
 
@@ -16,11 +17,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
     let (_tmp, src, commit, rocm, out) = standin_build();
 
     let first = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
-    assert!(
-        first.stdout.contains(&format!("built {commit}")),
-        "{}",
-        first.stdout
-    );
+    assert_says(&first.stdout, &[&format!("built {commit}")]);
 
     let m = manifest(&out);
     assert_eq!(m.commit, commit);
@@ -84,7 +81,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
             out.join(&hsa.path).to_str().unwrap(),
         ],
     );
-    assert!(nm.contains("hsa_amd_signal_create_v2@@ROCR_1"), "{nm}");
+    assert_says(&nm, &["hsa_amd_signal_create_v2@@ROCR_1"]);
     let hip = m
         .libraries
         .iter()
@@ -116,7 +113,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
         );
     }
     let log = std::fs::read_to_string(out.join("logs/build-clr.log")).unwrap();
-    assert!(log.contains("--parallel 2"), "{log}");
+    assert_says(&log, &["--parallel 2"]);
 
     // Same commit, options and toolchain: reused, said so, fast.
     let manifest_text = std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap();
@@ -124,12 +121,8 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
     let second = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
     let elapsed = started.elapsed();
     assert!(elapsed.as_secs_f64() < 2.0, "cache hit took {elapsed:?}");
-    assert!(second.stderr.contains("cache hit"), "{}", second.stderr);
-    assert!(
-        second.stdout.contains("reused cached staging"),
-        "{}",
-        second.stdout
-    );
+    second.says(&["cache hit"]);
+    assert_says(&second.stdout, &["reused cached staging"]);
     assert!(
         !second.stderr.contains("configure-rocr"),
         "{}",
@@ -143,8 +136,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
     // A staging changed behind our back is not reused.
     std::fs::write(out.join(&hip.path), b"").unwrap();
     let third = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
-    assert!(third.stderr.contains("cache miss"), "{}", third.stderr);
-    assert!(third.stderr.contains("empty library"), "{}", third.stderr);
+    third.says(&["cache miss", "empty library"]);
     assert_eq!(manifest(&out), m);
 
     // --rebuild builds from clean.
@@ -158,12 +150,8 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
         &["--jobs", "2", "--rebuild"],
     ))
     .ok();
-    assert!(fourth.stderr.contains("--rebuild"), "{}", fourth.stderr);
-    assert!(
-        fourth.stdout.contains(&format!("built {commit}")),
-        "{}",
-        fourth.stdout
-    );
+    fourth.says(&["--rebuild"]);
+    assert_says(&fourth.stdout, &[&format!("built {commit}")]);
     assert!(!std::fs::read_to_string(&marker)
         .unwrap()
         .contains("stale log"));
@@ -250,14 +238,10 @@ fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
     ))
     .failed_with(1);
     let hsa_path = out.join("lib/libhsa-runtime64.so.1.18.0");
-    assert!(
-        refused.stderr.contains(&format!(
-            "{} does not export hsa_amd_signal_create_v2",
-            hsa_path.display()
-        )),
-        "{}",
-        refused.stderr
-    );
+    refused.says(&[&format!(
+        "{} does not export hsa_amd_signal_create_v2",
+        hsa_path.display()
+    )]);
     assert!(
         !out.join("rocm-pin-build.json").exists(),
         "a refused build has no manifest"
@@ -274,11 +258,7 @@ fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
         ],
     ))
     .ok();
-    assert!(
-        accepted.stderr.contains("--no-backport-check"),
-        "{}",
-        accepted.stderr
-    );
+    accepted.says(&["--no-backport-check"]);
     let m = manifest(&out);
     let hsa = m
         .libraries
@@ -300,13 +280,10 @@ fn a_dangling_soname_link_is_refused_with_its_path() {
     ))
     .failed_with(1);
     let link = out.join("lib/libamdhip64.so.7");
-    assert!(
-        r.stderr
-            .contains(&format!("{}: library symlink dangles", link.display())),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("no libamdhip64 library"), "{}", r.stderr);
+    r.says(&[
+        &format!("{}: library symlink dangles", link.display()),
+        "no libamdhip64 library",
+    ]);
     assert!(!out.join("rocm-pin-build.json").exists());
 }
 
@@ -322,12 +299,7 @@ fn an_empty_library_is_refused_with_its_path() {
     ))
     .failed_with(1);
     let lib = out.join(format!("lib/libamdhip64.so.7.2.53211-{}", &commit[..7]));
-    assert!(
-        r.stderr
-            .contains(&format!("{}: empty library (0 bytes)", lib.display())),
-        "{}",
-        r.stderr
-    );
+    r.says(&[&format!("{}: empty library (0 bytes)", lib.display())]);
     assert!(!out.join("rocm-pin-build.json").exists());
 }
 
@@ -376,10 +348,7 @@ fn a_git_url_is_fetched_sparse_blobless_at_the_commit() {
         "sparse checkout fetched everything"
     );
     let fetch_log = std::fs::read_to_string(out.join("logs/fetch.log")).unwrap();
-    assert!(
-        fetch_log.contains("--filter=blob:none --depth=1"),
-        "{fetch_log}"
-    );
+    assert_says(&fetch_log, &["--filter=blob:none --depth=1"]);
 }
 
 #[test]
@@ -395,18 +364,12 @@ fn a_failing_step_names_its_log_and_quotes_its_tail() {
     ))
     .failed_with(2);
     let log = out.join("logs/configure-clr.log");
-    assert!(
-        r.stderr.contains("step configure-clr failed"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains(&format!("log: {}", log.display())),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("--- last 40 lines of"), "{}", r.stderr);
-    assert!(r.stderr.contains("has no OpenCL runtime"), "{}", r.stderr);
+    r.says(&[
+        "step configure-clr failed",
+        &format!("log: {}", log.display()),
+        "--- last 40 lines of",
+        "has no OpenCL runtime",
+    ]);
     assert!(std::fs::read_to_string(&log)
         .unwrap()
         .contains("has no OpenCL runtime"));
@@ -505,17 +468,12 @@ fn a_standin_source_like_a_root_follows_its_hip_major_and_its_abi() {
         "ROCR_1 { global: hsa_init; hsa_from_the_next_upload; local: *; };\n",
     );
     let src = tmp.path().join("src");
-    let said = rocm_pin()
-        .args(["standin", "source", "--out"])
-        .arg(&src)
-        .arg("--like")
-        .arg(&stock)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
+    let said = must(
+        rocm_pin()
+            .args(["standin", "source", "--out"])
+            .arg(&src)
+            .arg("--like")
+            .arg(&stock),
     );
     let commit = String::from_utf8_lossy(&said.stdout).trim().to_string();
     assert_eq!(commit.len(), 40, "{commit:?}");

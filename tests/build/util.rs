@@ -10,7 +10,7 @@ use rocm_pin_kit::sandbox::Sandbox;
 pub use rocm_pin_testkit::debs::{contents, debs_in, field};
 pub use rocm_pin_testkit::fixture::{git, standin_repo, COMMIT_EPOCH};
 pub use rocm_pin_testkit::staging::{default_spec, stock_set};
-pub use rocm_pin_testkit::{labeled, must_stdout};
+pub use rocm_pin_testkit::{labeled, must, must_stdout};
 
 /// The rocm-pin binary under test.
 pub fn bin() -> PathBuf {
@@ -96,6 +96,18 @@ impl Run {
             "stdout:\n{}\nstderr:\n{}",
             self.stdout, self.stderr
         );
+        self
+    }
+    /// Assert that stderr holds every one of `phrases` (the message shows all of stderr).
+    #[track_caller]
+    pub fn says(&self, phrases: &[&str]) -> &Run {
+        for p in phrases {
+            assert!(
+                self.stderr.contains(p),
+                "stderr lacks {p:?}:\n{}",
+                self.stderr
+            );
+        }
         self
     }
 }

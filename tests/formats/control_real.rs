@@ -1,5 +1,6 @@
 //! deb822 parsing against real files written by dpkg and apt on this machine.
 
+use rocm_pin_testkit::assert_success;
 use std::process::Command;
 use std::time::Instant;
 
@@ -81,11 +82,7 @@ fn apt_cache_show_output_parses() {
         .args(["show", "dpkg", "apt", "libc6"])
         .output()
         .expect("apt-cache runs");
-    assert!(
-        out.status.success(),
-        "apt-cache show failed (run `apt-get update` first): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "apt-cache show failed (run `apt-get update` first)");
     let text = String::from_utf8(out.stdout).expect("utf-8");
     let paragraphs = Paragraph::parse_many(&text).expect("apt-cache show output parses");
     // One paragraph per known version of each package, at least one each. Which versions they

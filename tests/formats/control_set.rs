@@ -1,6 +1,7 @@
 //! `Paragraph::set` can never change the paragraph structure: property tests, and dpkg-deb as
 //! the judge of what we serialize.
 
+use rocm_pin_testkit::assert_success;
 use std::process::Command;
 
 use proptest::prelude::*;
@@ -104,11 +105,7 @@ fn dpkg_deb_reads_what_we_write() {
         .arg(&deb)
         .output()
         .expect("dpkg-deb runs");
-    assert!(
-        build.status.success(),
-        "dpkg-deb --build refused our control: {}",
-        String::from_utf8_lossy(&build.stderr)
-    );
+    assert_success(&build, "dpkg-deb --build refused our control");
     let info = Command::new("dpkg-deb")
         .arg("--field")
         .arg(&deb)

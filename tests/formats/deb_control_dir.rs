@@ -208,7 +208,8 @@ fn duplicated_conffile_is_refused_where_dpkg_deb_warns() {
     let said = stderr(&b.ours);
     assert!(
         said.contains("DEBIAN/conffiles") && said.contains("/etc/pkg/a.conf is listed twice"),
-        "{said}"
+        "{}",
+        said
     );
     assert_eq!(b.ours_dir_entries, 0);
 }

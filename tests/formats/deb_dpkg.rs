@@ -2,6 +2,7 @@
 //! (types, modes, sizes, link targets, hard links) in `dpkg-deb -c`, `--info` and `--extract`,
 //! hard links sharing an inode after a real `dpkg --root` install, byte-identical rebuilds.
 
+use rocm_pin_testkit::assert_says;
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -54,9 +55,14 @@ fn dpkg_deb_sees_the_same_entries_for_every_compression() {
         // dpkg-deb --info accepts it and reports our control.
         let fields = must(Command::new("dpkg-deb").arg("-f").arg(&out));
         let text = String::from_utf8(fields.stdout).unwrap();
-        assert!(text.contains("Package: rocm-pin-testpkg"), "{text}");
-        assert!(text.contains("Version: 1:2.3~rc1-4"), "{text}");
-        assert!(text.contains("Installed-Size: "), "{text}");
+        assert_says(
+            &text,
+            &[
+                "Package: rocm-pin-testpkg",
+                "Version: 1:2.3~rc1-4",
+                "Installed-Size: ",
+            ],
+        );
         must(Command::new("dpkg-deb").arg("--info").arg(&out));
 
         // dpkg-deb -c lists exactly our entries (order included).
@@ -219,10 +225,9 @@ fn dpkg_installs_it_into_a_throwaway_root_with_hard_links_sharing_an_inode() {
     // The generated md5sums made it into dpkg's database.
     let md5sums =
         fs::read_to_string(root.join("var/lib/dpkg/info/rocm-pin-testpkg.md5sums")).unwrap();
-    assert!(md5sums.contains("  usr/share/pkg/big.txt\n"), "{md5sums}");
-    assert!(
-        md5sums.contains("  opt/pkg/lib/libbar.so.7.2.0\n"),
-        "{md5sums}"
+    assert_says(
+        &md5sums,
+        &[" usr/share/pkg/big.txt\n", " opt/pkg/lib/libbar.so.7.2.0\n"],
     );
 }
 
@@ -325,7 +330,7 @@ fn lintian_accepts_the_sample_package() {
     // inspect's md5sums check passes on it.
     let inspect = must(Command::new(bin()).args(["deb", "inspect"]).arg(&out));
     let report = String::from_utf8_lossy(&inspect.stdout);
-    assert!(report.contains("0 mismatched"), "{report}");
+    assert_says(&report, &["0 mismatched"]);
 }
 
 #[test]
@@ -502,7 +507,7 @@ fn inspect_reports_md5_mismatch_with_exit_1() {
     let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
     assert_eq!(v["md5sums"]["mismatches"][0], "./usr/bin/tool");
     let err = String::from_utf8_lossy(&res.stderr);
-    assert!(err.contains("md5sums check failed"), "{err}");
+    assert_says(&err, &["md5sums check failed"]);
 }
 
 #[test]
@@ -653,22 +658,22 @@ fn a_content_model_with_a_bad_hard_link_or_path_is_refused() {
     };
     let file = |p: &str| deb::PayloadEntry::file(p, deb::FileData::Bytes(b"x".to_vec()), 0o644);
     let e = refused(vec![deb::PayloadEntry::hard_link("a", "missing")]);
-    assert!(
-        e.contains("hard link a points at missing, which is not in the payload"),
-        "{e}"
+    assert_says(
+        &e,
+        &["hard link a points at missing, which is not in the payload"],
     );
     let e = refused(vec![
         deb::PayloadEntry::hard_link("a", "b"),
         deb::PayloadEntry::hard_link("b", "a"),
     ]);
-    assert!(e.contains("cycle"), "{e}");
+    assert_says(&e, &["cycle"]);
     let e = refused(vec![
         deb::PayloadEntry::dir("d", 0o755),
         deb::PayloadEntry::hard_link("a", "d"),
     ]);
-    assert!(e.contains("which is not a regular file"), "{e}");
+    assert_says(&e, &["which is not a regular file"]);
     let e = refused(vec![file("usr/../etc/passwd")]);
-    assert!(e.contains("not a plain relative path"), "{e}");
+    assert_says(&e, &["not a plain relative path"]);
     let e = refused(vec![file("a"), file("/a")]);
-    assert!(e.contains("appears twice"), "{e}");
+    assert_says(&e, &["appears twice"]);
 }

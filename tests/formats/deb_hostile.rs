@@ -5,6 +5,8 @@
 //!
 //! Archives are made with the real tools (tar, gzip, xz, zstd); only the ar container is ours.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{symlink, FileTypeExt};
@@ -134,11 +136,13 @@ fn a_control_bomb_is_refused_quickly_with_bounded_memory() {
     );
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "not one line: {err}");
-    assert!(err.contains(&file.display().to_string()), "{err}");
-    assert!(err.contains("control.tar.zst"), "{err}");
-    assert!(
-        err.contains("control files add up to more than the limit of 67108864 bytes"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            &file.display().to_string(),
+            "control.tar.zst",
+            "control files add up to more than the limit of 67108864 bytes",
+        ],
     );
     assert!(rss_kib < 256 << 10, "peak RSS {rss_kib} KiB");
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
@@ -187,9 +191,9 @@ fn a_control_member_with_too_many_entries_is_refused() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("control.tar.gz: the control member has more than the limit of 256 entries"),
-        "{err}"
+    assert_says(
+        &err,
+        &["control.tar.gz: the control member has more than the limit of 256 entries"],
     );
 }
 
@@ -250,20 +254,12 @@ fn pipes_fifos_and_stdin_are_read_as_streams() {
     let good = built_package(tmp.path());
     let bytes = fs::read(&good).unwrap();
     let (out, from_file) = inspect_json(&good, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "the command");
     let from_file = from_file.unwrap();
     assert_eq!(from_file["md5sums"]["checked"], 2);
 
     let (out, from_stdin) = inspect_json(Path::new("/dev/stdin"), Some(bytes.clone()));
-    assert!(
-        out.status.success(),
-        "stdin: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "stdin");
     assert_eq!(from_stdin.unwrap(), from_file, "stdin vs file");
 
     let fifo = tmp.path().join("pkg.fifo");
@@ -277,11 +273,7 @@ fn pipes_fifos_and_stdin_are_read_as_streams() {
     };
     let (out, from_fifo) = inspect_json(&fifo, None);
     feeder.join().unwrap();
-    assert!(
-        out.status.success(),
-        "FIFO: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "FIFO");
     assert_eq!(from_fifo.unwrap(), from_file, "FIFO vs file");
 
     // dpkg-deb reads the same stream.
@@ -304,7 +296,7 @@ fn pipes_fifos_and_stdin_are_read_as_streams() {
     let (out, _) = inspect_json(Path::new("/dev/stdin"), Some(cut));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("/dev/stdin: data.tar.xz:"), "{err}");
+    assert_says(&err, &["/dev/stdin: data.tar.xz:"]);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
@@ -359,11 +351,7 @@ fn multi_member_gzip_is_read_as_dpkg_deb_reads_it() {
         deb::reader::read_deb(&file, &ReadLimits::default()).unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(ours_as_listed(&ours.entries), dpkg_listing, "entries");
     let (out, json) = inspect_json(&file, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "the command");
     let json = json.unwrap();
     assert_eq!(json["md5sums"]["checked"], 2, "{json}");
     assert_eq!(json["md5sums"]["mismatches"].as_array().unwrap().len(), 0);
@@ -830,7 +818,7 @@ fn tar_extension_records_in_a_deb_count_against_its_ratio() {
         cpu.as_secs_f64()
     );
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("ratio=1000"), "{err}");
+    assert_says(&err, &["ratio=1000"]);
     // A GNU long name of 1 MiB, refused for its `..`: a short prefix in the error.
     let dir = tmp.path().join("long");
     let long = format!("{}/../x", "n".repeat((1 << 20) - 100));

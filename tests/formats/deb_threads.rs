@@ -36,18 +36,12 @@ fn build_json(wrapper: &[&str], tree: &Path, out: &Path, extra: &[&str]) -> serd
         }
         None => Command::new(bin()),
     };
-    let res = cmd
-        .args(["deb", "build", "--json"])
-        .args(extra)
-        .arg(tree)
-        .arg(out)
-        .env("SOURCE_DATE_EPOCH", SDE.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        res.status.success(),
-        "deb build {extra:?}: {}",
-        String::from_utf8_lossy(&res.stderr)
+    let res = must(
+        cmd.args(["deb", "build", "--json"])
+            .args(extra)
+            .arg(tree)
+            .arg(out)
+            .env("SOURCE_DATE_EPOCH", SDE.to_string()),
     );
     serde_json::from_slice(&res.stdout).unwrap()
 }

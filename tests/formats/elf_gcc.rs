@@ -1,5 +1,6 @@
 //! rocm_pin_core::elf against real gcc-built shared objects, judged by readelf.
 
+use rocm_pin_testkit::assert_says;
 use std::path::Path;
 use std::process::Command;
 
@@ -123,7 +124,7 @@ fn without_section_headers_versions_come_from_the_dynamic_section() {
     let sstripped = dir.path().join("libfoo-noshdr.so");
     std::fs::write(&sstripped, &bytes).unwrap();
     let sections = must_stdout(Command::new("readelf").arg("-S").arg(&sstripped));
-    assert!(sections.contains("There are no sections"), "{sections}");
+    assert_says(&sections, &["There are no sections"]);
     let info = read_elf(&sstripped).unwrap();
     assert_eq!(info, original);
 }
@@ -148,11 +149,12 @@ fn executable_is_not_a_shared_object() {
     let err = format!("{:#}", read_elf(&c).unwrap_err());
     assert!(
         err.contains("main.c") && err.contains("not an ELF"),
-        "{err}"
+        "{}",
+        err
     );
     let missing = dir.path().join("nope.so");
     let err = format!("{:#}", read_elf(&missing).unwrap_err());
-    assert!(err.contains("nope.so"), "{err}");
+    assert_says(&err, &["nope.so"]);
     let empty = dir.path().join("empty.so");
     std::fs::write(&empty, b"").unwrap();
     assert!(read_elf(&empty).is_err());

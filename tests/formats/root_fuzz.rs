@@ -10,6 +10,8 @@
 #[path = "../../fuzz/harness.rs"]
 pub(crate) mod harness;
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -126,11 +128,7 @@ fn gnu_tar_layer() -> Vec<u8> {
         .args(["-cf", "-", "."])
         .output()
         .expect("GNU tar runs");
-    assert!(
-        out.status.success(),
-        "tar: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "tar");
     out.stdout
 }
 
@@ -379,5 +377,5 @@ fn the_link_oracle_sees_a_chain_leaving_the_root() {
     let tar = w.finish().unwrap();
     let s = harness::LayerScratch::new(scratch.path().join("t"));
     let err = harness::image_layer(&tar, &s).unwrap_err();
-    assert!(err.contains("leaves the image root"), "{err}");
+    assert_says(&err, &["leaves the image root"]);
 }

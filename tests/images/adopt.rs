@@ -8,6 +8,7 @@
 //! Needs root, the tools from scripts/install-deps and the cached bookworm-apt chroot tarball
 //! (scripts/test-setup); the base and tool images are cached by `scripts/images`.
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
@@ -141,18 +142,10 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     rocm_pin_testkit::needs_root!("image storage and runc");
     let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-images-adopt-")
-        .tempdir()
-        .unwrap();
-    let w = work.path();
-    let tools = Tools { env: tool_env() };
-    let run_id = format!("t{}", std::process::id());
-    let tag = |name: &str| format!("localhost/rocm-pin-test/adopt-{name}:{run_id}");
-    let mut tags = Tags {
-        tools: &tools,
-        tags: Vec::new(),
-    };
+    let run = ImageRun::start("adopt", "adopt-");
+    let (w, tools) = (run.work.path(), &run.tools);
+    let tag = |name: &str| run.tag(name);
+    let mut tags = Tags::new(tools);
     let base = images_ok(&["base"]);
     let tool = images_ok(&["tool"]);
     let ctx = make_context(w);
@@ -168,7 +161,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     tags.tags.push(inplace.clone());
     let (out, inplace_secs) = build("inplace.Dockerfile", &inplace, &[("ROCM_IMAGE", &base)]);
     assert_eq!(rc(&out), 0, "inplace.Dockerfile:\n{}", tail(&out));
-    let ids = loaded(&tools, &inplace);
+    let ids = loaded(tools, &inplace);
     assert!(
         all_patched(&ids, &commit),
         "in-place patch not live: {ids:?}"
@@ -204,7 +197,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     }
 
     // verify --image: fails with the in-place-patch check, and names the fix.
-    let (code, v, shown) = verify_json(&tools, &inplace);
+    let (code, v, shown) = verify_json(tools, &inplace);
     assert_eq!(code, 1, "verify --image on the in-place image:\n{shown}");
     let failed = failed_checks(&v);
     let in_place = failed
@@ -244,7 +237,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     ] {
         assert!(s.contains(want), "{want:?} not in the build output:\n{s}");
     }
-    let ids = loaded(&tools, &adopted);
+    let ids = loaded(tools, &adopted);
     assert!(
         all_patched(&ids, &commit),
         "after adopt + the downstream steps the loader maps {ids:?}"
@@ -284,7 +277,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
         "rollback inside the adopted image (offline):\n{}",
         parts[3]
     );
-    let (code, v, shown) = verify_json(&tools, &adopted);
+    let (code, v, shown) = verify_json(tools, &adopted);
     assert_eq!(code, 0, "verify --image on the adopted image:\n{shown}");
     assert_eq!(v["ok"], true, "{v}");
     assert!(
@@ -298,7 +291,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
 
     // A later step that forces the stock package back fails at that step (the guard), naming it.
     let downstream = std::fs::read_to_string(ctx.join("rocm-pin/downstream.Dockerfile")).unwrap();
-    assert!(downstream.contains(VLLM_STEP), "{downstream}");
+    assert_says(&downstream, &[VLLM_STEP]);
     let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
     std::fs::write(
         ctx.join("rocm-pin/revert.Dockerfile"),
@@ -329,18 +322,18 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
     // What the vLLM step alone (forced custom rccl + fix-broken) leaves, as measured in the
     // chroots too and documented (docs/docker.md, docs/install.md): the in-place patch live —
     // fix-broken reinstalls rccl, not HIP/HSA; the reinstall after it is what reverts.
-    let after_vllm = loaded(&tools, &layer_after(&text(&out), VLLM_STEP));
+    let after_vllm = loaded(tools, &layer_after(&text(&out), VLLM_STEP));
     eprintln!("images_adopt: control, after the vLLM step alone the loader maps {after_vllm:?}");
     assert!(
         all_patched(&after_vllm, &commit),
         "the vLLM step alone reverted the in-place patch ({after_vllm:?}): docs/docker.md and docs/install.md say it does not"
     );
-    let ids = loaded(&tools, &unchecked);
+    let ids = loaded(tools, &unchecked);
     assert!(
         ids.iter().all(|(_, id)| id.contains("-STOCK-")),
         "control: without adopt the downstream steps must put stock back, the loader maps {ids:?}"
     );
-    let (code, v, shown) = verify_json(&tools, &unchecked);
+    let (code, v, shown) = verify_json(tools, &unchecked);
     assert_eq!(code, 1, "verify --image on the control image:\n{shown}");
     let failed = failed_checks(&v);
     assert!(

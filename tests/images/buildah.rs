@@ -109,18 +109,10 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     rocm_pin_testkit::needs_root!("image storage and runc");
     let _serial = crate::util::one_image_test_at_a_time();
     let t0 = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-images-test-")
-        .tempdir()
-        .unwrap();
-    let w = work.path();
-    let tools = Tools { env: tool_env() };
-    let run_id = format!("t{}", std::process::id());
-    let tag = |name: &str| format!("localhost/rocm-pin-test/{name}:{run_id}");
-    let mut tags = Tags {
-        tools: &tools,
-        tags: Vec::new(),
-    };
+    let run = ImageRun::start("test", "");
+    let (w, tools, run_id) = (run.work.path(), &run.tools, run.run_id.as_str());
+    let tag = |name: &str| run.tag(name);
+    let mut tags = Tags::new(tools);
 
     // --- the signing key as a build secret; its secret half must never reach a layer -------
     let (key, key_marker) = signing_key(w);
@@ -250,7 +242,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
 
     // podman run: the loader maps the patched pair in both images.
     for image in [&vllm, &sglang] {
-        let probe = probe_identities(&tools, image);
+        let probe = probe_identities(tools, image);
         let lines: Vec<&str> = probe.lines().collect();
         assert_eq!(lines.len(), 2, "{image}: {probe}");
         assert!(

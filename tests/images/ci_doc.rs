@@ -218,17 +218,12 @@ fn ci_doc_jobs_pass_a_good_published_image_and_fail_a_reverted_one() {
         );
     }
 
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-images-ci-doc-")
-        .tempdir()
-        .unwrap();
-    let w = work.path();
-    let tools = Tools { env: tool_env() };
-    let run_id = format!("t{}", std::process::id());
-    let tag = |name: &str| format!("localhost/rocm-pin-test/ci-doc-{name}:{run_id}");
+    let run = ImageRun::start("ci-doc", "ci-doc-");
+    let (w, tools, run_id) = (run.work.path(), &run.tools, run.run_id.as_str());
+    let tag = |name: &str| run.tag(name);
     let (good, reverted) = (tag("good"), tag("reverted"));
     let _tags = Tags {
-        tools: &tools,
+        tools,
         tags: vec![good.clone(), reverted.clone()],
     };
 
@@ -236,14 +231,14 @@ fn ci_doc_jobs_pass_a_good_published_image_and_fail_a_reverted_one() {
     let base = images_ok(&["base"]);
     let (ours, commit) = our_packages(w);
     derive(
-        &tools,
+        tools,
         (&base, &good),
         &[(&bin(), "/usr/local/bin/rocm-pin"), (&ours, "/tmp/ours/")],
         "rocm-pin install --no-rollback /tmp/ours/*.deb && rm -rf /tmp/ours",
         &[format!("io.rocm-pin.commit={commit}")],
     );
     derive(
-        &tools,
+        tools,
         (&good, &reverted),
         &[],
         "dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb",

@@ -116,18 +116,10 @@ fn debian_downstream_image_installs_verifies_and_fails_on_revert() {
     let tarball: PathBuf = rocm_pin_testkit::needs_setup!(IMAGE);
     let _serial = one_image_test_at_a_time();
     let t0 = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-images-debian-")
-        .tempdir()
-        .unwrap();
-    let w = work.path();
-    let tools = Tools { env: tool_env() };
-    let run_id = format!("t{}", std::process::id());
-    let tag = |name: &str| format!("localhost/rocm-pin-test/debian-{name}:{run_id}");
-    let mut tags = Tags {
-        tools: &tools,
-        tags: Vec::new(),
-    };
+    let run = ImageRun::start("debian", "debian-");
+    let (w, tools) = (run.work.path(), &run.tools);
+    let tag = |name: &str| run.tag(name);
+    let mut tags = Tags::new(tools);
 
     let base = images_ok(&["debian-base"]);
     let ctx = recipe_context(w);
@@ -157,7 +149,7 @@ fn debian_downstream_image_installs_verifies_and_fails_on_revert() {
         ("libhsa-runtime64.so.1", "libhsa-runtime64-1"),
     ] {
         assert_eq!(
-            owner_in_image(&tools, &app, soname),
+            owner_in_image(tools, &app, soname),
             format!("{stock}-pinned"),
             "{soname} in {app} is not from our package"
         );

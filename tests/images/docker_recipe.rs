@@ -13,6 +13,8 @@
 //!
 //! Needs root and the cached chroot images (scripts/test-setup).
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -35,7 +37,7 @@ const SCRIPTS: &str = "/usr/local/share/rocm-pin/docker";
 const ARTIFACT_IN: &str = "/tmp/rocm-pin";
 const OURS: &[&str] = &["hsa-rocr-pinned", "hip-runtime-amd-pinned"];
 
-use crate::util::{bin, cache_dir, rc, repo_dir, text};
+use crate::util::{bin, cache_dir, must, rc, repo_dir, text};
 use rocm_pin_testkit::runtime::{runtime_is_patched, RUNTIME_SONAMES as SONAMES};
 
 fn assert_root() {
@@ -318,16 +320,11 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
     let repo = a.join("repo");
     let inrelease = repo.join("dists/stable/InRelease");
     assert!(inrelease.is_file(), "{} missing", inrelease.display());
-    let out = Command::new("gpgv")
-        .arg("--keyring")
-        .arg(repo.join("archive-key.gpg"))
-        .arg(&inrelease)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gpgv rejects InRelease: {}",
-        text(&out)
+    must(
+        Command::new("gpgv")
+            .arg("--keyring")
+            .arg(repo.join("archive-key.gpg"))
+            .arg(&inrelease),
     );
     // Only the public half of the signing key travels in the artifact.
     let out = Command::new("grep")
@@ -346,7 +343,7 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
         .current_dir(a)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let sums = std::fs::read_to_string(a.join("SHA256SUMS")).unwrap();
     for f in ["COMMIT", "bin/rocm-pin", "repo/dists/stable/InRelease"] {
         assert!(
@@ -496,10 +493,7 @@ fn apt_repository_install_then_a_later_revert_fails_verify_runtime() {
     let list = sb
         .read_to_string("/etc/apt/sources.list.d/rocm-pin.list")
         .unwrap();
-    assert!(
-        list.contains("signed-by=/usr/share/keyrings/rocm-pin.gpg"),
-        "{list}"
-    );
+    assert_says(&list, &["signed-by=/usr/share/keyrings/rocm-pin.gpg"]);
     let o = sb.sh("apt-get --fix-broken install -y").unwrap();
     assert_eq!(rc(&o), 0, "{}", text(&o));
     let out = run_script(&sb, "verify-runtime.sh", &[]);

@@ -3,6 +3,7 @@
 //! environment (buildah, podman, skopeo), the images a test tagged removed when it ends, and
 //! `rocm-pin verify --image`.
 
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -53,7 +54,7 @@ pub fn signing_key(dir: &Path) -> (PathBuf, String) {
         .arg(&key)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let key_text = std::fs::read_to_string(&key).unwrap();
     let body: Vec<&str> = key_text
         .lines()
@@ -74,7 +75,7 @@ pub fn bin() -> PathBuf {
 }
 
 pub use rocm_pin_testkit::runtime::runtime_is_patched;
-pub use rocm_pin_testkit::{cache_dir, labeled as text, rc, tail};
+pub use rocm_pin_testkit::{cache_dir, labeled as text, must, rc, tail};
 
 pub fn stdout_last_line(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout)
@@ -219,6 +220,47 @@ pub struct Tags<'a> {
     pub tags: Vec<String>,
 }
 
+impl<'a> Tags<'a> {
+    pub fn new(tools: &'a Tools) -> Tags<'a> {
+        Tags {
+            tools,
+            tags: Vec::new(),
+        }
+    }
+}
+
+/// What an image test starts with: its work directory (`rocm-pin-images-<label>-*`), the OCI
+/// tools' environment, and this run's id, which every tag it makes carries.
+pub struct ImageRun {
+    pub work: tempfile::TempDir,
+    pub tools: Tools,
+    pub run_id: String,
+    tag_prefix: String,
+}
+
+impl ImageRun {
+    /// `label` names the work directory; `tag_prefix` starts the name of each image tagged.
+    pub fn start(label: &str, tag_prefix: &str) -> ImageRun {
+        ImageRun {
+            work: tempfile::Builder::new()
+                .prefix(&format!("rocm-pin-images-{label}-"))
+                .tempdir()
+                .unwrap(),
+            tools: Tools { env: tool_env() },
+            run_id: format!("t{}", std::process::id()),
+            tag_prefix: tag_prefix.to_string(),
+        }
+    }
+
+    /// `localhost/rocm-pin-test/<tag prefix><name>:<run id>`.
+    pub fn tag(&self, name: &str) -> String {
+        format!(
+            "localhost/rocm-pin-test/{}{name}:{}",
+            self.tag_prefix, self.run_id
+        )
+    }
+}
+
 impl Drop for Tags<'_> {
     fn drop(&mut self) {
         for t in &self.tags {
@@ -277,7 +319,7 @@ pub fn add_custom_rccl(ctx: &Path, dir: &Path) {
         .arg(&stock)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     for e in std::fs::read_dir(stock.join("extra")).unwrap() {
         let p = e.unwrap().path();
         std::fs::copy(&p, ctx.join("rccl").join(p.file_name().unwrap())).unwrap();
@@ -291,7 +333,7 @@ pub fn add_standin_source(ctx: &Path) -> String {
         .arg(ctx.join("rocm-systems"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let commit = stdout_last_line(&out);
     assert_eq!(commit.len(), 40, "standin source printed {commit:?}");
     commit

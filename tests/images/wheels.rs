@@ -15,11 +15,13 @@
 //! Needs root, the OCI tools (scripts/install-deps) and scripts/test-setup's bookworm-day2
 //! tarball and pip-uv/ wheels.
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
 use crate::util::*;
+use rocm_pin_testkit::gcc::{runtime_pair, torch_consumer, torch_library};
 use rocm_pin_testkit::must;
 
 const DAY2: &str = "chroot/bookworm-day2.tar.zst";
@@ -43,93 +45,15 @@ fn clean(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
-/// A runtime library exporting `<fn_name>` that returns `identity`, named `file`, with `soname`.
-fn gcc_lib(dir: &Path, file: &str, soname: &str, fn_name: &str, identity: &str) {
-    let src = dir.join(format!("{file}.c"));
-    std::fs::write(
-        &src,
-        format!("const char *{fn_name}(void) {{ return \"{identity}\"; }}\n"),
-    )
-    .unwrap();
-    must(
-        Command::new("gcc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(dir.join(file))
-            .arg(&src)
-            .arg(format!("-Wl,-soname,{soname}")),
-    );
-    std::fs::remove_file(src).unwrap();
-}
-
-/// The pair: SONAME files (a stock release) or, with `real`, real names plus links (a staging).
-fn pair(dir: &Path, identity: &str, real: bool) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (soname, version, f) in [
-        ("libamdhip64.so.7", "7.2.0", "hip_identity"),
-        ("libhsa-runtime64.so.1", "1.18.0", "hsa_identity"),
-    ] {
-        let stem = soname.rsplit_once('.').unwrap().0;
-        let file = if real {
-            format!("{stem}.{version}")
-        } else {
-            soname.to_string()
-        };
-        gcc_lib(dir, &file, soname, f, identity);
-        if real {
-            std::os::unix::fs::symlink(&file, dir.join(soname)).unwrap();
-        }
-    }
-}
-
-/// torch's stand-in: NEEDs the pair, forced DT_RPATH into `_rocm_sdk_core/lib` from
-/// `site-packages/torch/lib` (TheRock's py_packaging.py `_extend_rpath`).
-fn consumer(elf: &Path) {
-    let src = elf.join("consumer.c");
-    std::fs::write(&src, "#include <stdio.h>\nconst char *hip_identity(void);\nconst char *hsa_identity(void);\nint main(void) { printf(\"%s %s\\n\", hip_identity(), hsa_identity()); return 0; }\n").unwrap();
-    must(
-        Command::new("gcc")
-            .arg("-o")
-            .arg(elf.join("torch_consumer"))
-            .arg(&src)
-            .arg(format!("-L{}", elf.join(STOCK).display()))
-            .args([
-                "-l:libamdhip64.so.7",
-                "-l:libhsa-runtime64.so.1",
-                "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../../_rocm_sdk_core/lib",
-            ]),
-    );
-    std::fs::remove_file(src).unwrap();
-    // torch's library: the same NEEDs and forced DT_RPATH, as a shared object.
-    let src = elf.join("torch_hip.c");
-    std::fs::write(
-        &src,
-        "const char *hip_identity(void);\nconst char *torch_hip(void) { return hip_identity(); }\n",
-    )
-    .unwrap();
-    must(
-        Command::new("gcc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(elf.join("libtorch_hip.so"))
-            .arg(&src)
-            .arg(format!("-L{}", elf.join(STOCK).display()))
-            .args([
-                "-Wl,-soname,libtorch_hip.so",
-                "-l:libamdhip64.so.7",
-                "-l:libhsa-runtime64.so.1",
-                "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../../_rocm_sdk_core/lib",
-            ]),
-    );
-    std::fs::remove_file(src).unwrap();
-}
-
 /// The build context: rocm-pin/ (docs/docker/), rocm-index/ (the stand-in stock wheels as a PEP
 /// 503 tree), pip-wheel/, and rocm-pin-wheels/ (bin/rocm-pin, wheels/<ours>, made from a host
 /// venv holding the same stock set).
 fn make_context(w: &Path, pip_uv: &Path) -> PathBuf {
     let ctx = recipe_context(w);
     let elf = w.join("elf");
-    pair(&elf.join(STOCK), &format!("STOCK-{STOCK}"), false);
-    consumer(&elf);
+    runtime_pair(&elf.join(STOCK), &format!("STOCK-{STOCK}"), false);
+    torch_consumer(&elf, &elf.join(STOCK));
+    torch_library(&elf, &elf.join(STOCK));
     let script = repo_dir().join("tests/wheels/standin_wheels.py");
     let index = ctx.join("rocm-index");
     must(
@@ -172,7 +96,7 @@ fn make_context(w: &Path, pip_uv: &Path) -> PathBuf {
     );
     must(clean(venv.join("bin/rocm-sdk")).arg("init"));
     let staging = w.join("staging");
-    pair(&staging.join("lib"), "PATCHED", true);
+    runtime_pair(&staging.join("lib"), "PATCHED", true);
     let wheels = ctx.join("rocm-pin-wheels/wheels");
     let out = must(
         clean(bin())
@@ -296,19 +220,11 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     let pip_uv: PathBuf = rocm_pin_testkit::needs_setup!("pip-uv");
     let _serial = one_image_test_at_a_time();
     let t0 = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("rocm-pin-images-wheels-")
-        .tempdir()
-        .unwrap();
-    let w = work.path();
-    let tools = Tools { env: tool_env() };
-    let run_id = format!("t{}", std::process::id());
-    let tag = |name: &str| format!("localhost/rocm-pin-test/wheels-{name}:{run_id}");
-    let mut tags = Tags {
-        tools: &tools,
-        tags: Vec::new(),
-    };
-    let base = python_base(&tools, &tarball);
+    let run = ImageRun::start("wheels", "wheels-");
+    let (w, tools) = (run.work.path(), &run.tools);
+    let tag = |name: &str| run.tag(name);
+    let mut tags = Tags::new(tools);
+    let base = python_base(tools, &tarball);
     let ctx = make_context(w, &pip_uv);
     let index_url = "file:///ctx/rocm-index/";
     let args = [
@@ -336,7 +252,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     let torch_lib = format!("{site}/{TORCH_LIB}");
     // RPATH decides: the consumer maps _rocm_sdk_core's file, which is ours.
     let ran = tools.run_in(&app, &format!("LD_DEBUG=files {consumer} 2>&1"));
-    assert!(ran.contains("PATCHED PATCHED"), "{ran}");
+    assert_says(&ran, &["PATCHED PATCHED"]);
     // ld.so names the file as the RPATH spelled it: torch/lib/../../_rocm_sdk_core/lib/….
     let mapped = ran
         .lines()
@@ -350,7 +266,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         mapped.starts_with(&site) && mapped.ends_with("/../../_rocm_sdk_core/lib/libamdhip64.so.7"),
         "ld.so mapped {mapped:?}:\n{ran}"
     );
-    let (out, json) = verify_archive(&tools, w, &app, "app");
+    let (out, json) = verify_archive(tools, w, &app, "app");
     assert_eq!(rc(&out), 0, "verify --image-archive {app}:\n{}", text(&out));
     let found = copies(&json);
     for dir in ["_rocm_sdk_core/lib", "_rocm_sdk_devel/lib"] {
@@ -409,7 +325,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
             && ran.contains("/opt/rocm/lib/libamdhip64.so:1"),
         "/opt/rocm holds ours while torch runs stock:\n{ran}"
     );
-    let (out, json) = verify_archive(&tools, w, &hand, "hand");
+    let (out, json) = verify_archive(tools, w, &hand, "hand");
     assert_eq!(
         rc(&out),
         1,

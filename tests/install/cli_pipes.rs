@@ -10,7 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use crate::util::bin;
+use crate::util::{bin, must};
 
 /// A pipe as (read end, write end), with the smallest buffer the kernel allows (one page), so
 /// any output longer than 4 KiB is still being written when the reader goes away.
@@ -73,16 +73,11 @@ fn assert_ended_by_sigpipe(args: &[&str], status: ExitStatus, stderr: &str) {
 fn sample_deb(dir: &Path) -> PathBuf {
     let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-pkg");
     let deb = dir.join("sample.deb");
-    let out = Command::new(bin())
-        .args(["deb", "build", "-q", "-Z", "gzip"])
-        .arg(&tree)
-        .arg(&deb)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    must(
+        Command::new(bin())
+            .args(["deb", "build", "-q", "-Z", "gzip"])
+            .arg(&tree)
+            .arg(&deb),
     );
     deb
 }

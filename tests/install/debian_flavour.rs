@@ -6,6 +6,7 @@
 //! The archive moves: the expected names and release are read from the chroot's own dpkg
 //! database (`dpkg-query`), never written here as today's version strings.
 
+use rocm_pin_testkit::assert_says;
 use std::path::PathBuf;
 
 use crate::util::*;
@@ -170,7 +171,8 @@ fn status_and_verify_see_debian_runtime(image: &DebianImage, tarball: &std::path
             && stock
                 .iter()
                 .all(|s| human.contains(&format!("{} {}", s.package, s.version))),
-        "{human}"
+        "{}",
+        human
     );
 
     // verify: nothing of ours is installed (a failure), but it names the runtime that is there.
@@ -346,7 +348,7 @@ fn adopt_takes_over_debians_files_patched_in_place() {
     let said = text(&out);
     assert_eq!(rc(&out), 0, "rocm-pin adopt --commit:\n{said}");
     eprintln!("debian_flavour: rocm-pin adopt --commit said:\n{said}");
-    assert!(said.contains("from the apt cache"), "{said}");
+    assert_says(&said, &["from the apt cache"]);
     for (name, installed) in dpkg_states(&sb, &pinned) {
         assert!(installed, "{name} not installed after adopt:\n{said}");
     }
@@ -485,7 +487,8 @@ fn adopt_without_commit_on_debian_refuses_in_one_line() {
             && said.contains("Debian's packaging keeps no in-place commit marker")
             && said.contains(MULTIARCH)
             && said.contains("libamdhip64-7"),
-        "{said}"
+        "{}",
+        said
     );
     assert_eq!(
         before,
@@ -525,7 +528,8 @@ fn adopt_without_commit_on_debian_refuses_in_one_line() {
         said.contains("cannot tell whether this host is patched in place")
             && said.contains("libamdhip64-7's md5sums file is missing")
             && !said.contains("matches dpkg's md5sums"),
-        "{said}"
+        "{}",
+        said
     );
     assert_eq!(
         before,

@@ -4,11 +4,13 @@
 //! created), an unknown suite, a --keep directory that holds something; and a real failing
 //! step (an unusable cache) that still prints the table and exits non-zero.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::util::{bin, text};
+use crate::util::{bin, must, text};
 use rocm_pin_testkit::cache_dir as test_cache_dir;
 
 fn require_root() {
@@ -107,13 +109,14 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
     // The fix-broken scenario runs first among the downstream commands.
     let pos = |s: &str| stdout.find(s).unwrap();
     assert!(pos(STEPS[7]) < pos(STEPS[8]) && pos(STEPS[6]) < pos(STEPS[7]));
-    assert!(stdout.contains("STAND-IN runtime, not AMD's"), "{stdout}");
+    assert_says(&stdout, &["STAND-IN runtime, not AMD's"]);
     assert!(
         stdout.contains("rocm-pin build --source https://github.com/ROCm/rocm-systems ")
             && stdout.contains("rocm-pin package --staging")
             && stdout.contains("rocm-pin install --mode require")
             && stdout.contains("rocm-pin verify"),
-        "{stdout}"
+        "{}",
+        stdout
     );
     // Progress: every step with its time on stderr.
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -178,7 +181,7 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
         assert!(state(dep).contains(" ii"), "{dep}: {status}");
     }
     let marker = std::fs::read_to_string(root.join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap();
-    assert!(marker.contains(&commit), "{marker}");
+    assert_says(&marker, &[&commit]);
     // The stock library bytes are not back anywhere in the prefix.
     for e in std::fs::read_dir(root.join("opt/rocm-7.2.4/lib")).unwrap() {
         let p = e.unwrap().path();
@@ -196,14 +199,11 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
         std::fs::read_to_string(root.join("etc/apt/sources.list.d/rocm-pin-demo.list")).unwrap();
     assert!(
         sources.contains("signed-by=") && !sources.contains("trusted=yes"),
-        "{sources}"
+        "{}",
+        sources
     );
     let v = in_chroot(&root, &["rocm-pin", "verify"]);
-    assert!(
-        v.status.success(),
-        "verify in the kept chroot:\n{}",
-        text(&v)
-    );
+    assert_success(&v, "verify in the kept chroot");
     let fix_log = std::fs::read_dir(keep.join("logs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -212,7 +212,8 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
     let fix_log = std::fs::read_to_string(fix_log).unwrap();
     assert!(
         fix_log.contains("apt --fix-broken install -y") && fix_log.contains("verify: all"),
-        "{fix_log}"
+        "{}",
+        fix_log
     );
 }
 
@@ -248,7 +249,8 @@ fn a_non_root_run_says_so_and_creates_nothing() {
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(
         all.contains("needs root") && all.contains("sudo scripts/demo"),
-        "{all}"
+        "{}",
+        all
     );
     assert!(!all.contains("==>"), "it started work:\n{all}");
     assert!(!cache.exists() && !keep.exists(), "it created something");
@@ -330,7 +332,7 @@ fn a_failing_step_prints_the_table_and_exits_non_zero() {
         stdout.contains(&format!("FAILED: {}", STEPS[0])) && stdout.contains("not-a-dir"),
         "the failure does not say what and where:\n{stdout}"
     );
-    assert!(all.contains("demo failed: 1 step(s) failed"), "{all}");
+    assert_says(&all, &["demo failed: 1 step(s) failed"]);
     // Nothing was built: only the logs (and the report) are in --keep.
     let kept: Vec<String> = std::fs::read_dir(&keep)
         .unwrap()
@@ -393,7 +395,7 @@ fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Ctrl-C ends the demo as it ends any program: 128 + SIGINT.
     assert_eq!(out.status.code(), Some(130), "{stdout}\n{seen}");
-    assert!(seen.contains("demo interrupted"), "{seen}");
+    assert_says(&seen, &["demo interrupted"]);
     assert!(row(&stdout, STEPS[11]).contains("not run"), "{stdout}");
     // The overlay chroot it used is unmounted and removed.
     let sandbox = seen
@@ -410,7 +412,7 @@ fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
         .nth(1)
         .and_then(|r| r.split(',').next())
         .unwrap_or_else(|| panic!("no work directory printed:\n{seen}"));
-    assert!(work.contains("rocm-pin-demo-"), "{work}");
+    assert_says(work, &["rocm-pin-demo-"]);
     assert!(!Path::new(work).exists(), "{work} left behind");
 }
 
@@ -419,15 +421,10 @@ fn demo_on_trixie_with_json() {
     rocm_pin_testkit::needs_root!("the demo's chroot");
     require_root();
     let cache = cache_with("trixie");
-    let out = Command::new(bin())
-        .args(["demo", "--suite", "trixie", "--json", "--cache"])
-        .arg(&cache)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "demo --suite trixie failed:\n{}",
-        text(&out)
+    let out = must(
+        Command::new(bin())
+            .args(["demo", "--suite", "trixie", "--json", "--cache"])
+            .arg(&cache),
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("--json stdout: {e}: {}", text(&out)));

@@ -10,6 +10,7 @@ use crate::util::*;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::scenarios::{scenarios, Inputs, StockNames};
 use rocm_pin_kit::standin::StockRole;
+use rocm_pin_testkit::assert_says;
 
 fn file_name(p: &std::path::Path) -> String {
     p.file_name().unwrap().to_string_lossy().into_owned()
@@ -239,11 +240,7 @@ fn install_repairs_a_stock_package_forced_in_next_to_ours() {
 fn install_is_idempotent_and_restores_a_deleted_pin() {
     rocm_pin_testkit::needs_root!("a chroot");
     let a = artifacts("bookworm");
-    assert!(
-        a.install_output.contains("verify: all"),
-        "{}",
-        a.install_output
-    );
+    assert_says(&a.install_output, &["verify: all"]);
     let sb = fresh(a, &a.installed_snapshot);
     let before = sb.read_to_string("/var/lib/dpkg/status").unwrap();
     let out = sb.run(&install_argv(&a.ours)).unwrap();
@@ -350,7 +347,7 @@ fn local_repo_turns_reinstall_into_a_real_reinstall() {
             .any(|l| l.starts_with(" *** ") && l.ends_with(" 500")),
         "{pol}"
     );
-    assert!(pol.contains("file:/var/lib/rocm-pin/repo"), "{pol}");
+    assert_says(&pol, &["file:/var/lib/rocm-pin/repo"]);
     assert_eq!(
         failed_checks(&sb),
         Vec::<String>::new(),

@@ -2,6 +2,8 @@
 //! every man page's EXIT STATUS section, and Ctrl-C ending `rocm-pin demo` with 130 as a shell
 //! reports a process SIGINT ended (it exited 1, "a check failed").
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -91,7 +93,7 @@ fn every_man_page_has_an_exit_status_section() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let mut pages = 0;
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
@@ -159,7 +161,7 @@ fn ctrl_c_ends_the_demo_with_130_after_cleaning_up() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     let all = text(&out);
-    assert!(all.contains("demo interrupted"), "{all}");
+    assert_says(&all, &["demo interrupted"]);
     // The table was still printed, with the steps after the interruption not run.
-    assert!(all.contains("not run"), "{all}");
+    assert_says(&all, &["not run"]);
 }

@@ -1,6 +1,8 @@
 //! What a new user meets on a machine without ROCm (issue 16): every hint leads somewhere, is
 //! said once, and nothing expensive starts before what can be checked has been checked.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -39,7 +41,7 @@ fn verify_without_rocm_says_there_is_no_rocm_instead_of_sending_to_install() {
     assert_eq!(checks.len(), 1, "{report:#}");
     assert_eq!(checks[0]["name"], "rocm", "{report:#}");
     let detail = checks[0]["detail"].as_str().unwrap();
-    assert!(detail.contains("no ROCm installation found"), "{detail}");
+    assert_says(detail, &["no ROCm installation found"]);
     assert!(
         detail.contains("/opt/rocm") && detail.contains(&root),
         "says where it looked: {detail}"
@@ -55,17 +57,15 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let root = root_without_rocm(tmp.path());
     let out = rocm_pin(&["status", "--root", &root]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let gate = stdout.lines().find(|l| l.starts_with("gate:")).unwrap();
     assert!(
         gate.contains("would refuse") && gate.contains("mode require"),
-        "{gate}"
+        "{}",
+        gate
     );
-    assert!(
-        gate.contains("/opt/rocm-7.2.4/.info/version is missing"),
-        "{gate}"
-    );
+    assert_says(gate, &["/opt/rocm-7.2.4/.info/version is missing"]);
 
     let out = Command::new(crate::util::bin())
         .args(["status", "--json", "--root", &root])
@@ -76,7 +76,8 @@ fn status_without_rocm_says_what_the_gate_would_decide_under_each_mode() {
     let gate = s["gate"].as_str().unwrap();
     assert!(
         gate.contains("would skip this host") && gate.contains("mode auto"),
-        "{gate}"
+        "{}",
+        gate
     );
 }
 
@@ -119,10 +120,7 @@ fn package_against_a_root_without_rocm_points_to_stock_debs_with_or_without_pref
         match prefix {
             None => assert!(stderr.contains("no ROCm installation under"), "{stderr}"),
             Some(p) => {
-                assert!(
-                    stderr.contains(&format!("--prefix {p} does not exist")),
-                    "{stderr}"
-                );
+                assert_says(&stderr, &[&format!("--prefix {p} does not exist")]);
                 assert!(
                     !stderr.contains("give --prefix"),
                     "with --prefix given, asking for --prefix again loops: {stderr}"
@@ -153,12 +151,12 @@ fn build_from_a_url_without_rocm_refuses_before_fetching() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    assert_says(
+        &stderr,
+        &[&format!(
             "ROCm path {} does not exist; nothing was fetched",
             missing_rocm.display()
-        )),
-        "{stderr}"
+        )],
     );
     assert!(!stderr.contains("==> fetch"), "{stderr}");
     assert!(!out_dir.exists(), "nothing written to --out");
@@ -220,7 +218,7 @@ fn install_deps_waits_for_apts_lock_and_gives_up_after_its_timeout() {
         tree.to_str().unwrap(),
         debs.join("sample.deb").to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_success(&out, "the command");
     let package = rocm_pin(&[
         "deb",
         "inspect",
@@ -281,13 +279,12 @@ fn install_deps_waits_for_apts_lock_and_gives_up_after_its_timeout() {
     let out = install_deps("5");
     let all = text(&out);
     assert_ne!(out.status.code(), Some(0), "{all}");
-    assert!(all.contains("waiting for apt's lock"), "{all}");
-    assert!(all.contains("still held after"), "{all}");
+    assert_says(&all, &["waiting for apt's lock", "still held after"]);
     // Released while it waits: it goes on and installs.
     let out = install_deps("120");
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("waiting for apt's lock"), "{all}");
+    assert_says(&all, &["waiting for apt's lock"]);
     holder.wait().unwrap();
     let state = sb
         .run_ok(&["dpkg-query", "-W", "-f=${db:Status-Abbrev}", &package])
@@ -338,19 +335,18 @@ fn the_demo_script_checks_rust_and_announces_the_build() {
         .find_map(|l| l.strip_prefix("rust-version = \""))
         .and_then(|v| v.strip_suffix('"'))
         .unwrap();
-    assert!(
-        stderr.contains(&format!("needs Rust {need} or newer; cargo here is 1.63.0")),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        &[
+            &format!("needs Rust {need} or newer; cargo here is 1.63.0"),
+            "rustup",
+        ],
     );
-    assert!(stderr.contains("rustup"), "{stderr}");
     assert!(!log.exists(), "no build with a too-old Rust");
 
     let out = run_demo("1.95.0");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("demo: building rocm-pin (release"),
-        "{stderr}"
-    );
+    assert_says(&stderr, &["demo: building rocm-pin (release"]);
     let args = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         args.trim(),
@@ -491,9 +487,9 @@ fn deb_inspect_dash_reads_standard_input() {
         tree.to_str().unwrap(),
         deb.to_str().unwrap(),
     ]);
-    assert!(built.status.success(), "{}", text(&built));
+    assert_success(&built, "the command");
     let by_path = rocm_pin(&["deb", "inspect", "--json", deb.to_str().unwrap()]);
-    assert!(by_path.status.success(), "{}", text(&by_path));
+    assert_success(&by_path, "the command");
     let piped = Command::new(crate::util::bin())
         .args(["deb", "inspect", "--json", "-"])
         .stdin(std::fs::File::open(&deb).unwrap())

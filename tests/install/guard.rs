@@ -5,6 +5,8 @@
 //! apt and dpkg still work and say why the guard let them through; only a broken runtime
 //! fails them.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -84,7 +86,7 @@ fn self_deb() -> &'static Path {
             .env("ROCM_PIN_BIN", bin())
             .output()
             .unwrap();
-        assert!(out.status.success(), "package-self: {}", text(&out));
+        assert_success(&out, "package-self");
         let deb = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         (work, deb)
     })
@@ -187,7 +189,7 @@ fn removing_and_purging_rocm_pins_own_deb_takes_the_hooks_away() {
     let out = sb.run(&argv).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
     let hook = sb.read_to_string(APT_HOOK).unwrap();
-    assert!(hook.contains("/usr/bin/rocm-pin"), "{hook}");
+    assert_says(&hook, &["/usr/bin/rocm-pin"]);
     assert!(
         !sb.path(PRIVATE_COPY).exists(),
         "the .deb's binary is run, not a copy"

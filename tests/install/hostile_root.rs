@@ -5,6 +5,7 @@
 //! absolute path from inside the root) must never reach the output; a FIFO, a device or
 //! `/proc/self/fd/0` must fail fast with an error naming the path, never hang or eat memory.
 
+use rocm_pin_testkit::assert_says;
 use std::io::{Read, Write};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -381,7 +382,7 @@ fn root_files_linked_to_dev_zero_fail_fast_and_bounded() {
     let run = rocm_pin(&["status", "--root", d.path().to_str().unwrap()]);
     assert_bounded(&run, "status --root");
     assert_eq!(run.code, 2, "{}", run.all());
-    assert!(run.stderr.contains(STATUS), "{}", run.stderr);
+    assert_says(&run.stderr, &[STATUS]);
 }
 
 #[test]
@@ -452,9 +453,9 @@ fn a_local_repository_with_more_entries_than_any_we_make_is_refused_by_name() {
     std::fs::write(&index, b"").unwrap();
     std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o666)).unwrap();
     let said = failed(&verify_json(d.path()), "local-repo").join("\n");
-    assert!(
-        said.contains("/var/lib/rocm-pin/repo/pool/main/x.deb is group/other-writable (666)"),
-        "{said}"
+    assert_says(
+        &said,
+        &["/var/lib/rocm-pin/repo/pool/main/x.deb is group/other-writable (666)"],
     );
 }
 
@@ -713,7 +714,7 @@ fn a_roots_proc_is_read_inside_the_root_bounded() {
     );
     let run = status_root(d.path(), true);
     let unseen = json(&run)["processes_unseen"].as_str().unwrap().to_string();
-    assert!(unseen.contains("/proc/1/maps"), "{unseen}");
+    assert_says(&unseen, &["/proc/1/maps"]);
 
     // No /proc at all (an image): status says it could not look, in text and JSON.
     let d = hostile_root();

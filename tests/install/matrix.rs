@@ -7,6 +7,8 @@ use crate::util::*;
 use rocm_pin_core::host::apt::Solver;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::StockRole;
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 
 const LIB: &str = "/opt/rocm-7.2.4/lib";
 
@@ -455,7 +457,7 @@ fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run(config: &str
     assert_eq!(rc(&out), 0, "{}", text(&out));
     assert!(text(&out).contains("dpkg --configure -a"), "{}", text(&out));
     let v = verify(&sb);
-    assert!(v.status.success(), "{}", text(&v));
+    assert_success(&v, "the command");
     assert!(all_patched(&probe(&sb)));
     assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
     let audit = sb.run(&["dpkg", "--audit"]).unwrap();
@@ -485,12 +487,14 @@ fn status_reports_the_install_and_processes_mapping_the_old_runtime(config: &str
     assert_eq!(rc(&out), 0, "{}", text(&out));
     assert_eq!(rc(&out_status), 0, "{}", text(&out_status));
     let human = text(&out_status);
-    assert!(human.contains("7.2.4-93"), "{human}");
-    assert!(
-        human.contains("/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4"),
-        "{human}"
+    assert_says(
+        &human,
+        &[
+            "7.2.4-93",
+            "/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4",
+            "verify: all",
+        ],
     );
-    assert!(human.contains("verify:      all"), "{human}");
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["flavor"], "pinned");
     assert_eq!(v["verify_ok"], true);

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::util::{artifacts, bin, fresh, must, rc, text};
+use rocm_pin_kit::sandbox::Sandbox;
 
 /// Where a runnable block runs (the marker's WHERE).
 pub const WHERE: &[&str] = &[
@@ -260,32 +261,45 @@ fn runnable_amd_host_blocks_run_as_written_in_a_chroot() {
                 .arg("755")
                 .arg(sb.path("/usr/local/bin/sudo")),
         );
-        sb.write("/root/doc/block.sh", &block.script).unwrap();
-        let t = std::time::Instant::now();
-        let out = sb
-            .run(&[
-                "bash",
-                "--noprofile",
-                "--norc",
-                "-eo",
-                "pipefail",
-                "-c",
-                "cd /root/doc && . ./block.sh",
-            ])
-            .unwrap();
-        eprintln!(
-            "runnable_docs: {} (amd-host) -> exit {} in {:.1}s",
-            block.at(),
-            rc(&out),
-            t.elapsed().as_secs_f64()
-        );
-        assert_eq!(
-            rc(&out),
-            0,
-            "{} no longer runs as written in the chroot:\n{}\n{}",
-            block.at(),
-            block.script,
-            text(&out)
+        run_block_in(
+            &sb,
+            &block,
+            "/root/doc",
+            "/root/doc/block.sh",
+            "a chroot (amd-host)",
         );
     }
+}
+
+/// Run `block` as written in the chroot `sb`: its text in `script`, sourced by `bash -eo
+/// pipefail` from `workdir`; it must exit 0 (`place` names the host in the messages).
+pub fn run_block_in(sb: &Sandbox, block: &DocBlock, workdir: &str, script: &str, place: &str) {
+    sb.write(script, &block.script).unwrap();
+    let t = std::time::Instant::now();
+    let out = sb
+        .run(&[
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-eo",
+            "pipefail",
+            "-c",
+            &format!("cd {workdir} && . {script}"),
+        ])
+        .unwrap();
+    eprintln!(
+        "{} in {place} -> exit {} in {:.1}s\n{}",
+        block.at(),
+        rc(&out),
+        t.elapsed().as_secs_f64(),
+        text(&out)
+    );
+    assert_eq!(
+        rc(&out),
+        0,
+        "{} does not run as written in {place}:\n{}\n{}",
+        block.at(),
+        block.script,
+        text(&out)
+    );
 }

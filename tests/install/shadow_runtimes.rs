@@ -7,6 +7,7 @@
 //! library and consumer is built by gcc; the resolver's order is checked against the real
 //! ld.so on this host.
 
+use rocm_pin_testkit::assert_says;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -179,9 +180,10 @@ fn stock_copies_in_a_venv_fail_naming_rocm_sdk_core_and_the_consumer_until_repla
         rep.to_human()
     );
     for (_, detail) in &failures {
-        assert!(detail.contains(&consumer), "{detail}");
-        assert!(detail.contains("DT_RPATH"), "{detail}");
-        assert!(detail.contains("ln -sf /opt/rocm-7.2.4/lib/"), "{detail}");
+        assert_says(
+            detail,
+            &[&consumer, "DT_RPATH", "ln -sf /opt/rocm-7.2.4/lib/"],
+        );
     }
     // The HSA copy is mapped for the stock HIP library, through torch's DT_RPATH.
     assert!(
@@ -191,9 +193,9 @@ fn stock_copies_in_a_venv_fail_naming_rocm_sdk_core_and_the_consumer_until_repla
     );
     // The devel hard links: nothing maps them, a warning each.
     let human = rep.to_human();
-    assert!(
-        human.contains("_rocm_sdk_devel/lib/libamdhip64.so.7.2.70204: a stale copy"),
-        "{human}"
+    assert_says(
+        &human,
+        &["_rocm_sdk_devel/lib/libamdhip64.so.7.2.70204: a stale copy"],
     );
 
     // The fix as printed: each mapped copy becomes a link to ours. Then verify passes and
@@ -265,11 +267,12 @@ fn a_stale_copy_nothing_maps_is_a_warning_only() {
     assert!(
         human.contains("warn shadow")
             && human.contains("_rocm_sdk_libraries/lib/libamdhip64.so.7: a stale copy"),
-        "{human}"
+        "{}",
+        human
     );
-    assert!(
-        human.contains("/opt/rocm-6.4.0/lib/libhsa-runtime64.so.1: a stale copy"),
-        "{human}"
+    assert_says(
+        &human,
+        &["/opt/rocm-6.4.0/lib/libhsa-runtime64.so.1: a stale copy"],
     );
     let c = by_path_in(&rep, "/opt/rocm-6.4.0/lib/libhsa-runtime64.so.1");
     assert_eq!(c["patched"], false);

@@ -14,7 +14,7 @@
 //! a version string); after the rollback, the host's stock packages are installed again and
 //! none of ours is.
 
-use crate::runnable_docs::{blocks_for, DocBlock};
+use crate::runnable_docs::{blocks_for, run_block_in, DocBlock};
 use crate::util::{bin, must, packages, rc, stock_sandbox, text};
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
 
@@ -119,36 +119,7 @@ fn stock_runtime(sb: &Sandbox, host: &Host) -> Vec<String> {
 
 fn run_block(sb: &Sandbox, host: &Host, n: usize, block: &DocBlock) {
     let script = format!("/root/try-block-{n}.sh");
-    sb.write(&script, &block.script).unwrap();
-    let t = std::time::Instant::now();
-    let out = sb
-        .run(&[
-            "bash",
-            "--noprofile",
-            "--norc",
-            "-eo",
-            "pipefail",
-            "-c",
-            &format!("cd {WORKDIR} && . {script}"),
-        ])
-        .unwrap();
-    eprintln!(
-        "try_doc: {} in {} -> exit {} in {:.1}s\n{}",
-        block.at(),
-        host.place,
-        rc(&out),
-        t.elapsed().as_secs_f64(),
-        text(&out)
-    );
-    assert_eq!(
-        rc(&out),
-        0,
-        "{} does not run as written on {}:\n{}\n{}",
-        block.at(),
-        host.place,
-        block.script,
-        text(&out)
-    );
+    run_block_in(sb, block, WORKDIR, &script, host.place);
 }
 
 /// After the install block: verify passes and the loader opens ours with the host's major.

@@ -2,6 +2,7 @@
 //! exact-`=` metas) installed in a bookworm chroot, packaged with `--stock-root`, then the
 //! replacements installed there with `apt-get install ./*.deb`. Needs root (chroot).
 
+use rocm_pin_testkit::assert_success;
 use std::os::unix::fs::MetadataExt;
 
 use crate::util::*;
@@ -76,11 +77,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
     }
     let out2 = w.join("out2");
     let again = package_staging(&staging, StockFrom::Root(sb.root()), &out2, &[]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_success(&again, "the command");
     for d in &debs {
         let b = out2.join(d.file_name().unwrap());
         assert_eq!(
@@ -114,16 +111,9 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
         ));
     }
     let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let inst = sb
-        .command(&argv_ref)
-        .env("ROCM_PIN_POSTINST_PROBE", "/tmp/postinst-probe")
-        .output()
-        .unwrap();
-    assert!(
-        inst.status.success(),
-        "apt-get install ./*.deb failed:\n{}\n{}",
-        String::from_utf8_lossy(&inst.stdout),
-        String::from_utf8_lossy(&inst.stderr)
+    must(
+        sb.command(&argv_ref)
+            .env("ROCM_PIN_POSTINST_PROBE", "/tmp/postinst-probe"),
     );
     let after = dpkg_states(&sb);
     let removed: Vec<&String> = before
@@ -280,11 +270,7 @@ fn modified_stock_file_is_refused_but_path_excluded_docs_are_fine() {
     };
     // Docs dropped by path-exclude are absent by design: packaging still works.
     let ok = pkg(&w.join("ok"));
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    assert_success(&ok, "the command");
     assert_eq!(debs_in(&w.join("ok")).len(), 2);
     // --prefix /opt/rocm was resolved to the real versioned prefix.
     for d in debs_in(&w.join("ok")) {
@@ -303,7 +289,8 @@ fn modified_stock_file_is_refused_but_path_excluded_docs_are_fine() {
     assert!(!bad.status.success());
     assert!(
         err.contains(victim.as_str()) && err.contains("modified"),
-        "{err}"
+        "{}",
+        err
     );
     assert!(!out.exists(), "nothing may be written on refusal");
 }

@@ -7,6 +7,7 @@
 //! --allow-missing-symbols it packages, records it, and verify fails naming the real Debian
 //! program that needs the symbol, as the loader does (exit 127).
 
+use rocm_pin_testkit::assert_success;
 use std::path::Path;
 
 use crate::debian_stock::{tarball, DEPENDANTS};
@@ -78,21 +79,13 @@ fn the_stand_in_pair_is_abi_complete_and_debians_programs_load_it() {
     let sb = Sandbox::new(&ChrootImage::from_tarball("sid", &tarball).unwrap()).unwrap();
     let work = tempfile::tempdir().unwrap();
     let out = package(&sb, work.path(), &StagingSpec::like_root(sb.root()), &[]);
-    assert!(
-        out.status.success(),
-        "package:\n{}",
-        rocm_pin_testkit::text(&out)
-    );
+    assert_success(&out, "package");
     for deb in std::fs::read_dir(work.path().join("out")).unwrap() {
         let deb = deb.unwrap().path();
         assert_eq!(field(&deb, "X-Rocm-Pin-Missing-Symbols"), "", "{deb:?}");
     }
     let out = install(&sb, work.path());
-    assert!(
-        out.status.success(),
-        "rocm-pin install:\n{}",
-        rocm_pin_testkit::text(&out)
-    );
+    assert_success(&out, "rocm-pin install");
     let (code, human, json) = verify(&sb);
     assert_eq!(code, Some(0), "verify:\n{human}");
     assert!(json.get("missing_symbols").is_none(), "{json:#}");
@@ -161,11 +154,7 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
 
     let work = tempfile::tempdir().unwrap();
     let out = package(&sb, work.path(), &spec, &["--allow-missing-symbols"]);
-    assert!(
-        out.status.success(),
-        "package:\n{}",
-        rocm_pin_testkit::text(&out)
-    );
+    assert_success(&out, "package");
     let hsa = debs_in(&work.path().join("out"))
         .into_iter()
         .find(|d| field(d, "Package") == "libhsa-runtime64-1-pinned")

@@ -23,6 +23,8 @@
 //!   had before the real ones is gone: what it tested beyond them, that ours Provides no lower
 //!   than the exact stock version, the custom package's `=` tests more strictly.)
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 
 use crate::debian_stock::{is_installed, package_against, tarball, DEPENDANTS};
@@ -324,7 +326,7 @@ fn installed_sandbox(image: &ChrootImage, solver: AptSolver, p: &Prepared) -> Sa
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let out = sb.run(&argv).unwrap();
-    assert!(out.status.success(), "rocm-pin install:\n{}", text(&out));
+    assert_success(&out, "rocm-pin install");
     sb
 }
 
@@ -551,13 +553,13 @@ fn status_json(sb: &Sandbox) -> (serde_json::Value, String) {
         .arg(sb.root())
         .output()
         .unwrap();
-    assert!(json.status.success(), "status --json: {}", text(&json));
+    assert_success(&json, "status --json");
     let human = rocm_pin()
         .args(["status", "--root"])
         .arg(sb.root())
         .output()
         .unwrap();
-    assert!(human.status.success(), "status: {}", text(&human));
+    assert_success(&human, "status");
     (
         serde_json::from_slice(&json.stdout).unwrap(),
         String::from_utf8_lossy(&human.stdout).into_owned(),
@@ -590,7 +592,8 @@ fn status_before_install(image: &ChrootImage, p: &Prepared) {
         gate.contains("rocm-pin package")
             && !gate.contains("does not package")
             && !gate.contains("would refuse"),
-        "{gate}"
+        "{}",
+        gate
     );
     let upgrades = json["stock_runtime_upgrades"].as_array().unwrap();
     for s in &p.stock.packages {
@@ -603,12 +606,12 @@ fn status_before_install(image: &ChrootImage, p: &Prepared) {
             s.package,
             s.version
         );
-        assert!(
-            human.contains(&format!(
+        assert_says(
+            &human,
+            &[&format!(
                 "upgrade available: {} {} -> {newer}",
                 s.package, s.version
-            )),
-            "{human}"
+            )],
         );
     }
     assert_eq!(upgrades.len(), p.stock.packages.len(), "{upgrades:#?}");
@@ -650,15 +653,13 @@ fn status_after_install(image: &ChrootImage, p: &Prepared) {
             "{} not kept back at -1: {up:#}",
             s.package
         );
-        assert!(
-            human.contains(&format!("stock:       {}:", s.package)),
-            "{human}"
-        );
+        assert_says(&human, &[&format!("stock: {}:", s.package)]);
     }
     assert!(
         human.contains(&format!("a newer upload of ROCm {release}"))
             && human.contains("rocm-pin package --stock-deb"),
-        "{human}"
+        "{}",
+        human
     );
     assert!(json["stock_runtime_upgrades"]
         .as_array()
@@ -725,7 +726,8 @@ fn guard_and_adopt_on_a_debian_host() {
             && said.contains("not patched in place")
             && said.contains("--stock-root")
             && said.contains(&hip),
-        "{said}"
+        "{}",
+        said
     );
     assert_eq!(before, sb.read_to_string("/var/lib/dpkg/status").unwrap());
 
@@ -744,12 +746,13 @@ fn guard_and_adopt_on_a_debian_host() {
     assert_eq!(rc(&out), 2, "the guard's dpkg hook must fail it:\n{said}");
     assert!(
         said.contains(&format!("FAIL stock-absent {hip}")) && said.contains(&repair),
-        "{said}"
+        "{}",
+        said
     );
     let out = sb.sh(&repair).unwrap();
     assert_eq!(rc(&out), 0, "{repair}: {}", text(&out));
     let v = verify_root(&sb);
-    assert!(v.status.success(), "{}", text(&v));
+    assert_success(&v, "the command");
     for d in DEPENDANTS {
         assert!(is_installed(&sb, d), "{d} removed");
     }

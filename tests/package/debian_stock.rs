@@ -8,6 +8,7 @@
 //! installed with apt, judged by dpkg-shlibdeps and dpkg-gensymbols, and by what the loader
 //! resolves. Versions are read from the chroot (dpkg-query), never written here.
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 
 use crate::util::*;
@@ -296,7 +297,8 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
         report.contains("/var/lib/rocm-pin/marker/amd64.json")
             && report.contains("= ours")
             && report.contains("Debian's packaging: no ld.so.conf.d entry"),
-        "{report}"
+        "{}",
+        report
     );
     check_shlibdeps_and_gensymbols(&sb, &work.path().join("staging/lib"));
     downstream_keeps_ours(&sb, &debs, &kept, work.path());
@@ -469,7 +471,7 @@ fn a_host_without_debians_hiprtc_packages_is_told_what_to_install() {
     let (res, out) = run_package_against(&sb, work.path());
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("no stock owner"), "{stderr}");
+    assert_says(&stderr, &["no stock owner"]);
     let hint = stderr
         .split("`apt-get install ")
         .nth(1)

@@ -1,6 +1,8 @@
 //! `rocm-pin package` from stock .debs (no dpkg database): the multi-version-named stand-in set,
 //! every field and entry checked with dpkg-deb, lintian, byte-identical rebuild.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -56,18 +58,13 @@ fn from_stock_debs_multi_version_names() {
     assert!(hsa_deb.is_file() && hip_deb.is_file(), "{built:?}");
 
     // The report names rebuilt, aliased and carried files per package.
-    assert!(
-        stderr.contains(
-            "hsa-rocr7.2.4-pinned: rebuilt /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0"
-        ),
-        "{stderr}"
-    );
-    assert!(stderr.contains("hsa-rocr7.2.4-pinned: aliased /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204 = /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0"), "{stderr}");
+    assert_says(&stderr, &["hsa-rocr7.2.4-pinned: rebuilt /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0", "hsa-rocr7.2.4-pinned: aliased /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204 = /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0"]);
     assert!(
         stderr.contains("hip-runtime-amd7.2.4-pinned: carried /opt/rocm-7.2.4/lib/.hipInfo")
             || stderr.contains("carried /opt/rocm-7.2.4/.hipInfo")
             || stderr.contains(".hipInfo"),
-        "{stderr}"
+        "{}",
+        stderr
     );
 
     // Control fields.
@@ -80,9 +77,9 @@ fn from_stock_debs_multi_version_names() {
     assert!(field(&hsa_deb, "Conflicts").contains("hsa-rocr7.2.4"));
     assert!(field(&hsa_deb, "Replaces").contains("hsa-rocr7.2.4"));
     let hip_provides = field(&hip_deb, "Provides");
-    assert!(
-        hip_provides.contains(&format!("hip-runtime-amd7.2.4 (= {})", hip.version)),
-        "{hip_provides}"
+    assert_says(
+        &hip_provides,
+        &[&format!("hip-runtime-amd7.2.4 (= {})", hip.version)],
     );
     // Carried stock relations: hip-rocclr stays provided and replaced.
     for f in ["Provides", "Replaces"] {
@@ -104,7 +101,11 @@ fn from_stock_debs_multi_version_names() {
         "stock HSA dependency not remapped: {hip_dep}"
     );
     let desc = field(&hsa_deb, "Description");
-    assert!(desc.contains(COMMIT) && desc.contains("rollback"), "{desc}");
+    assert!(
+        desc.contains(COMMIT) && desc.contains("rollback"),
+        "{}",
+        desc
+    );
 
     // Contents.
     let hsa_c = contents(&hsa_deb);
@@ -183,9 +184,9 @@ fn from_stock_debs_multi_version_names() {
             .join("etc/apt/preferences.d/hsa-rocr7.2.4-pinned"),
     )
     .unwrap();
-    assert!(
-        pin.contains("Package: hsa-rocr7.2.4\nPin: version *\nPin-Priority: -1"),
-        "{pin}"
+    assert_says(
+        &pin,
+        &["Package: hsa-rocr7.2.4\nPin: version *\nPin-Priority: -1"],
     );
     let triggers = std::fs::read_to_string(info.path().join("triggers")).unwrap();
     assert!(triggers.contains("activate-noawait ldconfig"));
@@ -222,7 +223,7 @@ fn from_stock_debs_multi_version_names() {
             .args(["--dyn-syms", "-W"])
             .arg(&real),
     );
-    assert!(syms.contains("hsa_amd_signal_create_v2@@ROCR_1"), "{syms}");
+    assert_says(&syms, &["hsa_amd_signal_create_v2@@ROCR_1"]);
     // The marker names the commit, the replaced packages and the sha256 of the shipped file.
     let marker: rocm_pin_core::rocm::Marker = serde_json::from_slice(
         &std::fs::read(x.path().join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap(),
@@ -255,11 +256,7 @@ fn from_stock_debs_multi_version_names() {
     let pos = args2.iter().position(|a| *a == out.as_os_str()).unwrap();
     args2[pos] = out2.as_os_str();
     let res2 = package_cmd(&args2);
-    assert!(
-        res2.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res2.stderr)
-    );
+    assert_success(&res2, "the command");
     for d in &built {
         let again = out2.join(d.file_name().unwrap());
         assert_eq!(
@@ -294,11 +291,7 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
         &out,
         &[],
     );
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
+    assert_success(&res, "the command");
     let debs = debs_in(&out);
     let hip = debs
         .iter()

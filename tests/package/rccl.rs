@@ -3,6 +3,7 @@
 //! run here) turned into the pinned replacement of the stand-in's stock `rccl`, and the
 //! refusals of what `--from-deb` cannot prove. Versions come from the stand-in's facts.
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -106,12 +107,12 @@ fn a_cpack_built_rccl_becomes_the_pinned_replacement_of_amds_rccl() {
     );
     // The apt pin keeps the stock rccl out.
     let pin = std::fs::read_to_string(x.path().join("etc/apt/preferences.d").join(&ours)).unwrap();
-    assert!(
-        pin.contains(&format!(
+    assert_says(
+        &pin,
+        &[&format!(
             "Package: {}\nPin: version *\nPin-Priority: -1",
             rccl.name
-        )),
-        "{pin}"
+        )],
     );
     // The provenance record: RCCL's own marker, naming the CPack .debs by sha256.
     let marker: serde_json::Value = serde_json::from_slice(
@@ -128,7 +129,8 @@ fn a_cpack_built_rccl_becomes_the_pinned_replacement_of_amds_rccl() {
     let custom_name = custom.file_name().unwrap().to_str().unwrap();
     assert!(
         source.contains(custom_name) && source.contains("sha256"),
-        "{source}"
+        "{}",
+        source
     );
     assert!(
         !x.path()
@@ -137,7 +139,7 @@ fn a_cpack_built_rccl_becomes_the_pinned_replacement_of_amds_rccl() {
         "RCCL never writes the pair's marker"
     );
     // The headers of rccl-dev stay with the stock rccl-dev: said, not packaged.
-    assert!(stderr.contains("not packaged"), "{stderr}");
+    assert_says(&stderr, &["not packaged"]);
     assert!(
         !listed.iter().any(|(_, p, _)| p.contains("/include/")),
         "{listed:?}"
@@ -406,11 +408,13 @@ fn a_cpack_built_rccl_replaces_debians_librccl1_as_a_debian_library_package() {
         symbols.starts_with("librccl.so.1 librccl1 #MINVER#\n| librccl1-pinned #MINVER#\n"),
         "{symbols}"
     );
-    assert!(
-        symbols.contains(" ncclGetVersion@RCCL_2 7.2.4\n"),
-        "{symbols}"
+    assert_says(
+        &symbols,
+        &[
+            " ncclGetVersion@RCCL_2 7.2.4\n",
+            " rocm_pin_identity@RCCL_2 ",
+        ],
     );
-    assert!(symbols.contains(" rocm_pin_identity@RCCL_2 "), "{symbols}");
     // One file per SONAME in the multiarch directory: ours takes the stock file's name, and
     // the marker goes where a prefix-less flavour keeps RCCL's.
     let listed = contents(deb);

@@ -5,6 +5,8 @@
 //! loader (the stand-in probe maps librccl.so.1 and reads its identity) and by dpkg (ours
 //! installed, every dependant kept). Needs root and the cached bookworm image.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::Path;
 
 use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
@@ -48,7 +50,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
     let sb = Sandbox::with_options(&image(), &SandboxOptions::default()).expect("sandbox");
     prepare_stock_host(&sb, &set, &probe).unwrap();
     let stock_identity = rccl_mapped(&sb).0;
-    assert!(stock_identity.contains("STOCK"), "{stock_identity}");
+    assert_says(&stock_identity, &["STOCK"]);
 
     let (ours_deb, ours) = package_against(&sb, w);
     install_and_judge(&sb, &ours_deb, &ours, &rccl.name);
@@ -71,11 +73,7 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
         forced.status.code(),
         fixed.status.code()
     );
-    assert!(
-        fixed.status.success(),
-        "fix-broken failed:\n{}",
-        String::from_utf8_lossy(&fixed.stderr)
-    );
+    assert_success(&fixed, "fix-broken failed");
     assert_eq!(
         identity, IDENTITY,
         "after the seed's sequence the loader maps {real}"
@@ -344,25 +342,20 @@ fn package_against(sb: &Sandbox, w: &Path) -> (std::path::PathBuf, String) {
         },
     );
     let out = w.join("out");
-    let res = rocm_pin()
-        .args(["package", "--family", "rccl", "--from-deb"])
-        .arg(&custom)
-        .arg("--stock-root")
-        .arg(sb.root())
-        .args([
-            "--commit",
-            COMMIT,
-            "--commit-time",
-            &COMMIT_TIME.to_string(),
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
+    must(
+        rocm_pin()
+            .args(["package", "--family", "rccl", "--from-deb"])
+            .arg(&custom)
+            .arg("--stock-root")
+            .arg(sb.root())
+            .args([
+                "--commit",
+                COMMIT,
+                "--commit-time",
+                &COMMIT_TIME.to_string(),
+            ])
+            .arg("--out")
+            .arg(&out),
     );
     let deb = debs_in(&out).remove(0);
     let name = field(&deb, "Package");

@@ -2,6 +2,8 @@
 //! written to --out. Stock facts from the stand-in .debs (the dpkg-database refusal for a
 //! modified stock file is in package_chroot.rs).
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,12 +65,10 @@ fn hip_without_builtins(set: &StockSet, w: &Path) -> Vec<PathBuf> {
     vec![set.require(StockRole::HsaRocr).unwrap().deb.clone(), deb]
 }
 
-#[test]
-fn every_refusal_writes_nothing() {
-    let work = tempfile::tempdir().unwrap();
-    let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
-    let cases = [
+/// The refusals, one row each: how the staging and the stock are made wrong, and what the
+/// error must say.
+fn refusal_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "HSA library without the backport symbol",
             staging: StagingSpec {
@@ -182,68 +182,66 @@ fn every_refusal_writes_nothing() {
             extra: &[],
             expect: &["NEEDs libnotthere-rocm-pin.so.9", "not found"],
         },
-    ];
+    ]
+}
+
+/// One row of [`refusal_cases`] in the work directory `cw`: package must exit 2 with every
+/// expected phrase and write nothing (no --out, no work directory beside it); what failed.
+fn refuse(set: &StockSet, cw: &Path, case: &Case) -> Vec<String> {
+    let mut failures = vec![];
+    std::fs::create_dir_all(cw).unwrap();
+    let staging = cw.join("staging");
+    build_staging(&staging, &case.staging);
+    (case.tamper)(&staging);
+    let debs = (case.stock)(set, cw);
+    let out = cw.join("out");
+    let debs: Vec<&Path> = debs.iter().map(PathBuf::as_path).collect();
+    let res = package_staging(&staging, StockFrom::Debs(debs), &out, case.extra);
+    let err = String::from_utf8_lossy(&res.stderr);
+    if res.status.code() != Some(2) {
+        failures.push(format!(
+            "{}: exit {:?}, expected 2\n{err}",
+            case.name,
+            res.status.code()
+        ));
+    }
+    for e in case.expect {
+        if !err.contains(e) {
+            failures.push(format!("{}: message lacks {e:?}:\n{err}", case.name));
+        }
+    }
+    if out.exists() {
+        failures.push(format!(
+            "{}: --out {} was created",
+            case.name,
+            out.display()
+        ));
+    }
+    // No work directory left beside --out either.
+    let leftovers: Vec<_> = std::fs::read_dir(cw)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".rocm-pin-package-")
+        })
+        .collect();
+    if !leftovers.is_empty() {
+        failures.push(format!("{}: work directory left behind", case.name));
+    }
+    failures
+}
+
+#[test]
+fn every_refusal_writes_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let set = stock_set(&w.join("stock"), default_spec());
+    let cases = refusal_cases();
     let mut failures = vec![];
     for (i, case) in cases.iter().enumerate() {
-        let cw = w.join(format!("case{i}"));
-        std::fs::create_dir_all(&cw).unwrap();
-        let staging = cw.join("staging");
-        build_staging(&staging, &case.staging);
-        (case.tamper)(&staging);
-        let debs = (case.stock)(&set, &cw);
-        let out = cw.join("out");
-        let mut args: Vec<OsString> = vec![
-            "--staging".into(),
-            staging.clone().into(),
-            "--commit".into(),
-            COMMIT.into(),
-            "--commit-time".into(),
-            COMMIT_TIME.to_string().into(),
-            "--out".into(),
-            out.clone().into(),
-        ];
-        for e in case.extra {
-            args.push(e.into());
-        }
-        args.push("--stock-deb".into());
-        for d in debs {
-            args.push(d.into());
-        }
-        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-        let res = package_cmd(&refs);
-        let err = String::from_utf8_lossy(&res.stderr);
-        if res.status.code() != Some(2) {
-            failures.push(format!(
-                "{}: exit {:?}, expected 2\n{err}",
-                case.name,
-                res.status.code()
-            ));
-        }
-        for e in case.expect {
-            if !err.contains(e) {
-                failures.push(format!("{}: message lacks {e:?}:\n{err}", case.name));
-            }
-        }
-        if out.exists() {
-            failures.push(format!(
-                "{}: --out {} was created",
-                case.name,
-                out.display()
-            ));
-        }
-        // No work directory left beside --out either.
-        let leftovers: Vec<_> = std::fs::read_dir(&cw)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with(".rocm-pin-package-")
-            })
-            .collect();
-        if !leftovers.is_empty() {
-            failures.push(format!("{}: work directory left behind", case.name));
-        }
+        failures.extend(refuse(&set, &w.join(format!("case{i}")), case));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 
@@ -257,30 +255,15 @@ fn every_refusal_writes_nothing() {
         },
     );
     let out = w.join("soname8-out");
-    let mut args: Vec<OsString> = vec![
-        "--staging".into(),
-        staging.into(),
-        "--commit".into(),
-        COMMIT.into(),
-        "--commit-time".into(),
-        COMMIT_TIME.to_string().into(),
-        "--allow-soname-change".into(),
-        "-Z".into(),
-        "zstd".into(),
-        "--out".into(),
-        out.clone().into(),
-        "--stock-deb".into(),
-    ];
-    for d in pair(&set, w) {
-        args.push(d.into());
-    }
-    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let res = package_cmd(&refs);
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
+    let stock = pair(&set, w);
+    let stock: Vec<&Path> = stock.iter().map(PathBuf::as_path).collect();
+    let res = package_staging(
+        &staging,
+        StockFrom::Debs(stock),
+        &out,
+        &["--allow-soname-change", "-Z", "zstd"],
     );
+    assert_success(&res, "the command");
     let hip = debs_in(&out)
         .into_iter()
         .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
@@ -353,7 +336,7 @@ fn a_strip_that_changes_the_dynamic_interface_is_refused() {
     let res = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(2), "{err}");
-    assert!(err.contains("changed its dynamic interface"), "{err}");
+    assert_says(&err, &["changed its dynamic interface"]);
     assert!(err.contains("staging/lib/lib"), "names the library: {err}");
     assert!(!out.exists(), "--out was created");
 }
@@ -395,6 +378,6 @@ fn a_staging_changed_after_the_build_is_refused() {
     let res = package_cmd(&refs);
     let err = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(2), "{err}");
-    assert!(err.contains("changed since the build"), "{err}");
+    assert_says(&err, &["changed since the build"]);
     assert!(!out.exists(), "--out was created");
 }

@@ -4,6 +4,7 @@
 //! and refuse a tampered Release, a tampered InRelease and an index that does not match its
 //! checksum. Needs root (CI runs as root).
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -150,10 +151,7 @@ fn signed_repository_scenarios(suite: &str) {
     assert_update_ok(&sb);
     install_and_check(&sb);
     let policy = sb.run_ok(&["apt-cache", "policy"]).unwrap();
-    assert!(
-        policy.contains("o=rocm-pin,a=stable,n=stable,l=rocm-pin,c=main"),
-        "{policy}"
-    );
+    assert_says(&policy, &["o=rocm-pin,a=stable,n=stable,l=rocm-pin,c=main"]);
 
     let dists = fx.repo.join("dists/stable");
     let pristine: Vec<(PathBuf, Vec<u8>)> = ["InRelease", "Release", "Release.gpg"]

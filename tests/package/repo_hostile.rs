@@ -3,6 +3,8 @@
 //! SHA512/SHA1/MD5sum/Size/Filename never reach the index, judged by real apt downloading the
 //! package; an existing index whose `Filename:` leaves the repository is refused.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -10,7 +12,7 @@ use std::process::{Command, Output};
 use crate::util::{rocm_pin, tiny_package};
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
-use rocm_pin_testkit::{chroot_image, must, must_stdout, text};
+use rocm_pin_testkit::{chroot_image, must, must_stdout};
 
 /// Every file under `dir` with its bytes (nothing when `dir` does not exist).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -213,10 +215,12 @@ fn control_hash_fields_never_reach_the_index_and_apt_downloads_the_package() {
             "{field}: {stanza}"
         );
     }
-    assert!(stanza.contains(&format!("\nSize: {size}\n")), "{stanza}");
-    assert!(
-        stanza.contains("\nFilename: pool/main/b/bogus-hashes/bogus-hashes_1.0_all.deb\n"),
-        "{stanza}"
+    assert_says(
+        &stanza,
+        &[
+            &format!("\nSize: {size}\n"),
+            "\nFilename: pool/main/b/bogus-hashes/bogus-hashes_1.0_all.deb\n",
+        ],
     );
 
     rocm_pin_testkit::needs_root!("apt in a chroot");
@@ -235,15 +239,11 @@ fn control_hash_fields_never_reach_the_index_and_apt_downloads_the_package() {
     )
     .unwrap();
     let update = sb.run(&["apt-get", "update"]).expect("apt-get runs");
-    assert!(update.status.success(), "{}", text(&update));
+    assert_success(&update, "the command");
     let download: Output = sb
         .run(&["sh", "-c", "cd /tmp && apt-get download bogus-hashes"])
         .expect("apt-get runs");
-    assert!(
-        download.status.success(),
-        "apt-get download failed:\n{}",
-        text(&download)
-    );
+    assert_success(&download, "apt-get download failed");
     let fetched = sb
         .run_ok(&["sh", "-c", "sha256sum /tmp/bogus-hashes_1.0_all.deb"])
         .unwrap();
@@ -274,7 +274,7 @@ fn an_index_whose_filename_leaves_the_repository_is_refused() {
     let index = repo.join("dists/stable/main/binary-all/Packages");
     let pristine = std::fs::read_to_string(&index).unwrap();
     let pool = "pool/main/f/first/first_1.0_all.deb";
-    assert!(pristine.contains(pool), "{pristine}");
+    assert_says(&pristine, &[pool]);
     for escape in ["../outside.deb", &outside.display().to_string()] {
         std::fs::write(&index, pristine.replace(pool, escape)).unwrap();
         let before = snapshot(&repo);
@@ -439,13 +439,12 @@ fn a_symlinked_file_rocm_pin_would_replace_is_refused() {
     )
     .expect("repo hung");
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(&format!(
+    assert_says(
+        &out.stderr,
+        &[&format!(
             "{} is a symlink; {TRUSTED_ONLY}",
             release.display()
-        )),
-        "{}",
-        out.stderr
+        )],
     );
     assert!(std::fs::symlink_metadata(&release).unwrap().is_symlink());
     assert_eq!(std::fs::read_to_string(&host_file).unwrap(), "kept\n");

@@ -4,6 +4,7 @@
 //! loopback (trusting only the exported key), and `rocm-pin verify` passes inside the chroot.
 //! Needs root (CI runs as root).
 
+use rocm_pin_testkit::assert_success;
 use std::ffi::OsStr;
 use std::process::Command;
 
@@ -40,11 +41,7 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
         OsStr::new("--out"),
         out.as_os_str(),
     ]);
-    assert!(
-        res.status.success(),
-        "package failed: {}",
-        String::from_utf8_lossy(&res.stderr)
-    );
+    assert_success(&res, "package failed");
     let debs = debs_in(&out);
     assert_eq!(debs.len(), 2, "{debs:?}");
 

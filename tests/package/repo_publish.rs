@@ -1,6 +1,8 @@
 //! `rocm-pin repo` without a chroot: the layout, the checksums, the signatures (judged by the
 //! real gpgv), the Packages stanzas (judged by apt-ftparchive), adding and refusing.
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -163,17 +165,9 @@ fn signed_repository_verifies_and_matches_checksums() {
     // gpgv: both signatures good, with the key from keygen and with the copy in the repository.
     for ring in [keyring.clone(), repo.join("archive-key.gpg")] {
         let out = gpgv(&ring, &[&dists.join("InRelease")]);
-        assert!(
-            out.status.success(),
-            "gpgv InRelease: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, "gpgv InRelease");
         let out = gpgv(&ring, &[&dists.join("Release.gpg"), &dists.join("Release")]);
-        assert!(
-            out.status.success(),
-            "gpgv Release.gpg: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, "gpgv Release.gpg");
     }
     // The text signed in InRelease is the Release file (gpgv --output writes what it verified).
     let verified = tmp.path().join("verified");
@@ -353,11 +347,13 @@ fn adding_keeps_packages_and_refuses_changed_bytes() {
     let before = snapshot(&repo);
     let out = publish(&[&third, &changed]).failure().code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(
-        stderr.contains("keep-me 1.0 (amd64) is already in the repository with different contents"),
-        "{stderr}"
+    assert_says(
+        &stderr,
+        &[
+            "keep-me 1.0 (amd64) is already in the repository with different contents",
+            "bump the version",
+        ],
     );
-    assert!(stderr.contains("bump the version"), "{stderr}");
     assert_eq!(snapshot(&repo), before, "a refused run wrote nothing");
 
     // The same conflict inside one invocation.
@@ -529,7 +525,7 @@ fn keygen_writes_private_key_and_refuses_overwrite() {
             .any(|l| l.starts_with("pub:") && l.split(':').nth(3) == Some("22")),
         "{out}"
     );
-    assert!(out.contains("rocm-pin repository signing key"), "{out}");
+    assert_says(&out, &["rocm-pin repository signing key"]);
     let before = std::fs::read(&key).unwrap();
     rocm_pin()
         .args(["repo", "keygen", "--out"])
@@ -550,14 +546,14 @@ fn arch_all_index_gives_way_to_concrete_architectures() {
     let dists = repo.join("dists/stable");
     assert!(dists.join("main/binary-all/Packages").is_file());
     let release = std::fs::read_to_string(dists.join("Release")).unwrap();
-    assert!(release.contains("Architectures: all\n"), "{release}");
+    assert_says(&release, &["Architectures: all\n"]);
     publish(&repo, None, &[&amd]).success();
     assert!(
         !dists.join("main/binary-all").exists(),
         "stale binary-all removed"
     );
     let release = std::fs::read_to_string(dists.join("Release")).unwrap();
-    assert!(release.contains("Architectures: amd64\n"), "{release}");
+    assert_says(&release, &["Architectures: amd64\n"]);
     assert!(!release.contains("binary-all"), "{release}");
     let packages = std::fs::read_to_string(dists.join("main/binary-amd64/Packages")).unwrap();
     let names: Vec<String> = Paragraph::parse_many(&packages)
@@ -707,11 +703,7 @@ fn parallel_additions_all_land() {
         .collect();
     for w in workers {
         let out = w.join().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, "the command");
     }
     let packages =
         std::fs::read_to_string(repo.join("dists/stable/main/binary-all/Packages")).unwrap();

@@ -3,6 +3,8 @@
 //! the script) to save CI a release build; the script runs the same steps for a release build.
 //! Needs root for the chroot and the cached chroot image (scripts/test-setup).
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -74,10 +76,9 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         "package_self: scripts/package-self (with lintian) took {:.1}s",
         t.elapsed().as_secs_f64()
     );
-    assert!(
-        out.status.success(),
-        "scripts/package-self failed (lintian errors/warnings fail it):\n{}",
-        labeled(&out)
+    assert_success(
+        &out,
+        "scripts/package-self failed (lintian errors/warnings fail it)",
     );
     let deb = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
     let version = env!("CARGO_PKG_VERSION");
@@ -180,7 +181,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
     let page = sb
         .run_ok(&["sh", "-c", "zcat /usr/share/man/man1/rocm-pin-verify.1.gz"])
         .unwrap();
-    assert!(page.contains(".SH \"EXIT STATUS\""), "{page}");
+    assert_says(&page, &[".SH \"EXIT STATUS\""]);
     // The installed completion script is what the installed binary prints.
     let installed = sb
         .read_to_string("/usr/share/bash-completion/completions/rocm-pin")

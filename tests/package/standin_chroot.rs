@@ -2,6 +2,8 @@
 //! behave like stock ROCm 7.2.4 as far as dpkg, apt, update-alternatives, ldconfig and the
 //! dynamic loader can tell. Needs root and the cached chroot image (scripts/test-setup).
 
+use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 
 use rocm_pin_core::progress::Silent;
@@ -160,18 +162,18 @@ fn stock_set_installs_and_behaves_like_rocm() {
     ])
     .unwrap();
     let owners = sb.sh_ok("dpkg -S libhsa-runtime64.so.1 | sort").unwrap();
-    assert!(
-        owners.contains("hsa-rocr: /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1"),
-        "{owners}"
-    );
-    assert!(
-        owners.contains("hsa-rocr-asan: /opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1"),
-        "{owners}"
+    assert_says(
+        &owners,
+        &[
+            "hsa-rocr: /opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+            "hsa-rocr-asan: /opt/rocm-7.2.4/lib/asan/libhsa-runtime64.so.1",
+        ],
     );
     assert!(
         owners.contains("libhsa-runtime64-1:amd64: /usr/lib/")
             || owners.contains("libhsa-runtime64-1: /usr/lib/"),
-        "{owners}"
+        "{}",
+        owners
     );
 
     // The custom rccl with exact deps on the stock pair: dpkg -i --force-all, then fix-broken
@@ -181,11 +183,7 @@ fn stock_set_installs_and_behaves_like_rocm() {
     let forced = sb
         .run(&["dpkg", "-i", "--force-all", "/tmp/custom-rccl.deb"])
         .unwrap();
-    assert!(
-        forced.status.success(),
-        "{}",
-        String::from_utf8_lossy(&forced.stderr)
-    );
+    assert_success(&forced, "the command");
     // --force-all configures it despite the missing rocm-smi-lib: apt now sees a broken system.
     assert!(!sb.run(&["apt-get", "check"]).unwrap().status.success());
     sb.run_ok(&["apt-get", "--fix-broken", "install", "-y", "-q"])
@@ -239,7 +237,8 @@ fn real_sized_libraries_install_and_load() {
             );
             assert!(
                 text.contains("DYN (Shared object file)") && text.contains(".standin_pad"),
-                "{text}"
+                "{}",
+                text
             );
             padded += 1;
         }

@@ -1,5 +1,6 @@
 //! The stand-in stock set, judged by dpkg-deb, readelf, md5sum and the dynamic loader.
 
+use rocm_pin_testkit::assert_says;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -206,8 +207,7 @@ fn stock_pair_has_the_real_shapes() {
         &hx.path()
             .join("opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.70204"),
     );
-    assert!(syms.contains("hsa_init@@ROCR_1"), "{syms}");
-    assert!(syms.contains("rocm_pin_identity@@ROCR_1"), "{syms}");
+    assert_says(&syms, &["hsa_init@@ROCR_1", "rocm_pin_identity@@ROCR_1"]);
     assert!(
         !syms.contains(rocm_pin_core::rocm::BACKPORT_SYMBOL),
         "{syms}"
@@ -218,13 +218,13 @@ fn stock_pair_has_the_real_shapes() {
         &px.path()
             .join("opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204"),
     );
-    assert!(d.contains("Shared library: [libhsa-runtime64.so.1]"), "{d}");
+    assert_says(&d, &["Shared library: [libhsa-runtime64.so.1]"]);
     let rx = extract(&set.require(StockRole::Rccl).unwrap().deb);
     let d = readelf(
         &["-dW"],
         &rx.path().join("opt/rocm-7.2.4/lib/librccl.so.1.0.70204"),
     );
-    assert!(d.contains("Shared library: [libamdhip64.so.7]"), "{d}");
+    assert_says(&d, &["Shared library: [libamdhip64.so.7]"]);
 }
 
 #[test]

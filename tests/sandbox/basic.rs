@@ -1,6 +1,7 @@
 //! The chroot sandbox: real apt inside a fresh copy of the cached mmdebstrap image, installing
 //! tiny .debs built with dpkg-deb from a flat local repository. Needs root (CI runs as root).
 
+use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -105,7 +106,7 @@ fn apt_installs_from_a_local_repo_in_each_backend() {
             .contains("Dpkg::Use-Pty \"0\";"));
         assert_eq!(sb.read_to_string("/etc/apt/sources.list").unwrap(), "");
         let dump = sb.run_ok(&["apt-config", "dump"]).unwrap();
-        assert!(dump.contains("APT::Install-Recommends \"0\";"), "{dump}");
+        assert_says(&dump, &["APT::Install-Recommends \"0\";"]);
 
         sb.add_local_repo("hello", debs.path()).unwrap();
         let log = sb
@@ -202,7 +203,7 @@ fn non_root_is_refused_clearly() {
     if std::env::var_os("ROCM_PIN_SANDBOX_NONROOT_CHILD").is_some() {
         let img = ChrootImage::from_tarball("bookworm", Path::new("/etc/hostname")).unwrap();
         let err = Sandbox::new(&img).unwrap_err().to_string();
-        assert!(err.contains("needs root"), "{err}");
+        assert_says(&err, &["needs root"]);
         return;
     }
     rocm_pin_testkit::needs_root!("setpriv to run the check as nobody");
@@ -268,7 +269,7 @@ fn helpers_copy_resolve_and_run_rocm_pin_inside() {
     sb.install_rocm_pin(&rocm_pin_testkit::rocm_pin_bin!())
         .unwrap();
     let version = sb.run_ok(&["rocm-pin", "--version"]).unwrap();
-    assert!(version.contains("rocm-pin"), "{version}");
+    assert_says(&version, &["rocm-pin"]);
 
     // copy_in: a tree lands at the destination with modes kept.
     let host = tempfile::tempdir().unwrap();
@@ -282,8 +283,7 @@ fn helpers_copy_resolve_and_run_rocm_pin_inside() {
 
     // The environment is clean and fixed.
     let env = sb.sh_ok("env | sort").unwrap();
-    assert!(env.contains("DEBIAN_FRONTEND=noninteractive"), "{env}");
-    assert!(env.contains("LC_ALL=C"), "{env}");
+    assert_says(&env, &["DEBIAN_FRONTEND=noninteractive", "LC_ALL=C"]);
     assert!(!env.contains("CARGO"), "host environment leaked: {env}");
     // /proc is mounted when asked.
     assert!(sb.path("/proc/self/status").exists());
@@ -313,7 +313,8 @@ fn helpers_copy_resolve_and_run_rocm_pin_inside() {
     let err = sb.sh_ok("echo why >&2; exit 3").unwrap_err().to_string();
     assert!(
         err.contains("why") && err.contains("exit status: 3"),
-        "{err}"
+        "{}",
+        err
     );
 
     let proc_dir = sb.path("/proc");

@@ -1,5 +1,6 @@
 //! apt 3 in a trixie sandbox with `APT::Solver "3.0"`: the same local-repository install works.
 
+use rocm_pin_testkit::assert_says;
 use std::process::Command;
 
 use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
@@ -19,7 +20,7 @@ fn trixie_with_apt3_solver_installs_from_a_local_repo() {
     let version = sb.run_ok(&["apt-get", "--version"]).unwrap();
     assert!(version.starts_with("apt 3."), "{version}");
     let dump = sb.run_ok(&["apt-config", "dump", "APT::Solver"]).unwrap();
-    assert!(dump.contains("APT::Solver \"3.0\";"), "{dump}");
+    assert_says(&dump, &["APT::Solver \"3.0\";"]);
 
     let debs = tempfile::tempdir().unwrap();
     let tree = tempfile::tempdir().unwrap();

@@ -5,9 +5,11 @@
 //! afterwards either keep ours (the consumer maps it, verify passes) or fail without changing
 //! the venv; what the pin cannot stop, verify catches; rollback brings stock back offline.
 
+use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use rocm_pin_testkit::gcc::{runtime_pair, torch_consumer};
 use rocm_pin_testkit::http::HttpServer;
 use rocm_pin_testkit::{must, needs_setup, text};
 
@@ -15,63 +17,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_rocm-pin");
 const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 const STOCK: &str = "10.0.0";
 const NEWER: &str = "10.0.1";
-
-/// A tiny runtime library exporting `<fn_name>` returning `identity`.
-fn gcc_lib(dir: &Path, file: &str, soname: &str, fn_name: &str, identity: &str) {
-    let src = dir.join(format!("{file}.c"));
-    std::fs::write(
-        &src,
-        format!("const char *{fn_name}(void) {{ return \"{identity}\"; }}\n"),
-    )
-    .unwrap();
-    must(
-        Command::new("gcc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(dir.join(file))
-            .arg(&src)
-            .arg(format!("-Wl,-soname,{soname}")),
-    );
-    std::fs::remove_file(src).unwrap();
-}
-
-/// The pair of one identity in `dir`, as SONAME files (a stock release) or, with `real`, as
-/// real names plus links (a `cmake --install` staging).
-fn pair(dir: &Path, identity: &str, real: bool) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (soname, version, f) in [
-        ("libamdhip64.so.7", "7.2.0", "hip_identity"),
-        ("libhsa-runtime64.so.1", "1.18.0", "hsa_identity"),
-    ] {
-        let file = if real {
-            format!("{}.{}", soname.rsplit_once('.').unwrap().0, version)
-        } else {
-            soname.to_string()
-        };
-        gcc_lib(dir, &file, soname, f, identity);
-        if real {
-            std::os::unix::fs::symlink(&file, dir.join(soname)).unwrap();
-        }
-    }
-}
-
-/// The consumer standing in for torch's libraries: NEEDs the pair, forced DT_RPATH into
-/// `_rocm_sdk_core/lib` from `site-packages/torch/lib` (py_packaging.py `_extend_rpath`).
-fn consumer(elf: &Path) {
-    let src = elf.join("consumer.c");
-    std::fs::write(&src, "#include <stdio.h>\nconst char *hip_identity(void);\nconst char *hsa_identity(void);\nint main(void) { printf(\"%s %s\\n\", hip_identity(), hsa_identity()); return 0; }\n").unwrap();
-    must(
-        Command::new("gcc")
-            .arg("-o")
-            .arg(elf.join("torch_consumer"))
-            .arg(&src)
-            .arg(format!("-L{}", elf.join(STOCK).display()))
-            .args([
-                "-l:libamdhip64.so.7",
-                "-l:libhsa-runtime64.so.1",
-                "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../../_rocm_sdk_core/lib",
-            ]),
-    );
-}
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -131,7 +76,7 @@ impl Fixture {
             .env("LD_LIBRARY_PATH", self.dir.path().join("elf").join(STOCK))
             .output()
             .unwrap();
-        assert!(out.status.success(), "consumer: {}", text(&out));
+        assert_success(&out, "consumer");
         let debug = String::from_utf8_lossy(&out.stderr);
         // `calling init: <path>` names the file ld.so mapped for each library.
         let mapped = debug.lines().find_map(|l| {
@@ -189,10 +134,9 @@ impl Fixture {
 fn fixture(pip_uv: &Path) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let elf = dir.path().join("elf");
-    pair(&elf.join(STOCK), &format!("STOCK-{STOCK}"), false);
-    pair(&elf.join(NEWER), &format!("STOCK-{NEWER}"), false);
-    consumer(&elf);
-    std::fs::remove_file(elf.join("consumer.c")).unwrap();
+    runtime_pair(&elf.join(STOCK), &format!("STOCK-{STOCK}"), false);
+    runtime_pair(&elf.join(NEWER), &format!("STOCK-{NEWER}"), false);
+    torch_consumer(&elf, &elf.join(STOCK));
     let index = dir.path().join("index");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wheels/standin_wheels.py");
     must(
@@ -278,7 +222,7 @@ fn fixture(pip_uv: &Path) -> Fixture {
 /// Our wheel, made twice into two directories; asserts the bytes are identical; returns one.
 fn package_twice(f: &Fixture) -> PathBuf {
     let staging = f.dir.path().join("staging");
-    pair(&staging.join("lib"), "PATCHED", true);
+    runtime_pair(&staging.join("lib"), "PATCHED", true);
     let mut made = Vec::new();
     for out in ["out-a", "out-b"] {
         let out = f.dir.path().join(out);
@@ -296,7 +240,7 @@ fn package_twice(f: &Fixture) -> PathBuf {
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(o.status.success(), "package --wheels: {}", text(&o));
+        assert_success(&o, "package --wheels");
         made.push(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     }
     assert_eq!(
@@ -323,14 +267,14 @@ fn downstream_pip_and_uv_commands_keep_ours_or_fail_without_change() {
         f.venv.to_str().unwrap(),
         ours.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "install --venv: {}", text(&o));
+    assert_success(&o, "install --venv");
     let check = f.run(&[
         f.venv.join("bin/python").display().to_string(),
         "-m".into(),
         "pip".into(),
         "check".into(),
     ]);
-    assert!(check.status.success(), "pip check: {}", text(&check));
+    assert_success(&check, "pip check");
     f.assert_ours_mapped_and_verified("install --venv");
 
     let v = f.venv.display().to_string();
@@ -394,7 +338,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
         "PIP_CONFIG_FILE=/dev/null {v}/bin/pip install -q --no-deps --force-reinstall {}",
         stock_wheel.display()
     ));
-    assert!(o.status.success(), "{}", text(&o));
+    assert_success(&o, "the command");
     assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
     let verify = f.rocm_pin(&["verify", "--venv", v]);
     assert_eq!(
@@ -406,7 +350,8 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
     let said = text(&verify);
     assert!(
         said.contains("stock build") && said.contains("fix: rocm-pin install --venv"),
-        "{said}"
+        "{}",
+        said
     );
     // The fix verify prints, run as printed, leads back to green.
     let fix = said
@@ -421,7 +366,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
 
     // uv run outside the venv without UV_CONFIG_FILE reads no pin either.
     let o = f.sh(&format!("env -u UV_CONFIG_FILE {v}/bin/uv pip install -q --index-url {} --reinstall rocm-sdk-core=={STOCK}", f.index.url()));
-    assert!(o.status.success(), "{}", text(&o));
+    assert_success(&o, "the command");
     assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
     assert_eq!(f.rocm_pin(&["verify", "--venv", v]).status.code(), Some(1));
     assert!(f
@@ -432,7 +377,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
 
     // Rollback runs pip with --no-index: offline by construction.
     let o = f.rocm_pin(&["rollback", "--venv", v]);
-    assert!(o.status.success(), "rollback --venv: {}", text(&o));
+    assert_success(&o, "rollback --venv");
     assert_eq!(f.consumer_maps().0, format!("STOCK-{STOCK} STOCK-{STOCK}"));
     assert!(!f.venv.join("pip.conf").exists() && !f.venv.join("uv.toml").exists());
     let check = f.run(&[
@@ -441,11 +386,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
         "pip".into(),
         "check".into(),
     ]);
-    assert!(
-        check.status.success(),
-        "pip check after rollback: {}",
-        text(&check)
-    );
+    assert_success(&check, "pip check after rollback");
     // The devel tree's links follow the core's file again (stock bytes).
     let devel = std::fs::read(f.site().join("_rocm_sdk_devel/lib/libamdhip64.so")).unwrap();
     let core = std::fs::read(f.site().join("_rocm_sdk_core/lib/libamdhip64.so.7")).unwrap();
@@ -457,7 +398,7 @@ fn what_the_pin_cannot_stop_verify_catches_and_rollback_restores_stock_offline()
         "{v}/bin/pip install -q --no-deps --index-url {} rocm-sdk-core=={NEWER}",
         f.index.url()
     ));
-    assert!(o.status.success(), "{}", text(&o));
+    assert_success(&o, "the command");
     let before = f.snapshot();
     let o = f.rocm_pin(&["install", "--venv", v, ours.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));

@@ -138,17 +138,7 @@ pub struct Listed {
 }
 
 pub fn dpkg_contents(deb: &Path) -> Vec<Listed> {
-    let out = Command::new("dpkg-deb")
-        .arg("-c")
-        .arg(deb)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "dpkg-deb -c {}: {}",
-        deb.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = must(Command::new("dpkg-deb").arg("-c").arg(deb));
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()

@@ -307,3 +307,21 @@ pub(crate) fn build_debs(out: &Path) -> Vec<std::path::PathBuf> {
         })
         .collect()
 }
+
+/// A stock rocm-sdk-core 10.0.0 installed in the venv `site-packages` directory `site` (its
+/// dist-info only: METADATA, WHEEL, RECORD), for the wheel checks' unit tests.
+pub(crate) fn stock_core_dist_info(site: &Path) {
+    let di = site.join("rocm_sdk_core-10.0.0.dist-info");
+    std::fs::create_dir_all(&di).unwrap();
+    std::fs::write(
+        di.join("METADATA"),
+        "Name: rocm-sdk-core\nVersion: 10.0.0\n",
+    )
+    .unwrap();
+    std::fs::write(di.join("WHEEL"), "Wheel-Version: 1.0\nTag: py3-none-any\n").unwrap();
+    std::fs::write(
+        di.join("RECORD"),
+        "rocm_sdk_core-10.0.0.dist-info/RECORD,,\n",
+    )
+    .unwrap();
+}

@@ -220,20 +220,9 @@ mod tests {
     /// `root/opt/venv` holding a stock rocm-sdk-core 10.0.0 (its dist-info only).
     fn stock_venv(root: &std::path::Path) {
         let venv = root.join("opt/venv");
-        let di = venv.join("lib/python3.12/site-packages/rocm_sdk_core-10.0.0.dist-info");
-        std::fs::create_dir_all(&di).unwrap();
+        std::fs::create_dir_all(&venv).unwrap();
         std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            "Name: rocm-sdk-core\nVersion: 10.0.0\n",
-        )
-        .unwrap();
-        std::fs::write(di.join("WHEEL"), "Wheel-Version: 1.0\nTag: py3-none-any\n").unwrap();
-        std::fs::write(
-            di.join("RECORD"),
-            "rocm_sdk_core-10.0.0.dist-info/RECORD,,\n",
-        )
-        .unwrap();
+        crate::ops::fakehost::stock_core_dist_info(&venv.join("lib/python3.12/site-packages"));
     }
 
     #[test]

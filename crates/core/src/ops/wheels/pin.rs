@@ -235,19 +235,7 @@ mod tests {
     fn a_venv_without_ours_fails_naming_the_stock_version_and_the_fix() {
         let d = tempfile::tempdir().unwrap();
         let site = d.path().join("lib/python3.12/site-packages");
-        let di = site.join("rocm_sdk_core-10.0.0.dist-info");
-        std::fs::create_dir_all(&di).unwrap();
-        std::fs::write(
-            di.join("METADATA"),
-            "Name: rocm-sdk-core\nVersion: 10.0.0\n",
-        )
-        .unwrap();
-        std::fs::write(di.join("WHEEL"), "Wheel-Version: 1.0\nTag: py3-none-any\n").unwrap();
-        std::fs::write(
-            di.join("RECORD"),
-            "rocm_sdk_core-10.0.0.dist-info/RECORD,,\n",
-        )
-        .unwrap();
+        crate::ops::fakehost::stock_core_dist_info(&site);
         let layout = PinLayout {
             venv: d.path().to_path_buf(),
         };
