@@ -17,6 +17,7 @@ pub(crate) mod install_error;
 pub(crate) mod localrepo;
 pub(crate) mod ourdebs;
 pub mod package;
+pub(crate) mod package_update;
 pub(crate) mod pinmove;
 pub mod plan;
 pub(crate) mod privilege;
