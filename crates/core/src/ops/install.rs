@@ -950,7 +950,7 @@ fn match_stock(
             }
             // Ours of an older stock upload: the new replacements update them in place.
             Some(o) => {
-                super::package_update::newer_stock_upload(o, f)?;
+                super::stock_upload::newer_stock_upload(o, f)?;
                 m.ours_current = false;
             }
             None => m.ours_current = false,

@@ -25,6 +25,7 @@ pub mod repo;
 pub mod rollback;
 pub mod stale_maps;
 pub mod status_report;
+pub(crate) mod stock_upload;
 pub(crate) mod upgrades;
 pub mod verify;
 pub mod verify_abi;
