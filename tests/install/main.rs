@@ -25,4 +25,5 @@ mod read_once;
 mod runnable_docs;
 mod shadow_runtimes;
 mod try_doc;
+mod update_in_place;
 mod verify_fake_root;

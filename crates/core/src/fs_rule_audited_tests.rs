@@ -642,7 +642,7 @@ pub(super) const AUDITED: &[Audited] = &[
     ),
     audited(
         "ops/package.rs",
-        "load_stock",
+        "load_stock_debs",
         UserNamedFile,
         "`package`: its work directory beside --out and the --out directory the user names",
     ),

@@ -948,11 +948,10 @@ fn match_stock(
                     super::pinmove::refuse_downgrade(o, &f.version)?;
                 }
             }
+            // Ours of an older stock upload: the new replacements update them in place.
             Some(o) => {
-                return Err(usage(format!(
-                    "{} {} is installed but provides {} at another version than {} ({}); install the matching replacement or roll back first",
-                    o.package, o.version, f.stock_name, f.package, f.stock_version
-                )))
+                super::stock_upload::newer_stock_upload(o, f)?;
+                m.ours_current = false;
             }
             None => m.ours_current = false,
         }

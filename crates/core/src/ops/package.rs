@@ -319,57 +319,79 @@ type LoadedStock = (
 fn load_stock(req: &PackageRequest, work: &Path) -> anyhow::Result<LoadedStock> {
     let family = req.options.family;
     match &req.stock {
+        StockInput::Root(root) if family.name == rocm::families::RUNTIME.name => {
+            match super::package_update::kept_stock_of_running_pin(root)? {
+                // A host that runs ours: the stock it replaced, as install kept it.
+                Some(debs) => load_stock_debs(req, work, &debs, root),
+                None => load_stock_installed(req, root),
+            }
+        }
         StockInput::Root(root) | StockInput::PatchedInPlace(root) => {
-            let db = DpkgDb::open(root)?;
-            let layout = if family.name == rocm::families::RUNTIME.name {
-                layout_in_root(root, req.prefix.as_deref())?
-            } else {
-                super::family_stock::layout_in_root(root, &db, req.prefix.as_deref(), family)?
-            };
-            let found = discover_in_db(&db, &layout, family)?;
-            let mut stock = vec![];
-            let in_place = matches!(req.stock, StockInput::PatchedInPlace(_));
-            let replaced = |path: &str| {
-                in_place
-                    && family
-                        .library_in(&layout.lib_dir, path)
-                        .is_some_and(|f| f.required)
-            };
-            for (half, name) in found {
-                stock.push((half, stock::from_dpkg_db_allowing(&db, &name, &replaced)?));
-            }
-            Ok((layout, stock, Ok(db)))
+            load_stock_installed(req, root)
         }
-        StockInput::Debs { debs, target_root } => {
-            if debs.is_empty() {
-                return Err(refused("--stock-deb needs at least one .deb"));
-            }
-            let mut pkgs = vec![];
-            for (i, deb) in debs.iter().enumerate() {
-                let dir = work.join("stock").join(i.to_string());
-                std::fs::create_dir_all(&dir)?;
-                pkgs.push(stock::from_deb(deb, &dir)?);
-            }
-            let layout = match &req.prefix {
-                Some(p) if rocm::is_multiarch_lib_dir(p.trim_end_matches('/')) => {
-                    rocm::RuntimeLayout::multiarch(p)
-                }
-                Some(p) => versioned_prefix_layout(p)?,
-                None => layout_of_debs(&pkgs, family)?,
-            };
-            let found = discover_in_packages(&pkgs, &layout, family)?;
-            let mut stock = vec![];
-            for (half, name) in found {
-                let idx = pkgs
-                    .iter()
-                    .position(|p| p.name == name)
-                    .ok_or_else(|| refused(format!("internal: {name} vanished")))?;
-                stock.push((half, pkgs.remove(idx)));
-            }
-            let db = DpkgDb::open(target_root).map_err(|e| format!("{e:#}"));
-            Ok((layout, stock, db))
-        }
+        StockInput::Debs { debs, target_root } => load_stock_debs(req, work, debs, target_root),
     }
+}
+
+/// The stock facts from the dpkg database and the installed files under `root`.
+fn load_stock_installed(req: &PackageRequest, root: &Root) -> anyhow::Result<LoadedStock> {
+    let family = req.options.family;
+    let db = DpkgDb::open(root)?;
+    let layout = if family.name == rocm::families::RUNTIME.name {
+        layout_in_root(root, req.prefix.as_deref())?
+    } else {
+        super::family_stock::layout_in_root(root, &db, req.prefix.as_deref(), family)?
+    };
+    let found = discover_in_db(&db, &layout, family)?;
+    let mut stock = vec![];
+    let in_place = matches!(req.stock, StockInput::PatchedInPlace(_));
+    let replaced = |path: &str| {
+        in_place
+            && family
+                .library_in(&layout.lib_dir, path)
+                .is_some_and(|f| f.required)
+    };
+    for (half, name) in found {
+        stock.push((half, stock::from_dpkg_db_allowing(&db, &name, &replaced)?));
+    }
+    Ok((layout, stock, Ok(db)))
+}
+
+/// The stock facts from stock .debs; NEEDED entries resolve against `target_root`'s database.
+fn load_stock_debs(
+    req: &PackageRequest,
+    work: &Path,
+    debs: &[PathBuf],
+    target_root: &Root,
+) -> anyhow::Result<LoadedStock> {
+    let family = req.options.family;
+    if debs.is_empty() {
+        return Err(refused("--stock-deb needs at least one .deb"));
+    }
+    let mut pkgs = vec![];
+    for (i, deb) in debs.iter().enumerate() {
+        let dir = work.join("stock").join(i.to_string());
+        std::fs::create_dir_all(&dir)?;
+        pkgs.push(stock::from_deb(deb, &dir)?);
+    }
+    let layout = match &req.prefix {
+        Some(p) if rocm::is_multiarch_lib_dir(p.trim_end_matches('/')) => {
+            rocm::RuntimeLayout::multiarch(p)
+        }
+        Some(p) => versioned_prefix_layout(p)?,
+        None => layout_of_debs(&pkgs, family)?,
+    };
+    let found = discover_in_packages(&pkgs, &layout, family)?;
+    let mut stock = vec![];
+    for (half, name) in found {
+        let idx = pkgs
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| refused(format!("internal: {name} vanished")))?;
+        stock.push((half, pkgs.remove(idx)));
+    }
+    let db = DpkgDb::open(target_root).map_err(|e| format!("{e:#}"));
+    Ok((layout, stock, db))
 }
 
 /// Where the stock runtime is in a root: `--prefix` (a versioned prefix, or a multiarch

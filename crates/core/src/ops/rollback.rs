@@ -231,7 +231,7 @@ fn rollback_steps(
 
 /// The stock .debs kept at install time, one per replaced package; all of them or a refusal
 /// naming every missing one and how to get it.
-fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn kept_stock_debs(root: &Root, marker: &Marker) -> anyhow::Result<Vec<PathBuf>> {
     let mut debs: Vec<PathBuf> = Vec::new();
     let mut missing = Vec::new();
     for r in &marker.replaced {

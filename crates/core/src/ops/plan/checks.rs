@@ -99,6 +99,9 @@ pub(super) fn check_target_owners(
     target: &Target<'_>,
     stock_names: &[String],
 ) -> anyhow::Result<()> {
+    // A file our installed build owns is the same package upgraded in place (a new commit or a
+    // new stock upload on a host that runs ours): dpkg replaces it.
+    let planned: Vec<String> = plans.iter().map(|p| p.package.clone()).collect();
     if let Some(db) = target.db {
         for p in plans {
             for f in p.files.iter().filter(|f| f.content != Content::Dir) {
@@ -108,6 +111,7 @@ pub(super) fn check_target_owners(
                     .filter(|o| {
                         let bare = o.split(':').next().unwrap_or(o);
                         !stock_names.iter().any(|s| s == bare)
+                            && !crate::ops::package_update::upgraded_in_place(o, &planned)
                     })
                     .collect();
                 if !owners.is_empty() {
