@@ -18,6 +18,8 @@ DIR holds DEBIAN/control (plus maintainer scripts, conffiles, triggers, …); ev
 else under DIR is the payload, owned by root:root in the package. DEBIAN/md5sums and
 Installed-Size are generated when absent. With SOURCE_DATE_EPOCH set, the output is
 byte-identical for identical trees, whatever the file mtimes or the number of threads.
+With more than one thread, files are read and md5-hashed on a thread of their own, beside
+the compressor (ROCM_PIN_READ_AHEAD=0 keeps them on the writer's thread, 1 forces it).
 
 Example:
   SOURCE_DATE_EPOCH=1700000000 rocm-pin deb build examples/sample-pkg sample.deb
@@ -94,6 +96,7 @@ fn build(a: BuildArgs) -> anyhow::Result<()> {
         level: a.level,
         threads: a.threads,
         source_date_epoch: deb::archive::source_date_epoch_from_env()?,
+        read_ahead: read_ahead_from_env()?,
     };
     let listener = rocm_pin_core::progress::for_cli(a.quiet || a.json);
     let summary = deb::build_from_dir(&a.dir, &a.out, &opts, listener.as_ref())?;
@@ -226,4 +229,22 @@ fn print_text(r: &InspectReport, info: &deb::DebInfo) -> anyhow::Result<()> {
         outln!("  {}: ELF larger than --max-elf-mib, not parsed", shown(p));
     }
     Ok(())
+}
+
+/// The read-ahead switch from the environment (`ROCM_PIN_READ_AHEAD`: `1` on, `0` off; unset or
+/// empty: the format layer's default, on with more than one thread). It exists so a benchmark
+/// can time both paths in one run.
+fn read_ahead_from_env() -> anyhow::Result<Option<bool>> {
+    match std::env::var("ROCM_PIN_READ_AHEAD") {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => match v.trim() {
+            "1" => Ok(Some(true)),
+            "0" => Ok(Some(false)),
+            _ => anyhow::bail!(
+                "ROCM_PIN_READ_AHEAD={v:?} must be 1 (read and hash files on a thread of their \
+                 own) or 0 (on the tar writer's thread); unset it for the default"
+            ),
+        },
+        Err(_) => Ok(None),
+    }
 }

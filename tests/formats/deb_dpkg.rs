@@ -19,6 +19,7 @@ fn opts(c: Compression, threads: u32) -> BuildOptions {
         level: None,
         threads: Some(threads),
         source_date_epoch: Some(SDE),
+        read_ahead: None,
     }
 }
 

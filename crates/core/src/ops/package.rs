@@ -134,6 +134,7 @@ pub fn package(req: &PackageRequest, listener: &dyn Listener) -> anyhow::Result<
         level: None,
         threads: req.threads,
         source_date_epoch: Some(epoch),
+        read_ahead: None,
     };
     let mut debs = vec![];
     let mut reports = vec![];

@@ -4,7 +4,8 @@
 //! Streaming: file contents are never held whole in memory.
 //!
 //! Order of work: data.tar is compressed first into a temporary file beside the output, with
-//! md5sums computed in the same pass over each file; then control.tar (which holds md5sums) is
+//! md5sums computed in the same pass over each file (each file read once, by a read-ahead
+//! thread when more than one thread is allowed: `super::read_ahead`); then control.tar (which holds md5sums) is
 //! built in memory; then the ar is assembled into a second temporary file (copying data.tar's
 //! compressed bytes, which the kernel does without a userspace pass) and renamed into place.
 
@@ -17,13 +18,14 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use md5::{Digest, Md5};
 
 use super::ar::ArWriter;
 use super::compress::Encoder;
 use super::content::{
     self, ControlFile, FileData, Ordered, OrderedKind, PackageContent, PayloadEntry,
 };
+pub use super::read_ahead::read_ahead_by_default;
+use super::read_ahead::{with_contents, Contents};
 use super::tar::{TarWriter, WriteKind};
 use super::{Compression, Paragraph};
 use crate::deb::invalid;
@@ -39,6 +41,10 @@ pub struct BuildOptions {
     pub threads: Option<u32>,
     /// When set, every mtime in both tars is set to it (not only clamped).
     pub source_date_epoch: Option<u64>,
+    /// Read and md5-hash the files on a thread of their own, overlapping the compressor
+    /// (`super::read_ahead`); None = when more than one thread is allowed
+    /// ([`read_ahead_by_default`]). Output bytes must not depend on this.
+    pub read_ahead: Option<bool>,
 }
 
 impl Default for BuildOptions {
@@ -48,6 +54,7 @@ impl Default for BuildOptions {
             level: None,
             threads: None,
             source_date_epoch: None,
+            read_ahead: None,
         }
     }
 }
@@ -77,6 +84,9 @@ pub struct BuildSummary {
     pub size: u64,
     /// Compressor threads data.tar was written with (the bytes do not depend on it).
     pub compressor_threads: u32,
+    /// Whether the files were read and hashed on a thread of their own (the bytes do not
+    /// depend on it either).
+    pub read_ahead: bool,
 }
 
 /// Maintainer scripts: dpkg-deb requires them to be executable.
@@ -444,18 +454,39 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// Write data.tar (compressed) into `out`, hashing regular files on the way when `md5` is set.
+/// Write data.tar (compressed) into `out`, hashing regular files on the way when `md5` is set,
+/// their contents read on the writer's thread or read ahead (`ahead`: `super::read_ahead`).
 /// Returns the md5sums lines (path without `./`, in archive order).
-fn write_data_tar<W: Write>(
+pub(super) fn write_data_tar<W: Write>(
     entries: &[Ordered<'_>],
     out: W,
     opts: &BuildOptions,
     threads: u32,
     md5: bool,
+    ahead: bool,
 ) -> anyhow::Result<(W, Vec<(String, String)>)> {
     let enc = Encoder::new(out, opts.compression, opts.level, threads)
         .context("cannot start the compressor")?;
-    let mut tar = TarWriter::new(enc);
+    let tar = TarWriter::new(enc);
+    let (tar, sums) = with_contents(entries, md5, ahead, |contents| {
+        write_entries(entries, tar, opts, contents)
+    })?;
+    let enc = tar.finish().context("finishing data.tar")?;
+    let out = enc.finish().context("finishing the data.tar compressor")?;
+    Ok((out, sums))
+}
+
+/// md5sums lines: (path without `./`, md5 hex), in archive order.
+type Md5Lines = Vec<(String, String)>;
+
+/// [`write_data_tar`]'s walk: every entry's header, and each regular file's contents from
+/// `contents`; returns the tar writer and the md5sums lines.
+fn write_entries<W: Write>(
+    entries: &[Ordered<'_>],
+    mut tar: TarWriter<W>,
+    opts: &BuildOptions,
+    contents: &mut Contents,
+) -> anyhow::Result<(TarWriter<W>, Md5Lines)> {
     let mut sums: Vec<(String, String)> = Vec::new();
     // Entries that later hard links point at, and their sums.
     let linked: std::collections::HashSet<usize> = entries
@@ -492,15 +523,12 @@ fn write_data_tar<W: Write>(
                     mtime,
                 )
                 .with_context(context)?;
-                if md5 {
-                    // Same inode, same contents: reuse the first path's sum.
-                    if let Some(sum) = sum_of_entry.get(first) {
-                        sums.push((entry.rel.clone(), sum.clone()));
-                    }
+                // Same inode, same contents: reuse the first path's sum.
+                if let Some(sum) = sum_of_entry.get(first) {
+                    sums.push((entry.rel.clone(), sum.clone()));
                 }
             }
             OrderedKind::File { data, size } => {
-                let mut reader = data.open()?;
                 tar.append_header(
                     &tar_name(rel, false),
                     WriteKind::File(*size),
@@ -508,16 +536,7 @@ fn write_data_tar<W: Write>(
                     mtime,
                 )
                 .with_context(context)?;
-                let mut hasher = Md5::new();
-                let mut observe = |chunk: &[u8]| {
-                    if md5 {
-                        hasher.update(chunk);
-                    }
-                };
-                tar.write_contents(&mut reader, *size, &mut observe)
-                    .with_context(context)?;
-                if md5 {
-                    let sum = hex::encode(hasher.finalize());
+                if let Some(sum) = contents.write_file(&mut tar, data, *size, &entry.rel)? {
                     if linked.contains(&index) {
                         sum_of_entry.insert(index, sum.clone());
                     }
@@ -526,9 +545,7 @@ fn write_data_tar<W: Write>(
             }
         }
     }
-    let enc = tar.finish().context("finishing data.tar")?;
-    let out = enc.finish().context("finishing the data.tar compressor")?;
-    Ok((out, sums))
+    Ok((tar, sums))
 }
 
 /// Build control.tar in memory (it is small): `./`, `./control`, then the other control files
@@ -648,7 +665,17 @@ pub fn build_package(
         Some(n) => n.max(1),
         None => default_threads(),
     };
-    let (data, sums) = write_data_member(&out_dir, &entries, opts, threads, want_md5, listener)?;
+    let ahead = opts
+        .read_ahead
+        .unwrap_or_else(|| read_ahead_by_default(threads));
+    let (data, sums) = write_data_member(
+        &out_dir,
+        &entries,
+        opts,
+        (threads, ahead),
+        want_md5,
+        listener,
+    )?;
     let md5sums = if want_md5 {
         md5sums_text(&sums, &content.conffiles)
     } else {
@@ -686,6 +713,7 @@ pub fn build_package(
         installed_size_kib,
         size,
         compressor_threads: threads,
+        read_ahead: ahead,
     })
 }
 
@@ -775,12 +803,13 @@ struct ControlMember {
 }
 
 /// Write data.tar first (md5sums come out of this pass, when `want_md5`), into a temporary file
-/// in `out_dir` so the final copy stays on one filesystem.
+/// in `out_dir` so the final copy stays on one filesystem; with `threads` compressor threads,
+/// the files read ahead when `ahead`.
 fn write_data_member(
     out_dir: &Path,
     entries: &[Ordered<'_>],
     opts: &BuildOptions,
-    threads: u32,
+    (threads, ahead): (u32, bool),
     want_md5: bool,
     listener: &dyn Listener,
 ) -> anyhow::Result<(DataMember, Vec<(String, String)>)> {
@@ -791,7 +820,7 @@ fn write_data_member(
         .with_context(|| format!("cannot create a temporary file in {}", out_dir.display()))?;
     let (file, sums) = progress::step(listener, &format!("write {name}"), || {
         let writer = BufWriter::with_capacity(1 << 20, data_tmp.as_file());
-        let (writer, sums) = write_data_tar(entries, writer, opts, threads, want_md5)?;
+        let (writer, sums) = write_data_tar(entries, writer, opts, threads, want_md5, ahead)?;
         writer
             .into_inner()
             .map_err(|e| invalid(format!("writing {name}: {}", e.error())))?;

@@ -8,6 +8,8 @@
 //!   `build_from_dir` is the adapter for a `dpkg-deb --build` style tree (with DEBIAN/).
 //! - [`reader`]: `DebReader` — a .deb → control, member list, entries; safe extraction.
 //! - `output`: where a built package may be written (a regular file or a new path).
+//! - `read_ahead`: data.tar's file contents read and md5-hashed on a thread of their own,
+//!   overlapping the compressor (or inline, on the writer's thread).
 //! - [`inspect`]: a .deb checked against its own md5sums, its ELF shared objects described.
 
 pub mod ar;
@@ -19,6 +21,7 @@ pub mod date;
 mod error;
 pub mod inspect;
 pub(crate) mod output;
+mod read_ahead;
 pub mod reader;
 pub mod tar;
 pub mod version;

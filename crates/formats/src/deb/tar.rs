@@ -221,12 +221,7 @@ impl<W: Write> TarWriter<W> {
         while left > 0 {
             let want = (buf.len() as u64).min(left) as usize;
             let n = match src.read(&mut buf[..want]) {
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!("file shrank while being read ({left} of {size} bytes missing)"),
-                    ))
-                }
+                Ok(0) => return Err(file_shrank(left, size)),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -235,12 +230,19 @@ impl<W: Write> TarWriter<W> {
             self.put(&buf[..n])?;
             left -= n as u64;
         }
-        let mut probe = [0u8; 1];
-        if src.read(&mut probe)? != 0 {
-            return Err(io::Error::other(format!(
-                "file grew while being read (more than {size} bytes)"
-            )));
-        }
+        check_no_more(src, size)?;
+        self.pad()
+    }
+
+    /// Write the next part of a file's contents whose bytes were read elsewhere (the read-ahead
+    /// thread of `super::read_ahead`); the caller makes the parts add up to the header's size
+    /// and ends the file with [`TarWriter::end_contents`].
+    pub fn put_contents(&mut self, part: &[u8]) -> io::Result<()> {
+        self.put(part)
+    }
+
+    /// End a file written with [`TarWriter::put_contents`]: pad to the block size.
+    pub fn end_contents(&mut self) -> io::Result<()> {
         self.pad()
     }
 
@@ -254,6 +256,32 @@ impl<W: Write> TarWriter<W> {
         }
         self.out.flush()?;
         Ok(self.out)
+    }
+}
+
+/// The size a file had when the package's entries were listed (its tar header's size) is what
+/// must be read: fewer bytes mean it shrank while the package was being built.
+pub(super) fn file_shrank(left: u64, size: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("file shrank while being read ({left} of {size} bytes missing)"),
+    )
+}
+
+/// After a file's `size` bytes, `src` must be at its end, or the file grew while being read.
+pub(super) fn check_no_more(src: &mut dyn Read, size: u64) -> io::Result<()> {
+    let mut probe = [0u8; 1];
+    loop {
+        match src.read(&mut probe) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                return Err(io::Error::other(format!(
+                    "file grew while being read (more than {size} bytes)"
+                )))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 

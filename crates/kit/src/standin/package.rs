@@ -572,6 +572,7 @@ pub(super) fn pack(
         level: None,
         threads: Some(1),
         source_date_epoch: Some(epoch),
+        read_ahead: None,
     };
     rocm_pin_core::deb::build_package(content, deb, &opts, listener)
         .with_context(|| format!("building {}", deb.display()))?;
