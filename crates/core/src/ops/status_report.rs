@@ -344,6 +344,19 @@ fn missing_symbol_counts(
         .unwrap_or_default()
 }
 
+/// The ROCm release our installed pin targets, read the way its layout records a release.
+fn target_release(root: &Root, m: &rocm::Marker) -> Option<String> {
+    match m.layout().spec().release_source {
+        rocm::ReleaseSource::VersionFile => {
+            first_line_in(root, &format!("{}/{}", m.prefix, rocm::VERSION_RELPATH))
+        }
+        rocm::ReleaseSource::PackageVersions => m
+            .replaced
+            .first()
+            .and_then(|r| m.layout().spec().release_of_version(&r.stock_version)),
+    }
+}
+
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
 pub fn host_status(root: &Root, mode: GateMode) -> anyhow::Result<HostStatus> {
     host_status_with(root, mode, false)
@@ -366,17 +379,7 @@ pub fn host_status_with(
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
-    let target_version = marker
-        .as_ref()
-        .and_then(|m| match m.layout().spec().release_source {
-            rocm::ReleaseSource::VersionFile => {
-                first_line_in(root, &format!("{}/{}", m.prefix, rocm::VERSION_RELPATH))
-            }
-            rocm::ReleaseSource::PackageVersions => m
-                .replaced
-                .first()
-                .and_then(|r| m.layout().spec().release_of_version(&r.stock_version)),
-        });
+    let target_version = marker.as_ref().and_then(|m| target_release(root, m));
     let (rocm_version, rocm_version_from) = match version_file {
         Some(v) => (Some(v), None),
         None => release_by_package_versions(&entries, &found, marker.as_ref())
@@ -412,13 +415,11 @@ pub fn host_status_with(
     let local_repo = StateLayout::local_repo();
     let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
-    let release_hold_missing: Vec<String> = match &marker {
-        Some(m) => crate::ops::verify_hold::missing(root, &entries, m)
-            .into_iter()
-            .map(|(n, v)| format!("{n} {v}"))
-            .collect(),
-        None => Vec::new(),
-    };
+    let release_hold_missing: Vec<String> = marker
+        .iter()
+        .flat_map(|m| crate::ops::verify_hold::missing(root, &entries, m))
+        .map(|(n, v)| format!("{n} {v}"))
+        .collect();
     let processes = crate::ops::stale_maps::scan(root);
     Ok(HostStatus {
         schema: 1,
