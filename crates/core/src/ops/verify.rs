@@ -51,7 +51,7 @@ pub fn verify(opts: &VerifyOptions) -> anyhow::Result<VerifyReport> {
     // Depends too: the ABI check finds the dependants through it.
     let entries = crate::rocm::read_status_with_depends(root)?;
     let mut c = Checks(Vec::new());
-    if let Some(p) = crate::ops::inplace::detect(root, &entries) {
+    if let Some(p) = crate::rocm::inplace::detect(root, &entries) {
         c.add(
             "in-place-patch",
             p.layout().package_prefix(),

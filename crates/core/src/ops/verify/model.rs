@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::error::VerifyError;
 use crate::exit::ExitKind;
 use crate::host::root::Root;
-use crate::ops::gate::GateError;
 use crate::output::{escaped_keeping_lines, shown};
+use crate::rocm::gate::GateError;
 
 /// JSON schema version of [`VerifyReport`] (docs/verify-json.md).
 pub const SCHEMA_VERSION: u32 = 1;
