@@ -110,8 +110,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocm_pin_core::ops::gate::GateError;
     use rocm_pin_core::ops::verify::VerifyError;
+    use rocm_pin_core::rocm::gate::GateError;
 
     fn args(root: &std::path::Path) -> VerifyArgs {
         VerifyArgs {
@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn a_host_the_gate_skipped_ends_with_exit_3_and_the_skip_record() {
         let d = tempfile::tempdir().unwrap();
-        rocm_pin_core::ops::gate::write_skip_record(
+        rocm_pin_core::rocm::gate::write_skip_record(
             &rocm_pin_core::host::root::Root::new(d.path()),
             "ROCm 7.2.5 at /opt/rocm-7.2.5",
         )

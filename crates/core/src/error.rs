@@ -6,7 +6,7 @@
 //! 3 the ROCm version gate skipped this host (verify after an `auto` skip).
 //!
 //! Each domain owns its errors and their wording (`ops::build::BuildError`,
-//! `ops::gate::GateError`, `ops::repo::RepoError`, `deb::DebError`, …), each with `kind()`,
+//! `rocm::gate::GateError`, `ops::repo::RepoError`, `deb::DebError`, …), each with `kind()`,
 //! and turns them into an `anyhow::Error` itself; plain-message failures are
 //! [`crate::exit::Failure`]. Each text is what the user reads on stderr (`rocm-pin: error: …`).
 //! [`ExitKind::code`] is the one table of exit numbers; [`exit_code_for`], which `main` calls,
@@ -46,7 +46,7 @@ pub fn kind_of(link: &(dyn StdError + 'static)) -> Option<ExitKind> {
         crate::toolchain::ToolchainError => crate::toolchain::ToolchainError::kind,
         crate::rocm::RealTreeError => crate::rocm::RealTreeError::kind,
         crate::ops::build::BuildError => crate::ops::build::BuildError::kind,
-        crate::ops::gate::GateError => crate::ops::gate::GateError::kind,
+        crate::rocm::gate::GateError => crate::rocm::gate::GateError::kind,
         crate::ops::install_error::InstallError => crate::ops::install_error::InstallError::kind,
         crate::ops::repo::RepoError => crate::ops::repo::RepoError::kind,
         crate::ops::verify::VerifyError => crate::ops::verify::VerifyError::kind,
@@ -81,10 +81,10 @@ pub fn exit_code_for(err: &anyhow::Error) -> i32 {
 mod tests {
     use super::*;
     use crate::ops::build::{BadInput, BuildError};
-    use crate::ops::gate::GateError;
     use crate::ops::install_error::{DebSetProblem, InstallError};
     use crate::ops::repo::{RepoConflict, RepoError};
     use crate::ops::verify::VerifyError;
+    use crate::rocm::gate::GateError;
     use crate::rocm::RealTreeError;
     use crate::toolchain::ToolchainError;
     use anyhow::Context;

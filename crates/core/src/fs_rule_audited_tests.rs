@@ -533,13 +533,13 @@ pub(super) const AUDITED: &[Audited] = &[
         "`build`: the build cache, checkout, staging and logs this tool made",
     ),
     audited(
-        "ops/gate.rs",
+        "rocm/gate.rs",
         "clear_skip_record",
         LiveHost,
         "the skip record: written by `install`, live system only (verify --root reads it through host::root)",
     ),
     audited(
-        "ops/gate.rs",
+        "rocm/gate.rs",
         "write_skip_record",
         LiveHost,
         "the skip record: written by `install`, live system only (verify --root reads it through host::root)",

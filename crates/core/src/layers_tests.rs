@@ -375,7 +375,7 @@ fn upward_paths_however_written_fail_the_check() {
 fn text_that_only_looks_like_a_path_is_no_arrow() {
     let graph = planted(&[(
         "digest.rs",
-        "\n// use crate::ops::build;\n/* crate::ops::plan */\nconst _A: &str = \"crate::ops::gate\";\n\
+        "\n// use crate::ops::build;\n/* crate::ops::plan */\nconst _A: &str = \"crate::rocm::gate\";\n\
          const _B: &str = r#\"use crate::ops::verify;\"#;\nconst _C: char = '{';\n\
          #[cfg(test)]\nmod planted_tests { use crate::ops::install; }\n",
     )]);

@@ -43,3 +43,5 @@ mod fs_rule_tests;
 mod layers_tests;
 #[cfg(test)]
 mod module_graph_tests;
+#[cfg(test)]
+mod size_limits_tests;

@@ -52,7 +52,7 @@ impl Arrow {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Tok {
+pub(crate) enum Tok {
     Ident(String),
     /// `::`
     Path,
@@ -62,7 +62,7 @@ enum Tok {
 /// The tokens of a Rust source with their line numbers: identifiers (keywords included),
 /// `::` and single punctuation. Comments, string/char literals, lifetimes and numbers are left
 /// out: they never name a module.
-fn tokens(text: &str) -> Vec<(Tok, usize)> {
+pub(crate) fn tokens(text: &str) -> Vec<(Tok, usize)> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let (mut i, mut line) = (0, 1);

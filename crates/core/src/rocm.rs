@@ -7,10 +7,13 @@
 
 pub mod families;
 mod flavour;
+pub mod gate;
+pub(crate) mod inplace;
 mod pin;
 pub(crate) mod real_tree;
 pub(crate) mod recipe;
 pub mod stock_runtime;
+pub(crate) mod upgrades;
 pub mod wheels;
 
 pub use families::{

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::inplace::{self, InPlacePatch};
 use super::install::{self, deb_file_name, deb_is, InstallOptions, InstallReport};
 use crate::exit::{host_change, usage, Failure, HostChange};
 use crate::host::layout::StateLayout;
@@ -22,6 +21,7 @@ use crate::ops::package::{self, PackageRequest, StagingInput, StockInput};
 use crate::ops::plan::staging::{self, Staging};
 use crate::ops::plan::PlanOptions;
 use crate::progress::{self, Listener};
+use crate::rocm::inplace::{self, InPlacePatch};
 use crate::rocm::{self, GateMode};
 
 #[derive(Debug, Clone)]

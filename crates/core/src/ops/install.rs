@@ -13,7 +13,6 @@ use std::process::Command;
 
 use anyhow::Context;
 
-use super::gate::{self, GateDecision};
 use super::guard::{Guard, GuardFlags, APT_HOOK, DPKG_HOOK, NO_GUARD_ENV};
 use super::ourdebs::{read_debs, DebFacts};
 use crate::exit::{usage, Failure, HostChange};
@@ -25,6 +24,7 @@ use crate::host::root::Root;
 use crate::host::status::{self, StatusEntry};
 use crate::process::tail_lines as tail;
 use crate::progress::{self, Listener};
+use crate::rocm::gate::{self, GateDecision};
 use crate::rocm::{self, GateMode, Marker};
 
 #[derive(Debug, Clone)]

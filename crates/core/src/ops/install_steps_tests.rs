@@ -6,8 +6,8 @@ use super::*;
 use crate::error::exit_code_for;
 use crate::host::status;
 use crate::ops::fakehost::{self, FakeHost, HIP_STOCK, HSA_STOCK, PAIR};
-use crate::ops::gate::GateError;
 use crate::progress::Silent;
+use crate::rocm::gate::GateError;
 
 /// Exit code 2: refused, nothing changed.
 const USAGE: i32 = 2;

@@ -6,9 +6,9 @@ use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Root};
 use crate::host::status::StatusEntry;
-use crate::ops::gate;
 use crate::ops::rollback::installed_pin;
 use crate::output::{escaped, escaped_keeping_lines, shown};
+use crate::rocm::gate;
 use crate::rocm::stock_runtime::{self, StockDiscovery};
 use crate::rocm::{self, GateMode};
 
@@ -103,12 +103,12 @@ pub struct HostStatus {
     /// `stale_processes` then says nothing about the processes not read.
     pub processes_unseen: Option<String>,
     /// A patch made the old in-place way (files hard-linked over dpkg-owned names).
-    pub in_place: Option<crate::ops::inplace::InPlacePatch>,
+    pub in_place: Option<crate::rocm::inplace::InPlacePatch>,
     pub ours: Option<OursInfo>,
     pub stock: Vec<StockState>,
     pub pins: Vec<PinState>,
     /// None when nothing of ours is installed.
-    pub upgrades: Option<crate::ops::upgrades::Upgrades>,
+    pub upgrades: Option<crate::rocm::upgrades::Upgrades>,
     /// The guard (`install --guard`, `guard on`) is armed: both hooks in place and the binary
     /// they run executable (`rocm-pin guard status` says more).
     pub guard: bool,
@@ -126,7 +126,7 @@ pub struct HostStatus {
     pub stock_unrecognised: Vec<String>,
     /// With nothing of ours installed: the stock runtime packages found that apt has a newer
     /// candidate for (`apt-cache policy`), and why that is unknown when apt-cache failed.
-    pub stock_runtime_upgrades: Vec<crate::ops::upgrades::Available>,
+    pub stock_runtime_upgrades: Vec<crate::rocm::upgrades::Available>,
     pub stock_runtime_upgrades_error: Option<String>,
     /// Installed replacements of the families other than the runtime pair (`rccl`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -344,6 +344,19 @@ fn missing_symbol_counts(
         .unwrap_or_default()
 }
 
+/// The ROCm release our installed pin targets, read the way its layout records a release.
+fn target_release(root: &Root, m: &rocm::Marker) -> Option<String> {
+    match m.layout().spec().release_source {
+        rocm::ReleaseSource::VersionFile => {
+            first_line_in(root, &format!("{}/{}", m.prefix, rocm::VERSION_RELPATH))
+        }
+        rocm::ReleaseSource::PackageVersions => m
+            .replaced
+            .first()
+            .and_then(|r| m.layout().spec().release_of_version(&r.stock_version)),
+    }
+}
+
 /// The host as `rocm-pin status` reports it; `mode` is the gate mode an install would use.
 pub fn host_status(root: &Root, mode: GateMode) -> anyhow::Result<HostStatus> {
     host_status_with(root, mode, false)
@@ -366,17 +379,7 @@ pub fn host_status_with(
     let ours: Vec<StatusEntry> = pin.as_ref().map(|(o, _)| o.clone()).unwrap_or_default();
     let marker = pin.as_ref().and_then(|(_, m)| m.clone());
     let target_prefix = marker.as_ref().map(|m| m.prefix.clone());
-    let target_version = marker
-        .as_ref()
-        .and_then(|m| match m.layout().spec().release_source {
-            rocm::ReleaseSource::VersionFile => {
-                first_line_in(root, &format!("{}/{}", m.prefix, rocm::VERSION_RELPATH))
-            }
-            rocm::ReleaseSource::PackageVersions => m
-                .replaced
-                .first()
-                .and_then(|r| m.layout().spec().release_of_version(&r.stock_version)),
-        });
+    let target_version = marker.as_ref().and_then(|m| target_release(root, m));
     let (rocm_version, rocm_version_from) = match version_file {
         Some(v) => (Some(v), None),
         None => release_by_package_versions(&entries, &found, marker.as_ref())
@@ -388,7 +391,7 @@ pub fn host_status_with(
         (None, Some(_)) => "installed (gate passed)".to_string(),
         (None, None) => gate_preview(root, mode, &found),
     };
-    let in_place = crate::ops::inplace::detect(root, &entries);
+    let in_place = crate::rocm::inplace::detect(root, &entries);
     let (verify_ok, failed, n, shadow) = if (pin.is_some() || in_place.is_some()) && skip.is_none()
     {
         quick_verify(root, accept_skipped_backport_check)
@@ -403,7 +406,7 @@ pub fn host_status_with(
         _ => ("broken", Some(ExitKind::CheckFailed)),
     };
     let (stock_runtime_upgrades, stock_runtime_upgrades_error) = match &marker {
-        None => match crate::ops::upgrades::stock_candidates(root, &found.runtimes) {
+        None => match crate::rocm::upgrades::stock_candidates(root, &found.runtimes) {
             Ok(a) => (a, None),
             Err(e) => (Vec::new(), Some(format!("{e:#}"))),
         },
@@ -412,13 +415,11 @@ pub fn host_status_with(
     let local_repo = StateLayout::local_repo();
     let held = crate::host::hold::read(root);
     let release_hold: Vec<String> = held.iter().map(|(n, v)| format!("{n} {v}")).collect();
-    let release_hold_missing: Vec<String> = match &marker {
-        Some(m) => crate::ops::verify_hold::missing(root, &entries, m)
-            .into_iter()
-            .map(|(n, v)| format!("{n} {v}"))
-            .collect(),
-        None => Vec::new(),
-    };
+    let release_hold_missing: Vec<String> = marker
+        .iter()
+        .flat_map(|m| crate::ops::verify_hold::missing(root, &entries, m))
+        .map(|(n, v)| format!("{n} {v}"))
+        .collect();
     let processes = crate::ops::stale_maps::scan(root);
     Ok(HostStatus {
         schema: 1,
@@ -460,7 +461,7 @@ pub fn host_status_with(
             .unwrap_or_default(),
         upgrades: marker
             .as_ref()
-            .map(|m| crate::ops::upgrades::available(root, &ours, m)),
+            .map(|m| crate::rocm::upgrades::available(root, &ours, m)),
         guard: crate::ops::guard::guard_status(root).is_ok_and(|g| g.armed),
         guard_path: StateLayout::GUARD_APT_HOOK.to_string(),
         local_repo: root
@@ -722,7 +723,7 @@ impl HostStatus {
     }
 
     /// The stock packages kept back, the held ones and the ways forward.
-    fn push_stock_upgrades(&self, s: &mut String, u: &crate::ops::upgrades::Upgrades) {
+    fn push_stock_upgrades(&self, s: &mut String, u: &crate::rocm::upgrades::Upgrades) {
         for a in &u.stock {
             s.push_str(&format!(
                 "               {} {} (replaced: {}, priority {})\n",

@@ -1,6 +1,8 @@
 //! Unit tests of verify's provenance checks (patch series, skipped backport check); a file of
 //! their own so src/verify.rs stays small for the other changes made to it.
 
+use super::libraries::missing_backport_symbol;
+use super::marker::check_patches_field;
 use super::*;
 
 fn marker(skipped: bool, patches: &[(&str, &str)]) -> rocm::Marker {
