@@ -288,6 +288,15 @@ fn rocm_pin_no_guard_is_honoured_by_both_hooks(config: &str) {
     ] {
         assert_ne!(rc(&out), 0, "{what} on a broken runtime:\n{}", text(&out));
         assert!(text(&out).contains(BROKE), "{what}:\n{}", text(&out));
+        // What dpkg and apt print of the failed hook is its one short line, not a script.
+        let said = text(&out);
+        let hook_lines: Vec<&str> = said.lines().filter(|l| l.contains("guard hook")).collect();
+        assert!(
+            !hook_lines.is_empty()
+                && hook_lines.iter().all(|l| l.len() < 400)
+                && !said.contains("esac"),
+            "{what} printed the hook as: {hook_lines:#?}\n{said}"
+        );
     }
 }
 
@@ -335,7 +344,7 @@ fn a_failed_rollback_puts_the_guard_back_with_its_flags() {
     );
     assert!(before
         .0
-        .contains("verify --quiet --accept-skipped-backport-check"));
+        .contains("guard hook apt --accept-skipped-backport-check"));
     // The same fcntl write lock apt and dpkg take, held from outside the chroot.
     let f = std::fs::OpenOptions::new()
         .read(true)

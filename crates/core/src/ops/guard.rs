@@ -4,7 +4,8 @@
 //! broken fails at that command.
 //!
 //! A hook in every later apt and dpkg run must never make apt unusable for something that is
-//! not the runtime's fault, so both hooks are the same `sh -c` one-liner ([`hook_script`]):
+//! not the runtime's fault. Both hooks are one short `sh -c` line ([`hook_script`]: dpkg and
+//! apt print it whole when it fails) running `rocm-pin guard hook apt|dpkg`, which decides:
 //! - `ROCM_PIN_NO_GUARD=1` skips the check, with a line saying so;
 //! - the binary gone or not executable disarms it, with a line saying why (exit 0);
 //! - verify's exit 1 (the runtime is broken) fails the run; any other failure of verify (exit
@@ -85,7 +86,7 @@ pub enum HookTool {
 }
 
 impl HookTool {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             HookTool::Apt => "apt",
             HookTool::Dpkg => "dpkg",
@@ -116,27 +117,70 @@ impl Suspended {
     }
 }
 
-/// The shell one-liner both hooks run (apt and dpkg run it with `sh -c`). No double quote and
-/// no backslash in it: it sits inside an apt configuration string. `binary` is a path of
-/// `safe_path` characters, so it needs no quoting.
+/// The shell line both hooks run (apt and dpkg run it with `sh -c`, and print it whole when it
+/// fails, so it stays one short line): `rocm-pin guard hook <tool>` does the judging
+/// ([`hook_start`], then verify, then [`hook_end`]); the shell only lets a run through, saying
+/// why, when the binary is gone. No double quote and no backslash in it: it sits inside an apt
+/// configuration string. `binary` is a path of `safe_path` characters, so it needs no quoting.
 pub fn hook_script(tool: HookTool, binary: &str, flags: GuardFlags) -> String {
     let t = tool.word();
-    // apt sets DPKG_FRONTEND_LOCKED for the dpkg runs of its transaction: those are its steps
-    // (verify would see the middle of it), and apt's own hook checks the end.
-    let skip_apt_steps = match tool {
-        HookTool::Dpkg => "case ${DPKG_FRONTEND_LOCKED:-} in '') ;; *) exit 0;; esac; ",
-        HookTool::Apt => "",
-    };
     format!(
-        "{skip_apt_steps}case ${{{NO_GUARD_ENV}:-}} in ''|0) ;; *) echo 'rocm-pin --guard: {NO_GUARD_ENV} is set: this {t} run was not checked' >&2; exit 0;; esac; \
-g={binary}; \
-if [ ! -x $g ]; then echo 'rocm-pin --guard: off: '$g' is gone or not executable, so this {t} run was not checked (remove {APT_HOOK} and {DPKG_HOOK})' >&2; exit 0; fi; \
-$g verify --quiet{args}; rc=$?; \
-case $rc in 0) ;; \
-1) echo 'rocm-pin --guard: this {t} run left the patched ROCm runtime broken (the line above says how to repair it); {NO_GUARD_ENV}=1 skips this check' >&2; exit 1;; \
-*) echo 'rocm-pin --guard: could not check (environment error, verify exit '$rc'; the line above says what): the runtime was not judged, this {t} run does not fail for it' >&2;; esac",
+        "[ -x {binary} ] && exec {binary} guard hook {t}{args}; \
+echo 'rocm-pin --guard: off: {binary} is gone or not executable, so this {t} run was not checked' >&2",
         args = flags.verify_args(),
     )
+}
+
+/// What a hook does before judging the runtime: let the run through (with the line to print,
+/// if any), or check it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookStart {
+    Skip(Option<String>),
+    Check,
+}
+
+/// The hook's first decision, from its environment: `no_guard` is [`NO_GUARD_ENV`]'s value,
+/// `frontend_locked` dpkg's `DPKG_FRONTEND_LOCKED`.
+pub fn hook_start(
+    tool: HookTool,
+    no_guard: Option<&str>,
+    frontend_locked: Option<&str>,
+) -> HookStart {
+    // apt sets DPKG_FRONTEND_LOCKED for the dpkg runs of its transaction: those are its steps
+    // (verify would see the middle of it), and apt's own hook checks the end.
+    if tool == HookTool::Dpkg && frontend_locked.is_some_and(|v| !v.is_empty()) {
+        return HookStart::Skip(None);
+    }
+    match no_guard {
+        None | Some("") | Some("0") => HookStart::Check,
+        Some(_) => HookStart::Skip(Some(format!(
+            "rocm-pin --guard: {NO_GUARD_ENV} is set: this {} run was not checked",
+            tool.word()
+        ))),
+    }
+}
+
+/// The hook's end from verify's exit code (None: it did not run or a signal ended it): the
+/// hook's own exit code and the line it prints. Only a broken runtime (verify's 1) fails the
+/// run; anything else was not judged and must not take apt down.
+pub fn hook_end(tool: HookTool, verify_code: Option<i32>) -> (i32, Option<String>) {
+    let t = tool.word();
+    match verify_code {
+        Some(0) => (0, None),
+        Some(1) => (
+            1,
+            Some(format!(
+                "rocm-pin --guard: this {t} run left the patched ROCm runtime broken (the line above says how to repair it); {NO_GUARD_ENV}=1 skips this check"
+            )),
+        ),
+        other => (
+            0,
+            Some(format!(
+                "rocm-pin --guard: could not check (environment error, verify exit {}; the line above says what): the runtime was not judged, this {t} run does not fail for it",
+                other.map_or("none".to_string(), |c| c.to_string())
+            )),
+        ),
+    }
 }
 
 /// The apt hook file.
@@ -512,7 +556,12 @@ mod tests {
         for tool in [HookTool::Apt, HookTool::Dpkg] {
             let s = hook_script(tool, PRIVATE_COPY, flags);
             assert!(!s.contains('"') && !s.contains('\\'), "{s}");
-            assert!(s.contains("verify --quiet --accept-skipped-backport-check"));
+            assert!(s.contains(&format!(
+                "guard hook {} --accept-skipped-backport-check",
+                tool.word()
+            )));
+            // What dpkg and apt print when the hook fails: one line, a few words, not a script.
+            assert!(!s.contains('\n') && s.len() < 240, "{} bytes: {s}", s.len());
         }
     }
 
@@ -604,31 +653,25 @@ mod tests {
         assert_eq!(Guard::read(&root).unwrap().unwrap().flags, flags);
     }
 
-    /// The hook as `sh -c` runs it, with a stand-in binary exiting `verify_exit` (None: gone).
-    fn run_hook(tool: HookTool, verify_exit: Option<i32>, env: &[(&str, &str)]) -> (i32, String) {
+    /// The hook line as `sh -c` runs it, with a stand-in binary that prints its arguments and
+    /// exits `code` (None: no binary).
+    fn run_hook_line(tool: HookTool, code: Option<i32>) -> (i32, String) {
         let d = tempfile::tempdir().unwrap();
         let bin = d.path().join("rocm-pin");
-        if let Some(code) = verify_exit {
+        if let Some(code) = code {
             std::fs::write(
                 &bin,
-                format!("#!/bin/sh\necho \"verify said $*\" >&2\nexit {code}\n"),
+                format!("#!/bin/sh\necho \"ran $*\" >&2\nexit {code}\n"),
             )
             .unwrap();
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let mut cmd = std::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(hook_script(
-                tool,
-                &bin.display().to_string(),
-                GuardFlags::default(),
-            ))
-            .env_remove(NO_GUARD_ENV)
-            .env_remove("DPKG_FRONTEND_LOCKED");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
+        let line = hook_script(tool, &bin.display().to_string(), GuardFlags::default());
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .output()
+            .unwrap();
         (
             out.status.code().unwrap(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -636,14 +679,43 @@ mod tests {
     }
 
     #[test]
+    fn the_hook_line_runs_guard_hook_and_lets_a_run_through_when_the_binary_is_gone() {
+        for tool in [HookTool::Apt, HookTool::Dpkg] {
+            let t = tool.word();
+            // The binary's exit is the hook's: `guard hook` decides.
+            assert_eq!(
+                run_hook_line(tool, Some(0)),
+                (0, format!("ran guard hook {t}\n"))
+            );
+            assert_eq!(run_hook_line(tool, Some(1)).0, 1);
+            let (rc, said) = run_hook_line(tool, None);
+            assert!(
+                rc == 0
+                    && said.contains("rocm-pin --guard: off: ")
+                    && said.contains("is gone or not executable")
+                    && said.contains(&format!("this {t} run was not checked")),
+                "{said}"
+            );
+        }
+    }
+
+    #[test]
     fn the_hook_fails_only_a_broken_runtime_and_says_why_it_let_a_run_through() {
         for tool in [HookTool::Apt, HookTool::Dpkg] {
             let t = tool.word();
-            assert_eq!(
-                run_hook(tool, Some(0), &[]),
-                (0, "verify said verify --quiet\n".into())
-            );
-            let (rc, said) = run_hook(tool, Some(1), &[]);
+            for unset in [None, Some(""), Some("0")] {
+                assert_eq!(hook_start(tool, unset, None), HookStart::Check);
+            }
+            match hook_start(tool, Some("1"), None) {
+                HookStart::Skip(Some(l)) => assert!(
+                    l.contains("ROCM_PIN_NO_GUARD is set") && l.contains(t),
+                    "{l}"
+                ),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(hook_end(tool, Some(0)), (0, None));
+            let (rc, said) = hook_end(tool, Some(1));
+            let said = said.unwrap();
             assert!(
                 rc == 1
                     && said.contains(&format!(
@@ -651,34 +723,25 @@ mod tests {
                     )),
                 "{said}"
             );
-            let (rc, said) = run_hook(tool, Some(2), &[]);
-            assert!(
-                rc == 0
-                    && said.contains("could not check (environment error")
-                    && said.contains("the runtime was not judged"),
-                "{said}"
-            );
-            assert!(!said.contains("broken"), "{said}");
-            let (rc, said) = run_hook(tool, None, &[]);
-            assert!(
-                rc == 0 && said.contains("is gone or not executable") && said.contains(APT_HOOK),
-                "{said}"
-            );
-            let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "1")]);
-            assert!(
-                rc == 0
-                    && said.contains("ROCM_PIN_NO_GUARD is set")
-                    && !said.contains("verify said"),
-                "{said}"
-            );
-            let (rc, said) = run_hook(tool, Some(1), &[(NO_GUARD_ENV, "0")]);
-            assert_eq!(rc, 1, "{said}");
+            for other in [Some(2), Some(143), None] {
+                let (rc, said) = hook_end(tool, other);
+                let said = said.unwrap();
+                assert!(
+                    rc == 0
+                        && said.contains("could not check (environment error")
+                        && said.contains("the runtime was not judged")
+                        && !said.contains("broken"),
+                    "{said}"
+                );
+            }
         }
-        // apt's own dpkg runs are steps of its transaction: the dpkg hook leaves them to apt's.
+        // apt's own dpkg runs are steps of its transaction: the dpkg hook leaves them to apt's,
+        // silently; apt's hook ignores the variable.
         assert_eq!(
-            run_hook(HookTool::Dpkg, Some(1), &[("DPKG_FRONTEND_LOCKED", "1")]),
-            (0, String::new())
+            hook_start(HookTool::Dpkg, None, Some("1")),
+            HookStart::Skip(None)
         );
+        assert_eq!(hook_start(HookTool::Apt, None, Some("1")), HookStart::Check);
     }
 
     /// A file another user owns or can write is copied (root's hooks must not run what that
