@@ -492,7 +492,7 @@ fn status_reports_the_install_and_processes_mapping_the_old_runtime(config: &str
         &[
             "7.2.4-93",
             "/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4",
-            "verify: all",
+            "verify:      all",
         ],
     );
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();

@@ -653,7 +653,7 @@ fn status_after_install(image: &ChrootImage, p: &Prepared) {
             "{} not kept back at -1: {up:#}",
             s.package
         );
-        assert_says(&human, &[&format!("stock: {}:", s.package)]);
+        assert_says(&human, &[&format!("stock:       {}:", s.package)]);
     }
     assert!(
         human.contains(&format!("a newer upload of ROCm {release}"))
