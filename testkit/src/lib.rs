@@ -320,3 +320,21 @@ pub fn assert_success(out: &Output, what: &str) {
         labeled(out)
     );
 }
+
+/// Start `cmd` with every terminating signal at its default action, as a foreground program
+/// in a terminal is. A shell without job control (`cmd &` in a script, a CI runner's shell)
+/// starts background jobs with SIGINT and SIGQUIT ignored, and rocm-pin rightly keeps an
+/// inherited ignore (nohup's contract); a test that sends those signals means the terminal
+/// case, so it must not inherit how the test run itself was started.
+pub fn with_default_signals(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: signal(2) between fork and exec is async-signal-safe; nothing else runs there.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    }
+}

@@ -380,7 +380,7 @@ fn temp_roots(tmp: &Path) -> Vec<PathBuf> {
 
 /// `rocm-pin verify --image-archive ARCHIVE` with its own TMPDIR.
 fn spawn_verify(archive: &Path, tmp: &Path, extra: &[&str]) -> Child {
-    Command::new(bin())
+    rocm_pin_testkit::with_default_signals(&mut Command::new(bin()))
         .args(["verify", "--image-archive"])
         .arg(archive)
         .args(extra)

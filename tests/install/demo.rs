@@ -366,7 +366,7 @@ fn ctrl_c_stops_the_demo_and_cleans_up_the_chroot() {
     let cache = cache_with_image();
     // setsid: the demo leads its own process group, so a SIGINT to the group reaches it and the
     // apt/dpkg it runs, as Ctrl-C on a terminal does.
-    let mut child = Command::new("setsid")
+    let mut child = rocm_pin_testkit::with_default_signals(&mut Command::new("setsid"))
         .arg(bin())
         .args(["demo", "--cache"])
         .arg(&cache)

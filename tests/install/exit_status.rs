@@ -142,7 +142,7 @@ fn ctrl_c_ends_the_demo_with_130_after_cleaning_up() {
     let keep = tmp.path().join("kept");
     // Its own process group, as a shell puts a foreground job: Ctrl-C is SIGINT to the group
     // (rocm-pin and whatever step it runs).
-    let child = Command::new(bin())
+    let child = rocm_pin_testkit::with_default_signals(&mut Command::new(bin()))
         .args(["demo", "--cache"])
         .arg(&cache)
         .arg("--keep")

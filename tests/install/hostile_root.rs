@@ -912,14 +912,16 @@ fn every_terminating_signal_mid_verify_leaves_tmpdir_empty() {
     ];
     for (name, number) in signals {
         let tmp = tempfile::tempdir().unwrap();
-        let mut child = Command::new(rocm_pin_testkit::rocm_pin_bin!())
-            .args(["verify", "--root", d.path().to_str().unwrap()])
-            .env("TMPDIR", tmp.path())
-            .env("ROCM_PIN_NO_GUARD", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = rocm_pin_testkit::with_default_signals(&mut Command::new(
+            rocm_pin_testkit::rocm_pin_bin!(),
+        ))
+        .args(["verify", "--root", d.path().to_str().unwrap()])
+        .env("TMPDIR", tmp.path())
+        .env("ROCM_PIN_NO_GUARD", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
         let start = Instant::now();
         let apt = loop {
             if let Some(pid) = apt_cache_child_of(child.id()) {
