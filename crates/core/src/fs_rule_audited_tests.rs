@@ -144,15 +144,9 @@ pub(super) const AUDITED: &[Audited] = &[
     ),
     audited(
         "ops/ourdebs.rs",
-        "keep",
+        "keep_into",
         LiveHost,
-        "install (live system only): our .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours",
-    ),
-    audited(
-        "ops/install_family.rs",
-        "keep",
-        LiveHost,
-        "install of another family than the pair (live system only): its .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours/<family>",
+        "install (live system only): our .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours (/ours/<family> for another family than the pair)",
     ),
     audited(
         "ops/install_family.rs",

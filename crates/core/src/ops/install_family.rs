@@ -103,31 +103,7 @@ pub(crate) fn keep(
     family: &PinnedFamily,
     debs: &[PathBuf],
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = root.host_path(ours_dir(family));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut kept_now = Vec::new();
-    for deb in debs {
-        let name = deb
-            .file_name()
-            .with_context(|| format!("{} has no file name", deb.display()))?;
-        let dest = dir.join(name);
-        if std::fs::canonicalize(deb).ok() != std::fs::canonicalize(&dest).ok() {
-            let tmp = dir.join(format!(".{}.part", name.to_string_lossy()));
-            std::fs::copy(deb, &tmp)
-                .with_context(|| format!("cannot copy {} to {}", deb.display(), tmp.display()))?;
-            std::fs::rename(&tmp, &dest).with_context(|| {
-                format!("cannot rename {} to {}", tmp.display(), dest.display())
-            })?;
-        }
-        kept_now.push(dest);
-    }
-    for old in kept(root, family) {
-        if !kept_now.contains(&old) {
-            std::fs::remove_file(&old)
-                .with_context(|| format!("cannot remove {}", old.display()))?;
-        }
-    }
-    Ok(kept_now)
+    super::ourdebs::keep_into(&root.host_path(ours_dir(family)), debs, kept(root, family))
 }
 
 /// The family of the .debs read (one family per install: `read_debs` refuses a mix).

@@ -211,8 +211,18 @@ pub(crate) fn reinstall_command(root: &Root) -> &'static str {
 /// what an earlier install kept. The copies are written beside and renamed into place, so an
 /// interrupted keep leaves the previous set or the new one, never a half-written .deb.
 pub(crate) fn keep(root: &Root, debs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = root.host_path(StateLayout::ours_dir());
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    keep_into(&root.host_path(StateLayout::ours_dir()), debs, kept(root))
+}
+
+/// Copy `debs` into `dir` (a host path of our state directory), each written beside and
+/// renamed into place, and remove what was kept there before (`before`) and is not among
+/// them: the pair's kept .debs and each other family's.
+pub(crate) fn keep_into(
+    dir: &Path,
+    debs: &[PathBuf],
+    before: Vec<PathBuf>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut kept_now = Vec::new();
     for deb in debs {
         let name = deb
@@ -229,7 +239,7 @@ pub(crate) fn keep(root: &Root, debs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>
         }
         kept_now.push(dest);
     }
-    for old in kept(root) {
+    for old in before {
         if !kept_now.contains(&old) {
             std::fs::remove_file(&old)
                 .with_context(|| format!("cannot remove {}", old.display()))?;
