@@ -56,20 +56,9 @@ pub fn ours_dir(family: &PinnedFamily) -> PathBuf {
     }
 }
 
-/// The most entries read from a family's kept directory (one .deb per package of ours).
-const MAX_KEPT_ENTRIES: usize = 64;
-
 /// The .debs kept for `family` (sorted); empty when none.
 pub(crate) fn kept(root: &Root, family: &PinnedFamily) -> Vec<PathBuf> {
-    let dir = ours_dir(family);
-    let Ok(names) = root.read_dir_names(&dir, MAX_KEPT_ENTRIES) else {
-        return Vec::new();
-    };
-    names
-        .into_iter()
-        .filter(|n| n.ends_with(".deb"))
-        .map(|n| root.host_path(dir.join(n)))
-        .collect()
+    super::ourdebs::kept_in(root, &ours_dir(family))
 }
 
 /// The command that reinstalls `family`'s packages of ours: `rocm-pin install` alone for the

@@ -146,8 +146,13 @@ pub(crate) fn read_debs(debs: &[PathBuf]) -> anyhow::Result<(Vec<DebFacts>, Mark
 /// The .debs an earlier install kept in [`StateLayout::ours_dir`] under `root`, sorted; empty
 /// when none are kept (never installed, `--no-rollback`, rolled back).
 pub(crate) fn kept(root: &Root) -> Vec<PathBuf> {
-    let dir = StateLayout::ours_dir();
-    let Ok(names) = root.read_dir_names(&dir, MAX_KEPT_ENTRIES) else {
+    kept_in(root, &StateLayout::ours_dir())
+}
+
+/// The .debs kept in `dir` (a path inside `root`: the pair's kept directory or another
+/// family's), sorted; empty when none. Read through the root, bounded.
+pub(crate) fn kept_in(root: &Root, dir: &Path) -> Vec<PathBuf> {
+    let Ok(names) = root.read_dir_names(dir, MAX_KEPT_ENTRIES) else {
         return Vec::new();
     };
     names
