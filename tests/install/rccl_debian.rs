@@ -188,6 +188,21 @@ fn installed(sb: &Sandbox) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// The whole table on a host where ours was just installed: the install row judged, every row
+/// of [`CASES`], then `rollback --family rccl` back to the stock version ours replaced.
+fn run_installed(host: &mut FamilyHost) {
+    eprintln!(
+        "| {} | rocm-pin install {}.deb (removes {}) | 0 | {} | |",
+        host.flavour,
+        host.ours,
+        host.stock,
+        assert_family_state(host, "installed")
+    );
+    run_cases(host);
+    let stock_version = host.stock_version.clone();
+    rollback(host, &stock_version);
+}
+
 /// Run every row of [`CASES`] on `host`, judging the state after each; prints the scenario
 /// table's rows.
 fn run_cases(host: &mut FamilyHost) {
@@ -575,15 +590,7 @@ fn debian_real_librccl1(solver: &str) {
         newer_version,
         maps_ours: &maps,
     };
-    eprintln!(
-        "| {} | rocm-pin install {}.deb (removes {}) | 0 | {} | |",
-        host.flavour,
-        host.ours,
-        host.stock,
-        assert_family_state(&host, "installed")
-    );
-    run_cases(&mut host);
-    rollback(&host, &stock_version);
+    run_installed(&mut host);
     eprintln!(
         "rccl_debian: Debian's real librccl1 in {:.1} s",
         t0.elapsed().as_secs_f64()
@@ -670,15 +677,7 @@ fn amd_rccl_kept_with_an_exact_metapackage(config: &str) {
         newer_version,
         maps_ours: &maps,
     };
-    eprintln!(
-        "| {} | rocm-pin install {}.deb (removes {}) | 0 | {} | |",
-        host.flavour,
-        host.ours,
-        host.stock,
-        assert_family_state(&host, "installed")
-    );
-    run_cases(&mut host);
-    rollback(&host, &stock.version);
+    run_installed(&mut host);
     eprintln!(
         "rccl_debian: AMD {config} in {:.1} s",
         t0.elapsed().as_secs_f64()
