@@ -18,6 +18,8 @@
 # Idempotent: an existing directory is kept. Needs the 7.2.4 image and the network.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/private-apt.sh
+. scripts/lib/private-apt.sh
 ROCM_PIN_CACHE="${ROCM_PIN_CACHE:-$PWD/.cache}"
 dest="$ROCM_PIN_CACHE/debian-new-dependants"
 image="$ROCM_PIN_CACHE/chroot/sid-debian-rocm.tar.zst"
@@ -43,29 +45,7 @@ fi
 }
 work="$(mktemp -d "$ROCM_PIN_CACHE/.debian-new-dependants.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/etc" "$work/lists/partial" "$work/cache/archives/partial" "$work/out" \
-  "$work/dpkg/info" "$work/dpkg/updates"
-# The image's dpkg database is what apt resolves against: what it has is not fetched.
-tar --zstd -xOf "$image" ./var/lib/dpkg/status >"$work/dpkg/status"
-[ -s "$work/dpkg/status" ] || {
-  echo "24-debian-new-dependants: no ./var/lib/dpkg/status in $image" >&2
-  exit 1
-}
-printf 'deb [signed-by=%s] http://deb.debian.org/debian %s main\n' \
-  "$keyring" sid "$keyring" experimental >"$work/etc/sources.list"
-# A private apt: the host's sources, lists, pins and status are never read or touched.
-# Check-Valid-Until: the archive snapshot these machines reach is past its Release files'
-# Valid-Until date (see 22-rocm-toolchain-chroot.sh).
-apt_opts=(
-  -o "Dir::Etc::SourceList=$work/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
-  -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache"
-  -o "Dir::State::status=$work/dpkg/status" -o "Dir::State::extended_states=$work/extended_states"
-  -o APT::Architecture=amd64 -o APT::Architectures=amd64 -o APT::Sandbox::User=root
-  -o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false
-  -o APT::Default-Release=experimental -o Acquire::Languages=none
-)
-apt-get "${apt_opts[@]}" update -q --error-on=any >/dev/null
+private_apt 24-debian-new-dependants "$work" "$image" "$keyring"
 
 is_in_image() {
   [ "$(dpkg-query --admindir="$work/dpkg" -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null)" = "ii " ]

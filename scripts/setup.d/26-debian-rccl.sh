@@ -16,6 +16,8 @@
 # Idempotent: an existing directory is kept. Needs the 7.2.4 image and the network the first time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/private-apt.sh
+. scripts/lib/private-apt.sh
 ROCM_PIN_CACHE="${ROCM_PIN_CACHE:-$PWD/.cache}"
 dest="$ROCM_PIN_CACHE/debian-rccl"
 image="$ROCM_PIN_CACHE/chroot/sid-debian-rocm.tar.zst"
@@ -41,27 +43,7 @@ start=$SECONDS
 mkdir -p "$ROCM_PIN_CACHE"
 work="$(mktemp -d "$ROCM_PIN_CACHE/.debian-rccl.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/etc" "$work/lists/partial" "$work/cache/archives/partial" "$work/out" \
-  "$work/dpkg/info" "$work/dpkg/updates"
-tar --zstd -xOf "$image" ./var/lib/dpkg/status >"$work/dpkg/status"
-[ -s "$work/dpkg/status" ] || {
-  echo "26-debian-rccl: no ./var/lib/dpkg/status in $image" >&2
-  exit 1
-}
-printf 'deb [signed-by=%s] http://deb.debian.org/debian %s main\n' \
-  "$keyring" sid "$keyring" experimental >"$work/etc/sources.list"
-# A private apt, as in 24-debian-new-dependants.sh: the host's sources, lists, pins and status
-# are never read or touched.
-apt_opts=(
-  -o "Dir::Etc::SourceList=$work/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
-  -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache"
-  -o "Dir::State::status=$work/dpkg/status" -o "Dir::State::extended_states=$work/extended_states"
-  -o APT::Architecture=amd64 -o APT::Architectures=amd64 -o APT::Sandbox::User=root
-  -o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false
-  -o APT::Default-Release=experimental -o Acquire::Languages=none
-)
-apt-get "${apt_opts[@]}" update -q --error-on=any >/dev/null
+private_apt 26-debian-rccl "$work" "$image" "$keyring"
 
 # shellcheck disable=SC2086 # $wanted is a list of names
 bytes="$(apt-get "${apt_opts[@]}" install -qq --print-uris $wanted | awk '{ n += $3 } END { print n + 0 }')"
