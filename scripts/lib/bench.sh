@@ -90,7 +90,8 @@ bench_need() {
 # machine others share, the level it settles at is theirs plus ours, so no fixed target — or
 # at most BENCH_SETTLE_MAX seconds (default 360). The load reached is printed either way and
 # kept for bench_meta. bench_load_stop and the EXIT trap (every exit path: error, INT, TERM,
-# HUP) stop the workers and the sampler.
+# HUP) stop the workers and the sampler. BENCH_LOAD_RUNNING=PID (scripts/bench-all): the busy
+# processes are the caller's, already settled; they are used, not started.
 bench_load_start() {
   [ -z "$bench_sampler_pid" ] || return 0
   local samples=$BENCH_LOAD_SAMPLES
@@ -105,6 +106,14 @@ bench_load_start() {
   if [ "$BENCH_LOAD" -eq 0 ]; then
     BENCH_SETTLED_LOAD=$(cut -d' ' -f1 /proc/loadavg)
     echo "${0##*/}: quiet: no busy processes; 1-minute load average $BENCH_SETTLED_LOAD" >&2
+    return 0
+  fi
+  if [ -n "${BENCH_LOAD_RUNNING:-}" ]; then
+    # scripts/bench-all started the busy processes once and let the load settle: share them.
+    kill -0 "$BENCH_LOAD_RUNNING" 2>/dev/null ||
+      { echo "${0##*/}: BENCH_LOAD_RUNNING=$BENCH_LOAD_RUNNING: no such process (the caller's stress-ng)" >&2; exit 2; }
+    BENCH_SETTLED_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+    echo "${0##*/}: the caller's stress-ng (pid $BENCH_LOAD_RUNNING) is running; 1-minute load average $BENCH_SETTLED_LOAD" >&2
     return 0
   fi
   local min=${BENCH_SETTLE_MIN:-150} max=${BENCH_SETTLE_MAX:-360} waited=0 load history=()
