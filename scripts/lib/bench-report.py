@@ -68,6 +68,8 @@ def ratio_row(summary, key, what, phase, goal):
     verdict = "" if goal is None else ("met" if r["median"] <= goal else "NOT met")
     goal_s = "—" if goal is None else f"≤ {goal:.2f} {verdict}"
     commit = (meta.get("commit") or "?")[:12] + ("+changes" if meta.get("work_tree_changed") else "")
+    if meta.get("profile", "release") != "release":
+        goal_s += f" ({meta['profile']} profile: no figure)"
     return (f"| {what} | {phase} | {r['median']:.2f} | {r['min']:.2f} | {r['max']:.2f} | "
             f"{summary['rounds']} | {goal_s} | {fmt_load(meta)} | {commit} {meta.get('date', '')} |")
 
