@@ -114,7 +114,8 @@ def images_table(top, out):
             verdict = "met" if gz <= 1.10 else "NOT met"
             out.append(
                 f"| {meta.get('case', '?')} | {phase} | {sizes['uncompressed']['ours/onerun']:.3f} | "
-                f"{gz:.3f} ({verdict}) | {sizes['gzip']['ours-lean/onerun']:.3f} | {sizes['tool_bytes']} | "
+                f"{gz:.3f} ({verdict}) | {sizes['gzip']['ours-lean/onerun']:.3f} | {sizes['tool_bytes']} "
+                f"(gzip {sizes.get('tool_gzip_bytes', '?')}) | "
                 f"{r.get('median', float('nan')):.2f} ({r.get('min', float('nan')):.2f}–"
                 f"{r.get('max', float('nan')):.2f}) | {fmt_load(meta)} | "
                 f"{(meta.get('commit') or '?')[:12]} {meta.get('date', '')} |")
