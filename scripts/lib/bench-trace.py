@@ -7,7 +7,9 @@ but waiting for a CPU (sch delay: the load beside it), and off a CPU, blocked, s
 it left the CPU in — S (sleeping: a futex, a pipe, a full or empty queue between our threads)
 or D (uninterruptible: the disk). perf's "wait time" runs from sched-out to sched-in, so blocked
 = wait - sch delay, of the state printed on the slice before.
-Usage: bench-trace.py PROG TIMEHIST_TXT [TRACE_SUMMARY_TXT]   (prints a markdown table)
+The process is named by its pid (PID in the timehist, TRACE_PID in the trace): perf records
+every CPU, and other processes of the same name may run beside it.
+Usage: bench-trace.py PROG PID TIMEHIST_TXT [TRACE_PID TRACE_SUMMARY_TXT]   (a markdown table)
 """
 import collections
 import re
@@ -20,19 +22,17 @@ THREAD = re.compile(r"^\s*(.+?) \((\d+)\), \d+ events")
 SYSCALL = re.compile(r"^\s+(\w+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s")
 
 
-def timehist(path, prog):
+def timehist(path, prog, pid):
     rows = []
     with open(path, errors="replace") as f:
         for line in f:
             m = LINE.match(line)
             if m:
-                name, tid, pid, wait, sch, run, state = m.groups()
-                rows.append((name.strip(), int(tid), int(pid or tid), float(wait), float(sch),
+                name, tid, owner, wait, sch, run, state = m.groups()
+                rows.append((name.strip(), int(tid), int(owner or tid), float(wait), float(sch),
                              float(run), state or "?"))
-    pids = {pid for name, tid, pid, *_ in rows if name == prog and tid == pid}
-    if not pids:
-        sys.exit(f"bench-trace: no {prog} process in {path}")
-    pid = min(pids)
+    if not any(name == prog and tid == pid for name, tid, *_ in rows):
+        sys.exit(f"bench-trace: no {prog} process {pid} in {path}")
     per = collections.defaultdict(lambda: collections.Counter())
     tids = collections.defaultdict(set)
     last_state = {}
@@ -68,9 +68,9 @@ def trace_summary(path):
     return out
 
 
-def trace_keys(path, prog, by_tid):
+def trace_keys(path, main_tid, by_tid):
     """The traced run's syscall times grouped as timehist groups threads: by name, the main
-    thread (the lowest id named PROG, the first thread) apart."""
+    thread (MAIN_TID, the process's id) apart."""
     names = {}
     if path:
         with open(path, errors="replace") as f:
@@ -78,8 +78,6 @@ def trace_keys(path, prog, by_tid):
                 m = THREAD.match(line)
                 if m:
                     names[int(m.group(2))] = m.group(1).strip()
-    mains = [t for t, n in names.items() if n == prog]
-    main_tid = min(mains) if mains else None
     out = collections.defaultdict(collections.Counter)
     for tid, counter in by_tid.items():
         name = names.get(tid, "?")
@@ -88,15 +86,17 @@ def trace_keys(path, prog, by_tid):
 
 
 def main(argv):
-    if len(argv) < 3:
+    if len(argv) not in (4, 6):
         sys.exit(__doc__)
-    prog, hist = argv[1], argv[2]
-    pid, per, tids = timehist(hist, prog)
-    # The traced run is another run: its thread ids differ, its thread names do not.
-    by_tid = trace_summary(argv[3] if len(argv) > 3 else None)
+    prog, pid, hist = argv[1], int(argv[2]), argv[3]
+    pid, per, tids = timehist(hist, prog, pid)
     traced = collections.defaultdict(collections.Counter)
-    for key, counter in trace_keys(argv[3] if len(argv) > 3 else None, prog, by_tid).items():
-        traced[key].update(counter)
+    if len(argv) == 6:
+        trace_pid, trace_path = int(argv[4]), argv[5]
+        # perf trace -s groups by thread id; the traced run is another run (other ids).
+        by_tid = {t: c for t, c in trace_summary(trace_path).items()}
+        for key, counter in trace_keys(trace_path, trace_pid, by_tid).items():
+            traced[key].update(counter)
     print("| thread | n | run ms | waiting for a CPU ms | blocked S (futex, queue) ms "
           "| blocked D (disk) ms | top syscalls (perf trace, ms) |")
     print("|---|---|---|---|---|---|---|")

@@ -22,6 +22,7 @@ TIMEHIST = """\
            time    cpu  task name                       wait time  sch delay   run time  state
                         [tid/pid]                          (msec)     (msec)     (msec)
 --------------- ------  ------------------------------  ---------  ---------  ---------  -----
+   100.000000 [0001]  rocm-pin[400]                         0.000      0.000     50.000      S
    100.000001 [0000]  rocm-pin[500]                         0.000      0.000      2.000      S
    100.000002 [0001]  deb-read-ahead[501/500]              0.000      0.000      1.000      D
    100.000003 [0000]  rocm-pin[500]                        10.000      3.000      4.000      R
@@ -36,7 +37,7 @@ class Trace(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write(TIMEHIST)
         try:
-            pid, per, tids = bench_trace.timehist(f.name, "rocm-pin")
+            pid, per, tids = bench_trace.timehist(f.name, "rocm-pin", 500)
         finally:
             os.unlink(f.name)
         self.assertEqual(pid, 500)
@@ -49,6 +50,9 @@ class Trace(unittest.TestCase):
         self.assertEqual((ahead["blocked_D"], ahead["blocked_S"]), (4.0, 0.0))
         self.assertEqual(tids["rocm-pin"], {502})
         self.assertNotIn("cc1", per, "another process's threads were counted")
+        # Another rocm-pin (a lower pid) is another process, not ours.
+        self.assertEqual(set(tids), {"rocm-pin (main)", "deb-read-ahead", "rocm-pin"})
+        self.assertEqual(tids["rocm-pin (main)"], {500})
 
 
 PACKAGES = """\
