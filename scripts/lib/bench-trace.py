@@ -39,7 +39,8 @@ def timehist(path, prog, pid):
     for name, tid, p, wait, sch, run, state in rows:
         if p != pid:
             continue
-        key = f"{name} (main)" if tid == pid else name
+        # The process's own thread under every name it had (sh and env exec into rocm-pin).
+        key = f"{prog} (main)" if tid == pid else name
         tids[key].add(tid)
         c = per[key]
         c["run"] += run
