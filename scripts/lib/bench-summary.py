@@ -15,7 +15,9 @@ Usage: bench-summary.py DIR [--ratio A B]... [--not-below A B]... [--meta FILE] 
 Orders: bench-summary.py --orders N ROUNDS prints ROUNDS' lines, each a permutation of 0..N-1: a
 balanced Latin square (Williams design: every command once in every position and every ordered
 pair adjacent once per N rounds; for an odd N the square is followed by its rows reversed, 2N
-rounds). ROUNDS is rounded up to a whole number of squares (the rounds actually run are printed).
+rounds). ROUNDS is rounded up to a whole number of squares (the rounds actually run are printed),
+except that ROUNDS <= N for an odd N gives the first N rows: a Latin square (every command once
+in every position) without the carry-over balance — the short form bench-all --quick asks for.
 """
 import glob
 import json
@@ -50,6 +52,9 @@ def williams_square(n):
 def orders(n, rounds):
     """The command order of each round: whole balanced squares, at least `rounds` rows."""
     square = williams_square(n)
+    if rounds <= n:
+        # Rows 0..n-1 are cyclic shifts of one row: a Latin square on its own.
+        return square[:n]
     whole = max(1, -(-rounds // len(square)))
     return square * whole
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared by scripts/bench-*: the --load option and its busy processes (the load average allowed
-# to settle before measuring), the load average, command-vs-command timing with hyperfine
+# Shared by scripts/bench-*: the --load option and its busy processes (stress-ng --cpu 2 --hdd 1,
+# the load average allowed to settle before measuring, sampled while measuring), the load average, command-vs-command timing with hyperfine
 # (warm-ups, JSON export) in rounds whose command orders form a balanced Latin square — hyperfine
 # 1.15 runs each command's runs back to back and cannot interleave, so the rounds are what
 # alternates the order — and the raw results kept with their provenance (bench_results,
@@ -12,22 +12,23 @@ BENCH_LOAD=0
 BENCH_SETTLED_LOAD=""
 BENCH_ARGS=()
 bench_load_pids=()
+bench_sampler_pid=""
 bench_exit_hooks=()
 
-# bench_init ARGS...: takes --load N out of ARGS (the rest go to BENCH_ARGS) and installs the
-# EXIT trap that stops the busy processes and runs the hooks registered with bench_at_exit.
+# bench_init ARGS...: takes --load out of ARGS (the rest go to BENCH_ARGS) and installs the
+# EXIT trap that stops the busy processes and the load sampler and runs the hooks registered
+# with bench_at_exit. --load is the loaded case of every comparison: stress-ng --cpu
+# ${BENCH_LOAD_CPU:-2} --hdd ${BENCH_LOAD_HDD:-1} (CPU and disk) beside the measured commands.
 bench_init() {
   while [ $# -gt 0 ]; do
     case "$1" in
       --load)
-        [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "${0##*/}: --load needs a number of busy processes, got '${2:-}'" >&2; exit 2; }
-        BENCH_LOAD=$2
-        shift 2
-        ;;
-      --load=*)
-        BENCH_LOAD=${1#--load=}
-        [[ $BENCH_LOAD =~ ^[0-9]+$ ]] || { echo "${0##*/}: --load needs a number of busy processes, got '$BENCH_LOAD'" >&2; exit 2; }
+        BENCH_LOAD=1
         shift
+        ;;
+      --load=* | --load[0-9]*)
+        echo "${0##*/}: --load takes no number now: it runs stress-ng --cpu \$BENCH_LOAD_CPU (default 2) --hdd \$BENCH_LOAD_HDD (default 1)" >&2
+        exit 2
         ;;
       *)
         BENCH_ARGS+=("$1")
@@ -35,10 +36,19 @@ bench_init() {
         ;;
     esac
   done
-  # The same busy processes on every machine, or loaded figures do not compare: no fallback.
-  [ "$BENCH_LOAD" -eq 0 ] || bench_need stress-ng
+  BENCH_LOAD_CPU=${BENCH_LOAD_CPU:-2}
+  BENCH_LOAD_HDD=${BENCH_LOAD_HDD:-1}
+  [[ $BENCH_LOAD_CPU =~ ^[0-9]+$ && $BENCH_LOAD_HDD =~ ^[0-9]+$ ]] ||
+    { echo "${0##*/}: BENCH_LOAD_CPU and BENCH_LOAD_HDD must be numbers of workers, got '$BENCH_LOAD_CPU' and '$BENCH_LOAD_HDD'" >&2; exit 2; }
+  if [ "$BENCH_LOAD" -eq 0 ]; then
+    BENCH_LOAD_CPU=0 BENCH_LOAD_HDD=0
+  else
+    # The same busy processes on every machine, or loaded figures do not compare: no fallback.
+    bench_need stress-ng
+  fi
+  BENCH_LOAD_SAMPLES=$(mktemp /tmp/rocm-pin-bench-load.XXXXXX)
   trap bench_exit EXIT
-  trap 'exit 130' INT TERM
+  trap 'exit 130' INT TERM HUP
 }
 
 # bench_at_exit CMD: run CMD (a string, eval'd) on exit, after the busy processes are stopped.
@@ -47,6 +57,7 @@ bench_at_exit() { bench_exit_hooks+=("$1"); }
 bench_exit() {
   local rc=$? h
   bench_load_stop
+  rm -f "${BENCH_LOAD_SAMPLES:-}"
   for h in "${bench_exit_hooks[@]}"; do eval "$h" || true; done
   return "$rc"
 }
@@ -56,6 +67,7 @@ bench_package_of() {
   case "$1" in
     xz) echo xz-utils ;;
     dpkg-deb) echo dpkg ;;
+    perf) echo linux-perf ;;
     *) echo "$1" ;;
   esac
 }
@@ -69,50 +81,94 @@ bench_need() {
   done
 }
 
-# bench_load_start: start BENCH_LOAD busy processes (stress-ng --cpu, one CPU-bound worker each)
-# and BENCH_LOAD_HDD disk workers (stress-ng --hdd; default 0), then wait until the 1-minute load
-# average has settled at 90 % of the worker count (it follows a new load with a one-minute time
-# constant: about 2.3 minutes from idle), or at most BENCH_SETTLE_MAX seconds (default 300).
-# The load reached is printed either way and kept for bench_meta. bench_init made sure stress-ng
-# is there; bench_load_stop / the EXIT trap stop the workers.
+# bench_load_start: starts the load sampler (the 1-minute load average every 5 s, quiet runs
+# too: bench_meta keeps its min/median/max over the measured part), and with --load the busy
+# processes: stress-ng --cpu BENCH_LOAD_CPU (matrixprod: CPU-bound) --hdd BENCH_LOAD_HDD (writes
+# and syncs files in TMPDIR: disk). Then waits until the 1-minute load average has settled: it
+# follows a new load with a one-minute time constant, so at least BENCH_SETTLE_MIN seconds
+# (default 150: 92 % of a step) and then until it moved less than 5 % over the last 30 s — on a
+# machine others share, the level it settles at is theirs plus ours, so no fixed target — or
+# at most BENCH_SETTLE_MAX seconds (default 360). The load reached is printed either way and
+# kept for bench_meta. bench_load_stop and the EXIT trap (every exit path: error, INT, TERM,
+# HUP) stop the workers and the sampler. BENCH_LOAD_RUNNING=PID (scripts/bench-all): the busy
+# processes are the caller's, already settled; they are used, not started.
 bench_load_start() {
-  [ "$BENCH_LOAD" -gt 0 ] || return 0
-  local hdd=${BENCH_LOAD_HDD:-0} max=${BENCH_SETTLE_MAX:-300} waited=0 target load
-  [[ $hdd =~ ^[0-9]+$ ]] || { echo "${0##*/}: BENCH_LOAD_HDD must be a number of disk workers, got '$hdd'" >&2; exit 2; }
-  local args=(--quiet --cpu "$BENCH_LOAD" --cpu-method matrixprod --timeout 4h)
-  [ "$hdd" -eq 0 ] || args+=(--hdd "$hdd" --temp-path "${TMPDIR:-/tmp}")
+  [ -z "$bench_sampler_pid" ] || return 0
+  local samples=$BENCH_LOAD_SAMPLES
+  (
+    trap 'exit 0' TERM
+    while :; do
+      echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)" >>"$samples"
+      sleep 5
+    done
+  ) &
+  bench_sampler_pid=$!
+  if [ "$BENCH_LOAD" -eq 0 ]; then
+    BENCH_SETTLED_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+    echo "${0##*/}: quiet: no busy processes; 1-minute load average $BENCH_SETTLED_LOAD" >&2
+    return 0
+  fi
+  if [ -n "${BENCH_LOAD_RUNNING:-}" ]; then
+    # scripts/bench-all started the busy processes once and let the load settle: share them.
+    kill -0 "$BENCH_LOAD_RUNNING" 2>/dev/null ||
+      { echo "${0##*/}: BENCH_LOAD_RUNNING=$BENCH_LOAD_RUNNING: no such process (the caller's stress-ng)" >&2; exit 2; }
+    BENCH_SETTLED_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+    echo "${0##*/}: the caller's stress-ng (pid $BENCH_LOAD_RUNNING) is running; 1-minute load average $BENCH_SETTLED_LOAD" >&2
+    return 0
+  fi
+  local min=${BENCH_SETTLE_MIN:-150} max=${BENCH_SETTLE_MAX:-360} waited=0 load history=()
+  [[ $min =~ ^[0-9]+$ && $max =~ ^[0-9]+$ ]] ||
+    { echo "${0##*/}: BENCH_SETTLE_MIN and BENCH_SETTLE_MAX must be seconds" >&2; exit 2; }
+  local args=(--quiet --cpu "$BENCH_LOAD_CPU" --cpu-method matrixprod --timeout 4h)
+  [ "$BENCH_LOAD_HDD" -eq 0 ] || args+=(--hdd "$BENCH_LOAD_HDD" --temp-path "${TMPDIR:-/tmp}")
   stress-ng "${args[@]}" >/dev/null 2>&1 &
   bench_load_pids+=("$!")
-  target=$((BENCH_LOAD + hdd))
-  echo "${0##*/}: started $BENCH_LOAD CPU and $hdd disk workers; waiting (at most $max s) for the 1-minute load average to reach 90 % of $target" >&2
+  echo "${0##*/}: started stress-ng ${args[*]}; waiting at least $min s (at most $max s) for the 1-minute load average to settle (from $(cut -d' ' -f1 /proc/loadavg))" >&2
   while :; do
     load=$(cut -d' ' -f1 /proc/loadavg)
-    if awk -v l="$load" -v t="$target" 'BEGIN { exit !(l >= 0.9 * t) }'; then
-      echo "${0##*/}: load average $load after $waited s (target $target): settled" >&2
+    history+=("$load")
+    if [ "$waited" -ge "$min" ] && [ "${#history[@]}" -gt 6 ] &&
+      awk -v l="$load" -v p="${history[-7]}" 'BEGIN { d = l - p; if (d < 0) d = -d; exit !(d <= 0.05 * l) }'; then
+      echo "${0##*/}: load average $load after $waited s: settled (within 5 % of ${history[-7]} 30 s before)" >&2
       break
     fi
     if [ "$waited" -ge "$max" ]; then
-      echo "${0##*/}: load average $load after $waited s (target $target): not settled, measuring anyway (BENCH_SETTLE_MAX=$max)" >&2
+      echo "${0##*/}: load average $load after $waited s: not settled, measuring anyway (BENCH_SETTLE_MAX=$max)" >&2
       break
     fi
+    if [ $((waited % 30)) -eq 0 ]; then echo "${0##*/}: load average $load after $waited s" >&2; fi
     sleep 5
     waited=$((waited + 5))
   done
   BENCH_SETTLED_LOAD=$load
 }
 
+# bench_load_stop: stops the busy processes (stress-ng stops its workers on SIGTERM) and the
+# sampler. Safe to call twice.
 bench_load_stop() {
   local p
-  for p in "${bench_load_pids[@]}"; do
+  for p in "${bench_load_pids[@]}" $bench_sampler_pid; do
     kill "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
   bench_load_pids=()
+  bench_sampler_pid=""
 }
 
-# bench_loadavg LABEL: print /proc/loadavg (1, 5, 15 min) with a label, and the CPU count.
+# bench_load_during: "min/median/max of the 1-minute load average over N samples" since the
+# last bench_hyperfine started (the load the measured commands ran beside).
+bench_load_during() {
+  awk -v t0="${BENCH_MEASURE_START:-0}" '$1 >= t0 { print $2 }' "$BENCH_LOAD_SAMPLES" | sort -g |
+    awk '{ v[++n] = $1 } END { if (!n) { print "no samples"; exit }
+      printf "%s/%s/%s (min/median/max of %d samples)", v[1], v[int((n + 1) / 2)], v[n], n }'
+}
+
+# bench_loadavg LABEL: print /proc/loadavg (1, 5, 15 min) with a label, the CPU count and the
+# busy processes; "after" adds the load during the measured part (bench_load_during).
 bench_loadavg() {
-  echo "load $1: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) on $(nproc) CPUs, --load $BENCH_LOAD"
+  local during=""
+  [ "$1" != after ] || during=", during: $(bench_load_during)"
+  echo "load $1: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) on $(nproc) CPUs, busy: stress-ng --cpu $BENCH_LOAD_CPU --hdd $BENCH_LOAD_HDD$during"
 }
 
 # bench_hyperfine DIR ROUNDS RUNS WARMUP PREPARE NAME CMD [NAME CMD]...: one hyperfine invocation
@@ -127,6 +183,7 @@ bench_hyperfine() {
   local names=() cmds=() orders=() order=() r k args total
   while [ $# -gt 0 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
   mkdir -p "$dir"
+  BENCH_MEASURE_START=$(date +%s)
   mapfile -t orders < <(python3 "$bench_lib_dir/bench-summary.py" --orders "${#names[@]}" "$rounds")
   total=${#orders[@]}
   [ "$total" -eq "$rounds" ] ||
@@ -157,7 +214,10 @@ bench_results() {
 bench_meta() {
   local out=$1
   shift
-  python3 "$bench_lib_dir/bench-meta.py" "$out" "$BENCH_LOAD" "${BENCH_LOAD_HDD:-0}" "$BENCH_SETTLED_LOAD" "$@"
+  awk -v t0="${BENCH_MEASURE_START:-0}" '$1 >= t0 { print $2 }' "$BENCH_LOAD_SAMPLES" >"$out.samples"
+  python3 "$bench_lib_dir/bench-meta.py" "$out" "$BENCH_LOAD_CPU" "$BENCH_LOAD_HDD" "$BENCH_SETTLED_LOAD" \
+    "$out.samples" "$@"
+  rm -f "$out.samples"
 }
 
 # bench_summary DIR [--ratio A B]... [--not-below A B]... [--meta F] [--json OUT]: per command

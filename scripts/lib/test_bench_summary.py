@@ -92,8 +92,15 @@ class Orders(unittest.TestCase):
     def test_rounds_are_rounded_up_to_whole_squares(self):
         self.assertEqual(len(bench_summary.orders(4, 3)), 4)
         self.assertEqual(len(bench_summary.orders(4, 5)), 8)
-        self.assertEqual(len(bench_summary.orders(3, 2)), 6)
+        self.assertEqual(len(bench_summary.orders(3, 4)), 6)
         self.assertEqual(len(bench_summary.orders(2, 1)), 2)
+
+    def test_few_rounds_of_an_odd_number_of_sides_are_one_latin_square(self):
+        for n in (3, 5, 7):
+            rows = bench_summary.orders(n, 2)
+            self.assertEqual(len(rows), n)
+            for pos in range(n):
+                self.assertEqual(sorted(row[pos] for row in rows), list(range(n)))
 
     def test_the_cli_prints_one_order_a_line(self):
         out = subprocess.run([sys.executable, SCRIPT, "--orders", "2", "2"],

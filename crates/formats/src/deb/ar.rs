@@ -57,7 +57,15 @@ impl<W: Write> ArWriter<W> {
     }
 
     /// Append a member of known `size`, streamed from `src` (which must yield exactly `size`).
-    pub fn append(&mut self, name: &str, size: u64, src: &mut dyn Read) -> io::Result<()> {
+    /// Generic, not `dyn Read`: std's `io::copy` from a `File` into a `File` then copies in the
+    /// kernel (copy_file_range); through `dyn Read` it went in 8 KiB reads and writes — 1,500 of
+    /// each for a 12 MB data.tar.zst, on the critical path after compression (scripts/bench-trace).
+    pub fn append<R: Read + ?Sized>(
+        &mut self,
+        name: &str,
+        size: u64,
+        src: &mut R,
+    ) -> io::Result<()> {
         self.out.write_all(&header(name, size, self.mtime)?)?;
         let copied = io::copy(&mut src.take(size), &mut self.out)?;
         if copied != size {
@@ -289,5 +297,49 @@ impl<R: Read> Read for MemberReader<'_, R> {
         self.ar.data_left -= n as u64;
         self.ar.pos += n as u64;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom};
+
+    /// A member streamed from a file into a file (the path `deb build` takes for data.tar, which
+    /// std copies in the kernel) has the bytes, the padding and the header of one written from
+    /// memory; a source shorter than the declared size is an error naming the member.
+    #[test]
+    fn a_member_copied_from_a_file_is_the_member_written_from_memory() {
+        let data: Vec<u8> = (0..(3 << 20) + 1)
+            .map(|i: u32| (i * 7 % 251) as u8)
+            .collect();
+        let mut src = tempfile::tempfile().unwrap();
+        src.write_all(&data).unwrap();
+
+        let mut from_memory = ArWriter::new(Vec::new(), 7).unwrap();
+        from_memory.append_bytes("data.tar.xz", &data).unwrap();
+        let expected = from_memory.finish().unwrap();
+
+        let out = tempfile::tempfile().unwrap();
+        let mut ar = ArWriter::new(out, 7).unwrap();
+        src.seek(SeekFrom::Start(0)).unwrap();
+        ar.append("data.tar.xz", data.len() as u64, &mut src)
+            .unwrap();
+        let mut out = ar.finish().unwrap();
+        let mut got = Vec::new();
+        out.seek(SeekFrom::Start(0)).unwrap();
+        out.read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), expected.len());
+        assert!(
+            got == expected,
+            "the copied member differs from the one written from memory"
+        );
+
+        let mut ar = ArWriter::new(tempfile::tempfile().unwrap(), 7).unwrap();
+        src.seek(SeekFrom::Start(1)).unwrap();
+        let err = ar
+            .append("data.tar.xz", data.len() as u64, &mut src)
+            .unwrap_err();
+        assert!(err.to_string().contains("data.tar.xz"), "{err}");
     }
 }
