@@ -375,11 +375,36 @@ const DEBIAN_DEPENDANTS: &[&str] = &["rocminfo", "librocfft0", "libhipfft0"];
 #[test]
 fn updates_in_place_on_debians_packaging() {
     rocm_pin_testkit::needs_root!("a chroot");
-    let Some(tarball) = image_tarball("sid-debian-rocm") else {
+    debian_updates(
+        "sid-debian-rocm",
+        "Debian 7.2.4",
+        7,
+        true,
+        &[("new commit", false), ("new stock upload", true)],
+    );
+}
+
+/// sid's 6.4.3 series (other sonames, no libhiprtc installed): a new commit in place.
+#[test]
+fn updates_in_place_on_debians_older_series() {
+    rocm_pin_testkit::needs_root!("a chroot");
+    debian_updates(
+        "sid-debian-rocm6",
+        "Debian 6.4.3",
+        6,
+        false,
+        &[("new commit", false)],
+    );
+}
+
+/// On the Debian image `tag` (HIP major `hip_major`, with or without the hiprtc siblings),
+/// ours installed, then each `(step, new stock upload?)` packaged and installed in place.
+fn debian_updates(tag: &str, flavour: &str, hip_major: u32, hiprtc: bool, steps: &[(&str, bool)]) {
+    let Some(tarball) = image_tarball(tag) else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let (run, debs) = package_against(&sandbox(&tarball), work.path(), 7, true);
+    let (run, debs) = package_against(&sandbox(&tarball), work.path(), hip_major, hiprtc);
     assert!(run.status.success(), "package: {}", text(&run));
     let stock: Vec<String> = debs
         .iter()
@@ -394,7 +419,7 @@ fn updates_in_place_on_debians_packaging() {
     };
     let mut table = Vec::new();
     let mut failures = Vec::new();
-    for (step, new_stock) in [("new commit", false), ("new stock upload", true)] {
+    for &(step, new_stock) in steps {
         let sb = sandbox(&tarball);
         let out = install_ours(&sb, &debs);
         assert_eq!(rc(&out), 0, "install: {}", text(&out));
@@ -402,8 +427,8 @@ fn updates_in_place_on_debians_packaging() {
             &sb,
             work.path(),
             StagingSpec {
-                hip_major: 7,
-                hiprtc: true,
+                hip_major,
+                hiprtc,
                 ..StagingSpec::default()
             },
         );
@@ -415,14 +440,14 @@ fn updates_in_place_on_debians_packaging() {
         let (out, secs) = package_and_install(&sb, &stock_args);
         let v = verify(&sb);
         let maps = new_build(&sb);
-        row(&mut table, "Debian 7.2.4", step, &out, secs, maps, &v);
+        row(&mut table, flavour, step, &out, secs, maps, &v);
         let missing: Vec<&&str> = DEBIAN_DEPENDANTS
             .iter()
             .filter(|d| !is_installed(&sb, d))
             .collect();
         if rc(&out) != 0 || rc(&v) != 0 || !maps || !missing.is_empty() {
             failures.push(format!(
-                "Debian {step}: exit {}\n{}\nverify:\n{}\ndependants missing {missing:?}",
+                "{flavour} {step}: exit {}\n{}\nverify:\n{}\ndependants missing {missing:?}",
                 rc(&out),
                 text(&out),
                 text(&v)
@@ -439,7 +464,7 @@ fn updates_in_place_on_debians_packaging() {
                 .count();
             table.push(format!(
                 "{:<14} {:<18} exit {:<3} new stock back {back} ours loaded {}",
-                "Debian 7.2.4",
+                flavour,
                 "rollback",
                 rc(&out),
                 debian_loaded_marker(&sb).is_some()
