@@ -18,7 +18,7 @@ use super::root::{FileKind, Root};
 use super::status::StatusEntry;
 
 /// `name (= version)` relations of a Depends field (alternatives included).
-fn exact_relations(depends: &str) -> Vec<(String, String)> {
+pub(crate) fn exact_relations(depends: &str) -> Vec<(String, String)> {
     depends
         .split([',', '|'])
         .filter_map(|rel| {

@@ -305,8 +305,9 @@ fn install_steps(
     }
 
     // 2. Stock match (before apt runs): exact version and architecture of our Provides.
-    let tx = Transaction::plan(root, opts, &facts, &marker, &before)?;
+    let mut tx = Transaction::plan(root, opts, &facts, &marker, &before)?;
     live_system_only(root, "rocm-pin install")?;
+    tx.upload = super::stock_upload::plan(root, &facts, &before)?;
     if tx.need_apt {
         // 3. Simulate: refuse if apt would remove anything but the stock pair.
         simulate(root, opts, &tx, &mut report, listener)?;
@@ -346,6 +347,7 @@ fn install_steps(
         report
             .actions
             .extend(super::automarks::carry_to_ours(root, &facts, &auto)?);
+        report.actions.extend(tx.upload.after_apt(root)?);
         report.outcome = Outcome::Installed;
         after
     } else {
@@ -507,6 +509,7 @@ struct Transaction {
     /// neither apt solver has to decide it: apt 3's solver refuses a transaction where a stock
     /// package forced in next to ours would have to go implicitly.
     deb_args: Vec<String>,
+    upload: super::stock_upload::UploadUpdate, // what moves with ours to a newer stock upload
 }
 
 impl Transaction {
@@ -561,6 +564,7 @@ impl Transaction {
             need_apt,
             snapshot_before: snapshot_of(before),
             deb_args,
+            upload: Default::default(),
         })
     }
 
@@ -584,7 +588,7 @@ impl Transaction {
                 cmd.arg("-o").arg("Dpkg::Options::=--force-confmiss");
             }
         }
-        cmd.args(&self.deb_args);
+        cmd.args(&self.deb_args).args(self.upload.apt_args());
         cmd
     }
 }
@@ -649,6 +653,7 @@ fn keep_stock_for_rollback(
         .present
         .iter()
         .filter(|s| !opts.no_rollback && tx.stock_match.kept_for_rollback(s))
+        .chain(tx.upload.new_stock.iter().filter(|_| !opts.no_rollback))
     {
         progress::step(listener, &format!("keep stock {}", s.package), || {
             keep_stock(root, s, opts.lock_timeout, report)

@@ -159,7 +159,7 @@ pub(crate) fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> U
             .collect::<Vec<_>>()
             .join(" ");
         up.ways_forward = if up.target_release.as_ref() == Some(rel) {
-            same_release_ways_forward(rel, &debs)
+            same_release_ways_forward(rel, &up.stock, marker)
         } else {
             vec![
             format!(
@@ -175,13 +175,24 @@ pub(crate) fn available(root: &Root, ours: &[StatusEntry], marker: &Marker) -> U
     up
 }
 
+/// The placeholder in the update-in-place way forward: the one fact rocm-pin cannot know.
+const STAGING_PLACEHOLDER: &str = "<the build you packaged from>";
+
 /// A newer upload of the release ours replace (Debian's `-2` of 7.2.4): the same backport
-/// applies, the replacements only need making against the new stock.
-fn same_release_ways_forward(rel: &str, debs: &str) -> Vec<String> {
+/// applies, the replacements only need making against the new stock, and installing them
+/// updates ours in place (packages that depend on the stock with `=`, AMD's metas, move to
+/// their new upload in the same transaction).
+fn same_release_ways_forward(rel: &str, stock: &[Available], marker: &Marker) -> Vec<String> {
+    let pins = stock
+        .iter()
+        .map(|a| format!("{}={}", a.package, a.newest))
+        .collect::<Vec<_>>()
+        .join(" ");
     vec![
         format!("the new {rel} upload without the backport: `rocm-pin rollback && apt full-upgrade`"),
         format!(
-            "keep the backport: make the replacements against the new upload (`rocm-pin package --stock-deb {debs}`), then `rocm-pin rollback && apt full-upgrade && rocm-pin install <the new .debs>`; until then apt keeps it back"
+            "keep the backport, updated in place against the new upload: `cd \"$(mktemp -d)\" && apt-get download {pins} && rocm-pin package --staging {STAGING_PLACEHOLDER} --commit {} --commit-time {} --stock-deb ./*.deb --out new && rocm-pin install new/*.deb`; until then apt keeps it back",
+            marker.commit, marker.commit_time
         ),
     ]
 }
