@@ -69,7 +69,7 @@ fn kept_stock(sb: &Sandbox, name: &str) -> (String, String) {
 
 /// A newer upload of the stock packages `names` (the kept .debs with `+upd1` appended to the
 /// version), published as the local repository `newstock`; returns the new version of each.
-fn publish_newer_upload(sb: &Sandbox, names: &[String]) -> Vec<(String, String)> {
+pub(crate) fn publish_newer_upload(sb: &Sandbox, names: &[String]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut script =
         String::from("set -e; rm -rf /root/newstock /root/rebuild; mkdir -p /root/newstock\n");

@@ -22,11 +22,21 @@
 use super::root::Root;
 use super::status::StatusEntry;
 
-/// Names listed under `Reverse Depends:` in `apt-cache rdepends` output.
-pub(crate) fn parse_rdepends(text: &str) -> Vec<String> {
+/// Names listed under `Reverse Depends:` in `apt-cache showpkg` output (`  NAME,TARGET
+/// [VERSION]` lines). Not `apt-cache rdepends`: it lists nothing for a package with no version
+/// (the replaced stock where no source offers it any more, measured on Debian's 7.2.4).
+pub(crate) fn parse_showpkg_reverse_depends(text: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for line in text.lines().filter(|l| l.starts_with("  ")) {
-        let name = line.trim().trim_start_matches('|').trim();
+    let mut inside = false;
+    for line in text.lines() {
+        if !line.starts_with("  ") {
+            inside = line.starts_with("Reverse Depends:");
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let name = line.trim().split(',').next().unwrap_or("");
         let name = name.split(':').next().unwrap_or("");
         if super::status::is_package_name(name) && !names.iter().any(|n| n == name) {
             names.push(name.to_string());
@@ -113,12 +123,12 @@ pub(crate) fn offered(
     if replaced.is_empty() {
         return Vec::new();
     }
-    let mut args = vec!["rdepends"];
+    let mut args = vec!["showpkg"];
     args.extend(replaced.iter().map(|(n, _)| n.as_str()));
     let Ok(out) = super::apt::apt_cache_read_only(root, &args) else {
         return Vec::new();
     };
-    let names = parse_rdepends(&String::from_utf8_lossy(&out.stdout));
+    let names = parse_showpkg_reverse_depends(&String::from_utf8_lossy(&out.stdout));
     if names.is_empty() {
         return Vec::new();
     }
@@ -152,10 +162,10 @@ mod tests {
     }
 
     #[test]
-    fn reads_rdepends_names_once_without_alternative_marks() {
-        let text = "libhsa-runtime64-1\nReverse Depends:\n  libhsa-runtime-dev\n |rocminfo\n  rocminfo\n  libhsa-runtime-dev\n  librocfft0:amd64\n";
+    fn reads_the_reverse_depends_of_showpkg_once_each() {
+        let text = "Package: libhsa-runtime64-1\nVersions: \n\nReverse Depends: \n  libhsa-runtime-dev,libhsa-runtime64-1 6.4.3-1\n  rocminfo,libhsa-runtime64-1 6.4\n  libhsa-runtime-dev,libhsa-runtime64-1 6.4.3-2\n  librocfft0:amd64,libhsa-runtime64-1\nDependencies: \n  other,x\nProvides: \nReverse Provides: \nlibhsa-runtime64-1-pinned 6.4.3-1+pin1 (= 6.4.3-1)\n";
         assert_eq!(
-            parse_rdepends(text),
+            parse_showpkg_reverse_depends(text),
             vec!["libhsa-runtime-dev", "rocminfo", "librocfft0"]
         );
     }
