@@ -13,23 +13,10 @@
 
 use anyhow::Context;
 
+use super::hold_offered::exact_relations;
 use super::layout::StateLayout;
 use super::root::{FileKind, Root};
 use super::status::StatusEntry;
-
-/// `name (= version)` relations of a Depends field (alternatives included).
-pub(crate) fn exact_relations(depends: &str) -> Vec<(String, String)> {
-    depends
-        .split([',', '|'])
-        .filter_map(|rel| {
-            let (name, rest) = rel.trim().split_once('(')?;
-            let rest = rest.trim().strip_prefix('=')?;
-            let version = rest.trim_end_matches(')').trim();
-            let name = name.trim().split(':').next().unwrap_or("").to_string();
-            (!name.is_empty() && !version.is_empty()).then(|| (name, version.to_string()))
-        })
-        .collect()
-}
 
 /// The installed packages to hold: every exact `=` dependency (other than the stock pair) of
 /// an installed package that depends with `=` on the stock pair, at its installed version;

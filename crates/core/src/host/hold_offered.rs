@@ -22,6 +22,20 @@
 use super::root::Root;
 use super::status::StatusEntry;
 
+/// `name (= version)` relations of a Depends field (alternatives included).
+pub(crate) fn exact_relations(depends: &str) -> Vec<(String, String)> {
+    depends
+        .split([',', '|'])
+        .filter_map(|rel| {
+            let (name, rest) = rel.trim().split_once('(')?;
+            let rest = rest.trim().strip_prefix('=')?;
+            let version = rest.trim_end_matches(')').trim();
+            let name = name.trim().split(':').next().unwrap_or("").to_string();
+            (!name.is_empty() && !version.is_empty()).then(|| (name, version.to_string()))
+        })
+        .collect()
+}
+
 /// Names listed under `Reverse Depends:` in `apt-cache showpkg` output (`  NAME,TARGET
 /// [VERSION]` lines). Not `apt-cache rdepends`: it lists nothing for a package with no version
 /// (the replaced stock where no source offers it any more, measured on Debian's 7.2.4).
@@ -93,7 +107,7 @@ pub(crate) fn offered_holds(
         }
     };
     for p in offered {
-        let rels = super::hold::exact_relations(p.extra.get("Depends").map_or("", String::as_str));
+        let rels = exact_relations(p.extra.get("Depends").map_or("", String::as_str));
         if !rels.iter().any(|r| replaced.contains(r)) {
             continue;
         }
