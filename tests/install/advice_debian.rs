@@ -182,7 +182,7 @@ pub(crate) fn install_ours(sb: &Sandbox, debs: &[PathBuf]) -> std::process::Outp
 /// What must hold when verify is green: each replacement installed, the stock it replaces
 /// gone, Debian's dependants installed, and rocminfo resolving the HSA runtime to a library
 /// our marker records.
-fn debian_runtime_problems(sb: &Sandbox, stock: &[String]) -> Vec<String> {
+pub(crate) fn debian_runtime_problems(sb: &Sandbox, stock: &[String]) -> Vec<String> {
     let mut problems = Vec::new();
     for s in stock {
         if !is_installed(sb, &format!("{s}-pinned")) {

@@ -6,6 +6,7 @@ mod util;
 
 mod advice;
 mod advice_debian;
+mod aftercare;
 mod cli_pipes;
 mod day2;
 mod debian_flavour;

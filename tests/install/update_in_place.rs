@@ -73,7 +73,7 @@ fn kept_stock(sb: &Sandbox, name: &str) -> (String, String) {
 /// A newer upload of the stock packages `names` (the kept .debs with `+upd1` appended to the
 /// version, their exact `=` on each other re-pointed: hip-runtime-amd's on hsa-rocr),
 /// published as the local repository `newstock`; returns the new version of each.
-fn publish_newer_upload(sb: &Sandbox, names: &[String]) -> Vec<(String, String)> {
+pub(crate) fn publish_newer_upload(sb: &Sandbox, names: &[String]) -> Vec<(String, String)> {
     let debs: Vec<(String, String, String)> = names
         .iter()
         .map(|n| {

@@ -107,6 +107,25 @@ pub fn apt_command(root: &Root, program: &str) -> Command {
 
 /// Ask apt (read-only) how it sees `names`.
 pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
+    let mut args = vec!["policy"];
+    args.extend(names.iter().map(String::as_str));
+    let out = apt_cache_read_only(root, &args)?;
+    if !out.status.success() {
+        return Err(refused(format!(
+            "apt-cache policy {} failed ({}): {}",
+            names.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(parse_policy(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Run `apt-cache <args>` read-only over `root`; its output whatever its exit status.
+pub(crate) fn apt_cache_read_only(
+    root: &Root,
+    args: &[&str],
+) -> anyhow::Result<std::process::Output> {
     let mut cmd = apt_command(root, "apt-cache");
     // verify changes nothing (and adds no bytes to an image layer), so apt must not (re)write
     // /var/cache/apt/*.bin. Pointing pkgcache at nothing made apt rebuild its cache in memory
@@ -124,26 +143,18 @@ pub fn policy(root: &Root, names: &[String]) -> anyhow::Result<Vec<Policy>> {
     };
     let cache = PrivateCache::of(root);
     cmd.args(cache.options());
-    cmd.arg("policy").args(names);
-    let out = if root.is_system() {
+    cmd.args(args);
+    let what = args.first().copied().unwrap_or("");
+    if root.is_system() {
         cmd.output()
-            .context("cannot run apt-cache policy (is apt installed?)")?
+            .with_context(|| format!("cannot run apt-cache {what} (is apt installed?)"))
     } else {
         crate::process::run_bounded(
             &mut cmd,
-            &format!("apt-cache policy over the root {}", root.display()),
+            &format!("apt-cache {what} over the root {}", root.display()),
             crate::process::OVER_ROOT_TIME_LIMIT,
-        )?
-    };
-    if !out.status.success() {
-        return Err(refused(format!(
-            "apt-cache policy {} failed ({}): {}",
-            names.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        )
     }
-    Ok(parse_policy(&String::from_utf8_lossy(&out.stdout)))
 }
 
 /// apt reads these itself on a root (`-o Dir=<root>`), with the host's lookup: a link among

@@ -13,23 +13,10 @@
 
 use anyhow::Context;
 
+use super::hold_offered::exact_relations;
 use super::layout::StateLayout;
 use super::root::{FileKind, Root};
 use super::status::StatusEntry;
-
-/// `name (= version)` relations of a Depends field (alternatives included).
-pub(crate) fn exact_relations(depends: &str) -> Vec<(String, String)> {
-    depends
-        .split([',', '|'])
-        .filter_map(|rel| {
-            let (name, rest) = rel.trim().split_once('(')?;
-            let rest = rest.trim().strip_prefix('=')?;
-            let version = rest.trim_end_matches(')').trim();
-            let name = name.trim().split(':').next().unwrap_or("").to_string();
-            (!name.is_empty() && !version.is_empty()).then(|| (name, version.to_string()))
-        })
-        .collect()
-}
 
 /// The installed packages to hold: every exact `=` dependency (other than the stock pair) of
 /// an installed package that depends with `=` on the stock pair, at its installed version;
@@ -70,23 +57,31 @@ pub(crate) fn held_packages(
 }
 
 /// Write (or refresh) the hold for the stock pair `stock_names`, judged on `entries` (the
-/// status database as apt left it, read with Depends). Returns what it holds.
+/// status database as apt left it, read with Depends), and on what apt offers that would need
+/// the same holds once installed ([`super::hold_offered`]). Returns what it holds.
 pub(crate) fn write(
     root: &Root,
     entries: &[StatusEntry],
     stock_names: &[String],
     hold_dependants: bool,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let held = held_packages(entries, stock_names, hold_dependants);
+    let mut held = held_packages(entries, stock_names, hold_dependants);
+    for o in super::hold_offered::offered(root, entries, stock_names, hold_dependants) {
+        if !held.iter().any(|(h, _)| *h == o.0) {
+            held.push(o);
+        }
+    }
+    held.sort();
     let path = root.host_path(StateLayout::release_hold());
     if held.is_empty() {
         remove(root)?;
         return Ok(held);
     }
     let mut text = String::from(
-        "# Written by `rocm-pin install`, removed by `rocm-pin rollback`: holds the packages ROCm's\n\
-         # exact-version metas need at the installed release, so a newer stock release cannot be\n\
-         # half-installed around the pinned HIP/HSA pair. See `rocm-pin status`.\n",
+        "# Written by `rocm-pin install`, removed by `rocm-pin rollback`: holds the packages\n\
+         # that need the replaced stock with an exact `=` (installed now, or offered by apt for later)\n\
+         # at the installed release, so a newer stock release cannot be half-installed around ours.\n\
+         # See `rocm-pin status`.\n",
     );
     for (n, v) in &held {
         text.push_str(&format!(

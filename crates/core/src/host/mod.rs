@@ -12,6 +12,7 @@ pub(crate) mod dpkgfmt;
 mod error;
 pub(crate) mod excludes;
 pub(crate) mod hold;
+pub(crate) mod hold_offered;
 pub mod layout;
 pub mod ldcache;
 pub mod ldsearch;

@@ -361,6 +361,9 @@ fn install_steps(
     // release hold, the guard, the local repository.
     finish_host(root, opts, &tx, &facts, &after, &mut report, listener)?;
     keep_ours(root, opts, &mut report)?;
+    if matches!(report.outcome, Outcome::Installed) {
+        super::restart_list::tell(root, listener);
+    }
 
     // 7. verify: workflow::install, above host/.
     Ok(report)
@@ -621,14 +624,15 @@ fn simulate(
         .collect();
     if !extra.is_empty() {
         return Err(usage(format!(
-            "apt would also remove {}; refusing (only the stock pair {} may go). Nothing changed.",
+            "apt would also remove {}; refusing (only the stock packages ours replace, {}, may go). Nothing changed.",
             extra.join(", "),
             tx.stock_names.join(", ")
         )));
     }
-    report
-        .actions
-        .push("simulated: apt removes only the stock pair".into());
+    report.actions.push(format!(
+        "simulated: apt removes only the stock packages ours replace ({})",
+        tx.stock_names.join(", ")
+    ));
     Ok(())
 }
 
@@ -741,7 +745,7 @@ fn run_apt(
         .collect();
     if !bad.is_empty() {
         return Err(Failure::check_failed(format!(
-            "apt removed more than the stock pair: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
+            "apt removed more than the stock packages ours replace: {}; reinstall them (apt-get install …) or `rocm-pin rollback`",
             bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
         ))
         .into());

@@ -16,7 +16,7 @@ pub(crate) enum DebSetProblem {
     NotOurs { deb: PathBuf, package: String },
     /// No .deb ships the provenance marker (the HSA half was not given).
     #[error(
-        "none of the given .debs ships the provenance marker */{}: give both replacement packages (the HSA one carries it)",
+        "none of the given .debs ships the provenance marker */{}: give every replacement package of one `rocm-pin package` run (one of them carries it)",
         crate::rocm::MARKER_RELPATH
     )]
     NoMarker,
@@ -44,7 +44,7 @@ pub(crate) enum DebSetProblem {
     },
     /// The marker names a package that was not given.
     #[error(
-        "the marker names {package} {version} but it was not given: install both replacement packages in one run"
+        "the marker names {package} {version} but it was not given: install every package the marker names in one run"
     )]
     NotGiven { package: String, version: String },
 }

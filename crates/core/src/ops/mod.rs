@@ -22,6 +22,7 @@ pub(crate) mod pinmove;
 pub mod plan;
 pub(crate) mod privilege;
 pub mod repo;
+pub(crate) mod restart_list;
 pub mod rollback;
 pub mod stale_maps;
 pub mod status_report;

@@ -97,7 +97,7 @@ pub(crate) fn plan(
             .filter(|e| !moving.contains_key(&e.package))
             .map(|e| {
                 let depends = e.extra.get("Depends").map(String::as_str).unwrap_or("");
-                let rels = crate::host::hold::exact_relations(depends)
+                let rels = crate::host::hold_offered::exact_relations(depends)
                     .into_iter()
                     .filter(|(n, v)| moving.get(n).is_some_and(|(_, new)| new != v))
                     .collect();
@@ -197,7 +197,7 @@ fn best_match(
         .filter(|p| p.get("Package") == Some(package))
         .filter_map(|p| {
             let v = p.get("Version")?.to_string();
-            let rels = crate::host::hold::exact_relations(p.get("Depends").unwrap_or(""));
+            let rels = crate::host::hold_offered::exact_relations(p.get("Depends").unwrap_or(""));
             let fits = rels
                 .iter()
                 .filter_map(|(n, want)| moving.get(n).map(|(_, new)| new == want))

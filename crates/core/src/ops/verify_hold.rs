@@ -1,7 +1,11 @@
 //! verify's release-hold check (issue 32): the hold `install` writes covers every package
-//! that needs it now. A -dev package with an exact `=` on the stock runtime installed after
-//! `install` (Debian's `libhsa-runtime-dev`), or the hold file removed, leaves a newer stock
-//! release free to be half-installed around ours; `status` said so, verify did not fail.
+//! that needs it now. `install` holds what apt offers too (host/hold_offered.rs), so a -dev
+//! package installed later is covered; one from a repository added after `install`, or the
+//! hold file removed, leaves a newer stock release free to be half-installed around ours.
+//!
+//! "No hold file" is two states: ours installed by apt (no hold ever written) or the hold
+//! removed. `install` leaves a trace either way: our kept .debs, or with `--no-rollback` its
+//! record that the stock was not kept; with neither, it is apt's path.
 
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Root};
@@ -62,12 +66,15 @@ pub(crate) fn check_release_hold(
     };
     let fix = super::ourdebs::reinstall_command(root);
     // Ours installed by apt (from a repository, `apt-get install ./….deb`) never had a hold:
-    // only `rocm-pin install` writes one, and it keeps our .debs. No file and nothing kept is
-    // that path, not a removed hold: say how to add one, do not fail.
+    // only `rocm-pin install` writes one, and it keeps our .debs (or, with --no-rollback,
+    // records that it kept no stock). No file and neither trace is that path, not a removed
+    // hold: say how to add one, do not fail.
     let hold_absent = root
         .read_to_string(StateLayout::release_hold(), FileKind::Config)
         .is_err();
-    if !failing.is_empty() && hold_absent && super::ourdebs::kept(root).is_empty() {
+    let installed_by_rocm_pin =
+        !super::ourdebs::kept(root).is_empty() || root.exists(StateLayout::stock_not_kept());
+    if !failing.is_empty() && hold_absent && !installed_by_rocm_pin {
         return Some((
             path,
             true,
@@ -103,3 +110,7 @@ pub(crate) fn check_release_hold(
     }
     Some((path, true, detail))
 }
+
+#[cfg(test)]
+#[path = "verify_hold_tests.rs"]
+mod tests;
