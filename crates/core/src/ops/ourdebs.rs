@@ -10,8 +10,8 @@ use crate::deb::{EntryKind, ReadLimits};
 use crate::host::layout::StateLayout;
 use crate::host::root::Root;
 use crate::host::status;
-use crate::ops::install::DebSetProblem;
-use crate::ops::install::InstallError;
+use crate::ops::install::error::DebSetProblem;
+use crate::ops::install::error::InstallError;
 use crate::rocm::{self, Marker};
 
 /// Facts of one replacement .deb given on the command line.

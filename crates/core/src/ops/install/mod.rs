@@ -7,9 +7,7 @@
 //! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
 //! it is taken away again when apt fails before dpkg changed anything.
 
-mod error;
-
-pub(crate) use error::{DebSetProblem, InstallError};
+pub(crate) mod error;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
