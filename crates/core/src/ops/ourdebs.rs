@@ -283,7 +283,7 @@ mod tests {
         Marker {
             commit: commit.into(),
             commit_time: 0,
-            flavor: "test".into(),
+            suffix: "test".into(),
             prefix: PREFIX.into(),
             replaced: vec![
                 replaced("hsa-rocr", "hsa-rocr-pinned"),

@@ -59,7 +59,8 @@ pub struct Marker {
     pub commit: String,
     /// Committer timestamp of `commit` (orders pins).
     pub commit_time: i64,
-    pub flavor: String,
+    #[serde(rename = "flavor")]
+    pub suffix: String,
     /// The real versioned prefix, e.g. `/opt/rocm-7.2.4`.
     pub prefix: String,
     pub replaced: Vec<ReplacedPackage>,

@@ -56,7 +56,7 @@ pub use marker::{
 };
 pub use package_names::{
     per_library_package_name, replacement_name, stock_package_by_name, StockPackageName,
-    DEFAULT_FLAVOR,
+    DEFAULT_SUFFIX,
 };
 pub use pin::{
     BACKPORT_CHECK_FIELD, BACKPORT_SYMBOL, COMMIT_FIELD, DISABLE_ENV, FAMILY_FIELD,

@@ -1,15 +1,15 @@
-//! Package names: our replacements' (`<stock>-<flavor>`) and the stock runtime packages' of
+//! Package names: our replacements' (`<stock>-<suffix>`) and the stock runtime packages' of
 //! each flavour (per half, or per library as Debian Policy 8.1 names them).
 
 use super::families::{Half, LibraryFamily, FAMILIES};
 use super::flavour::{StockFlavour, StockNaming, STOCK_FLAVOURS};
 
-/// Default flavor: replacement packages are named `<stock>-<flavor>`.
-pub const DEFAULT_FLAVOR: &str = "pinned";
+/// Default suffix: replacement packages are named `<stock>-<suffix>`.
+pub const DEFAULT_SUFFIX: &str = "pinned";
 
 /// `hip-runtime-amd` + `pinned` → `hip-runtime-amd-pinned`.
-pub fn replacement_name(stock_name: &str, flavor: &str) -> String {
-    format!("{stock_name}-{flavor}")
+pub fn replacement_name(stock_name: &str, suffix: &str) -> String {
+    format!("{stock_name}-{suffix}")
 }
 
 /// What a stock runtime package's name says about it.
@@ -32,7 +32,7 @@ pub fn per_library_package_name(stem: &str, soname_major: &str) -> String {
 }
 
 /// Is `name` a stock runtime package of some flavour, and of which half? Only the runtime
-/// packages themselves: never `-dev`, `-asan`, `-tests` or our `-<flavor>` replacements.
+/// packages themselves: never `-dev`, `-asan`, `-tests` or our `-<suffix>` replacements.
 pub fn stock_package_by_name(name: &str) -> Option<StockPackageName> {
     STOCK_FLAVOURS.iter().find_map(|spec| match spec.naming {
         StockNaming::PerHalf { hsa, hip } => [(Half::Hsa, hsa), (Half::Hip, hip)]

@@ -360,7 +360,7 @@ mod tests {
         let marker = rocm::Marker {
             commit: rocm::PIN_COMMIT.into(),
             commit_time: 0,
-            flavor: "debian".into(),
+            suffix: "debian".into(),
             prefix: "/usr".into(),
             replaced: vec![rocm::ReplacedPackage {
                 stock_name: "libamdhip64-7".into(),
