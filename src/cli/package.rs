@@ -47,8 +47,8 @@ pub struct PackageOptions {
     #[arg(long, value_name = "PATH")]
     pub prefix: Option<String>,
     /// Replacement packages are named <stock>-<flavor>
-    #[arg(long, default_value = rocm_pin_core::rocm::DEFAULT_FLAVOR)]
-    pub flavor: String,
+    #[arg(long = "flavor", value_name = "FLAVOR", default_value = rocm_pin_core::rocm::DEFAULT_SUFFIX)]
+    pub suffix: String,
     /// Full source commit (required when the staging has no rocm-pin-build.json)
     #[arg(long)]
     pub commit: Option<String>,
@@ -172,7 +172,7 @@ pub fn run(args: PackageArgs) -> anyhow::Result<()> {
         threads: args.threads,
         source_date_epoch: sde,
         options: PlanOptions {
-            flavor: args.flavor,
+            suffix: args.suffix,
             strip: !args.no_strip,
             allow_soname_change: args.allow_soname_change,
             allow_missing_symbols: args.allow_missing_symbols,

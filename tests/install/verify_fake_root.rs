@@ -195,7 +195,7 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
     let marker = Marker {
         commit: COMMIT.into(),
         commit_time: 1764720000,
-        flavor: "pinned".into(),
+        suffix: "pinned".into(),
         prefix: PREFIX.into(),
         replaced: vec![
             ReplacedPackage {

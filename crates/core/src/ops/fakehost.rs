@@ -216,7 +216,7 @@ pub(crate) fn marker() -> Marker {
     Marker {
         commit: rocm::PIN_COMMIT.into(),
         commit_time: 1_764_720_000,
-        flavor: rocm::DEFAULT_FLAVOR.into(),
+        suffix: rocm::DEFAULT_SUFFIX.into(),
         prefix: PREFIX.into(),
         replaced: PAIR
             .iter()

@@ -12,7 +12,6 @@ pub mod family_status;
 pub(crate) mod family_stock;
 pub mod guard;
 pub mod install;
-pub(crate) mod install_error;
 pub mod install_family;
 pub(crate) mod localrepo;
 pub(crate) mod ourdebs;

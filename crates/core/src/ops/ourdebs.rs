@@ -10,8 +10,8 @@ use crate::deb::{EntryKind, ReadLimits};
 use crate::host::layout::StateLayout;
 use crate::host::root::Root;
 use crate::host::status;
-use crate::ops::install_error::DebSetProblem;
-use crate::ops::install_error::InstallError;
+use crate::ops::install::error::DebSetProblem;
+use crate::ops::install::error::InstallError;
 use crate::rocm::{self, Marker};
 
 /// Facts of one replacement .deb given on the command line.
@@ -283,7 +283,7 @@ mod tests {
         Marker {
             commit: commit.into(),
             commit_time: 0,
-            flavor: "test".into(),
+            suffix: "test".into(),
             prefix: PREFIX.into(),
             replaced: vec![
                 replaced("hsa-rocr", "hsa-rocr-pinned"),

@@ -696,7 +696,7 @@ fn add_marker(
     let marker = rocm::Marker {
         commit: plan.commit.clone(),
         commit_time: plan.commit_time,
-        flavor: plan.flavor.clone(),
+        suffix: plan.suffix.clone(),
         prefix: plan.prefix.clone(),
         replaced: plan.marker_replaced(),
         libraries,

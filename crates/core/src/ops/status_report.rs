@@ -79,7 +79,8 @@ pub struct HostStatus {
     pub target_version: Option<String>,
     pub skip_record: Option<String>,
     pub gate: String,
-    pub flavor: Option<String>,
+    #[serde(rename = "flavor")]
+    pub suffix: Option<String>,
     pub commit: Option<String>,
     /// The patch series the installed build carries on top of `commit` (from the marker).
     pub patches: Vec<crate::rocm::PatchRecord>,
@@ -432,7 +433,7 @@ pub fn host_status_with(
         target_version,
         skip_record: skip,
         gate,
-        flavor: marker.as_ref().map(|m| m.flavor.clone()),
+        suffix: marker.as_ref().map(|m| m.suffix.clone()),
         commit: marker.as_ref().map(|m| m.commit.clone()),
         patches: marker
             .as_ref()
@@ -533,7 +534,7 @@ impl HostStatus {
         if let Some(p) = &self.in_place {
             s.push_str(&format!("in place:    {}", p.describe()));
         }
-        if let (Some(f), Some(c)) = (&self.flavor, &self.commit) {
+        if let (Some(f), Some(c)) = (&self.suffix, &self.commit) {
             s.push_str(&format!(
                 "installed:   flavor {}, commit {}\n",
                 shown(f),

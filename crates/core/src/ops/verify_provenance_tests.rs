@@ -9,7 +9,7 @@ fn marker(skipped: bool, patches: &[(&str, &str)]) -> rocm::Marker {
     rocm::Marker {
         commit: "c".repeat(40),
         commit_time: 1,
-        flavor: "pinned".into(),
+        suffix: "pinned".into(),
         prefix: "/opt/rocm-6.3.0".into(),
         replaced: vec![],
         libraries: vec![],

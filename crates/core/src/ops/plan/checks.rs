@@ -18,13 +18,13 @@ pub(super) fn check_inputs(
     opts: &PlanOptions,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    if opts.flavor.is_empty()
+    if opts.suffix.is_empty()
         || !opts
-            .flavor
+            .suffix
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     {
-        return Err(refused(format!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.flavor)));
+        return Err(refused(format!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.suffix)));
     }
 
     // Every staged family must have a stock owner; every required family a staged library.

@@ -299,7 +299,7 @@ pub fn plan(
         layout: layout.clone(),
         commit: staging.commit.clone(),
         commit_time: staging.commit_time,
-        flavor: opts.flavor.clone(),
+        suffix: opts.suffix.clone(),
         patches: staging.patches().to_vec(),
         backport_check_skipped: staging.backport_check_skipped(),
         missing_symbols,
@@ -337,7 +337,7 @@ fn replacement_names(
         names.push(ReplacementName {
             half: *half,
             stock: s.name.clone(),
-            package: rocm::replacement_name(&s.name, &opts.flavor),
+            package: rocm::replacement_name(&s.name, &opts.suffix),
             version,
         });
     }

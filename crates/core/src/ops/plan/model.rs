@@ -15,7 +15,7 @@ pub const DEFAULT_MAINTAINER: &str = "rocm-pin packager <rocm-pin@example.com>";
 
 #[derive(Debug, Clone)]
 pub struct PlanOptions {
-    pub flavor: String,
+    pub suffix: String,
     pub strip: bool,
     pub allow_soname_change: bool,
     /// Package a rebuilt library that lacks stock symbols (recorded; see `ops::plan::abi`).
@@ -28,7 +28,7 @@ pub struct PlanOptions {
 impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
-            flavor: rocm::DEFAULT_FLAVOR.to_string(),
+            suffix: rocm::DEFAULT_SUFFIX.to_string(),
             strip: true,
             allow_soname_change: false,
             allow_missing_symbols: false,
@@ -139,7 +139,7 @@ pub struct PackagePlan {
     pub layout: rocm::RuntimeLayout,
     pub commit: String,
     pub commit_time: i64,
-    pub flavor: String,
+    pub suffix: String,
     /// The build's patch series (from its manifest), recorded in both controls and the marker.
     pub patches: Vec<crate::rocm::PatchRecord>,
     /// The build ran with `--no-backport-check` (from its manifest).

@@ -97,7 +97,7 @@ fn unclean_marker_path(m: &rocm::Marker) -> Option<anyhow::Error> {
 
 /// The marker line of the report: commit, flavor, and the patch series when there is one.
 fn marker_summary(m: &rocm::Marker) -> String {
-    let mut text = format!("commit {} flavor {}", m.commit, m.flavor);
+    let mut text = format!("commit {} flavor {}", m.commit, m.suffix);
     if !m.patches.is_empty() {
         let names: Vec<String> = m
             .patches

@@ -1,11 +1,14 @@
 //! The ROCm version gate as applied to a host: read the target prefix's `.info/version`,
 //! resolve `/opt/rocm`, decide per mode, and keep the skip record.
 
+mod error;
+
+pub use error::GateError;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::exit::ExitKind;
 use crate::host::layout::StateLayout;
 use crate::host::root::{FileKind, Root};
 use crate::host::status::StatusEntry;
@@ -211,39 +214,6 @@ pub fn clear_skip_record(root: &Root) -> anyhow::Result<()> {
     }
 }
 
-/// The version gate's verdicts that end a run: a refusal (require) or a host it skipped.
-#[derive(Debug, thiserror::Error)]
-pub enum GateError {
-    /// The ROCm version gate refused this host (mode `require`).
-    #[error("{finding}{}", rocm::REQUIRE_REFUSES)]
-    GateRefused {
-        /// The release found (AMD's version file's first line, or the one release of Debian's
-        /// package versions); None when there is none.
-        found: Option<String>,
-        /// The ROCm version the packages were built for.
-        required: String,
-        /// What the gate found, in the flavour's terms ([`GateDecision::finding`]).
-        finding: String,
-        /// Where `/opt/rocm` points when that is not the prefix (multi-version host).
-        rocm_path_elsewhere: Option<PathBuf>,
-    },
-    /// The version gate skipped this host earlier; `reason` is its skip record (exit 3).
-    #[error(
-        "the version gate skipped this host ({reason}): the patched runtime is not installed by design"
-    )]
-    GateSkipped { reason: String },
-}
-
-impl GateError {
-    /// How a run that ends with this error exits ([`ExitKind::code`] maps it to the number).
-    pub fn kind(&self) -> ExitKind {
-        match self {
-            GateError::GateRefused { .. } => ExitKind::Usage,
-            GateError::GateSkipped { .. } => ExitKind::Skipped,
-        }
-    }
-}
-
 /// The gate's finding with what the mode does about it (the same words for both flavours).
 fn with_mode(mut reason: String, mode: GateMode, matches: bool) -> String {
     match mode {
@@ -390,7 +360,7 @@ mod tests {
         let marker = rocm::Marker {
             commit: rocm::PIN_COMMIT.into(),
             commit_time: 0,
-            flavor: "debian".into(),
+            suffix: "debian".into(),
             prefix: "/usr".into(),
             replaced: vec![rocm::ReplacedPackage {
                 stock_name: "libamdhip64-7".into(),

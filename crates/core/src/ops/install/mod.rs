@@ -7,6 +7,8 @@
 //! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
 //! it is taken away again when apt fails before dpkg changed anything.
 
+pub(crate) mod error;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

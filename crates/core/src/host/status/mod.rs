@@ -8,6 +8,10 @@
 //! An operation reads the snapshot once and passes it down; it reads again only after apt or
 //! dpkg changed the database. [`status_parses`] counts the parses (the read-once tests use it).
 
+mod error;
+
+pub use error::BadRootValue;
+
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -325,18 +329,6 @@ pub fn package_md5sums(
     let sums = crate::host::dpkgfmt::parse_md5sums(&text)
         .with_context(|| format!("{path} (in root {}): malformed", root.path().display()))?;
     Ok(Some(sums.into_iter().collect()))
-}
-
-/// A value read from a file inside a root (a `Package:` name, an md5sums path, a marker
-/// key) is not one a sound root can hold, so it is never used as a path (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{} (in root {}): {why}: {value:?}; refused", file.display(), root.display())]
-pub struct BadRootValue {
-    pub root: PathBuf,
-    /// The in-root file the value was read from.
-    pub file: PathBuf,
-    pub value: String,
-    pub why: &'static str,
 }
 
 #[cfg(test)]
