@@ -47,7 +47,7 @@ pub fn kind_of(link: &(dyn StdError + 'static)) -> Option<ExitKind> {
         crate::rocm::RealTreeError => crate::rocm::RealTreeError::kind,
         crate::ops::build::BuildError => crate::ops::build::BuildError::kind,
         crate::rocm::gate::GateError => crate::rocm::gate::GateError::kind,
-        crate::ops::install::error::InstallError => crate::ops::install::error::InstallError::kind,
+        crate::ops::ourdebs::error::InstallError => crate::ops::ourdebs::error::InstallError::kind,
         crate::ops::repo::RepoError => crate::ops::repo::RepoError::kind,
         crate::ops::verify::VerifyError => crate::ops::verify::VerifyError::kind,
         crate::ops::guard::GuardError => crate::ops::guard::GuardError::kind,
@@ -81,7 +81,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> i32 {
 mod tests {
     use super::*;
     use crate::ops::build::{BadInput, BuildError};
-    use crate::ops::install::error::{DebSetProblem, InstallError};
+    use crate::ops::ourdebs::error::{DebSetProblem, InstallError};
     use crate::ops::repo::{RepoConflict, RepoError};
     use crate::ops::verify::VerifyError;
     use crate::rocm::gate::GateError;

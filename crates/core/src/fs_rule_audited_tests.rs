@@ -143,7 +143,7 @@ pub(super) const AUDITED: &[Audited] = &[
         "removes the temporary paths this run registered (its tempdirs, the unpacked image) on a signal",
     ),
     audited(
-        "ops/ourdebs.rs",
+        "ops/ourdebs/mod.rs",
         "keep_into",
         LiveHost,
         "install (live system only): our .debs the user gave, copied into our own state directory /var/lib/rocm-pin/ours (/ours/<family> for another family than the pair)",
@@ -155,7 +155,7 @@ pub(super) const AUDITED: &[Audited] = &[
         "that family's rollback/install --no-rollback (live system only): our own state directory /var/lib/rocm-pin/ours/<family>",
     ),
     audited(
-        "ops/ourdebs.rs",
+        "ops/ourdebs/mod.rs",
         "forget",
         LiveHost,
         "rollback/install --no-rollback (live system only): our own state directory /var/lib/rocm-pin/ours",
@@ -611,7 +611,7 @@ pub(super) const AUDITED: &[Audited] = &[
         "the local repository `install --local-repo` publishes: live system only, our state directory",
     ),
     audited(
-        "ops/ourdebs.rs",
+        "ops/ourdebs/mod.rs",
         "read_debs",
         UserNamedFile,
         "the .deb paths the user named",

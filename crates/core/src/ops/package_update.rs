@@ -27,27 +27,3 @@ pub(crate) fn kept_stock_of_running_pin(root: &Root) -> anyhow::Result<Option<Ve
     };
     super::rollback::kept_stock_debs(root, &marker).map(Some)
 }
-
-/// The packages of ours the target runs that `plans` upgrade in place: a file they own is the
-/// older build of the same package, which dpkg replaces.
-pub(crate) fn upgraded_in_place(owner: &str, planned: &[String]) -> bool {
-    let bare = owner.split(':').next().unwrap_or(owner);
-    planned.iter().any(|p| p == bare)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_owner_that_is_a_planned_package_is_upgraded_in_place() {
-        let planned = vec!["libhsa-runtime64-1-pinned".to_string()];
-        assert!(upgraded_in_place(
-            "libhsa-runtime64-1-pinned:amd64",
-            &planned
-        ));
-        assert!(upgraded_in_place("libhsa-runtime64-1-pinned", &planned));
-        assert!(!upgraded_in_place("librocfft0:amd64", &planned));
-        assert!(!upgraded_in_place("libhsa-runtime64-1", &planned));
-    }
-}

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use crate::exit::usage;
 use crate::host::status::StatusEntry;
-use crate::ops::install::error::InstallError;
+use crate::ops::ourdebs::error::InstallError;
 use crate::rocm;
 
 /// Refuse installing `version` over the installed `ours` when it is older: a downgrade to an

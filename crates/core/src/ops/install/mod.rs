@@ -7,7 +7,6 @@
 //! our loader entry (so there is never a moment without the libraries in the ld.so cache), and
 //! it is taken away again when apt fails before dpkg changed anything.
 
-pub(crate) mod error;
 mod stock_match;
 
 use std::collections::BTreeMap;

@@ -110,8 +110,7 @@ pub(super) fn check_target_owners(
                     .into_iter()
                     .filter(|o| {
                         let bare = o.split(':').next().unwrap_or(o);
-                        !stock_names.iter().any(|s| s == bare)
-                            && !crate::ops::package_update::upgraded_in_place(o, &planned)
+                        !stock_names.iter().any(|s| s == bare) && !upgraded_in_place(o, &planned)
                     })
                     .collect();
                 if !owners.is_empty() {
@@ -159,4 +158,28 @@ fn install_hint(
         if names.len() == 1 { "" } else { "s" },
         names.join(" ")
     )
+}
+
+/// The packages of ours the target runs that `planned` upgrades in place: a file they own is the
+/// older build of the same package, which dpkg replaces.
+fn upgraded_in_place(owner: &str, planned: &[String]) -> bool {
+    let bare = owner.split(':').next().unwrap_or(owner);
+    planned.iter().any(|p| p == bare)
+}
+
+#[cfg(test)]
+mod upgraded_in_place_tests {
+    use super::*;
+
+    #[test]
+    fn an_owner_that_is_a_planned_package_is_upgraded_in_place() {
+        let planned = vec!["libhsa-runtime64-1-pinned".to_string()];
+        assert!(upgraded_in_place(
+            "libhsa-runtime64-1-pinned:amd64",
+            &planned
+        ));
+        assert!(upgraded_in_place("libhsa-runtime64-1-pinned", &planned));
+        assert!(!upgraded_in_place("librocfft0:amd64", &planned));
+        assert!(!upgraded_in_place("libhsa-runtime64-1", &planned));
+    }
 }

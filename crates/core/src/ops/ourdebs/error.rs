@@ -1,4 +1,5 @@
-//! Install's refusals about the .debs it was given (nothing changed).
+//! Refusals about the .debs of ours given to install (nothing changed): raised while reading
+//! them (here) and by install and the pin-move rules above.
 
 use std::path::PathBuf;
 

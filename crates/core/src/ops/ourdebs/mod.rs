@@ -2,6 +2,8 @@
 //! provenance marker one of them ships, read with our own streaming .deb reader. Shared by
 //! install and the local repository (which would otherwise reach into each other).
 
+pub(crate) mod error;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -10,8 +12,8 @@ use crate::deb::{EntryKind, ReadLimits};
 use crate::host::layout::StateLayout;
 use crate::host::root::Root;
 use crate::host::status;
-use crate::ops::install::error::DebSetProblem;
-use crate::ops::install::error::InstallError;
+use crate::ops::ourdebs::error::DebSetProblem;
+use crate::ops::ourdebs::error::InstallError;
 use crate::rocm::{self, Marker};
 
 /// Facts of one replacement .deb given on the command line.
