@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::util::{bin, contents, debs_in, default_spec, field, stock_set};
+use crate::util::{bin, contents, deb_of, debs_in, default_spec, field, stock_set};
 use rocm_pin_kit::standin::StockRole;
 
 #[test]
@@ -55,10 +55,7 @@ fn packages_the_staging_rocm_pin_build_made() {
         assert_eq!(field(d, "X-Rocm-Pin-Commit"), commit);
         assert!(contents(d).iter().all(|(_, p, _)| !p.contains("liburcu")));
     }
-    let hsa = debs
-        .iter()
-        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
-        .unwrap();
+    let hsa = deb_of(&debs, "hsa-rocr-pinned");
     assert!(contents(hsa)
         .iter()
         .any(|(k, p, _)| *k == '-' && p == "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0"));

@@ -32,12 +32,7 @@ fn dpkg_deb_sees_the_same_entries_for_every_compression() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("tree");
     make_tree(&tree, false, 1_600_000_000);
-    for c in [
-        Compression::Xz,
-        Compression::Gzip,
-        Compression::Zstd,
-        Compression::None,
-    ] {
+    for c in ALL_COMPRESSIONS {
         let out = tmp.path().join(format!("pkg-{c}.deb"));
         let summary = build(&tree, &out, &opts(c, 2));
         let info = deb::reader::read_deb(&out, &ReadLimits::default()).unwrap();

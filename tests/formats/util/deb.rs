@@ -7,12 +7,20 @@ use std::path::Path;
 use std::process::Command;
 
 use rocm_pin_core::deb::tar::permission_letters;
-use rocm_pin_core::deb::{Entry, EntryKind};
+use rocm_pin_core::deb::{Compression, Entry, EntryKind};
 
 pub use super::{bin, cache_dir};
 pub use rocm_pin_testkit::must;
 
 pub const SDE: u64 = 1_700_000_000;
+
+/// Every compression a .deb member may use, for the tests that cover each.
+pub const ALL_COMPRESSIONS: [Compression; 4] = [
+    Compression::Xz,
+    Compression::Gzip,
+    Compression::Zstd,
+    Compression::None,
+];
 
 /// One step of building a tree (run in either order).
 pub type Step = Box<dyn Fn(&Path)>;
