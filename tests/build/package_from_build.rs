@@ -9,10 +9,7 @@ use rocm_pin_kit::standin::StockRole;
 
 #[test]
 fn packages_the_staging_rocm_pin_build_made() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = crate::util::standin_repo(tmp.path(), |_| {});
-    let rocm = crate::util::fake_rocm(tmp.path());
-    let staging = tmp.path().join("staging");
+    let (tmp, src, commit, rocm, staging) = crate::util::standin_build();
     crate::util::run(crate::util::build_cmd(
         &src,
         &commit,
