@@ -98,3 +98,35 @@ set(CPACK_PACKAGE_CONTACT "RCCL builder <rccl@example.invalid>")
     };
     (find("rccl_"), find("rccl-dev_"))
 }
+
+/// The custom RCCL as its CPack build makes it (`identity` embedded), turned into the pinned
+/// replacement by `rocm-pin package --family rccl --from-deb` (`rocm_pin` is the binary)
+/// against the stock installed under `stock_root`, in `work`: the replacement .deb.
+pub fn package_cpack_rccl(
+    rocm_pin: &Path,
+    stock_root: &Path,
+    work: &Path,
+    identity: &'static str,
+) -> PathBuf {
+    let (custom, _) = cpack_rccl(
+        &work.join("cpack"),
+        &CpackRccl {
+            soname_major: 1,
+            architecture: None,
+            identity,
+        },
+    );
+    let out = work.join("out");
+    must(
+        Command::new(rocm_pin)
+            .args(["package", "--family", "rccl", "--from-deb"])
+            .arg(&custom)
+            .arg("--stock-root")
+            .arg(stock_root)
+            .args(crate::staging::commit_args())
+            .arg("--out")
+            .arg(&out)
+            .env_remove("SOURCE_DATE_EPOCH"),
+    );
+    debs_in(&out).remove(0)
+}

@@ -26,6 +26,14 @@ pub fn field(deb: &Path, name: &str) -> String {
         .to_string()
 }
 
+/// The .deb of `package` among `debs` (by its `Package` field); panics naming the files when
+/// none is.
+pub fn deb_of<'a>(debs: &'a [PathBuf], package: &str) -> &'a Path {
+    debs.iter()
+        .find(|d| field(d, "Package") == package)
+        .unwrap_or_else(|| panic!("no .deb of {package} among {debs:?}"))
+}
+
 /// `dpkg-deb -c` as (type char, path without ./ prefix, link info).
 pub fn contents(deb: &Path) -> Vec<(char, String, String)> {
     stdout(Command::new("dpkg-deb").arg("-c").arg(deb))

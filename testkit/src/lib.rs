@@ -12,7 +12,7 @@ pub mod staging;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use rocm_pin_kit::sandbox::ChrootImage;
+use rocm_pin_kit::sandbox::{ChrootImage, Sandbox, SandboxOptions};
 
 /// The rocm-pin binary under test. Cargo sets `CARGO_BIN_EXE_rocm-pin` only while it compiles an
 /// integration-test crate, so this expands there (each test binary's `util::bin()` is this).
@@ -45,9 +45,30 @@ pub fn chroot_image(suite: &str) -> ChrootImage {
     ChrootImage::existing(suite, &cache_dir()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
+/// A sandbox of `image` with the options `set` turns on, the rest at their defaults:
+/// `sandbox_with(&image, |o| o.mount_proc = true)`.
+pub fn sandbox_with(image: &ChrootImage, set: impl FnOnce(&mut SandboxOptions)) -> Sandbox {
+    let mut options = SandboxOptions::default();
+    set(&mut options);
+    Sandbox::with_options(image, &options).unwrap_or_else(|e| panic!("a sandbox: {e:#}"))
+}
+
 /// A command's exit code (-1 when a signal ended it).
 pub fn rc(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
+}
+
+/// What is wrong with a `verify` run `v` that should pass (`want_ok`) or fail: None when it did
+/// as expected, else its exit code, the expectation and its output.
+pub fn verify_unexpected(v: &Output, want_ok: bool) -> Option<String> {
+    (v.status.success() != want_ok).then(|| {
+        format!(
+            "verify rc {} (expected {}):\n{}",
+            rc(v),
+            if want_ok { "pass" } else { "fail" },
+            text(v)
+        )
+    })
 }
 
 /// A command's stdout followed by its stderr, for matching and messages.
@@ -183,6 +204,23 @@ macro_rules! needs_root {
     };
 }
 
+/// A table of root tests that share one driver: each row `name => arg` is a `#[test] fn name`
+/// that needs root (see [`needs_root!`], `why` says for what) and runs `driver(arg)`. A new
+/// configuration is one row. Attributes and doc comments before a row go on its test.
+#[macro_export]
+macro_rules! root_tests {
+    ($why:expr, $driver:path { $( $(#[$meta:meta])* $name:ident => $arg:expr ),+ $(,)? }) => {
+        $(
+            $(#[$meta])*
+            #[test]
+            fn $name() {
+                $crate::needs_root!($why);
+                $driver($arg);
+            }
+        )+
+    };
+}
+
 /// Set by `scripts/test`: there, a test input `scripts/test-setup` did not prepare fails the
 /// test instead of skipping it, as [`ROOT_REQUIRED_ENV`] does for root.
 pub const SETUP_REQUIRED_ENV: &str = "ROCM_PIN_TESTS_NEED_SETUP";
@@ -300,6 +338,19 @@ pub fn assert_no_raw_controls(text: &str, what: &str) {
     );
 }
 
+/// [`assert_no_raw_controls`], and no line of `text` begins with `forged_line` (a line a hostile
+/// name or field wrote to pass for one of the renderer's own).
+#[track_caller]
+pub fn assert_escaped(text: &str, forged_line: &str, what: &str) {
+    assert_no_raw_controls(text, what);
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(forged_line)),
+        "{what}: a forged line stands on its own:\n{text}"
+    );
+}
+
 /// Assert that `text` (a command's output, an error) holds every one of `phrases`; the message
 /// names the missing phrase and shows all of `text`.
 #[track_caller]
@@ -320,6 +371,25 @@ pub fn assert_success(out: &Output, what: &str) {
         labeled(out)
     );
 }
+
+/// Every catchable signal whose default action ends a process, by name: what a run must clean
+/// up after (rocm-pin removes its temporary files on each and ends with 128+signal).
+pub const TERMINATING_SIGNALS: &[(&str, i32)] = &[
+    ("TERM", libc::SIGTERM),
+    ("INT", libc::SIGINT),
+    ("HUP", libc::SIGHUP),
+    ("QUIT", libc::SIGQUIT),
+    ("USR1", libc::SIGUSR1),
+    ("USR2", libc::SIGUSR2),
+    ("ALRM", libc::SIGALRM),
+    ("VTALRM", libc::SIGVTALRM),
+    ("PROF", libc::SIGPROF),
+    ("XCPU", libc::SIGXCPU),
+    ("XFSZ", libc::SIGXFSZ),
+    ("IO", libc::SIGIO),
+    ("PWR", libc::SIGPWR),
+    ("STKFLT", libc::SIGSTKFLT),
+];
 
 /// Start `cmd` with every terminating signal at its default action, as a foreground program
 /// in a terminal is. A shell without job control (`cmd &` in a script, a CI runner's shell)

@@ -14,6 +14,17 @@ use crate::must;
 pub const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 pub const COMMIT_TIME: i64 = 1_764_720_000;
 
+/// `--commit COMMIT --commit-time COMMIT_TIME`: what `rocm-pin package` records for the
+/// testkit's staging.
+pub fn commit_args() -> [String; 4] {
+    [
+        "--commit".into(),
+        COMMIT.into(),
+        "--commit-time".into(),
+        COMMIT_TIME.to_string(),
+    ]
+}
+
 /// What the patched staging looks like.
 #[derive(Debug, Clone)]
 pub struct StagingSpec {
@@ -305,6 +316,13 @@ pub fn build_family_staging(
 pub fn stock_set(dir: &Path, spec: StockSetSpec) -> StockSet {
     standin::build_stock_set(&spec, dir, &rocm_pin_core::progress::Silent)
         .expect("stand-in stock set")
+}
+
+/// A work directory and the [`default_spec`] stand-in stock set built in its `stock/`.
+pub fn work_with_default_stock() -> (tempfile::TempDir, StockSet) {
+    let work = tempfile::tempdir().unwrap();
+    let set = stock_set(&work.path().join("stock"), default_spec());
+    (work, set)
 }
 
 pub fn default_spec() -> StockSetSpec {

@@ -128,39 +128,44 @@ fn the_real_tree_gets_the_real_invocation_in_order() {
         ],
         "{text}"
     );
-    let rocr_configure = commands[2];
-    for want in [
-        format!("-S {s}/projects/rocr-runtime -B {o}/.work/build/rocr -G Ninja"),
-        "-DCMAKE_BUILD_TYPE=Release".to_string(),
-        format!("-DCMAKE_PREFIX_PATH={rr} "),
-        format!("-DCMAKE_INSTALL_PREFIX={o}/.work/rocr-prefix"),
-        format!("-DLLVM_DIR={o}/.work/cmake/llvm-shim/lib/cmake/llvm"),
-        format!("-DClang_DIR={o}/.work/cmake/llvm-shim/lib/cmake/clang"),
-        format!("PATH={rr}/llvm/bin:\"$PATH\""),
-        "-DROCM_PATCH_VERSION=70204".to_string(),
-    ] {
-        assert!(
-            rocr_configure.contains(&want),
-            "ROCr configure lacks {want}:\n{rocr_configure}"
-        );
-    }
-    let clr_configure = commands[5];
-    for want in [
-        format!("-S {s}/projects/clr -B {o}/.work/build/clr"),
-        "-DCLR_BUILD_HIP=ON -DCLR_BUILD_OCL=OFF".to_string(),
-        format!("-DHIP_COMMON_DIR={s}/projects/hip"),
-        format!("-DROCM_PATH={rr}"),
-        format!("'-DCMAKE_PREFIX_PATH={o}/.work/rocr-prefix;{rr}'"),
-        format!("-DCMAKE_INSTALL_PREFIX={o} "),
-        format!("-DHIP_LLVM_ROOT={rr}/llvm"),
-        "-DHIP_PLATFORM=amd".to_string(),
-        format!("-DCMAKE_PROJECT_INCLUDE={o}/.work/cmake/rocr-headers-first.cmake"),
-        "GIT_CONFIG_KEY_1=protocol.allow GIT_CONFIG_VALUE_1=never".to_string(),
-    ] {
-        assert!(
-            clr_configure.contains(&want),
-            "CLR configure lacks {want}:\n{clr_configure}"
-        );
+    // Each configure step, by its place in the plan, and what its command line must hold.
+    let configures = [
+        (
+            2,
+            "ROCr configure",
+            vec![
+                format!("-S {s}/projects/rocr-runtime -B {o}/.work/build/rocr -G Ninja"),
+                "-DCMAKE_BUILD_TYPE=Release".to_string(),
+                format!("-DCMAKE_PREFIX_PATH={rr} "),
+                format!("-DCMAKE_INSTALL_PREFIX={o}/.work/rocr-prefix"),
+                format!("-DLLVM_DIR={o}/.work/cmake/llvm-shim/lib/cmake/llvm"),
+                format!("-DClang_DIR={o}/.work/cmake/llvm-shim/lib/cmake/clang"),
+                format!("PATH={rr}/llvm/bin:\"$PATH\""),
+                "-DROCM_PATCH_VERSION=70204".to_string(),
+            ],
+        ),
+        (
+            5,
+            "CLR configure",
+            vec![
+                format!("-S {s}/projects/clr -B {o}/.work/build/clr"),
+                "-DCLR_BUILD_HIP=ON -DCLR_BUILD_OCL=OFF".to_string(),
+                format!("-DHIP_COMMON_DIR={s}/projects/hip"),
+                format!("-DROCM_PATH={rr}"),
+                format!("'-DCMAKE_PREFIX_PATH={o}/.work/rocr-prefix;{rr}'"),
+                format!("-DCMAKE_INSTALL_PREFIX={o} "),
+                format!("-DHIP_LLVM_ROOT={rr}/llvm"),
+                "-DHIP_PLATFORM=amd".to_string(),
+                format!("-DCMAKE_PROJECT_INCLUDE={o}/.work/cmake/rocr-headers-first.cmake"),
+                "GIT_CONFIG_KEY_1=protocol.allow GIT_CONFIG_VALUE_1=never".to_string(),
+            ],
+        ),
+    ];
+    for (index, step, wants) in configures {
+        let command = commands[index];
+        for want in wants {
+            assert!(command.contains(&want), "{step} lacks {want}:\n{command}");
+        }
     }
     assert!(commands[8].ends_with(&format!(
         "cmake --install {o}/.work/build/rocr --prefix {o}"

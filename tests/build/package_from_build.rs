@@ -4,15 +4,12 @@
 
 use std::process::Command;
 
-use crate::util::{bin, contents, debs_in, default_spec, field, stock_set};
+use crate::util::{bin, contents, deb_of, debs_in, default_spec, field, stock_set};
 use rocm_pin_kit::standin::StockRole;
 
 #[test]
 fn packages_the_staging_rocm_pin_build_made() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = crate::util::standin_repo(tmp.path(), |_| {});
-    let rocm = crate::util::fake_rocm(tmp.path());
-    let staging = tmp.path().join("staging");
+    let (tmp, src, commit, rocm, staging) = crate::util::standin_build();
     crate::util::run(crate::util::build_cmd(
         &src,
         &commit,
@@ -55,10 +52,7 @@ fn packages_the_staging_rocm_pin_build_made() {
         assert_eq!(field(d, "X-Rocm-Pin-Commit"), commit);
         assert!(contents(d).iter().all(|(_, p, _)| !p.contains("liburcu")));
     }
-    let hsa = debs
-        .iter()
-        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
-        .unwrap();
+    let hsa = deb_of(&debs, "hsa-rocr-pinned");
     assert!(contents(hsa)
         .iter()
         .any(|(k, p, _)| *k == '-' && p == "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1.18.0"));

@@ -6,7 +6,7 @@
 use rocm_pin_testkit::assert_says;
 use std::path::Path;
 
-use crate::util::{build_cmd, fake_rocm, git, manifest, run, standin_build, standin_repo};
+use crate::util::{build_cmd, git, manifest, run, standin_build};
 use sha2::{Digest, Sha256};
 
 /// A patch of the stand-in's HIP identity ("PATCHED" → "SERIES"), made with git diff.
@@ -35,13 +35,10 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 #[test]
 fn a_patch_series_is_applied_to_our_checkout_and_recorded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
+    let (tmp, src, commit, rocm, out) = standin_build();
     let patches = tmp.path().join("patches");
     std::fs::create_dir_all(&patches).unwrap();
     identity_patch(&src, &patches.join("0001-identity.patch"));
-    let out = tmp.path().join("staging");
     let series = ["--patches", patches.to_str().unwrap()];
 
     let dry = run(build_cmd(
@@ -97,9 +94,7 @@ fn a_patch_series_is_applied_to_our_checkout_and_recorded() {
 
 #[test]
 fn a_patch_that_does_not_apply_names_the_patch_and_the_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, commit) = standin_repo(tmp.path(), |_| {});
-    let rocm = fake_rocm(tmp.path());
+    let (tmp, src, commit, rocm, out) = standin_build();
     let good = tmp.path().join("0001-identity.patch");
     identity_patch(&src, &good);
     let bad = tmp.path().join("0002-stale.patch");
@@ -109,7 +104,6 @@ fn a_patch_that_does_not_apply_names_the_patch_and_the_file() {
          @@ -1,1 +1,1 @@\n-this line is not in the tree\n+replacement\n",
     )
     .unwrap();
-    let out = tmp.path().join("staging");
     let r = run(build_cmd(
         &src,
         &commit,

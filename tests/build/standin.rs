@@ -8,6 +8,17 @@ use std::time::Instant;
 
 use crate::util::*;
 
+/// The manifest's library whose path holds `part`.
+fn library<'m>(
+    m: &'m rocm_pin_core::ops::build::BuildManifest,
+    part: &str,
+) -> &'m rocm_pin_core::ops::build::ManifestLibrary {
+    m.libraries
+        .iter()
+        .find(|l| l.path.contains(part))
+        .unwrap_or_else(|| panic!("no library with {part} in its path: {:?}", m.libraries))
+}
+
 fn file_name(p: &str) -> &str {
     Path::new(p).file_name().unwrap().to_str().unwrap()
 }
@@ -66,11 +77,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
             std::fs::canonicalize(&abs).unwrap()
         );
     }
-    let hsa = m
-        .libraries
-        .iter()
-        .find(|l| l.path.contains("libhsa-runtime64"))
-        .unwrap();
+    let hsa = library(&m, "libhsa-runtime64");
     assert_eq!(hsa.soname.as_deref(), Some("libhsa-runtime64.so.1"));
     assert_eq!(hsa.backport_symbol, Some(true));
     let nm = tool(
@@ -82,11 +89,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
         ],
     );
     assert_says(&nm, &["hsa_amd_signal_create_v2@@ROCR_1"]);
-    let hip = m
-        .libraries
-        .iter()
-        .find(|l| l.path.contains("libamdhip64"))
-        .unwrap();
+    let hip = library(&m, "libamdhip64");
     assert_eq!(hip.soname.as_deref(), Some("libamdhip64.so.7"));
     assert_eq!(hip.needed, ["libhsa-runtime64.so.1"]);
     assert_eq!(hip.backport_symbol, None);
@@ -194,11 +197,7 @@ fn a_clr_with_hip_major_8_yields_so_8_and_vendored_libraries_are_listed() {
     assert_eq!(soname("libhiprtc"), "libhiprtc.so.8");
     assert_eq!(soname("libhiprtc-builtins"), "libhiprtc-builtins.so.8");
     assert_eq!(soname("libhsa-runtime64"), "libhsa-runtime64.so.1");
-    let hip = m
-        .libraries
-        .iter()
-        .find(|l| l.path.contains("libamdhip64"))
-        .unwrap();
+    let hip = library(&m, "libamdhip64");
     // ROCM_PATCH_VERSION replaces `<patch>-<hash>`, like the real CLR.
     assert_eq!(hip.path, "lib/libamdhip64.so.8.0.80000");
     let rtc = m
@@ -260,47 +259,8 @@ fn a_rocr_without_the_backport_symbol_is_refused_unless_accepted() {
     .ok();
     accepted.says(&["--no-backport-check"]);
     let m = manifest(&out);
-    let hsa = m
-        .libraries
-        .iter()
-        .find(|l| l.path.contains("libhsa-runtime64"))
-        .unwrap();
+    let hsa = library(&m, "libhsa-runtime64");
     assert_eq!(hsa.backport_symbol, Some(false));
-}
-
-#[test]
-fn a_dangling_soname_link_is_refused_with_its_path() {
-    let (_tmp, src, commit, rocm, out) = standin_build();
-    let r = run(build_cmd(
-        &src,
-        &commit,
-        &rocm,
-        &out,
-        &["--clr-cmake-arg=-DSTANDIN_TAMPER_DANGLING_SONAME=ON"],
-    ))
-    .failed_with(1);
-    let link = out.join("lib/libamdhip64.so.7");
-    r.says(&[
-        &format!("{}: library symlink dangles", link.display()),
-        "no libamdhip64 library",
-    ]);
-    assert!(!out.join("rocm-pin-build.json").exists());
-}
-
-#[test]
-fn an_empty_library_is_refused_with_its_path() {
-    let (_tmp, src, commit, rocm, out) = standin_build();
-    let r = run(build_cmd(
-        &src,
-        &commit,
-        &rocm,
-        &out,
-        &["--clr-cmake-arg=-DSTANDIN_TAMPER_EMPTY_LIBRARY=ON"],
-    ))
-    .failed_with(1);
-    let lib = out.join(format!("lib/libamdhip64.so.7.2.53211-{}", &commit[..7]));
-    r.says(&[&format!("{}: empty library (0 bytes)", lib.display())]);
-    assert!(!out.join("rocm-pin-build.json").exists());
 }
 
 #[test]
@@ -351,29 +311,75 @@ fn a_git_url_is_fetched_sparse_blobless_at_the_commit() {
     assert_says(&fetch_log, &["--filter=blob:none --depth=1"]);
 }
 
+/// A build the stand-in's sources are told to spoil (one cmake argument): the exit code, the
+/// phrases the refusal must say (given the staging directory and the commit), and a log that
+/// must hold a phrase too.
+struct Spoiled {
+    cmake_arg: &'static str,
+    exit: i32,
+    says: fn(&Path, &str) -> Vec<String>,
+    log_holds: Option<(&'static str, &'static str)>,
+}
+
+const SPOILED_BUILDS: &[Spoiled] = &[
+    // The stand-in CLR, like the real one, stops when asked for OpenCL: the failing step names
+    // its log and quotes its tail.
+    Spoiled {
+        cmake_arg: "--clr-cmake-arg=-DCLR_BUILD_OCL=ON",
+        exit: 2,
+        says: |out, _| {
+            vec![
+                "step configure-clr failed".into(),
+                format!("log: {}", out.join("logs/configure-clr.log").display()),
+                "--- last 40 lines of".into(),
+                "has no OpenCL runtime".into(),
+            ]
+        },
+        log_holds: Some(("logs/configure-clr.log", "has no OpenCL runtime")),
+    },
+    // A dangling SONAME link is refused with its path.
+    Spoiled {
+        cmake_arg: "--clr-cmake-arg=-DSTANDIN_TAMPER_DANGLING_SONAME=ON",
+        exit: 1,
+        says: |out, _| {
+            vec![
+                format!(
+                    "{}: library symlink dangles",
+                    out.join("lib/libamdhip64.so.7").display()
+                ),
+                "no libamdhip64 library".into(),
+            ]
+        },
+        log_holds: None,
+    },
+    // An empty library is refused with its path.
+    Spoiled {
+        cmake_arg: "--clr-cmake-arg=-DSTANDIN_TAMPER_EMPTY_LIBRARY=ON",
+        exit: 1,
+        says: |out, commit| {
+            let lib = out.join(format!("lib/libamdhip64.so.7.2.53211-{}", &commit[..7]));
+            vec![format!("{}: empty library (0 bytes)", lib.display())]
+        },
+        log_holds: None,
+    },
+];
+
 #[test]
-fn a_failing_step_names_its_log_and_quotes_its_tail() {
-    let (_tmp, src, commit, rocm, out) = standin_build();
-    // The stand-in CLR, like the real one, stops when asked for OpenCL.
-    let r = run(build_cmd(
-        &src,
-        &commit,
-        &rocm,
-        &out,
-        &["--clr-cmake-arg=-DCLR_BUILD_OCL=ON"],
-    ))
-    .failed_with(2);
-    let log = out.join("logs/configure-clr.log");
-    r.says(&[
-        "step configure-clr failed",
-        &format!("log: {}", log.display()),
-        "--- last 40 lines of",
-        "has no OpenCL runtime",
-    ]);
-    assert!(std::fs::read_to_string(&log)
-        .unwrap()
-        .contains("has no OpenCL runtime"));
-    assert!(!out.join("rocm-pin-build.json").exists());
+fn a_spoiled_build_is_refused_with_what_failed_and_no_manifest() {
+    for case in SPOILED_BUILDS {
+        eprintln!("case: {}", case.cmake_arg);
+        let (_tmp, src, commit, rocm, out) = standin_build();
+        let r =
+            run(build_cmd(&src, &commit, &rocm, &out, &[case.cmake_arg])).failed_with(case.exit);
+        let phrases = (case.says)(&out, &commit);
+        r.says(&phrases.iter().map(String::as_str).collect::<Vec<_>>());
+        if let Some((log, phrase)) = case.log_holds {
+            assert!(std::fs::read_to_string(out.join(log))
+                .unwrap()
+                .contains(phrase));
+        }
+        assert!(!out.join("rocm-pin-build.json").exists());
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rocm_pin_kit::sandbox::Sandbox;
 
-pub use rocm_pin_testkit::debs::{contents, debs_in, field};
+pub use rocm_pin_testkit::debs::{contents, deb_of, debs_in, field};
 pub use rocm_pin_testkit::fixture::{git, standin_repo, COMMIT_EPOCH};
 pub use rocm_pin_testkit::staging::{default_spec, stock_set};
 pub use rocm_pin_testkit::{labeled, must, must_stdout};

@@ -99,12 +99,7 @@ fn refused(tmp: &Path, label: &str, bytes: &[u8], needle: &str) {
 #[test]
 fn the_good_baseline_is_accepted() {
     let tmp = tempfile::tempdir().unwrap();
-    for c in [
-        Compression::Xz,
-        Compression::Gzip,
-        Compression::Zstd,
-        Compression::None,
-    ] {
+    for c in ALL_COMPRESSIONS {
         let file = tmp.path().join(format!("good-{c}.deb"));
         fs::write(&file, good_deb(c)).unwrap();
         must(Command::new(bin()).args(["deb", "inspect"]).arg(&file));
@@ -116,12 +111,7 @@ fn the_good_baseline_is_accepted() {
 #[test]
 fn truncation_anywhere_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    for c in [
-        Compression::Xz,
-        Compression::Gzip,
-        Compression::Zstd,
-        Compression::None,
-    ] {
+    for c in ALL_COMPRESSIONS {
         let bytes = good_deb(c);
         // Every prefix through the library (fast) …
         let last_member_odd = {

@@ -32,12 +32,7 @@ fn dpkg_deb_sees_the_same_entries_for_every_compression() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("tree");
     make_tree(&tree, false, 1_600_000_000);
-    for c in [
-        Compression::Xz,
-        Compression::Gzip,
-        Compression::Zstd,
-        Compression::None,
-    ] {
+    for c in ALL_COMPRESSIONS {
         let out = tmp.path().join(format!("pkg-{c}.deb"));
         let summary = build(&tree, &out, &opts(c, 2));
         let info = deb::reader::read_deb(&out, &ReadLimits::default()).unwrap();
@@ -270,14 +265,7 @@ fn rebuild_is_byte_identical_across_mtimes_creation_order_and_threads() {
     let big = tmp.path().join("big");
     fs::create_dir_all(big.join("DEBIAN")).unwrap();
     fs::write(big.join("DEBIAN/control"), CONTROL).unwrap();
-    let mut data = Vec::with_capacity(8 << 20);
-    let mut x: u64 = 1;
-    while data.len() < 8 << 20 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        data.extend_from_slice(format!("{} ", x >> 50).as_bytes());
-    }
+    let data = lcg_text(8 << 20, 1, 50);
     write_file(&big, "usr/share/big/blob", &data, 0o644);
     let one = tmp.path().join("big1.deb");
     let two = tmp.path().join("big2.deb");

@@ -14,14 +14,7 @@ use crate::util::deb::*;
 fn multi_block_tree(root: &Path) {
     fs::create_dir_all(root.join("DEBIAN")).unwrap();
     fs::write(root.join("DEBIAN/control"), CONTROL).unwrap();
-    let mut data = Vec::with_capacity(9 << 20);
-    let mut x: u64 = 7;
-    while data.len() < 9 << 20 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        data.extend_from_slice(format!("{} ", x >> 48).as_bytes());
-    }
+    let data = lcg_text(9 << 20, 7, 48);
     write_file(root, "usr/lib/x86_64-linux-gnu/libbig.so.1", &data, 0o644);
     write_file(root, "usr/share/doc/pkg/README", b"small\n", 0o644);
 }

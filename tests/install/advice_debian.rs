@@ -16,7 +16,7 @@ use crate::advice::{drive, Breakage};
 use crate::util::*;
 use rocm_pin_core::host::root::Root;
 use rocm_pin_kit::sandbox::{ChrootImage, Sandbox};
-use rocm_pin_testkit::staging::{build_staging, StagingSpec, COMMIT, COMMIT_TIME};
+use rocm_pin_testkit::staging::{build_staging, commit_args, StagingSpec};
 
 /// Placeholders: `{hsa}` and `{hip}` are the stock packages of the pair, `{dev}` the -dev
 /// package the flavour's repository offers, `{hold}` the release hold file. A wrong release:
@@ -148,12 +148,7 @@ pub(crate) fn package_against(
         .arg(&staging)
         .arg("--stock-root")
         .arg(sb.root())
-        .args([
-            "--commit",
-            COMMIT,
-            "--commit-time",
-            &COMMIT_TIME.to_string(),
-        ])
+        .args(commit_args())
         .arg("--out")
         .arg(&out)
         .env_remove("SOURCE_DATE_EPOCH")

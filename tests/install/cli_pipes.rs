@@ -25,32 +25,21 @@ fn pipe() -> (File, OwnedFd) {
 /// Run `args` with stdout into a pipe whose reader takes `read_first` bytes and then closes.
 /// Returns the exit status and stderr.
 fn run_into_closing_reader(args: &[&str], read_first: usize) -> (ExitStatus, String) {
-    let (mut reader, writer) = pipe();
-    if read_first == 0 {
-        // The reader is gone before the first write: every write fails with EPIPE.
-        drop(reader);
-        let out = Command::new(bin())
-            .args(args)
-            .stdout(Stdio::from(writer))
-            .stderr(Stdio::piped())
-            .output()
-            .expect("rocm-pin runs");
-        return (
-            out.status,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-    }
+    let (reader, writer) = pipe();
+    // A reader that takes nothing is gone before the first write: every write fails with EPIPE.
+    let reader = (read_first > 0).then_some(reader);
     let child = Command::new(bin())
         .args(args)
         .stdout(Stdio::from(writer))
         .stderr(Stdio::piped())
         .spawn()
         .expect("rocm-pin runs");
-    let mut head = vec![0u8; read_first];
-    reader
-        .read_exact(&mut head)
-        .expect("the first bytes arrive");
-    drop(reader);
+    if let Some(mut reader) = reader {
+        let mut head = vec![0u8; read_first];
+        reader
+            .read_exact(&mut head)
+            .expect("the first bytes arrive");
+    }
     let out = child.wait_with_output().expect("rocm-pin ends");
     (
         out.status,

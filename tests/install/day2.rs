@@ -177,23 +177,11 @@ fn adopt_then_downstream(suite: &str) {
     );
 }
 
-#[test]
-fn adopt_in_place_patch_survives_downstream_bookworm() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    adopt_then_downstream("bookworm");
-}
-
-#[test]
-fn adopt_in_place_patch_survives_downstream_trixie() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    adopt_then_downstream("trixie");
-}
-
-#[test]
-fn adopt_in_place_patch_survives_downstream_trixie_solver3() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    adopt_then_downstream("trixie-solver3");
-}
+rocm_pin_testkit::root_tests!("a chroot", adopt_then_downstream {
+    adopt_in_place_patch_survives_downstream_bookworm => "bookworm",
+    adopt_in_place_patch_survives_downstream_trixie => "trixie",
+    adopt_in_place_patch_survives_downstream_trixie_solver3 => "trixie-solver3",
+});
 
 /// The control: the same downstream commands without adopt put stock back.
 #[test]

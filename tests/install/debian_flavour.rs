@@ -227,14 +227,8 @@ const MULTIARCH: &str = "/usr/lib/x86_64-linux-gnu";
 fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
     use rocm_pin_core::host::root::Root;
     use rocm_pin_testkit::staging::{build_staging, StagingSpec};
-    let sb = Sandbox::with_options(
-        &ChrootImage::from_tarball("sid", tarball).unwrap(),
-        &rocm_pin_kit::sandbox::SandboxOptions {
-            mount_proc: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let image = ChrootImage::from_tarball("sid", tarball).unwrap();
+    let sb = rocm_pin_testkit::sandbox_with(&image, |o| o.mount_proc = true);
     sb.install_rocm_pin(&bin()).unwrap();
     let root = Root::new(sb.root());
     let entries = rocm_pin_core::rocm::read_status(&root).unwrap();
@@ -336,14 +330,7 @@ fn adopt_takes_over_debians_files_patched_in_place() {
     );
 
     let t = std::time::Instant::now();
-    let out = sb
-        .run(&[
-            "rocm-pin",
-            "adopt",
-            "--commit",
-            rocm_pin_core::rocm::PIN_COMMIT,
-        ])
-        .unwrap();
+    let out = adopt_the_pin(&sb);
     let adopt_time = t.elapsed();
     let said = text(&out);
     assert_eq!(rc(&out), 0, "rocm-pin adopt --commit:\n{said}");
@@ -514,14 +501,7 @@ fn adopt_without_commit_on_debian_refuses_in_one_line() {
     // the patched files stock.
     sb.sh_ok("rm /var/lib/dpkg/info/libhsa-runtime64-1:*.md5sums /var/lib/dpkg/info/libamdhip64-7:*.md5sums /var/lib/dpkg/info/libhiprtc*.md5sums")
         .unwrap();
-    let out = sb
-        .run(&[
-            "rocm-pin",
-            "adopt",
-            "--commit",
-            rocm_pin_core::rocm::PIN_COMMIT,
-        ])
-        .unwrap();
+    let out = adopt_the_pin(&sb);
     let said = text(&out);
     assert_eq!(rc(&out), 2, "{said}");
     assert!(
@@ -535,4 +515,15 @@ fn adopt_without_commit_on_debian_refuses_in_one_line() {
         before,
         std::fs::read(sb.path("/var/lib/dpkg/status")).unwrap()
     );
+}
+
+/// `rocm-pin adopt --commit <the pinned commit>` in `sb`.
+fn adopt_the_pin(sb: &Sandbox) -> std::process::Output {
+    sb.run(&[
+        "rocm-pin",
+        "adopt",
+        "--commit",
+        rocm_pin_core::rocm::PIN_COMMIT,
+    ])
+    .unwrap()
 }

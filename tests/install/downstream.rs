@@ -83,14 +83,7 @@ fn run_matrix(config: &str) {
         if got_rc != want.rc {
             problems.push(format!("rc {got_rc}, expected {}", want.rc));
         }
-        if v.status.success() != want.verify_ok {
-            problems.push(format!(
-                "verify rc {} (expected {}):\n{}",
-                rc(&v),
-                if want.verify_ok { "pass" } else { "fail" },
-                text(&v)
-            ));
-        }
+        problems.extend(rocm_pin_testkit::verify_unexpected(&v, want.verify_ok));
         let mut repaired = String::new();
         if !want.verify_ok && !v.status.success() {
             let failed = failed_checks(&sb);
@@ -146,26 +139,14 @@ fn run_matrix(config: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-#[test]
-fn downstream_commands_keep_the_patched_runtime_bookworm() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    run_matrix("bookworm");
-}
-
-#[test]
-fn downstream_commands_keep_the_patched_runtime_trixie() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    run_matrix("trixie");
-}
-
-/// apt 3 with `APT::Solver "3.0"`: the same list. The measured difference: after `dpkg -i
-/// --force-all` of a stock package of the pair, fix-broken fails (rc 100) with our files still
-/// live; verify fails naming `apt-get remove -y <stock>`, which repairs.
-#[test]
-fn downstream_commands_keep_the_patched_runtime_trixie_solver3() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    run_matrix("trixie-solver3");
-}
+rocm_pin_testkit::root_tests!("a chroot", run_matrix {
+    downstream_commands_keep_the_patched_runtime_bookworm => "bookworm",
+    downstream_commands_keep_the_patched_runtime_trixie => "trixie",
+    /// apt 3 with `APT::Solver "3.0"`: the same list. The measured difference: after `dpkg -i
+    /// --force-all` of a stock package of the pair, fix-broken fails (rc 100) with our files still
+    /// live; verify fails naming `apt-get remove -y <stock>`, which repairs.
+    downstream_commands_keep_the_patched_runtime_trixie_solver3 => "trixie-solver3",
+});
 
 /// `rocm-pin install` repairs a host where a stock package of either half was forced in next
 /// to ours (`dpkg -i --force-all`): the stock package is removed by name in the same apt

@@ -305,21 +305,14 @@ fn the_demo_script_checks_rust_and_announces_the_build() {
     let fake_cargo = bin_dir.join("cargo");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let run_demo = |version: &str| {
-        std::fs::write(
+        let path = script_on_path(
             &fake_cargo,
-            format!(
+            &format!(
                 "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'cargo {version} (test)'; exit 0; fi\n\
                  echo \"$*\" >> '{}'\nexit 1\n",
                 log.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &fake_cargo,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+        );
         Command::new("bash")
             .arg(repo.join("scripts/demo"))
             .env("PATH", path)
@@ -366,20 +359,13 @@ fn the_demo_script_says_the_build_is_still_going() {
     std::fs::create_dir(&bin_dir).unwrap();
     let fake_cargo = bin_dir.join("cargo");
     // A build that takes 3.5 s and fails (so the demo itself never runs here).
-    std::fs::write(
+    let path = script_on_path(
         &fake_cargo,
         "#!/bin/sh
 if [ \"$1\" = --version ]; then echo 'cargo 1.95.0 (test)'; exit 0; fi
 \
          sleep 3.5\nexit 7\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &fake_cargo,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    );
     let started = std::time::Instant::now();
     let out = Command::new("bash")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo"))
@@ -500,4 +486,12 @@ fn deb_inspect_dash_reads_standard_input() {
     let b: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
     assert_eq!(a["control"], b["control"]);
     assert_eq!(a["entries"], b["entries"]);
+}
+
+/// `script` written to `file` as an executable: the PATH with `file`'s directory first.
+fn script_on_path(file: &Path, script: &str) -> String {
+    std::fs::write(file, script).unwrap();
+    std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dir = file.parent().unwrap();
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap())
 }

@@ -335,7 +335,6 @@ fn guard_off_leaves_apt_and_dpkg_without_a_hook() {
 /// was installed with (`--accept-skipped-backport-check` here), not without them.
 #[test]
 fn a_failed_rollback_puts_the_guard_back_with_its_flags() {
-    use std::os::unix::io::AsRawFd;
     rocm_pin_testkit::needs_root!("a chroot");
     let sb = guarded(&["--accept-skipped-backport-check"]);
     let before = (
@@ -346,21 +345,11 @@ fn a_failed_rollback_puts_the_guard_back_with_its_flags() {
         .0
         .contains("guard hook apt --accept-skipped-backport-check"));
     // The same fcntl write lock apt and dpkg take, held from outside the chroot.
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(sb.path("/var/lib/dpkg/lock-frontend"))
-        .unwrap();
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as _;
-    fl.l_whence = libc::SEEK_SET as _;
-    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) }, 0);
+    let lock = hold_dpkg_frontend_lock(&sb);
     let out = sb
         .run(&["rocm-pin", "rollback", "--lock-timeout", "2"])
         .unwrap();
-    drop(f);
+    drop(lock);
     assert_ne!(rc(&out), 0, "the rollback must fail: {}", text(&out));
     let after = (
         sb.read_to_string(APT_HOOK).unwrap(),

@@ -166,6 +166,16 @@ fn replace_with_link(root: &Path, p: &str, target: &str) {
 }
 
 /// Replace the in-root file `p` with a FIFO nobody writes to.
+/// [`hostile_root`] with a FIFO at `p` (its directories made).
+fn hostile_root_with_fifo_at(p: &str) -> tempfile::TempDir {
+    let d = hostile_root();
+    let h = host(d.path(), p);
+    std::fs::create_dir_all(h.parent().unwrap()).unwrap();
+    std::fs::write(&h, b"").unwrap();
+    replace_with_fifo(d.path(), p);
+    d
+}
+
 fn replace_with_fifo(root: &Path, p: &str) {
     let h = host(root, p);
     std::fs::remove_file(&h).unwrap();
@@ -417,11 +427,8 @@ fn root_files_linked_to_proc_self_fd_0_do_not_read_stdin() {
 #[test]
 fn a_local_repository_index_that_is_a_fifo_does_not_hang() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots");
-    let d = hostile_root();
     let packages = "/var/lib/rocm-pin/repo/Packages";
-    std::fs::create_dir_all(host(d.path(), "/var/lib/rocm-pin/repo")).unwrap();
-    std::fs::write(host(d.path(), packages), b"").unwrap();
-    replace_with_fifo(d.path(), packages);
+    let d = hostile_root_with_fifo_at(packages);
     let run = verify_json(d.path());
     assert_refused(&run, packages, 1, "local-repo", "a FIFO");
 }
@@ -464,11 +471,8 @@ fn an_apt_cache_that_is_a_fifo_does_not_hang_verify() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots");
     // verify links the root's pkgcache.bin for `apt-cache policy`, found inside the root like
     // every other read (an unusable cache, a FIFO here, is simply not linked).
-    let d = hostile_root();
     let cache = "/var/cache/apt/pkgcache.bin";
-    std::fs::create_dir_all(host(d.path(), "/var/cache/apt")).unwrap();
-    std::fs::write(host(d.path(), cache), b"").unwrap();
-    replace_with_fifo(d.path(), cache);
+    let d = hostile_root_with_fifo_at(cache);
     let run = verify_json(d.path());
     assert_bounded(&run, cache);
     assert!(run.code == 0 || run.code == 1, "{}", run.all());
@@ -570,13 +574,7 @@ const FORGED: &str =
 /// tabs the renderer lays it out with, no bidi override, no forged line of its own.
 #[track_caller]
 fn assert_escaped(text: &str, what: &str) {
-    rocm_pin_testkit::assert_no_raw_controls(text, what);
-    assert!(
-        !text
-            .lines()
-            .any(|l| l.trim_start().starts_with(FORGED_LINE)),
-        "{what}: a forged line stands on its own:\n{text}"
-    );
+    rocm_pin_testkit::assert_escaped(text, FORGED_LINE, what);
     assert!(
         text.contains("\\nok   forged"),
         "{what}: the forged text must still be shown, escaped:\n{text}"
@@ -894,23 +892,7 @@ fn root_with_large_package_lists() -> tempfile::TempDir {
 fn every_terminating_signal_mid_verify_leaves_tmpdir_empty() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots");
     let d = root_with_large_package_lists();
-    let signals = [
-        ("TERM", libc::SIGTERM),
-        ("INT", libc::SIGINT),
-        ("HUP", libc::SIGHUP),
-        ("QUIT", libc::SIGQUIT),
-        ("USR1", libc::SIGUSR1),
-        ("USR2", libc::SIGUSR2),
-        ("ALRM", libc::SIGALRM),
-        ("VTALRM", libc::SIGVTALRM),
-        ("PROF", libc::SIGPROF),
-        ("XCPU", libc::SIGXCPU),
-        ("XFSZ", libc::SIGXFSZ),
-        ("IO", libc::SIGIO),
-        ("PWR", libc::SIGPWR),
-        ("STKFLT", libc::SIGSTKFLT),
-    ];
-    for (name, number) in signals {
+    for &(name, number) in rocm_pin_testkit::TERMINATING_SIGNALS {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = rocm_pin_testkit::with_default_signals(&mut Command::new(
             rocm_pin_testkit::rocm_pin_bin!(),

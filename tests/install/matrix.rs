@@ -595,27 +595,16 @@ fn guard_fails_the_apt_command_that_breaks_the_runtime(config: &str) {
 /// Another apt/dpkg holding the lock: install waits `--lock-timeout`, then fails with a clear
 /// message, and nothing changed (the loader entry it wrote first is taken away again).
 fn a_held_dpkg_lock_fails_cleanly_after_the_timeout(config: &str) {
-    use std::os::unix::io::AsRawFd;
     let a = artifacts(config);
     let sb = fresh(a, &a.stock_snapshot);
     // The same fcntl write lock apt and dpkg take, held from outside the chroot.
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(sb.path("/var/lib/dpkg/lock-frontend"))
-        .unwrap();
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as _;
-    fl.l_whence = libc::SEEK_SET as _;
-    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) }, 0);
+    let lock = hold_dpkg_frontend_lock(&sb);
     let before = status_of(&sb);
     let mut argv = install_argv(&a.ours);
     argv.extend(["--lock-timeout", "2"]);
     let t = std::time::Instant::now();
     let out = sb.run(&argv).unwrap();
-    drop(f);
+    drop(lock);
     assert_eq!(rc(&out), 2, "{}", text(&out));
     assert!(text(&out).contains("held the lock"), "{}", text(&out));
     assert!(t.elapsed().as_secs() >= 2);

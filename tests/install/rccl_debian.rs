@@ -26,7 +26,7 @@ use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_kit::standin::{StockRole, IDENTITY_PREFIX};
 use rocm_pin_testkit::debs::{debs_in, field};
 use rocm_pin_testkit::must_stdout;
-use rocm_pin_testkit::staging::{build_family_staging, COMMIT, COMMIT_TIME};
+use rocm_pin_testkit::staging::{build_family_staging, commit_args};
 
 use crate::util::*;
 
@@ -490,13 +490,8 @@ fn package_like(root: &Path, work: &Path, identity: &str) -> PathBuf {
         .arg(&staging)
         .arg("--stock-root")
         .arg(root)
-        .args([
-            "--commit",
-            COMMIT,
-            "--commit-time",
-            &COMMIT_TIME.to_string(),
-            "--out",
-        ])
+        .args(commit_args())
+        .arg("--out")
         .arg(&out)
         .output()
         .unwrap();
@@ -504,18 +499,11 @@ fn package_like(root: &Path, work: &Path, identity: &str) -> PathBuf {
     debs_in(&out).remove(0)
 }
 
-/// Debian's real packages under apt's solver 3.0 (sid's apt default) and its classic one.
-#[test]
-fn the_pinned_rccl_on_debians_real_librccl1_solver3() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    debian_real_librccl1("3.0");
-}
-
-#[test]
-fn the_pinned_rccl_on_debians_real_librccl1_classic_solver() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    debian_real_librccl1("internal");
-}
+rocm_pin_testkit::root_tests!("a chroot", debian_real_librccl1 {
+    /// Debian's real packages under apt's solver 3.0 (sid's apt default) and its classic one.
+    the_pinned_rccl_on_debians_real_librccl1_solver3 => "3.0",
+    the_pinned_rccl_on_debians_real_librccl1_classic_solver => "internal",
+});
 
 fn debian_real_librccl1(solver: &str) {
     let Some(tarball) = crate::advice_debian::image_tarball("sid-debian-rocm") else {

@@ -10,18 +10,12 @@
 use std::time::Instant;
 
 use rocm_pin_kit::sandbox::Sandbox;
-use rocm_pin_kit::standin::{self, StockRole};
-use rocm_pin_testkit::cpack::{cpack_rccl, CpackRccl};
+use rocm_pin_kit::standin::StockRole;
 
+use crate::rccl_pair::rccl_identity;
 use crate::util::*;
 
 const IDENTITY: &str = "rccl-CPACK-family";
-
-fn rccl_identity(sb: &Sandbox) -> String {
-    let out = sb.run(&[PROBE, "librccl.so.1"]).unwrap();
-    let lines = standin::parse_probe_output(&String::from_utf8_lossy(&out.stdout)).unwrap();
-    lines[0].identity.clone().unwrap_or_default()
-}
 
 /// Version of every package of the pair's (ours and the stock ones kept), to see that nothing
 /// of it moved.
@@ -56,36 +50,6 @@ fn row(sb: &Sandbox, step: &str, exit: Option<i32>, started: Instant) -> (String
         started.elapsed().as_secs_f64()
     );
     (identity, rc(&v))
-}
-
-/// The RCCL replacement packaged against the sandbox's installed stock.
-fn package_rccl(sb: &Sandbox, work: &std::path::Path) -> std::path::PathBuf {
-    let (custom, _) = cpack_rccl(
-        &work.join("cpack"),
-        &CpackRccl {
-            soname_major: 1,
-            architecture: None,
-            identity: IDENTITY,
-        },
-    );
-    let out = work.join("out");
-    let res = std::process::Command::new(bin())
-        .args(["package", "--family", "rccl", "--from-deb"])
-        .arg(&custom)
-        .arg("--stock-root")
-        .arg(sb.root())
-        .args([
-            "--commit",
-            "b539bf7eebfd99ad0a69668caa1f4037034d501f",
-            "--commit-time",
-            "1764720000",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(res.status.success(), "{}", text(&res));
-    rocm_pin_testkit::debs::debs_in(&out).remove(0)
 }
 
 /// The stock rccl .deb again at a newer version (what AMD's next point release publishes).
@@ -129,7 +93,7 @@ fn rocm_pin_installs_verifies_and_rolls_back_rccl_next_to_the_pair() {
     let a = artifacts("bookworm");
     let sb = fresh(a, &a.installed_snapshot);
     let work = tempfile::tempdir().unwrap();
-    let deb = package_rccl(&sb, work.path());
+    let deb = crate::rccl_pair::package_cpack_rccl(sb.root(), work.path(), IDENTITY);
     let inside = format!("/root/{}", deb.file_name().unwrap().to_str().unwrap());
     sb.copy_in(&deb, &inside).unwrap();
     let pair_before = pair_versions(&sb);
@@ -264,7 +228,8 @@ fn rocm_pin_installs_verifies_and_rolls_back_rccl_next_to_the_pair() {
     assert!(all_patched(&probe(&sb)));
 
     // ...then the custom build pinned again, against the newer stock (the docs' way forward).
-    let second = package_rccl(&sb, &work.path().join("second"));
+    let second =
+        crate::rccl_pair::package_cpack_rccl(sb.root(), &work.path().join("second"), IDENTITY);
     let second_in = format!("/root/{}", second.file_name().unwrap().to_str().unwrap());
     sb.copy_in(&second, &second_in).unwrap();
     let again = sb.run(&["rocm-pin", "install", &second_in]).unwrap();

@@ -6,7 +6,6 @@
 //! rccl` puts the stock rccl back without touching the pair.
 
 use rocm_pin_kit::standin::{self, StockRole};
-use rocm_pin_testkit::cpack::{cpack_rccl, CpackRccl};
 
 use crate::util::*;
 
@@ -28,40 +27,14 @@ fn assert_pair_healthy(sb: &rocm_pin_kit::sandbox::Sandbox, when: &str) {
     assert!(all_patched(&probe(sb)), "{when}: {:?}", probe(sb));
 }
 
-/// The custom RCCL as its CPack build makes it (`identity` embedded), turned into the pinned
-/// replacement by `rocm-pin package --family rccl --from-deb` against the stock installed
-/// under `stock_root`, in `work`: the replacement .deb.
+/// The CPack-built custom RCCL (`identity` embedded) packaged against the stock under
+/// `stock_root`, in `work`: the replacement .deb.
 pub(crate) fn package_cpack_rccl(
     stock_root: &std::path::Path,
     work: &std::path::Path,
     identity: &'static str,
 ) -> std::path::PathBuf {
-    let (custom, _) = cpack_rccl(
-        &work.join("cpack"),
-        &CpackRccl {
-            soname_major: 1,
-            architecture: None,
-            identity,
-        },
-    );
-    let out = work.join("out");
-    let res = std::process::Command::new(bin())
-        .args(["package", "--family", "rccl", "--from-deb"])
-        .arg(&custom)
-        .arg("--stock-root")
-        .arg(stock_root)
-        .args([
-            "--commit",
-            "b539bf7eebfd99ad0a69668caa1f4037034d501f",
-            "--commit-time",
-            "1764720000",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(res.status.success(), "{}", text(&res));
-    rocm_pin_testkit::debs::debs_in(&out).remove(0)
+    rocm_pin_testkit::cpack::package_cpack_rccl(&bin(), stock_root, work, identity)
 }
 
 #[test]

@@ -127,7 +127,7 @@ pub fn blocks_for(place: &str) -> Vec<DocBlock> {
 fn scratch_debs(dir: &Path, work: &Path) {
     use rocm_pin_kit::standin::StockRole;
     use rocm_pin_testkit::staging::{
-        build_staging, default_spec, stock_set, StagingSpec, COMMIT, COMMIT_TIME,
+        build_staging, commit_args, default_spec, stock_set, StagingSpec,
     };
     let staging = work.join("staging");
     build_staging(&staging, &StagingSpec::default());
@@ -136,12 +136,7 @@ fn scratch_debs(dir: &Path, work: &Path) {
         Command::new(bin())
             .args(["package", "--quiet", "--staging"])
             .arg(&staging)
-            .args([
-                "--commit",
-                COMMIT,
-                "--commit-time",
-                &COMMIT_TIME.to_string(),
-            ])
+            .args(commit_args())
             .arg("--stock-deb")
             .arg(&stock.require(StockRole::HsaRocr).unwrap().deb)
             .arg(&stock.require(StockRole::HipRuntime).unwrap().deb)

@@ -119,6 +119,15 @@ fn lay_out_venv(root: &Path, s: &Stock) {
     std::fs::copy(&s.torch_hip, torch.join("libtorch_hip.so")).unwrap();
 }
 
+/// `verify_fake_root`'s root (our pair installed) with TheRock's venv laid out in it, and the
+/// stock pair the venv copies.
+fn root_with_venv() -> (tempfile::TempDir, Stock) {
+    let s = stock();
+    let d = make_root(&build_libs());
+    lay_out_venv(d.path(), &s);
+    (d, s)
+}
+
 fn run(root: &Path, consumers: Vec<PathBuf>, ld_library_path: Option<&str>) -> VerifyReport {
     verify(&VerifyOptions {
         root: Root::new(root),
@@ -160,11 +169,8 @@ fn apply_fix(root: &Path, detail: &str) {
 #[test]
 fn stock_copies_in_a_venv_fail_naming_rocm_sdk_core_and_the_consumer_until_replaced() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots into the fake root");
-    let b = build_libs();
-    let s = stock();
-    let d = make_root(&b);
+    let (d, _stock) = root_with_venv();
     let r = d.path();
-    lay_out_venv(r, &s);
 
     let rep = run(r, Vec::new(), None);
     assert!(!rep.ok, "{}", rep.to_human());
@@ -419,11 +425,8 @@ fn the_resolver_agrees_with_the_real_ld_so_on_rpath_runpath_and_ld_library_path(
 #[test]
 fn a_hostile_venv_is_walked_inside_the_root_only() {
     rocm_pin_testkit::needs_root!("ldconfig -r chroots into the fake root");
-    let b = build_libs();
-    let s = stock();
-    let d = make_root(&b);
+    let (d, s) = root_with_venv();
     let r = d.path();
-    lay_out_venv(r, &s);
     // Outside the root, a stock library and a directory of them.
     let outside = tempfile::tempdir().unwrap();
     std::fs::copy(&s.hip, outside.path().join("libamdhip64.so.7")).unwrap();
@@ -578,11 +581,8 @@ fn an_image_config_ld_library_path_takes_part_in_the_resolution() {
     use rocm_pin_core::image::limits::ImageLimits;
     use rocm_pin_core::image::ImageSource;
     use sha2::Digest;
-    let b = build_libs();
-    let s = stock();
-    let d = make_root(&b);
+    let (d, _stock) = root_with_venv();
     let r = d.path();
-    lay_out_venv(r, &s);
     let core = host(r, &format!("{SITE}/_rocm_sdk_core/lib"));
     for (name, ours) in [
         ("libamdhip64.so.7", OUR_HIP),

@@ -434,3 +434,21 @@ macro_rules! per_config {
     )*};
 }
 pub(crate) use per_config;
+
+/// The same fcntl write lock apt and dpkg take on the sandbox's `lock-frontend`, held from
+/// outside the chroot until the returned file is dropped.
+pub fn hold_dpkg_frontend_lock(sb: &Sandbox) -> std::fs::File {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(sb.path("/var/lib/dpkg/lock-frontend"))
+        .unwrap();
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) }, 0);
+    f
+}

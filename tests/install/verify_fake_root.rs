@@ -13,9 +13,9 @@ use std::process::Command;
 use md5::Digest;
 use rocm_pin_core::ops::verify::{verify, VerifyOptions, VerifyReport};
 use rocm_pin_core::rocm::{Marker, MarkerLibrary, ReplacedPackage};
+use rocm_pin_testkit::staging::COMMIT;
 
 const PREFIX: &str = "/opt/rocm-7.2.4";
-const COMMIT: &str = "b539bf7eebfd99ad0a69668caa1f4037034d501f";
 const HSA: &str = "hsa-rocr-pinned";
 const HIP: &str = "hip-runtime-amd-pinned";
 const HSA_VER: &str = "1.18.0.70204-93~24.04+pin1764720000.gb539bf7";
@@ -96,7 +96,91 @@ fn ldconfig(root: &Path) {
     assert!(st.success(), "ldconfig -r {} failed", root.display());
 }
 
-/// A root as `rocm-pin install` leaves it.
+/// One half of the pair as `rocm-pin install` leaves it: our package in place of a stock one.
+struct Half {
+    package: &'static str,
+    version: &'static str,
+    stock: &'static str,
+    stock_version: &'static str,
+    /// The library the test built for it.
+    built: fn(&Built) -> &PathBuf,
+    /// Under `PREFIX/lib`: the real file, its alias (a hard link), the SONAME link to the real
+    /// file and the development link to the SONAME.
+    real: &'static str,
+    alias: &'static str,
+    soname: &'static str,
+    dev_link: &'static str,
+    /// Files the .deb ships that path-exclude keeps off the disk (besides the copyright).
+    excluded_docs: &'static [&'static str],
+    /// The package that ships the marker (and the loader entry).
+    ships_marker: bool,
+}
+
+const PAIR: [Half; 2] = [
+    Half {
+        package: HSA,
+        version: HSA_VER,
+        stock: "hsa-rocr",
+        stock_version: "1.18.0.70204-93~24.04",
+        built: |b| &b.hsa,
+        real: "libhsa-runtime64.so.1.18.0",
+        alias: "libhsa-runtime64.so.1.18.70204",
+        soname: "libhsa-runtime64.so.1",
+        dev_link: "libhsa-runtime64.so",
+        excluded_docs: &["changelog.Debian.gz"],
+        ships_marker: true,
+    },
+    Half {
+        package: HIP,
+        version: HIP_VER,
+        stock: "hip-runtime-amd",
+        stock_version: "7.2.53211.70204-93~24.04",
+        built: |b| &b.hip,
+        real: "libamdhip64.so.7.2.53211-b539bf7",
+        alias: "libamdhip64.so.7.2.70204",
+        soname: "libamdhip64.so.7",
+        dev_link: "libamdhip64.so",
+        excluded_docs: &[],
+        ships_marker: false,
+    },
+];
+
+impl Half {
+    /// The files its md5sums covers: the libraries and the documentation.
+    fn files(&self) -> Vec<String> {
+        let lib = format!("{PREFIX}/lib");
+        let doc = format!("/usr/share/doc/{}", self.package);
+        let mut files = vec![
+            format!("{lib}/{}", self.real),
+            format!("{lib}/{}", self.alias),
+            format!("{doc}/copyright"),
+        ];
+        files.extend(self.excluded_docs.iter().map(|f| format!("{doc}/{f}")));
+        files
+    }
+
+    fn marker_library(&self, r: &Path) -> MarkerLibrary {
+        let real = format!("{PREFIX}/lib/{}", self.real);
+        MarkerLibrary {
+            sha256: sha_hex(&host(r, &real)),
+            path: real,
+            soname: self.soname.into(),
+            aliases: vec![format!("{PREFIX}/lib/{}", self.alias)],
+            package: self.package.into(),
+        }
+    }
+
+    /// Its paragraph of the dpkg status database.
+    fn status(&self) -> String {
+        let (name, stock) = (self.package, self.stock);
+        format!(
+            "Package: {name}\nStatus: install ok installed\nProtected: yes\nPriority: optional\nArchitecture: amd64\nVersion: {}\nProvides: {stock} (= {})\nConflicts: {stock}\nReplaces: {stock}\nConffiles:\n /etc/apt/preferences.d/{name} 00000000000000000000000000000000\nDescription: patched\n multi-line\nX-Rocm-Pin-Commit: {COMMIT}\n",
+            self.version, self.stock_version
+        )
+    }
+}
+
+/// A root as `rocm-pin install` leaves it: each half of [`PAIR`] laid out the same way.
 pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
     assert!(
         unsafe { libc::geteuid() } == 0,
@@ -105,48 +189,28 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path();
     let lib = format!("{PREFIX}/lib");
-    let hsa_real = format!("{lib}/libhsa-runtime64.so.1.18.0");
-    let hsa_alias = format!("{lib}/libhsa-runtime64.so.1.18.70204");
-    let hip_real = format!("{lib}/libamdhip64.so.7.2.53211-b539bf7");
-    let hip_alias = format!("{lib}/libamdhip64.so.7.2.70204");
     std::fs::create_dir_all(host(r, &lib)).unwrap();
-    std::fs::copy(&b.hsa, host(r, &hsa_real)).unwrap();
-    std::fs::copy(&b.hip, host(r, &hip_real)).unwrap();
-    std::fs::hard_link(host(r, &hsa_real), host(r, &hsa_alias)).unwrap();
-    std::fs::hard_link(host(r, &hip_real), host(r, &hip_alias)).unwrap();
-    symlink(
-        "libhsa-runtime64.so.1.18.0",
-        host(r, &format!("{lib}/libhsa-runtime64.so.1")),
-    )
-    .unwrap();
-    symlink(
-        "libhsa-runtime64.so.1",
-        host(r, &format!("{lib}/libhsa-runtime64.so")),
-    )
-    .unwrap();
-    symlink(
-        "libamdhip64.so.7.2.53211-b539bf7",
-        host(r, &format!("{lib}/libamdhip64.so.7")),
-    )
-    .unwrap();
-    symlink(
-        "libamdhip64.so.7",
-        host(r, &format!("{lib}/libamdhip64.so")),
-    )
-    .unwrap();
-    let pin = |stock: &str| {
-        format!("Explanation: rocm-pin\nPackage: {stock}\nPin: version *\nPin-Priority: -1\n")
-    };
-    write(
-        r,
-        &format!("/etc/apt/preferences.d/{HSA}"),
-        pin("hsa-rocr").as_bytes(),
-    );
-    write(
-        r,
-        &format!("/etc/apt/preferences.d/{HIP}"),
-        pin("hip-runtime-amd").as_bytes(),
-    );
+    for half in &PAIR {
+        let real = host(r, &format!("{lib}/{}", half.real));
+        std::fs::copy((half.built)(b), &real).unwrap();
+        std::fs::hard_link(&real, host(r, &format!("{lib}/{}", half.alias))).unwrap();
+        symlink(half.real, host(r, &format!("{lib}/{}", half.soname))).unwrap();
+        symlink(half.soname, host(r, &format!("{lib}/{}", half.dev_link))).unwrap();
+        let pin = format!(
+            "Explanation: rocm-pin\nPackage: {}\nPin: version *\nPin-Priority: -1\n",
+            half.stock
+        );
+        write(
+            r,
+            &format!("/etc/apt/preferences.d/{}", half.package),
+            pin.as_bytes(),
+        );
+        write(
+            r,
+            &format!("/usr/share/doc/{}/copyright", half.package),
+            b"copyright\n",
+        );
+    }
     write(r, "/etc/ld.so.conf", b"include /etc/ld.so.conf.d/*.conf\n");
     write(r, "/etc/ld.so.conf.d/libc.conf", b"/usr/local/lib\n");
     write(
@@ -159,76 +223,85 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
         "/etc/dpkg/dpkg.cfg.d/excludes",
         b"path-exclude=/usr/share/doc/*\npath-include=/usr/share/doc/*/copyright\n",
     );
-    write(
-        r,
-        &format!("/usr/share/doc/{HSA}/copyright"),
-        b"copyright\n",
-    );
-    write(
-        r,
-        &format!("/usr/share/doc/{HIP}/copyright"),
-        b"copyright\n",
-    );
     std::fs::create_dir_all(host(r, "/usr/local/lib")).unwrap();
 
-    let hsa_files = vec![
-        hsa_real.clone(),
-        hsa_alias.clone(),
-        format!("/usr/share/doc/{HSA}/copyright"),
-        format!("/usr/share/doc/{HSA}/changelog.Debian.gz"),
-    ];
-    let hip_files = vec![
-        hip_real.clone(),
-        hip_alias.clone(),
-        format!("/usr/share/doc/{HIP}/copyright"),
-    ];
-    let mut files = BTreeMap::new();
-    for f in hsa_files.iter().chain(&hip_files) {
-        let h = host(r, f);
-        if h.exists() {
-            files.insert(f.clone(), sha_hex(&h));
-        } else {
-            // Excluded by path-exclude: the hash of what the .deb held.
-            files.insert(f.clone(), "0".repeat(64));
+    let marker_path = write_marker(r);
+    write(r, &format!("{PREFIX}/.info/version"), b"7.2.4-93\n");
+
+    let info = "/var/lib/dpkg/info";
+    for half in &PAIR {
+        let files = half.files();
+        let md5sums: String = files
+            .iter()
+            .map(|f| {
+                let h = host(r, f);
+                let m = if h.exists() {
+                    md5_hex(&h)
+                } else {
+                    "d41d8cd98f00b204e9800998ecf8427e".into()
+                };
+                format!("{m}  {}\n", f.trim_start_matches('/'))
+            })
+            .collect();
+        let mut list = files;
+        list.extend([
+            format!("{lib}/{}", half.soname),
+            format!("{lib}/{}", half.dev_link),
+        ]);
+        if half.ships_marker {
+            list.push(marker_path.clone());
         }
+        list.push(format!("/etc/apt/preferences.d/{}", half.package));
+        write(
+            r,
+            &format!("{info}/{}.md5sums", half.package),
+            md5sums.as_bytes(),
+        );
+        write(
+            r,
+            &format!("{info}/{}.list", half.package),
+            list.join("\n").as_bytes(),
+        );
+    }
+    let status = format!(
+        "{}\n{}\nPackage: hsa-rocr\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: 1.18.0.70204-93~24.04\n",
+        PAIR[0].status(),
+        PAIR[1].status()
+    );
+    write(r, "/var/lib/dpkg/status", status.as_bytes());
+    ldconfig(r);
+    dir
+}
+
+/// The marker of [`PAIR`] in the root `r` (its files hashed as they are there; one excluded by
+/// path-exclude has the hash of what the .deb held): its path.
+fn write_marker(r: &Path) -> String {
+    let mut files = BTreeMap::new();
+    for f in PAIR.iter().flat_map(Half::files) {
+        let h = host(r, &f);
+        let sha = if h.exists() {
+            sha_hex(&h)
+        } else {
+            "0".repeat(64)
+        };
+        files.insert(f, sha);
     }
     let marker = Marker {
         commit: COMMIT.into(),
         commit_time: 1764720000,
         suffix: "pinned".into(),
         prefix: PREFIX.into(),
-        replaced: vec![
-            ReplacedPackage {
-                stock_name: "hsa-rocr".into(),
-                stock_version: "1.18.0.70204-93~24.04".into(),
+        replaced: PAIR
+            .iter()
+            .map(|half| ReplacedPackage {
+                stock_name: half.stock.into(),
+                stock_version: half.stock_version.into(),
                 architecture: "amd64".into(),
-                package: HSA.into(),
-                version: HSA_VER.into(),
-            },
-            ReplacedPackage {
-                stock_name: "hip-runtime-amd".into(),
-                stock_version: "7.2.53211.70204-93~24.04".into(),
-                architecture: "amd64".into(),
-                package: HIP.into(),
-                version: HIP_VER.into(),
-            },
-        ],
-        libraries: vec![
-            MarkerLibrary {
-                path: hsa_real.clone(),
-                soname: "libhsa-runtime64.so.1".into(),
-                sha256: sha_hex(&host(r, &hsa_real)),
-                aliases: vec![hsa_alias.clone()],
-                package: HSA.into(),
-            },
-            MarkerLibrary {
-                path: hip_real.clone(),
-                soname: "libamdhip64.so.7".into(),
-                sha256: sha_hex(&host(r, &hip_real)),
-                aliases: vec![hip_alias.clone()],
-                package: HIP.into(),
-            },
-        ],
+                package: half.package.into(),
+                version: half.version.into(),
+            })
+            .collect(),
+        libraries: PAIR.iter().map(|half| half.marker_library(r)).collect(),
         files,
         tool_version: "test".into(),
         patches: vec![],
@@ -242,68 +315,7 @@ pub(crate) fn make_root(b: &Built) -> tempfile::TempDir {
         &marker_path,
         serde_json::to_string_pretty(&marker).unwrap().as_bytes(),
     );
-    write(r, &format!("{PREFIX}/.info/version"), b"7.2.4-93\n");
-
-    let info = "/var/lib/dpkg/info";
-    let md5s = |list: &[String]| {
-        list.iter()
-            .map(|f| {
-                let h = host(r, f);
-                let m = if h.exists() {
-                    md5_hex(&h)
-                } else {
-                    "d41d8cd98f00b204e9800998ecf8427e".into()
-                };
-                format!("{m}  {}\n", f.trim_start_matches('/'))
-            })
-            .collect::<String>()
-    };
-    let mut hsa_list = hsa_files.clone();
-    hsa_list.extend([
-        format!("{lib}/libhsa-runtime64.so.1"),
-        format!("{lib}/libhsa-runtime64.so"),
-        marker_path.clone(),
-        format!("/etc/apt/preferences.d/{HSA}"),
-    ]);
-    let mut hip_list = hip_files.clone();
-    hip_list.extend([
-        format!("{lib}/libamdhip64.so.7"),
-        format!("{lib}/libamdhip64.so"),
-        format!("/etc/apt/preferences.d/{HIP}"),
-    ]);
-    write(
-        r,
-        &format!("{info}/{HSA}.md5sums"),
-        md5s(&hsa_files).as_bytes(),
-    );
-    write(
-        r,
-        &format!("{info}/{HIP}.md5sums"),
-        md5s(&hip_files).as_bytes(),
-    );
-    write(
-        r,
-        &format!("{info}/{HSA}.list"),
-        hsa_list.join("\n").as_bytes(),
-    );
-    write(
-        r,
-        &format!("{info}/{HIP}.list"),
-        hip_list.join("\n").as_bytes(),
-    );
-    let para = |name: &str, ver: &str, stock: &str, stock_ver: &str| {
-        format!(
-            "Package: {name}\nStatus: install ok installed\nProtected: yes\nPriority: optional\nArchitecture: amd64\nVersion: {ver}\nProvides: {stock} (= {stock_ver})\nConflicts: {stock}\nReplaces: {stock}\nConffiles:\n /etc/apt/preferences.d/{name} 00000000000000000000000000000000\nDescription: patched\n multi-line\nX-Rocm-Pin-Commit: {COMMIT}\n"
-        )
-    };
-    let status = format!(
-        "{}\n{}\nPackage: hsa-rocr\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: 1.18.0.70204-93~24.04\n",
-        para(HSA, HSA_VER, "hsa-rocr", "1.18.0.70204-93~24.04"),
-        para(HIP, HIP_VER, "hip-runtime-amd", "7.2.53211.70204-93~24.04")
-    );
-    write(r, "/var/lib/dpkg/status", status.as_bytes());
-    ldconfig(r);
-    dir
+    marker_path
 }
 
 fn run(root: &Path) -> VerifyReport {

@@ -12,9 +12,8 @@ use rocm_pin_kit::standin::StockRole;
 #[test]
 fn from_dpkg_database_then_apt_install_in_chroot() {
     rocm_pin_testkit::needs_root!("a chroot");
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let hsa = set.require(StockRole::HsaRocr).unwrap().clone();
     let hip = set.require(StockRole::HipRuntime).unwrap().clone();
     let sb = sandbox_with_stock(
@@ -37,14 +36,8 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
     let debs = debs_in(&out);
     assert_eq!(debs.len(), 2, "{debs:?}");
     let ours_hsa = format!("{}+pin{COMMIT_TIME}.gb539bf7", hsa.version);
-    let hsa_deb = debs
-        .iter()
-        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
-        .unwrap();
-    let hip_deb = debs
-        .iter()
-        .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
-        .unwrap();
+    let hsa_deb = deb_of(&debs, "hsa-rocr-pinned");
+    let hip_deb = deb_of(&debs, "hip-runtime-amd-pinned");
     assert_eq!(field(hsa_deb, "Version"), ours_hsa);
     assert!(field(hsa_deb, "Provides").contains(&format!("hsa-rocr (= {})", hsa.version)));
     assert!(field(hip_deb, "Provides").contains(&format!("hip-runtime-amd (= {})", hip.version)));
@@ -68,25 +61,12 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
 
     // lintian judges the database-made packages too, and a second run is byte-identical.
     for d in &debs {
-        let problems = lintian_problems(d);
-        assert!(
-            problems.is_empty(),
-            "lintian on {}: {problems:#?}",
-            d.display()
-        );
+        assert_lintian_clean(d);
     }
     let out2 = w.join("out2");
     let again = package_staging(&staging, StockFrom::Root(sb.root()), &out2, &[]);
     assert_success(&again, "the command");
-    for d in &debs {
-        let b = out2.join(d.file_name().unwrap());
-        assert_eq!(
-            std::fs::read(d).unwrap(),
-            std::fs::read(&b).unwrap(),
-            "{} differs on rebuild",
-            d.display()
-        );
-    }
+    assert_rebuilt_identically(&debs, &out2);
 
     // Install with apt in the chroot, recording the loader cache from our postinsts.
     sb.run_ok(&["mkdir", "-p", "/tmp/ours"]).unwrap();
@@ -224,14 +204,7 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
         );
     }
     // rocm-pin verify (the install side's judge) accepts what package made, inside the chroot.
-    sb.install_rocm_pin(&bin()).unwrap();
-    let v = sb.run(&["rocm-pin", "verify"]).unwrap();
-    assert!(
-        v.status.success(),
-        "rocm-pin verify after apt-get install ./*.deb:\n{}\n{}",
-        String::from_utf8_lossy(&v.stdout),
-        String::from_utf8_lossy(&v.stderr)
-    );
+    rocm_pin_inside_ok(&sb, &["verify"]);
     // dpkg's own view of our files is clean.
     let verify = sb
         .run_ok(&[
@@ -247,9 +220,8 @@ fn from_dpkg_database_then_apt_install_in_chroot() {
 #[test]
 fn modified_stock_file_is_refused_but_path_excluded_docs_are_fine() {
     rocm_pin_testkit::needs_root!("a chroot");
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let sb = sandbox_with_stock(
         &set,
         &["hsa-rocr", "hip-runtime-amd"],

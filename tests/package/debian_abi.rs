@@ -41,11 +41,7 @@ fn install(sb: &Sandbox, w: &Path) -> std::process::Output {
 }
 
 fn verify(sb: &Sandbox) -> (Option<i32>, String, serde_json::Value) {
-    let human = rocm_pin()
-        .args(["verify", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap();
+    let human = rocm_pin_on_root("verify", sb.root());
     let json = rocm_pin()
         .args(["verify", "--json", "--root"])
         .arg(sb.root())
@@ -155,10 +151,11 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
     let work = tempfile::tempdir().unwrap();
     let out = package(&sb, work.path(), &spec, &["--allow-missing-symbols"]);
     assert_success(&out, "package");
-    let hsa = debs_in(&work.path().join("out"))
-        .into_iter()
-        .find(|d| field(d, "Package") == "libhsa-runtime64-1-pinned")
-        .unwrap();
+    let hsa = deb_of(
+        &debs_in(&work.path().join("out")),
+        "libhsa-runtime64-1-pinned",
+    )
+    .to_path_buf();
     assert_eq!(
         field(&hsa, "X-Rocm-Pin-Missing-Symbols"),
         "libhsa-runtime64.so.1 1"
@@ -196,11 +193,7 @@ fn a_pair_lacking_a_stock_symbol_is_refused_and_verify_names_the_program() {
         human.contains("warn missing-symbols"),
         "a warning line: {human}"
     );
-    let status = rocm_pin()
-        .args(["status", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap();
+    let status = rocm_pin_on_root("status", sb.root());
     assert!(
         rocm_pin_testkit::text(&status).contains("libhsa-runtime64.so.1 lacks 1 stock symbols"),
         "{}",

@@ -343,11 +343,7 @@ fn rc(o: &std::process::Output) -> i32 {
 }
 
 fn verify_root(sb: &Sandbox) -> std::process::Output {
-    rocm_pin()
-        .args(["verify", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap()
+    rocm_pin_on_root("verify", sb.root())
 }
 
 /// The solver apt uses in the chroot, as rocm-pin itself reads it (its configuration, else the
@@ -475,14 +471,7 @@ fn run_one(
     if rc(&out) != want.rc {
         problems.push(format!("rc {}, expected {}", rc(&out), want.rc));
     }
-    if v.status.success() != want.verify_ok {
-        problems.push(format!(
-            "verify rc {} (expected {}):\n{}",
-            rc(&v),
-            if want.verify_ok { "pass" } else { "fail" },
-            text(&v)
-        ));
-    }
+    problems.extend(rocm_pin_testkit::verify_unexpected(&v, want.verify_ok));
     let mut repaired = String::new();
     if !want.verify_ok && !v.status.success() {
         let (more, said) = repair_problems(&sb, p, &before, &text(&v));
@@ -554,11 +543,7 @@ fn status_json(sb: &Sandbox) -> (serde_json::Value, String) {
         .output()
         .unwrap();
     assert_success(&json, "status --json");
-    let human = rocm_pin()
-        .args(["status", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap();
+    let human = rocm_pin_on_root("status", sb.root());
     assert_success(&human, "status");
     (
         serde_json::from_slice(&json.stdout).unwrap(),

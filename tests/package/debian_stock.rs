@@ -216,12 +216,7 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
     let debs = package_against(&sb, work.path());
     for (stock, deb) in &debs {
         check_debian_shape(&sb, stock, deb);
-        let problems = lintian_problems(deb);
-        assert!(
-            problems.is_empty(),
-            "lintian on {}: {problems:#?}",
-            deb.display()
-        );
+        assert_lintian_clean(deb);
     }
 
     // Keep the stock .debs where `rocm-pin install` keeps them (rollback reads them there),
@@ -281,11 +276,7 @@ fn packages_debians_runtime_as_good_debian_packages_and_installs_them() {
     );
     // verify on the Debian-flavour host: our marker under the state directory, the loader
     // mapping ours (stock and ours share the path: sha256 against the marker), no loader entry.
-    let v = rocm_pin()
-        .args(["verify", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap();
+    let v = rocm_pin_on_root("verify", sb.root());
     let report = String::from_utf8_lossy(&v.stdout);
     assert_eq!(
         v.status.code(),
@@ -339,11 +330,7 @@ fn assert_ours_hold(sb: &Sandbox, after: &str) {
     for d in DEPENDANTS {
         assert!(is_installed(sb, d), "after {after}: dependant {d} removed");
     }
-    let v = rocm_pin()
-        .args(["verify", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap();
+    let v = rocm_pin_on_root("verify", sb.root());
     assert_eq!(
         v.status.code(),
         Some(0),
@@ -394,14 +381,7 @@ fn downstream_keeps_ours(
 
 /// `rocm-pin rollback` inside the chroot puts Debian's packages back from the kept .debs.
 fn rollback_restores_stock(sb: &Sandbox) {
-    sb.install_rocm_pin(&bin()).unwrap();
-    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
-    assert!(
-        out.status.success(),
-        "rollback:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    rocm_pin_inside_ok(sb, &["rollback"]);
     for stock in STOCK {
         assert!(is_installed(sb, stock), "rollback did not restore {stock}");
         assert!(

@@ -3,7 +3,6 @@
 
 use rocm_pin_testkit::assert_says;
 use rocm_pin_testkit::assert_success;
-use std::ffi::OsStr;
 use std::path::Path;
 
 use crate::util::*;
@@ -23,24 +22,10 @@ fn from_stock_debs_multi_version_names() {
     let names = build_staging(&staging, &StagingSpec::default());
 
     // Every stand-in .deb is given: discovery must pick only the pair (decoys, metas ignored).
-    let time = COMMIT_TIME.to_string();
-    let mut args: Vec<&OsStr> = vec![
-        os("--staging"),
-        staging.as_os_str(),
-        os("--commit"),
-        os(COMMIT),
-        os("--commit-time"),
-        os(&time),
-        os("--out"),
-    ];
     let out = w.join("out");
-    args.push(out.as_os_str());
-    args.push(os("--stock-deb"));
     let debs = set.debs();
-    for d in &debs {
-        args.push(d.as_os_str());
-    }
-    let res = package_cmd(&args);
+    let every_deb = || StockFrom::Debs(debs.iter().map(|d| d.as_path()).collect());
+    let res = package_staging(&staging, every_deb(), &out, &[]);
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "package failed: {stderr}");
     let built = debs_in(&out);
@@ -169,13 +154,7 @@ fn from_stock_debs_multi_version_names() {
         }
     }
     // Conffiles and scripts.
-    let info = tempfile::tempdir().unwrap();
-    must(
-        std::process::Command::new("dpkg-deb")
-            .arg("-e")
-            .arg(&hsa_deb)
-            .arg(info.path()),
-    );
+    let info = dpkg_deb_into_tempdir("-e", &hsa_deb);
     let conffiles = std::fs::read_to_string(info.path().join("conffiles")).unwrap();
     assert!(conffiles.contains("/etc/apt/preferences.d/hsa-rocr7.2.4-pinned"));
     let pin = std::fs::read_to_string(
@@ -242,37 +221,20 @@ fn from_stock_debs_multi_version_names() {
 
     // lintian: no error or warning that is not overridden with a reason.
     for d in [&hsa_deb, &hip_deb] {
-        let problems = lintian_problems(d);
-        assert!(
-            problems.is_empty(),
-            "lintian on {}: {problems:#?}",
-            d.display()
-        );
+        assert_lintian_clean(d);
     }
 
     // Byte-identical rebuild.
     let out2 = w.join("out2");
-    let mut args2 = args.clone();
-    let pos = args2.iter().position(|a| *a == out.as_os_str()).unwrap();
-    args2[pos] = out2.as_os_str();
-    let res2 = package_cmd(&args2);
+    let res2 = package_staging(&staging, every_deb(), &out2, &[]);
     assert_success(&res2, "the command");
-    for d in &built {
-        let again = out2.join(d.file_name().unwrap());
-        assert_eq!(
-            std::fs::read(d).unwrap(),
-            std::fs::read(&again).unwrap(),
-            "{} differs",
-            d.display()
-        );
-    }
+    assert_rebuilt_identically(&built, &out2);
 }
 
 #[test]
 fn vendored_library_ships_with_the_package_that_needs_it() {
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let staging = w.join("staging");
     build_staging(
         &staging,
@@ -293,14 +255,8 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
     );
     assert_success(&res, "the command");
     let debs = debs_in(&out);
-    let hip = debs
-        .iter()
-        .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
-        .unwrap();
-    let hsa = debs
-        .iter()
-        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
-        .unwrap();
+    let hip = deb_of(&debs, "hip-runtime-amd-pinned");
+    let hsa = deb_of(&debs, "hsa-rocr-pinned");
     let hip_c = contents(hip);
     assert!(
         hip_c
@@ -316,11 +272,18 @@ fn vendored_library_ships_with_the_package_that_needs_it() {
         .all(|(_, p, _)| !p.contains("libvendored")));
 }
 
+/// `dpkg-deb -x` (the files) of `deb` into a new temporary directory.
 fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
+    dpkg_deb_into_tempdir("-x", deb)
+}
+
+/// `dpkg-deb ACTION DEB DIR` (`-x` the files, `-e` the control members) into a new temporary
+/// directory.
+fn dpkg_deb_into_tempdir(action: &str, deb: &Path) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     must(
         std::process::Command::new("dpkg-deb")
-            .arg("-x")
+            .arg(action)
             .arg(deb)
             .arg(d.path()),
     );
@@ -333,9 +296,8 @@ fn tempdir_extract(deb: &Path) -> tempfile::TempDir {
 #[test]
 fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from() {
     use rocm_pin_core::ops::package::{self, PackageRequest, StagingInput, StockInput};
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let dir = w.join("staging");
     build_staging(&dir, &StagingSpec::default());
     let source = format!(
@@ -370,17 +332,8 @@ fn an_adopted_staging_is_packaged_without_a_manifest_and_says_where_it_came_from
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(files, ["lib"], "nothing but the libraries in the staging");
-    let hsa = debs_in(&out)
-        .into_iter()
-        .find(|d| field(d, "Package") == "hsa-rocr-pinned")
-        .unwrap();
-    let x = tempfile::tempdir().unwrap();
-    must(
-        std::process::Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(&hsa)
-            .arg(x.path()),
-    );
+    let hsa = deb_of(&debs_in(&out), "hsa-rocr-pinned").to_path_buf();
+    let x = tempdir_extract(&hsa);
     let marker: rocm_pin_core::rocm::Marker = serde_json::from_slice(
         &std::fs::read(x.path().join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap(),
     )

@@ -18,12 +18,7 @@ fn package_from_debs(custom: &[&Path], stock: &[PathBuf], out: &Path) -> std::pr
         .args(custom)
         .arg("--stock-deb")
         .args(stock)
-        .args([
-            "--commit",
-            COMMIT,
-            "--commit-time",
-            &COMMIT_TIME.to_string(),
-        ])
+        .args(commit_args())
         .arg("--out")
         .arg(out);
     cmd.output().expect("run rocm-pin package")
@@ -31,9 +26,8 @@ fn package_from_debs(custom: &[&Path], stock: &[PathBuf], out: &Path) -> std::pr
 
 #[test]
 fn a_cpack_built_rccl_becomes_the_pinned_replacement_of_amds_rccl() {
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let rccl = set.require(StockRole::Rccl).unwrap().clone();
     let (custom, custom_dev) = cpack_rccl(
         &w.join("cpack"),
@@ -156,63 +150,98 @@ fn assert_refused(res: &std::process::Output, out: &Path, says: &str) {
     assert!(!out.exists() || debs_in(out).is_empty(), "nothing written");
 }
 
-#[test]
-fn from_deb_refuses_what_it_cannot_prove() {
-    let work = tempfile::tempdir().unwrap();
-    let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
-    let out = w.join("out");
+/// A custom RCCL that `--from-deb` cannot prove replaces the stock one: its CPack build, whether
+/// the dev .deb alone is given, whether the stock .debs given hold the stock rccl, and what the
+/// one-line refusal says (the first phrase on that line).
+struct Unprovable {
+    cpack: CpackRccl,
+    dev_deb_alone: bool,
+    stock_has_rccl: bool,
+    says: &'static [&'static str],
+}
 
+const UNPROVABLE: &[Unprovable] = &[
     // A .deb whose library has another SONAME does not cover the stock librccl.so.1.
-    let (other_soname, _) = cpack_rccl(
-        &w.join("cpack2"),
-        &CpackRccl {
+    Unprovable {
+        cpack: CpackRccl {
             soname_major: 2,
             architecture: None,
             identity: "rccl-CPACK-2",
         },
-    );
-    let res = package_from_debs(&[&other_soname], &set.debs(), &out);
-    assert_refused(&res, &out, "do not cover the stock SONAMEs");
-    assert!(String::from_utf8_lossy(&res.stderr).contains("librccl.so.1"));
-
+        dev_deb_alone: false,
+        stock_has_rccl: true,
+        says: &["do not cover the stock SONAMEs", "librccl.so.1"],
+    },
     // A foreign architecture.
-    let (foreign, _) = cpack_rccl(
-        &w.join("cpack-arm"),
-        &CpackRccl {
+    Unprovable {
+        cpack: CpackRccl {
             soname_major: 1,
             architecture: Some("arm64"),
             identity: "rccl-CPACK-arm",
         },
-    );
-    let res = package_from_debs(&[&foreign], &set.debs(), &out);
-    assert_refused(&res, &out, "foreign-architecture");
-
+        dev_deb_alone: false,
+        stock_has_rccl: true,
+        says: &["foreign-architecture"],
+    },
     // No stock set: the stock .debs given hold no rccl.
-    let hsa = set.require(StockRole::HsaRocr).unwrap().deb.clone();
-    let res = package_from_debs(&[&foreign], &[hsa], &out);
-    assert_refused(&res, &out, "no stock rccl found");
-
+    Unprovable {
+        cpack: CpackRccl {
+            soname_major: 1,
+            architecture: Some("arm64"),
+            identity: "rccl-CPACK-arm",
+        },
+        dev_deb_alone: false,
+        stock_has_rccl: false,
+        says: &["no stock rccl found"],
+    },
     // The .debs hold no library of the family at all (the dev .deb alone).
-    let (_, dev_only) = cpack_rccl(
-        &w.join("cpack-dev"),
-        &CpackRccl {
+    Unprovable {
+        cpack: CpackRccl {
             soname_major: 1,
             architecture: None,
             identity: "rccl-CPACK-dev",
         },
-    );
-    let dev_libs: Vec<String> = contents(&dev_only)
-        .into_iter()
-        .map(|(_, p, _)| p)
-        .filter(|p| p.contains("librccl.so.1"))
-        .collect();
-    assert!(
-        dev_libs.is_empty(),
-        "the dev .deb has no runtime library: {dev_libs:?}"
-    );
-    let res = package_from_debs(&[&dev_only], &set.debs(), &out);
-    assert_refused(&res, &out, "hold no rccl shared library");
+        dev_deb_alone: true,
+        stock_has_rccl: true,
+        says: &["hold no rccl shared library"],
+    },
+];
+
+#[test]
+fn from_deb_refuses_what_it_cannot_prove() {
+    let (work, set) = work_with_default_stock();
+    let w = work.path();
+    let out = w.join("out");
+    for (i, case) in UNPROVABLE.iter().enumerate() {
+        let (runtime, dev) = cpack_rccl(&w.join(format!("cpack-{i}")), &case.cpack);
+        let custom = if case.dev_deb_alone {
+            let dev_libs: Vec<String> = contents(&dev)
+                .into_iter()
+                .map(|(_, p, _)| p)
+                .filter(|p| p.contains("librccl.so.1"))
+                .collect();
+            assert!(
+                dev_libs.is_empty(),
+                "the dev .deb has no runtime library: {dev_libs:?}"
+            );
+            dev
+        } else {
+            runtime
+        };
+        let stock = if case.stock_has_rccl {
+            set.debs()
+        } else {
+            vec![set.require(StockRole::HsaRocr).unwrap().deb.clone()]
+        };
+        let res = package_from_debs(&[&custom], &stock, &out);
+        assert_refused(&res, &out, case.says[0]);
+        for phrase in &case.says[1..] {
+            assert!(
+                String::from_utf8_lossy(&res.stderr).contains(phrase),
+                "row {i}: expected {phrase:?}"
+            );
+        }
+    }
 }
 
 /// Debian's packaging of RCCL, shaped like sid's `librccl1` (Multi-Arch: same, the library in

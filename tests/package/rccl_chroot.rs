@@ -14,7 +14,6 @@ use rocm_pin_kit::standin::chroot::{prepare_stock_host, run_probe};
 use rocm_pin_kit::standin::{build_loader_probe, StockRole};
 
 use crate::util::*;
-use rocm_pin_testkit::cpack::{cpack_rccl, CpackRccl};
 
 const IDENTITY: &str = "rccl-CPACK-chroot";
 
@@ -42,9 +41,8 @@ fn the_pinned_rccl_survives_the_seeds_force_all_and_fix_broken() {
         rocm_pin_testkit::skip_without_root("rccl_chroot", "a chroot");
         return;
     }
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let rccl = set.require(StockRole::Rccl).unwrap().clone();
     let probe = build_loader_probe(&w.join("probe")).unwrap();
     let sb = Sandbox::with_options(&image(), &SandboxOptions::default()).expect("sandbox");
@@ -241,11 +239,7 @@ fn status_shows_the_family(sb: &Sandbox, ours: &str) {
         v["packages"].as_array().is_none_or(|p| p.is_empty()),
         "{v:#}"
     );
-    let human = rocm_pin()
-        .args(["status", "--root"])
-        .arg(sb.root())
-        .output()
-        .unwrap();
+    let human = rocm_pin_on_root("status", sb.root());
     assert!(
         String::from_utf8_lossy(&human.stdout).contains(&format!("family rccl: {ours} ")),
         "{}",
@@ -333,31 +327,7 @@ fn rollback_debian(sb: &Sandbox, ours: &str, version: &str) {
 /// The CPack-built custom RCCL packaged against the chroot's installed stock
 /// (`--stock-root`): the .deb and its package name.
 fn package_against(sb: &Sandbox, w: &Path) -> (std::path::PathBuf, String) {
-    let (custom, _) = cpack_rccl(
-        &w.join("cpack"),
-        &CpackRccl {
-            soname_major: 1,
-            architecture: None,
-            identity: IDENTITY,
-        },
-    );
-    let out = w.join("out");
-    must(
-        rocm_pin()
-            .args(["package", "--family", "rccl", "--from-deb"])
-            .arg(&custom)
-            .arg("--stock-root")
-            .arg(sb.root())
-            .args([
-                "--commit",
-                COMMIT,
-                "--commit-time",
-                &COMMIT_TIME.to_string(),
-            ])
-            .arg("--out")
-            .arg(&out),
-    );
-    let deb = debs_in(&out).remove(0);
+    let deb = rocm_pin_testkit::cpack::package_cpack_rccl(&bin(), sb.root(), w, IDENTITY);
     let name = field(&deb, "Package");
     (deb, name)
 }

@@ -235,9 +235,8 @@ fn refuse(set: &StockSet, cw: &Path, case: &Case) -> Vec<String> {
 
 #[test]
 fn every_refusal_writes_nothing() {
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let cases = refusal_cases();
     let mut failures = vec![];
     for (i, case) in cases.iter().enumerate() {
@@ -264,10 +263,7 @@ fn every_refusal_writes_nothing() {
         &["--allow-soname-change", "-Z", "zstd"],
     );
     assert_success(&res, "the command");
-    let hip = debs_in(&out)
-        .into_iter()
-        .find(|d| field(d, "Package") == "hip-runtime-amd-pinned")
-        .unwrap();
+    let hip = deb_of(&debs_in(&out), "hip-runtime-amd-pinned").to_path_buf();
     let members = must_stdout(Command::new("ar").arg("t").arg(&hip));
     assert!(members.contains("data.tar.zst"), "-Z zstd: {members}");
     let c = contents(&hip);
@@ -286,9 +282,8 @@ fn every_refusal_writes_nothing() {
 #[test]
 fn a_strip_that_changes_the_dynamic_interface_is_refused() {
     use std::os::unix::fs::PermissionsExt;
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let staging = w.join("staging");
     build_staging(&staging, &StagingSpec::default());
 
@@ -345,9 +340,8 @@ fn a_strip_that_changes_the_dynamic_interface_is_refused() {
 /// sha256 in the build's own manifest, and nothing is written.
 #[test]
 fn a_staging_changed_after_the_build_is_refused() {
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let (src, commit) = rocm_pin_testkit::fixture::standin_repo(w, |_| {});
     let staging = rocm_pin_testkit::build_standin_staging(&bin(), &src, &commit, w);
     let lib = staging.join("lib");

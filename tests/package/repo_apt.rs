@@ -121,19 +121,12 @@ fn install_and_check(sb: &Sandbox) {
     );
 }
 
-/// bookworm: apt 2.6 verifies with gpgv.
-#[test]
-fn bookworm_apt_installs_from_the_signed_repository_and_refuses_tampering() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    signed_repository_scenarios("bookworm");
-}
-
-/// trixie: apt 3.0 verifies with Sequoia's sqv and its signature policy.
-#[test]
-fn trixie_apt_installs_from_the_signed_repository_and_refuses_tampering() {
-    rocm_pin_testkit::needs_root!("a chroot");
-    signed_repository_scenarios("trixie");
-}
+rocm_pin_testkit::root_tests!("a chroot", signed_repository_scenarios {
+    /// bookworm: apt 2.6 verifies with gpgv.
+    bookworm_apt_installs_from_the_signed_repository_and_refuses_tampering => "bookworm",
+    /// trixie: apt 3.0 verifies with Sequoia's sqv and its signature policy.
+    trixie_apt_installs_from_the_signed_repository_and_refuses_tampering => "trixie",
+});
 
 fn signed_repository_scenarios(suite: &str) {
     let fx = fixture();

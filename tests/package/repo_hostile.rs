@@ -14,15 +14,7 @@ use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::http::HttpServer;
 use rocm_pin_testkit::{chroot_image, must, must_stdout};
 
-/// Every file under `dir` with its bytes (nothing when `dir` does not exist).
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
-        .collect()
-}
+use crate::repo_publish::snapshot;
 
 /// gpg with its own home, no agent prompts, no passphrase.
 struct Gpg {

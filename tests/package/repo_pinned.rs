@@ -17,9 +17,8 @@ const KEYRING: &str = "/usr/share/keyrings/rocm-pin-repo.gpg";
 #[test]
 fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
     rocm_pin_testkit::needs_root!("a chroot");
-    let work = tempfile::tempdir().unwrap();
+    let (work, set) = work_with_default_stock();
     let w = work.path();
-    let set = stock_set(&w.join("stock"), default_spec());
     let sb = sandbox_with_stock(&set, &["rocm-hip-runtime"], &SandboxOptions::default());
     // The stock repository was only needed to install the stock set.
     sb.sh_ok("rm -f /etc/apt/sources.list.d/stock.list")
@@ -131,13 +130,6 @@ fn apt_installs_the_pinned_pair_from_the_signed_repository_and_verify_passes() {
     ])
     .expect("reinstall from the repository");
 
-    sb.install_rocm_pin(&bin()).unwrap();
-    let verify = sb.run(&["rocm-pin", "verify"]).unwrap();
-    assert!(
-        verify.status.success(),
-        "rocm-pin verify after installing from the repository:\n{}{}",
-        String::from_utf8_lossy(&verify.stdout),
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    rocm_pin_inside_ok(&sb, &["verify"]);
     drop(server);
 }

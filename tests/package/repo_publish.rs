@@ -80,8 +80,9 @@ fn gpgv(keyring: &Path, args: &[&Path]) -> std::process::Output {
         .expect("gpgv is installed (apt-get install gpgv)")
 }
 
-/// Every file under `dir` with its bytes: a snapshot to prove a refusal wrote nothing.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+/// Every file under `dir` with its bytes (nothing when `dir` does not exist): a snapshot to
+/// prove a refusal wrote nothing.
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .filter_map(Result::ok)

@@ -33,9 +33,22 @@ fn build(spec: &StockSetSpec) -> (tempfile::TempDir, StockSet) {
     (dir, set)
 }
 
+/// `dpkg-deb -x` (the files) of `deb` into a new temporary directory.
 fn extract(deb: &Path) -> tempfile::TempDir {
+    dpkg_deb_into_tempdir("-x", deb)
+}
+
+/// `dpkg-deb -e` (the control members) of `deb` into a new temporary directory.
+fn control_members(deb: &Path) -> tempfile::TempDir {
+    dpkg_deb_into_tempdir("-e", deb)
+}
+
+fn dpkg_deb_into_tempdir(action: &str, deb: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    sh(Command::new("dpkg-deb").arg("-x").arg(deb).arg(dir.path()));
+    sh(Command::new("dpkg-deb")
+        .arg(action)
+        .arg(deb)
+        .arg(dir.path()));
     dir
 }
 
@@ -85,11 +98,7 @@ fn every_deb_is_valid_and_matches_its_facts() {
         }
         // md5sums as dpkg will check them.
         let x = extract(&pkg.deb);
-        let ctl = tempfile::tempdir().unwrap();
-        sh(Command::new("dpkg-deb")
-            .arg("-e")
-            .arg(&pkg.deb)
-            .arg(ctl.path()));
+        let ctl = control_members(&pkg.deb);
         if ctl.path().join("md5sums").exists() {
             sh(Command::new("md5sum")
                 .arg("--check")
@@ -183,20 +192,12 @@ fn stock_pair_has_the_real_shapes() {
         .any(|x| x == "/opt/rocm-7.2.4/.info/version"));
 
     // The maintainer scripts carry the traps.
-    let x = tempfile::tempdir().unwrap();
-    sh(Command::new("dpkg-deb")
-        .arg("-e")
-        .arg(&hsa.deb)
-        .arg(x.path()));
+    let x = control_members(&hsa.deb);
     let postinst = std::fs::read_to_string(x.path().join("postinst")).unwrap();
     let prerm = std::fs::read_to_string(x.path().join("prerm")).unwrap();
     assert!(postinst.contains("echo \"/opt/rocm-7.2.4/lib\" > /etc/ld.so.conf.d/rocr-runtime.conf"));
     assert!(prerm.contains("rm -f /etc/ld.so.conf.d/rocr-runtime.conf"));
-    let x = tempfile::tempdir().unwrap();
-    sh(Command::new("dpkg-deb")
-        .arg("-e")
-        .arg(&core.deb)
-        .arg(x.path()));
+    let x = control_members(&core.deb);
     let postinst = std::fs::read_to_string(x.path().join("postinst")).unwrap();
     assert!(postinst.contains("update-alternatives --install /opt/rocm rocm /opt/rocm-7.2.4 70204"));
 

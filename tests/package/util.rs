@@ -96,8 +96,9 @@ pub fn package_staging(staging: &Path, stock: StockFrom, out: &Path, extra: &[&s
     package_cmd(&args)
 }
 
-/// Lintian's E:/W: lines for `deb` (overridden tags are not shown).
-pub fn lintian_problems(deb: &Path) -> Vec<String> {
+/// Lintian has no error or warning for `deb` that is not overridden with a reason (overridden
+/// tags are not shown), else a panic listing its E:/W: lines.
+pub fn assert_lintian_clean(deb: &Path) {
     // lintian leaves its mldbm-elf-* files in TMPDIR: give it a directory removed afterwards.
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new("lintian")
@@ -107,10 +108,47 @@ pub fn lintian_problems(deb: &Path) -> Vec<String> {
         .output()
         .expect("run lintian (apt-get install lintian)");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
+    let problems: Vec<&str> = text
+        .lines()
         .filter(|l| l.starts_with("E:") || l.starts_with("W:"))
-        .map(str::to_string)
-        .collect()
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "lintian on {}: {problems:#?}",
+        deb.display()
+    );
+}
+
+/// Each of `debs` has a byte-identical namesake in `again` (a second build's output).
+pub fn assert_rebuilt_identically(debs: &[PathBuf], again: &Path) {
+    for d in debs {
+        let b = again.join(d.file_name().unwrap());
+        assert_eq!(
+            std::fs::read(d).unwrap(),
+            std::fs::read(&b).unwrap(),
+            "{} differs on rebuild",
+            d.display()
+        );
+    }
+}
+
+/// `rocm-pin SUBCOMMAND --root ROOT` (status, verify, …) from outside the root.
+pub fn rocm_pin_on_root(subcommand: &str, root: &Path) -> Output {
+    rocm_pin()
+        .args([subcommand, "--root"])
+        .arg(root)
+        .output()
+        .expect("run rocm-pin")
+}
+
+/// `rocm-pin ARGS` inside `sb` (the binary under test installed there first): it must succeed.
+pub fn rocm_pin_inside_ok(sb: &Sandbox, args: &[&str]) -> Output {
+    sb.install_rocm_pin(&bin()).unwrap();
+    let mut argv = vec!["rocm-pin"];
+    argv.extend(args);
+    let out = sb.run(&argv).unwrap();
+    rocm_pin_testkit::assert_success(&out, &format!("rocm-pin {}", args.join(" ")));
+    out
 }
 
 /// The rocm-pin binary under test, without an inherited `SOURCE_DATE_EPOCH`.

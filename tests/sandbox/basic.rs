@@ -5,7 +5,7 @@ use rocm_pin_testkit::assert_says;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_pin_kit::sandbox::{Backend, ChrootImage, Sandbox, SandboxOptions};
+use rocm_pin_kit::sandbox::{Backend, ChrootImage, Sandbox};
 use rocm_pin_testkit::chroot_image as image;
 
 fn run(cmd: &mut Command) {
@@ -90,14 +90,7 @@ fn apt_installs_from_a_local_repo_in_each_backend() {
     let img = image("bookworm");
     let debs = hello_debs();
     for backend in backends() {
-        let sb = Sandbox::with_options(
-            &img,
-            &SandboxOptions {
-                backend: Some(backend),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let sb = rocm_pin_testkit::sandbox_with(&img, |o| o.backend = Some(backend));
         assert_eq!(sb.backend(), backend);
         // Set up as promised: test apt options, no network sources.
         assert!(sb
@@ -153,12 +146,8 @@ fn fresh_copies_are_independent_and_removed_on_drop() {
     let img = image("bookworm");
     let debs = hello_debs();
     for backend in backends() {
-        let opts = SandboxOptions {
-            backend: Some(backend),
-            ..Default::default()
-        };
-        let a = Sandbox::with_options(&img, &opts).unwrap();
-        let b = Sandbox::with_options(&img, &opts).unwrap();
+        let a = rocm_pin_testkit::sandbox_with(&img, |o| o.backend = Some(backend));
+        let b = rocm_pin_testkit::sandbox_with(&img, |o| o.backend = Some(backend));
         assert_ne!(a.root(), b.root());
         a.add_local_repo("hello", debs.path()).unwrap();
         a.run_ok(&["apt-get", "install", "-y", "hello-lib"])
@@ -174,7 +163,7 @@ fn fresh_copies_are_independent_and_removed_on_drop() {
             .is_err());
 
         // A third one made after a's changes starts from the pristine image.
-        let c = Sandbox::with_options(&img, &opts).unwrap();
+        let c = rocm_pin_testkit::sandbox_with(&img, |o| o.backend = Some(backend));
         assert!(c.path("/etc/debian_version").is_file());
         assert_eq!(installed_version(&c, "hello-lib"), None);
 
@@ -233,14 +222,7 @@ fn dpkg_excludes_drop_documentation_but_copyright() {
     rocm_pin_testkit::needs_root!("chroots and mounts");
     let img = image("bookworm");
     let debs = hello_debs();
-    let sb = Sandbox::with_options(
-        &img,
-        &SandboxOptions {
-            dpkg_excludes: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let sb = rocm_pin_testkit::sandbox_with(&img, |o| o.dpkg_excludes = true);
     assert!(sb
         .read_to_string("/etc/dpkg/dpkg.cfg.d/excludes")
         .unwrap()
@@ -257,14 +239,7 @@ fn dpkg_excludes_drop_documentation_but_copyright() {
 fn helpers_copy_resolve_and_run_rocm_pin_inside() {
     rocm_pin_testkit::needs_root!("chroots and mounts");
     let img = image("bookworm");
-    let sb = Sandbox::with_options(
-        &img,
-        &SandboxOptions {
-            mount_proc: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let sb = rocm_pin_testkit::sandbox_with(&img, |o| o.mount_proc = true);
     // The rocm-pin binary runs inside.
     sb.install_rocm_pin(&rocm_pin_testkit::rocm_pin_bin!())
         .unwrap();

@@ -3,20 +3,11 @@
 use rocm_pin_testkit::assert_says;
 use std::process::Command;
 
-use rocm_pin_kit::sandbox::{Sandbox, SandboxOptions};
-
 #[test]
 fn trixie_with_apt3_solver_installs_from_a_local_repo() {
     rocm_pin_testkit::needs_root!("a chroot");
     let img = rocm_pin_testkit::chroot_image("trixie");
-    let sb = Sandbox::with_options(
-        &img,
-        &SandboxOptions {
-            apt_solver3: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let sb = rocm_pin_testkit::sandbox_with(&img, |o| o.apt_solver3 = true);
     let version = sb.run_ok(&["apt-get", "--version"]).unwrap();
     assert!(version.starts_with("apt 3."), "{version}");
     let dump = sb.run_ok(&["apt-config", "dump", "APT::Solver"]).unwrap();

@@ -117,24 +117,22 @@ pub(crate) fn non_test_code(text: &str) -> String {
     code
 }
 
+/// Every `.rs` file below `dir`, sorted by path.
+pub(crate) fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|entry| entry.expect("reading a source directory").into_path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// Every `.rs` file under `src` (tests and lib.rs too: the graph reader tells test code
 /// apart itself), as `(path relative to src, text)`, in a stable order.
 fn crate_files() -> Vec<(String, String)> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("reading crates/core/src") {
-            let path = entry.expect("reading a directory entry").path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut paths = Vec::new();
-    walk(&src, &mut paths);
-    paths.sort();
-    paths
+    rust_files_under(&src)
         .iter()
         .map(|path| {
             let relative = path

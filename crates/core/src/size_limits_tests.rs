@@ -59,21 +59,11 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
 
 /// Every `.rs` file of the core, the kit and the binary.
 fn product_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("reading a source directory") {
-            let path = entry.expect("reading a directory entry").path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let core = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut paths = Vec::new();
-    for dir in ["src", "../kit/src", "../../src"] {
-        walk(&core.join(dir), &mut paths);
-    }
+    let mut paths: Vec<PathBuf> = ["src", "../kit/src", "../../src"]
+        .iter()
+        .flat_map(|dir| crate::layers_tests::rust_files_under(&core.join(dir)))
+        .collect();
     paths.sort();
     paths
 }

@@ -33,22 +33,19 @@ fn findings(file: &str, text: &str) -> Vec<String> {
     found
 }
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("reading crates/formats/src") {
-        let path = entry.expect("reading a directory entry").path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
+/// Every `.rs` file below `dir`.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|entry| entry.expect("reading crates/formats/src").into_path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect()
 }
 
 #[test]
 fn no_product_or_host_knowledge_in_the_sources() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
+    let mut files = sources(&src);
     files.retain(|f| !f.ends_with("product_free_tests.rs"));
     assert!(files.len() > 20, "read almost no sources: {files:?}");
     let mut found = Vec::new();

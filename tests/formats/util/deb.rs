@@ -7,12 +7,35 @@ use std::path::Path;
 use std::process::Command;
 
 use rocm_pin_core::deb::tar::permission_letters;
-use rocm_pin_core::deb::{Entry, EntryKind};
+use rocm_pin_core::deb::{Compression, Entry, EntryKind};
 
 pub use super::{bin, cache_dir};
 pub use rocm_pin_testkit::must;
 
 pub const SDE: u64 = 1_700_000_000;
+
+/// Every compression a .deb member may use, for the tests that cover each.
+pub const ALL_COMPRESSIONS: [Compression; 4] = [
+    Compression::Xz,
+    Compression::Gzip,
+    Compression::Zstd,
+    Compression::None,
+];
+
+/// `len` bytes or a little more of decimal numbers from a linear congruential generator started
+/// at `seed` (each its top `64 - shift` bits, space-separated): text that compresses, but only
+/// to several compressor blocks, the same bytes on every run.
+pub fn lcg_text(len: usize, seed: u64, shift: u32) -> Vec<u8> {
+    let mut data = Vec::with_capacity(len);
+    let mut x = seed;
+    while data.len() < len {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        data.extend_from_slice(format!("{} ", x >> shift).as_bytes());
+    }
+    data
+}
 
 /// One step of building a tree (run in either order).
 pub type Step = Box<dyn Fn(&Path)>;

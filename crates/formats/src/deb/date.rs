@@ -47,22 +47,20 @@ mod tests {
     /// Expected strings are `date -u -R -d @SECS` (changelog) and the archive's layout.
     #[test]
     fn dates_match_date_r_and_the_archive() {
-        assert_eq!(
-            changelog_date(0).unwrap(),
-            "Thu, 01 Jan 1970 00:00:00 +0000"
-        );
-        assert_eq!(
-            changelog_date(951_782_400).unwrap(),
-            "Tue, 29 Feb 2000 00:00:00 +0000"
-        );
-        assert_eq!(
-            release_date(1_764_727_687).unwrap(),
-            "Wed, 03 Dec 2025 02:08:07 UTC"
-        );
-        assert_eq!(
-            release_date(4_102_444_799).unwrap(),
-            "Thu, 31 Dec 2099 23:59:59 UTC"
-        );
+        type Layout = fn(i64) -> Result<String, DateError>;
+        const CASES: &[(Layout, i64, &str)] = &[
+            (changelog_date, 0, "Thu, 01 Jan 1970 00:00:00 +0000"),
+            (
+                changelog_date,
+                951_782_400,
+                "Tue, 29 Feb 2000 00:00:00 +0000",
+            ),
+            (release_date, 1_764_727_687, "Wed, 03 Dec 2025 02:08:07 UTC"),
+            (release_date, 4_102_444_799, "Thu, 31 Dec 2099 23:59:59 UTC"),
+        ];
+        for (layout, secs, expected) in CASES {
+            assert_eq!(layout(*secs).unwrap(), *expected, "{secs}");
+        }
         assert_eq!(year(1_764_720_000).unwrap(), 2025);
     }
 

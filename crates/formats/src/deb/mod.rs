@@ -17,6 +17,8 @@ pub mod archive;
 pub mod compress;
 pub(crate) mod content;
 pub mod control;
+#[doc(hidden)]
+pub mod crafted;
 pub mod date;
 mod error;
 pub mod inspect;

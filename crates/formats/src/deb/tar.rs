@@ -794,17 +794,7 @@ pub fn read_safe<R: Read>(
 mod tests {
     use super::*;
 
-    fn build(entries: &[(&str, WriteKind<'_>, &[u8])]) -> Vec<u8> {
-        let mut w = TarWriter::new(Vec::new());
-        for (name, kind, data) in entries {
-            w.append_header(name.as_bytes(), *kind, 0o644, 1_700_000_000)
-                .unwrap();
-            if let WriteKind::File(n) = kind {
-                w.write_contents(&mut &data[..], *n, &mut |_| {}).unwrap();
-            }
-        }
-        w.finish().unwrap()
-    }
+    use crate::deb::crafted::tar_of as build;
 
     fn list(bytes: &[u8]) -> anyhow::Result<Vec<Entry>> {
         let mut out = Vec::new();

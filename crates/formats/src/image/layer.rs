@@ -480,32 +480,13 @@ fn remove_any(p: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deb::tar::{TarWriter, WriteKind};
+    use crate::deb::crafted::{file, tar_of as layer, Entry as Spec};
+    use crate::deb::tar::WriteKind;
     use std::os::unix::fs::MetadataExt;
-
-    /// One entry of a crafted layer: name, kind, contents (files only).
-    type Spec<'a> = (&'a str, WriteKind<'a>, &'a [u8]);
-
-    /// A layer tar of `entries`, in order.
-    fn layer(entries: &[Spec<'_>]) -> Vec<u8> {
-        let mut w = TarWriter::new(Vec::new());
-        for (name, kind, data) in entries {
-            w.append_header(name.as_bytes(), *kind, 0o644, 1_700_000_000)
-                .unwrap();
-            if let WriteKind::File(n) = kind {
-                w.write_contents(&mut &data[..], *n, &mut |_| {}).unwrap();
-            }
-        }
-        w.finish().unwrap()
-    }
 
     fn apply(root: &Path, entries: &[(&str, WriteKind<'_>, &[u8])]) -> anyhow::Result<LayerStats> {
         let bytes = layer(entries);
         apply_layer(root, &mut &bytes[..])
-    }
-
-    fn file(data: &[u8]) -> WriteKind<'static> {
-        WriteKind::File(data.len() as u64)
     }
 
     #[test]
