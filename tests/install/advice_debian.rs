@@ -157,6 +157,28 @@ pub(crate) fn package_against(
     (run, rocm_pin_testkit::debs::debs_in(&out))
 }
 
+/// [`package_against`] that must succeed (`what` names the run in the failure): our .debs and
+/// the stock package each replaces (its name without `-pinned`).
+pub(crate) fn packaged_against(
+    what: &str,
+    sb: &Sandbox,
+    w: &Path,
+    hip_major: u32,
+    hiprtc: bool,
+) -> (Vec<PathBuf>, Vec<String>) {
+    let (run, debs) = package_against(sb, w, hip_major, hiprtc);
+    assert!(run.status.success(), "{what}: package: {}", text(&run));
+    let stock = debs
+        .iter()
+        .map(|d| {
+            rocm_pin_testkit::debs::field(d, "Package")
+                .trim_end_matches("-pinned")
+                .to_string()
+        })
+        .collect();
+    (debs, stock)
+}
+
 /// `rocm-pin install` of `debs` inside `sb` (each copied in as `/root/ours/<package>.deb`: sid's
 /// apt refuses a local path holding `~` and `+`).
 pub(crate) fn install_ours(sb: &Sandbox, debs: &[PathBuf]) -> std::process::Output {
@@ -256,21 +278,13 @@ fn advice_graph(host: &DebianHost) -> Option<(Vec<String>, Vec<String>)> {
     }
     let other_dir = work.path().join("other-release");
     repack_from_image(host.other, &["libhsa-runtime64-1"], &other_dir)?;
-    let (run, debs) = package_against(&sandbox(&tarball), work.path(), host.hip_major, host.hiprtc);
-    assert!(
-        run.status.success(),
-        "{}: package: {}",
+    let (debs, stock) = packaged_against(
         host.tag,
-        text(&run)
+        &sandbox(&tarball),
+        work.path(),
+        host.hip_major,
+        host.hiprtc,
     );
-    let stock: Vec<String> = debs
-        .iter()
-        .map(|d| {
-            rocm_pin_testkit::debs::field(d, "Package")
-                .trim_end_matches("-pinned")
-                .to_string()
-        })
-        .collect();
     let installed = || {
         let sb = sandbox(&tarball);
         let out = install_ours(&sb, &debs);

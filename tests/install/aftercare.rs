@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::advice_debian::{
-    debian_runtime_problems, image_tarball, install_ours, is_installed, package_against, sandbox,
+    debian_runtime_problems, image_tarball, install_ours, is_installed, packaged_against, sandbox,
 };
 use crate::update_in_place::publish_newer_upload;
 use crate::util::*;
@@ -32,16 +32,7 @@ fn a_dev_package_installed_after_install_stays_held_through_a_newer_stock_upload
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let (run, debs) = package_against(&sandbox(&tarball), work.path(), 7, true);
-    assert!(run.status.success(), "package: {}", text(&run));
-    let stock: Vec<String> = debs
-        .iter()
-        .map(|d| {
-            rocm_pin_testkit::debs::field(d, "Package")
-                .trim_end_matches("-pinned")
-                .to_string()
-        })
-        .collect();
+    let (debs, stock) = packaged_against("ours", &sandbox(&tarball), work.path(), 7, true);
     let sb = sandbox(&tarball);
     sb.add_local_repo("debian-rccl", list.parent().unwrap())
         .unwrap();

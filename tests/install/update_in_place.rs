@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::advice_debian::{image_tarball, install_ours, is_installed, package_against, sandbox};
+use crate::advice_debian::{image_tarball, install_ours, is_installed, packaged_against, sandbox};
 use crate::util::*;
 use rocm_pin_kit::sandbox::Sandbox;
 use rocm_pin_testkit::staging::{build_staging, StagingSpec};
@@ -404,16 +404,8 @@ fn debian_updates(tag: &str, flavour: &str, hip_major: u32, hiprtc: bool, steps:
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let (run, debs) = package_against(&sandbox(&tarball), work.path(), hip_major, hiprtc);
-    assert!(run.status.success(), "package: {}", text(&run));
-    let stock: Vec<String> = debs
-        .iter()
-        .map(|d| {
-            rocm_pin_testkit::debs::field(d, "Package")
-                .trim_end_matches("-pinned")
-                .to_string()
-        })
-        .collect();
+    let (debs, stock) =
+        packaged_against("ours", &sandbox(&tarball), work.path(), hip_major, hiprtc);
     let new_build = |sb: &Sandbox| {
         debian_loaded_marker(sb).is_some_and(|m| m["commit"].as_str() == Some(NEW_COMMIT))
     };
@@ -612,16 +604,7 @@ fn status_ways_forward_run_verbatim_on_debians_packaging() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let (run, debs) = package_against(&sandbox(&tarball), work.path(), 7, true);
-    assert!(run.status.success(), "package: {}", text(&run));
-    let stock: Vec<String> = debs
-        .iter()
-        .map(|d| {
-            rocm_pin_testkit::debs::field(d, "Package")
-                .trim_end_matches("-pinned")
-                .to_string()
-        })
-        .collect();
+    let (debs, stock) = packaged_against("ours", &sandbox(&tarball), work.path(), 7, true);
     let host = || {
         let sb = sandbox(&tarball);
         let out = install_ours(&sb, &debs);
