@@ -197,6 +197,13 @@ fn removing_and_purging_rocm_pins_own_deb_takes_the_hooks_away() {
 
     let out = sb.run(&["apt-get", "remove", "-y", "rocm-pin"]).unwrap();
     assert_eq!(rc(&out), 0, "apt-get remove rocm-pin:\n{}", text(&out));
+    // apt still runs the hook line it read before prerm took the hooks away: it must not say
+    // the guard is "off" and the run "not checked", as if something were wrong.
+    assert!(
+        !text(&out).contains("rocm-pin --guard"),
+        "apt-get remove rocm-pin:\n{}",
+        text(&out)
+    );
     assert!(
         !sb.path(APT_HOOK).exists() && !sb.path(DPKG_HOOK).exists(),
         "prerm/postrm must remove the hooks"

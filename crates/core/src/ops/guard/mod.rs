@@ -90,6 +90,14 @@ pub enum HookTool {
 }
 
 impl HookTool {
+    /// The file that holds this tool's hook line.
+    pub fn hook_file(self) -> &'static str {
+        match self {
+            HookTool::Apt => APT_HOOK,
+            HookTool::Dpkg => DPKG_HOOK,
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             HookTool::Apt => "apt",
@@ -126,10 +134,20 @@ impl Suspended {
 /// ([`hook_start`], then verify, then [`hook_end`]); the shell only lets a run through, saying
 /// why, when the binary is gone. No double quote and no backslash in it: it sits inside an apt
 /// configuration string. `binary` is a path of `safe_path` characters, so it needs no quoting.
+///
+/// The line is silent when its own hook file is gone too: apt reads its configuration once, so
+/// the `apt-get remove rocm-pin` whose prerm takes the hooks away (or a run that began before
+/// `rocm-pin guard off`) still runs the line after — the guard was taken away on purpose, and
+/// telling the user to remove hook files that are already gone would be wrong.
 pub fn hook_script(tool: HookTool, binary: &str, flags: GuardFlags) -> String {
+    hook_script_in(tool, binary, tool.hook_file(), flags)
+}
+
+/// [`hook_script`] for a hook file at `hook_file` (tests put it in a temporary directory).
+fn hook_script_in(tool: HookTool, binary: &str, hook_file: &str, flags: GuardFlags) -> String {
     let t = tool.word();
     format!(
-        "[ -x {binary} ] && exec {binary} guard hook {t}{args}; \
+        "[ -x {binary} ] && exec {binary} guard hook {t}{args}; [ ! -e {hook_file} ] || \
 echo 'rocm-pin --guard: off: {binary} is gone or not executable, so this {t} run was not checked' >&2",
         args = flags.verify_args(),
     )
@@ -538,7 +556,7 @@ mod tests {
                 tool.word()
             )));
             // What dpkg and apt print when the hook fails: one line, a few words, not a script.
-            assert!(!s.contains('\n') && s.len() < 240, "{} bytes: {s}", s.len());
+            assert!(!s.contains('\n') && s.len() < 300, "{} bytes: {s}", s.len());
         }
     }
 
@@ -631,9 +649,17 @@ mod tests {
     }
 
     /// The hook line as `sh -c` runs it, with a stand-in binary that prints its arguments and
-    /// exits `code` (None: no binary).
+    /// exits `code` (None: no binary), its hook file present.
     fn run_hook_line(tool: HookTool, code: Option<i32>) -> (i32, String) {
+        run_hook_line_with(tool, code, true)
+    }
+
+    fn run_hook_line_with(tool: HookTool, code: Option<i32>, hook_file: bool) -> (i32, String) {
         let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("hook");
+        if hook_file {
+            std::fs::write(&file, "the hook\n").unwrap();
+        }
         let bin = d.path().join("rocm-pin");
         if let Some(code) = code {
             std::fs::write(
@@ -643,7 +669,12 @@ mod tests {
             .unwrap();
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let line = hook_script(tool, &bin.display().to_string(), GuardFlags::default());
+        let line = hook_script_in(
+            tool,
+            &bin.display().to_string(),
+            &file.display().to_string(),
+            GuardFlags::default(),
+        );
         let out = std::process::Command::new("sh")
             .arg("-c")
             .arg(line)
@@ -673,6 +704,11 @@ mod tests {
                     && said.contains(&format!("this {t} run was not checked")),
                 "{said}"
             );
+            // Its hook file gone as well (apt still runs the line it read before a prerm or
+            // `guard off` took the hooks away): the guard is off on purpose, nothing to say.
+            assert_eq!(run_hook_line_with(tool, None, false), (0, String::new()));
+            // The binary there: it judges, whatever happened to the file.
+            assert_eq!(run_hook_line_with(tool, Some(1), false).0, 1);
         }
     }
 
