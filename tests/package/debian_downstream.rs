@@ -642,7 +642,9 @@ fn status_after_install(image: &ChrootImage, p: &Prepared) {
     }
     assert!(
         human.contains(&format!("a newer upload of ROCm {release}"))
-            && human.contains("rocm-pin package --stock-deb"),
+            && human.contains("rocm-pin package --staging")
+            && human.contains("--stock-deb ./*.deb")
+            && human.contains("rocm-pin install new/*.deb"),
         "{}",
         human
     );
