@@ -67,17 +67,9 @@ pub(crate) fn replaced_versions(
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for e in installed.iter().filter(|e| e.has_files()) {
-        for rel in e.provides.split(',') {
-            let Some((name, rest)) = rel.split_once('(') else {
-                continue;
-            };
-            let name = name.trim().split(':').next().unwrap_or("").to_string();
-            let Some(version) = rest.trim().strip_prefix('=') else {
-                continue;
-            };
-            let version = version.trim_end_matches(')').trim().to_string();
-            if stock_names.contains(&name) && !out.contains(&(name.clone(), version.clone())) {
-                out.push((name, version));
+        for rel in exact_relations(&e.provides) {
+            if stock_names.contains(&rel.0) && !out.contains(&rel) {
+                out.push(rel);
             }
         }
     }

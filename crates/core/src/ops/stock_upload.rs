@@ -174,11 +174,7 @@ fn matching_version(
     installed: &str,
     moving: &BTreeMap<String, (String, String)>,
 ) -> anyhow::Result<Option<String>> {
-    let out = crate::host::apt::apt_command(root, "apt-cache")
-        .arg("show")
-        .arg(package)
-        .output()
-        .context("cannot run apt-cache show")?;
+    let out = crate::host::apt::apt_cache_read_only(root, &["show", package])?;
     // apt-cache show fails for a package it has no record of: no version to move to.
     let text = String::from_utf8_lossy(&out.stdout);
     let paragraphs = crate::deb::control::Paragraph::parse_many(&text)
@@ -241,12 +237,9 @@ pub(crate) fn newer_stock_upload(installed: &StatusEntry, new: &DebFacts) -> any
 
 /// The exact version `Provides` (a control field's value) gives `name`, if any.
 fn provided_version(provides: &str, name: &str) -> Option<String> {
-    provides.split(',').find_map(|item| {
-        let item = item.trim();
-        let rest = item.strip_prefix(name)?.trim_start();
-        let v = rest.strip_prefix("(=")?.trim().strip_suffix(')')?;
-        Some(v.trim().to_string())
-    })
+    crate::host::hold_offered::exact_relations(provides)
+        .into_iter()
+        .find_map(|(n, v)| (n == name).then_some(v))
 }
 
 #[cfg(test)]
