@@ -43,7 +43,7 @@ pub enum Command {
     Install(install::InstallArgs),
     /// Check that the patched runtime is installed, pinned and the one the loader uses
     Verify(verify::VerifyArgs),
-    /// Report ROCm version, gate decision, installed flavor/commit and verify summary
+    /// Report ROCm version, gate decision, installed package suffix/commit and verify summary
     Status(status::StatusArgs),
     /// Turn a host patched in place (cp -P + hard links; on Debian's packaging with --commit) into the pinned packages, offline
     Adopt(adopt::AdoptArgs),

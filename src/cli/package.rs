@@ -46,8 +46,8 @@ pub struct PackageOptions {
     /// The real versioned ROCm prefix (default: /opt/rocm resolved through its symlinks)
     #[arg(long, value_name = "PATH")]
     pub prefix: Option<String>,
-    /// Replacement packages are named <stock>-<flavor>
-    #[arg(long = "flavor", value_name = "FLAVOR", default_value = rocm_pin_core::rocm::DEFAULT_SUFFIX)]
+    /// The package suffix: replacement packages are named <stock>-<SUFFIX>
+    #[arg(long = "flavor", value_name = "SUFFIX", default_value = rocm_pin_core::rocm::DEFAULT_SUFFIX)]
     pub suffix: String,
     /// Full source commit (required when the staging has no rocm-pin-build.json)
     #[arg(long)]

@@ -1,4 +1,4 @@
-//! The audit of every `std::fs` call in the library outside the resolver (`host/root.rs`):
+//! The audit of every `std::fs` call in the library outside the resolver (`host/root/`):
 //! per file and function, the kind of path it takes and why that path is not one a root, an
 //! image or a repository chose. `fs_rule_tests.rs` scans the sources and checks them against
 //! this list, both ways.
@@ -245,7 +245,7 @@ pub(super) const AUDITED: &[Audited] = &[
         "hashes the file its caller names: files this run made or the user named (callers audited here)",
     ),
     audited(
-        "pkgformats/elf.rs",
+        "pkgformats/elf/mod.rs",
         "read_elf",
         Helper,
         "reads the ELF file its caller names: build staging, our extracted packages, stock files whose entry host::root resolved (plan/families.rs)",

@@ -536,7 +536,7 @@ impl HostStatus {
         }
         if let (Some(f), Some(c)) = (&self.suffix, &self.commit) {
             s.push_str(&format!(
-                "installed:   flavor {}, commit {}\n",
+                "installed:   suffix {}, commit {}\n",
                 shown(f),
                 shown(c)
             ));

@@ -16,6 +16,8 @@
 
 use std::fmt;
 
+pub use super::error::ControlError;
+use super::error::{field_err, syntax};
 use super::version::Version;
 
 /// One deb822 paragraph. Field order is preserved; names compare case-insensitively.
@@ -25,30 +27,6 @@ use super::version::Version;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Paragraph {
     fields: Vec<(String, String)>,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ControlError {
-    #[error("line {line}: {reason}")]
-    Syntax { line: usize, reason: String },
-    #[error("field {field:?}: {reason}")]
-    Field { field: String, reason: String },
-    #[error("missing required field {0}")]
-    Missing(String),
-}
-
-fn syntax(line: usize, reason: impl Into<String>) -> ControlError {
-    ControlError::Syntax {
-        line,
-        reason: reason.into(),
-    }
-}
-
-fn field_err(field: &str, reason: impl Into<String>) -> ControlError {
-    ControlError::Field {
-        field: field.to_string(),
-        reason: reason.into(),
-    }
 }
 
 fn is_blank(c: char) -> bool {

@@ -6,11 +6,7 @@ use time::format_description::well_known::Rfc2822;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
-#[derive(Debug, thiserror::Error)]
-pub enum DateError {
-    #[error("timestamp {0} is outside the dates Debian files can carry")]
-    OutOfRange(i64),
-}
+pub use super::error::DateError;
 
 fn utc(secs: i64) -> Result<OffsetDateTime, DateError> {
     OffsetDateTime::from_unix_timestamp(secs).map_err(|_| DateError::OutOfRange(secs))

@@ -1,4 +1,7 @@
-//! The Debian format's refusals.
+//! The Debian format's refusals: a package not written or not readable ([`DebError`]), a
+//! version dpkg would refuse ([`VersionError`]), a deb822 paragraph or relationship field
+//! that does not parse ([`ControlError`]), a timestamp no Debian date can carry
+//! ([`DateError`]). Each is also reachable where it is raised (`deb::version::VersionError`, …).
 
 use std::path::PathBuf;
 
@@ -25,4 +28,44 @@ pub enum DebError {
 /// A malformed package or a refused input, as an `anyhow::Error` carrying [`DebError::Invalid`].
 pub(crate) fn invalid(message: impl Into<String>) -> anyhow::Error {
     DebError::Invalid(message.into()).into()
+}
+
+/// Why a string is not a Debian version (`dpkg --compare-versions` would refuse it too).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid version {input:?}: {reason}")]
+pub struct VersionError {
+    pub input: String,
+    pub reason: String,
+}
+
+/// Why a deb822 paragraph or one of its fields does not parse.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ControlError {
+    #[error("line {line}: {reason}")]
+    Syntax { line: usize, reason: String },
+    #[error("field {field:?}: {reason}")]
+    Field { field: String, reason: String },
+    #[error("missing required field {0}")]
+    Missing(String),
+}
+
+pub(super) fn syntax(line: usize, reason: impl Into<String>) -> ControlError {
+    ControlError::Syntax {
+        line,
+        reason: reason.into(),
+    }
+}
+
+pub(super) fn field_err(field: &str, reason: impl Into<String>) -> ControlError {
+    ControlError::Field {
+        field: field.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Why a timestamp cannot be written as a Debian date.
+#[derive(Debug, thiserror::Error)]
+pub enum DateError {
+    #[error("timestamp {0} is outside the dates Debian files can carry")]
+    OutOfRange(i64),
 }

@@ -17,19 +17,14 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
+pub use super::error::VersionError;
+
 #[derive(Debug, Clone)]
 pub struct Version {
     pub epoch: u32,
     pub upstream: String,
     /// Empty when the version has no `-revision` part.
     pub revision: String,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("invalid version {input:?}: {reason}")]
-pub struct VersionError {
-    pub input: String,
-    pub reason: String,
 }
 
 /// dpkg accepts epochs up to INT_MAX.

@@ -8,7 +8,7 @@ use super::stock::StockPackage;
 use crate::ops::plan::staging::Staging;
 use crate::rocm::{self, Half};
 
-/// The flavor makes a package name; every staged family has a stock owner; the staging holds
+/// The suffix makes a package name; every staged family has a stock owner; the staging holds
 /// every required library of the family (the pair: the patched ROCr with its backport symbol,
 /// and a libamdhip64).
 pub(super) fn check_inputs(
@@ -24,7 +24,7 @@ pub(super) fn check_inputs(
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     {
-        return Err(refused(format!("flavor {:?} must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.suffix)));
+        return Err(refused(format!("package suffix {:?} (--flavor) must be lower-case letters, digits, '-' or '.' (it becomes part of a package name)", opts.suffix)));
     }
 
     // Every staged family must have a stock owner; every required family a staged library.

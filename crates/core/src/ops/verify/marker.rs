@@ -95,9 +95,11 @@ fn unclean_marker_path(m: &rocm::Marker) -> Option<anyhow::Error> {
     })
 }
 
-/// The marker line of the report: commit, flavor, and the patch series when there is one.
+/// The marker line of the report: commit, package suffix, and the patch series when there is
+/// one. A report line only (verify's text and its JSON `detail`), parsed by nothing; the
+/// marker file itself keeps its JSON key `flavor`.
 fn marker_summary(m: &rocm::Marker) -> String {
-    let mut text = format!("commit {} flavor {}", m.commit, m.suffix);
+    let mut text = format!("commit {} suffix {}", m.commit, m.suffix);
     if !m.patches.is_empty() {
         let names: Vec<String> = m
             .patches

@@ -17,6 +17,11 @@ use goblin::elf::sym::{STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STV_DEFAULT, STV_PR
 use goblin::elf::symver::{VerdefSection, VersymSection, VERSYM_HIDDEN, VERSYM_VERSION};
 use goblin::elf::Elf;
 
+mod error;
+
+use error::invalid;
+pub use error::ElfError;
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExportedSymbol {
     pub name: String,
@@ -537,19 +542,6 @@ fn synthetic_section(
         sh_info: info,
         ..SectionHeader::default()
     })
-}
-
-/// Why an ELF file could not be read as a shared library.
-#[derive(Debug, thiserror::Error)]
-pub enum ElfError {
-    /// Not an ELF file, or one whose headers or tables do not hold together.
-    #[error("{0}")]
-    Invalid(String),
-}
-
-/// A malformed ELF file, as an `anyhow::Error` carrying [`ElfError::Invalid`].
-fn invalid(message: impl Into<String>) -> anyhow::Error {
-    ElfError::Invalid(message.into()).into()
 }
 
 #[cfg(test)]

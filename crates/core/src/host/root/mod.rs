@@ -22,7 +22,6 @@
 //! capped per kind of file ([`FileKind::cap`]): over the cap is an error, never a short read.
 
 use std::ffi::{CStr, CString, OsString};
-use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -30,8 +29,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
-/// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
-const MAX_HOPS: usize = 40;
+mod error;
+mod limits;
+
+use error::root_problem;
+pub use error::{chain, ReadProblem, ResolveError, RootReadError};
+pub use limits::FileKind;
+use limits::MAX_HOPS;
 
 /// A directory that stands for `/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,62 +60,6 @@ pub struct Resolved {
     /// The path as asked, then the whole path after each symlink followed: the chain a user
     /// reads in an error (`/opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4`).
     pub hops: Vec<PathBuf>,
-}
-
-/// Why a path does not resolve inside a root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResolveError {
-    /// A component is missing (a dangling link, or a path that does not exist).
-    Missing {
-        asked: PathBuf,
-        missing: PathBuf,
-        hops: Vec<PathBuf>,
-    },
-    /// More than `MAX_HOPS` symlinks (a loop, as the kernel would report `ELOOP`).
-    Loop { asked: PathBuf },
-    /// The link or a directory on the way cannot be read.
-    Unreadable { path: PathBuf, error: String },
-}
-
-impl fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResolveError::Missing {
-                asked,
-                missing,
-                hops,
-            } => {
-                write!(
-                    f,
-                    "{} does not resolve: {} does not exist (dangling)",
-                    asked.display(),
-                    missing.display()
-                )?;
-                if hops.len() > 1 {
-                    write!(f, " (chain: {})", chain(hops))?;
-                }
-                Ok(())
-            }
-            ResolveError::Loop { asked } => write!(
-                f,
-                "{}: too many levels of symbolic links (more than {MAX_HOPS})",
-                asked.display()
-            ),
-            ResolveError::Unreadable { path, error } => {
-                write!(f, "cannot read {}: {error}", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for ResolveError {}
-
-/// `a -> b -> c`
-pub fn chain(hops: &[PathBuf]) -> String {
-    hops.iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" -> ")
 }
 
 impl Root {
@@ -211,181 +159,6 @@ impl Root {
     pub fn canonical(&self, path: &str) -> Result<String, ResolveError> {
         self.resolve(path, Missing::Fail)
             .map(|r| r.path.to_string_lossy().into_owned())
-    }
-}
-
-/// What a file read under a root is: each kind has a size cap no real host reaches (Debian's
-/// status file on a big host is 10-30 MB), so a hostile root cannot make a read unbounded.
-///
-/// | kind               | cap     | file                                                |
-/// |--------------------|---------|-----------------------------------------------------|
-/// | `DpkgStatus`       | 128 MiB | `var/lib/dpkg/status`, `available`                  |
-/// | `DpkgList`         | 128 MiB | `var/lib/dpkg/info/<pkg>.list`                      |
-/// | `DpkgMd5sums`      | 128 MiB | `var/lib/dpkg/info/<pkg>.md5sums`                   |
-/// | `DpkgInfo`         | 16 MiB  | other `info/` files: conffiles, maintainer scripts  |
-/// | `Marker`           | 16 MiB  | the provenance marker (JSON)                        |
-/// | `StateRecord`      | 1 MiB   | rocm-pin's records: skip record, hold, adopt state  |
-/// | `LdCache`          | 128 MiB | `etc/ld.so.cache`                                   |
-/// | `Config`           | 4 MiB   | apt preferences, apt.conf.d, dpkg.cfg.d, ld.so.conf, loader entries |
-/// | `VersionFile`      | 64 KiB  | `<prefix>/.info/version` and similar one-liners     |
-/// | `PackageIndex`     | 128 MiB | a local apt repository's `Packages`                 |
-/// | `AptCache`         | 1 GiB   | `var/cache/apt/{,src}pkgcache.bin`, linked for apt-cache |
-/// | `PackagedFile`     | 64 GiB  | a packaged file that is hashed as a stream          |
-/// | `ProcMaps`         | 64 MiB  | `/proc/<pid>/maps` (status's stale-mapping scan)    |
-/// | `ProcComm`         | 64 B    | `/proc/<pid>/comm`                                  |
-///
-/// `/proc/<pid>/maps` has one line per mapping: at most `vm.max_map_count` of them (65 530 by
-/// default; 262 144 where databases raise it), each the 73 fixed columns plus a path, ~100
-/// bytes for a library (26 MB at 262 144); long paths on every line of a process at the
-/// raised count are the only way past 64 MiB. `comm` is the kernel's `TASK_COMM_LEN` (16
-/// bytes with its NUL, so 15 + a newline); 64 leaves room for a kernel that widens it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    DpkgStatus,
-    DpkgList,
-    DpkgMd5sums,
-    DpkgInfo,
-    Marker,
-    StateRecord,
-    LdCache,
-    Config,
-    VersionFile,
-    PackageIndex,
-    AptCache,
-    PackagedFile,
-    ProcMaps,
-    ProcComm,
-    /// A file of a Python `.dist-info` directory (METADATA, RECORD, WHEEL, …).
-    DistInfo,
-}
-
-const MIB: u64 = 1 << 20;
-
-impl FileKind {
-    /// The most bytes a file of this kind may have.
-    pub fn cap(self) -> u64 {
-        match self {
-            // About 900 bytes a package on a real host: 128 MiB is ~146 000 packages, twice
-            // Debian's whole archive for one architecture installed at once. The status is
-            // parsed whole, at ~9 bytes of memory per byte: 512 MiB allowed a hostile root
-            // minutes of CPU and gigabytes of memory (`hostile_root` measures the cap).
-            FileKind::DpkgStatus => 128 * MIB,
-            FileKind::DpkgList
-            | FileKind::DpkgMd5sums
-            | FileKind::LdCache
-            | FileKind::PackageIndex => 128 * MIB,
-            FileKind::DpkgInfo | FileKind::Marker => 16 * MIB,
-            FileKind::StateRecord => MIB,
-            FileKind::Config => 4 * MIB,
-            FileKind::VersionFile => 64 * 1024,
-            FileKind::AptCache => 1024 * MIB,
-            FileKind::PackagedFile => 64 * 1024 * MIB,
-            FileKind::ProcMaps => 64 * MIB,
-            FileKind::ProcComm => 64,
-            // RECORD of the largest ROCm wheel (rocm-sdk-devel, extended on use) is a few MiB.
-            FileKind::DistInfo => 64 * MIB,
-        }
-    }
-
-    /// What the file is, for messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            FileKind::DpkgStatus => "dpkg status file",
-            FileKind::DpkgList => "dpkg file list",
-            FileKind::DpkgMd5sums => "dpkg md5sums file",
-            FileKind::DpkgInfo => "dpkg info file",
-            FileKind::Marker => "provenance marker",
-            FileKind::StateRecord => "rocm-pin state record",
-            FileKind::LdCache => "ld.so cache",
-            FileKind::Config => "configuration file",
-            FileKind::VersionFile => "version file",
-            FileKind::PackageIndex => "Packages index",
-            FileKind::AptCache => "apt package cache",
-            FileKind::PackagedFile => "packaged file",
-            FileKind::ProcMaps => "process memory map (/proc/<pid>/maps)",
-            FileKind::ProcComm => "process name (/proc/<pid>/comm)",
-            FileKind::DistInfo => "Python .dist-info file",
-        }
-    }
-}
-
-/// Why a file under a root was not read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReadProblem {
-    /// The path does not resolve inside the root (missing, dangling, a loop).
-    Resolve(ResolveError),
-    /// The path names something that is not a regular file.
-    NotRegular { what: &'static str },
-    /// The file is larger than its kind's cap.
-    TooLarge { kind: FileKind, cap: u64 },
-    /// A `/proc` magic link (`/proc/self/fd/0`) on the way; never followed.
-    MagicLink,
-    /// The path itself is not acceptable (a NUL byte in it).
-    BadPath,
-    /// The open or read failed.
-    Io(String),
-    /// The root itself cannot be used: it does not exist, or is no directory (the words).
-    RootUnusable(String),
-}
-
-/// A refused or failed read of `path` (in-root) under `root`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RootReadError {
-    pub root: PathBuf,
-    pub path: PathBuf,
-    pub problem: ReadProblem,
-}
-
-impl RootReadError {
-    /// True when the file simply does not exist (callers for which absence is normal).
-    pub fn is_missing(&self) -> bool {
-        matches!(
-            self.problem,
-            ReadProblem::Resolve(ResolveError::Missing { .. })
-        )
-    }
-}
-
-impl fmt::Display for RootReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = format!("{} (in root {})", self.path.display(), self.root.display());
-        match &self.problem {
-            ReadProblem::Resolve(e) => write!(f, "{e} (in root {})", self.root.display()),
-            ReadProblem::NotRegular { what } => write!(
-                f,
-                "{at} is {what}, not a regular file; refused (rocm-pin reads only regular \
-                 files under a root): replace it with the regular file"
-            ),
-            ReadProblem::TooLarge { kind, cap } => write!(
-                f,
-                "{at} is larger than the {cap}-byte limit for a {}; refused, not truncated",
-                kind.describe()
-            ),
-            ReadProblem::MagicLink => write!(
-                f,
-                "{at} goes through a /proc magic link or too many symlinks; refused (a link \
-                 into /proc/*/fd would reach this process's own files)"
-            ),
-            ReadProblem::BadPath => write!(f, "{at}: the path contains a NUL byte; refused"),
-            ReadProblem::Io(e) => write!(f, "cannot read {at}: {e}"),
-            ReadProblem::RootUnusable(why) => write!(
-                f,
-                "root {} {why}: give the directory of a Debian system tree (a chroot or an \
-                 unpacked image), or leave the option out for this host",
-                self.root.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RootReadError {}
-
-/// Why the root directory itself could not be opened, in a user's words.
-fn root_problem(e: &std::io::Error) -> ReadProblem {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) => ReadProblem::RootUnusable("does not exist".into()),
-        Some(libc::ENOTDIR) => ReadProblem::RootUnusable("is not a directory".into()),
-        _ => ReadProblem::RootUnusable(format!("cannot be opened ({e})")),
     }
 }
 
