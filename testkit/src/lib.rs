@@ -1,6 +1,7 @@
 //! Test machinery shared by rocm-pin's integration tests. Nothing here ships in the product.
 
 pub mod cpack;
+pub mod deb_table;
 pub mod debs;
 pub mod fixture;
 pub mod gcc;
