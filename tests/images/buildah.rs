@@ -137,8 +137,6 @@ const REVERTS: &[(&str, bool)] = &[
     ("revert.Dockerfile", true),
     ("revert-unchecked.Dockerfile", false),
 ];
-const VERIFY_LINE: &str = "RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \\\n    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
-const REVERT_LINE: &str = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
 
 /// One downstream build: a Dockerfile of the context's rocm-pin/, its base (`723`: ROCm
 /// 7.2.3), ROCM_PIN_MODE, whether the tool is kept, and what must come of it.
