@@ -1,6 +1,7 @@
 //! Test machinery shared by rocm-pin's integration tests. Nothing here ships in the product.
 
 pub mod cpack;
+pub mod deb_table;
 pub mod debs;
 pub mod fixture;
 pub mod gcc;
@@ -8,6 +9,7 @@ pub mod http;
 pub mod runtime;
 pub mod scratch;
 pub mod staging;
+pub mod timed;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -358,6 +360,31 @@ pub fn assert_says(text: &str, phrases: &[&str]) {
     for p in phrases {
         assert!(text.contains(p), "lacks {p:?}:\n{text}");
     }
+}
+
+/// Assert that the command behind `out` refused (exit 2, no panic) saying each of `phrases` on
+/// stderr; returns that stderr. `what` names the case in the message.
+#[track_caller]
+pub fn assert_refused(out: &Output, what: &str, phrases: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    for p in phrases {
+        assert!(err.contains(p), "{what}: lacks {p:?}:\n{err}");
+    }
+    err
+}
+
+/// [`assert_refused`], in one line (a trailing newline aside).
+#[track_caller]
+pub fn assert_refused_in_one_line(out: &Output, what: &str, phrases: &[&str]) -> String {
+    let err = assert_refused(out, what, phrases);
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{what}: not one line: {err}"
+    );
+    err
 }
 
 /// Assert that the command behind `out` succeeded; the message says `what` ran and shows its

@@ -30,7 +30,72 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
     let first = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
     assert_says(&first.stdout, &[&format!("built {commit}")]);
 
-    let m = manifest(&out);
+    let m = check_the_staging(&out, &src, &commit);
+    let hip = library(&m, "libamdhip64");
+
+    // Same commit, options and toolchain: reused, said so, fast.
+    let manifest_text = std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap();
+    let started = Instant::now();
+    let second = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
+    let elapsed = started.elapsed();
+    assert!(elapsed.as_secs_f64() < 2.0, "cache hit took {elapsed:?}");
+    second.says(&["cache hit"]);
+    assert_says(&second.stdout, &["reused cached staging"]);
+    assert!(
+        !second.stderr.contains("configure-rocr"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap(),
+        manifest_text
+    );
+
+    // A staging changed behind our back is not reused.
+    std::fs::write(out.join(&hip.path), b"").unwrap();
+    let third = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
+    third.says(&["cache miss", "empty library"]);
+    assert_eq!(manifest(&out), m);
+
+    // --rebuild builds from clean.
+    let marker = out.join("logs/configure-rocr.log");
+    std::fs::write(&marker, "stale log\n").unwrap();
+    let fourth = run(build_cmd(
+        &src,
+        &commit,
+        &rocm,
+        &out,
+        &["--jobs", "2", "--rebuild"],
+    ))
+    .ok();
+    fourth.says(&["--rebuild"]);
+    assert_says(&fourth.stdout, &[&format!("built {commit}")]);
+    assert!(!std::fs::read_to_string(&marker)
+        .unwrap()
+        .contains("stale log"));
+    assert_eq!(manifest(&out).libraries.len(), 4);
+}
+
+/// The build's steps, each with its log in logs/<step>.log.
+const BUILD_STEPS: &[&str] = &[
+    "configure-rocr",
+    "build-rocr",
+    "install-rocr",
+    "configure-clr",
+    "build-clr",
+    "install-clr",
+    "stage-rocr",
+];
+
+/// The staging `out` a first build of `commit` from `src` made with --jobs 2: its manifest
+/// (returned) judged by readelf, sha256sum and nm, the four libraries with their soname links,
+/// CLR built against the fresh ROCr headers carrying its identity, every step's log.
+fn check_the_staging(
+    out: &Path,
+    src: &Path,
+    commit: &str,
+) -> rocm_pin_core::ops::build::BuildManifest {
+    let m = manifest(out);
     assert_eq!(m.commit, commit);
     assert_eq!(m.commit_time, COMMIT_EPOCH);
     assert_eq!(m.source, src.display().to_string());
@@ -101,15 +166,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
         .windows(identity.len())
         .any(|w| w == identity.as_bytes()));
     assert!(out.join("include/hsa/hsa.h").is_file());
-    for step in [
-        "configure-rocr",
-        "build-rocr",
-        "install-rocr",
-        "configure-clr",
-        "build-clr",
-        "install-clr",
-        "stage-rocr",
-    ] {
+    for step in BUILD_STEPS {
         assert!(
             out.join("logs").join(format!("{step}.log")).is_file(),
             "{step}"
@@ -118,47 +175,7 @@ fn builds_the_standin_then_reuses_it_then_rebuilds_with_rebuild() {
     let log = std::fs::read_to_string(out.join("logs/build-clr.log")).unwrap();
     assert_says(&log, &["--parallel 2"]);
 
-    // Same commit, options and toolchain: reused, said so, fast.
-    let manifest_text = std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap();
-    let started = Instant::now();
-    let second = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
-    let elapsed = started.elapsed();
-    assert!(elapsed.as_secs_f64() < 2.0, "cache hit took {elapsed:?}");
-    second.says(&["cache hit"]);
-    assert_says(&second.stdout, &["reused cached staging"]);
-    assert!(
-        !second.stderr.contains("configure-rocr"),
-        "{}",
-        second.stderr
-    );
-    assert_eq!(
-        std::fs::read_to_string(out.join("rocm-pin-build.json")).unwrap(),
-        manifest_text
-    );
-
-    // A staging changed behind our back is not reused.
-    std::fs::write(out.join(&hip.path), b"").unwrap();
-    let third = run(build_cmd(&src, &commit, &rocm, &out, &["--jobs", "2"])).ok();
-    third.says(&["cache miss", "empty library"]);
-    assert_eq!(manifest(&out), m);
-
-    // --rebuild builds from clean.
-    let marker = out.join("logs/configure-rocr.log");
-    std::fs::write(&marker, "stale log\n").unwrap();
-    let fourth = run(build_cmd(
-        &src,
-        &commit,
-        &rocm,
-        &out,
-        &["--jobs", "2", "--rebuild"],
-    ))
-    .ok();
-    fourth.says(&["--rebuild"]);
-    assert_says(&fourth.stdout, &[&format!("built {commit}")]);
-    assert!(!std::fs::read_to_string(&marker)
-        .unwrap()
-        .contains("stale log"));
-    assert_eq!(manifest(&out).libraries.len(), 4);
+    m
 }
 
 #[test]

@@ -76,18 +76,8 @@ fn refused(tmp: &Path, label: &str, bytes: &[u8], needle: &str) {
         .arg(&file)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&res.stderr);
-    assert_eq!(res.status.code(), Some(2), "{label}: {err}");
-    assert!(!err.contains("panicked"), "{label}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{label}: not one line: {err}"
-    );
-    assert!(
-        err.contains(&file.display().to_string()),
-        "{label}: error does not name the file: {err}"
-    );
+    let err =
+        rocm_pin_testkit::assert_refused_in_one_line(&res, label, &[&file.display().to_string()]);
     assert!(
         err.to_lowercase().contains(&needle.to_lowercase()),
         "{label}: expected {needle:?} in {err}"

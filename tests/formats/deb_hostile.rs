@@ -7,6 +7,7 @@
 
 use rocm_pin_testkit::assert_says;
 use rocm_pin_testkit::assert_success;
+use rocm_pin_testkit::{assert_refused, assert_refused_in_one_line};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{symlink, FileTypeExt};
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use crate::util::deb::*;
 use rocm_pin_core::deb::ar::ArWriter;
 use rocm_pin_core::deb::{self, ReadLimits};
+use rocm_pin_testkit::timed::{measure, stderr_without_time, under_time};
 use rocm_pin_testkit::{is_root, needs_root};
 
 /// `tar` of everything under `dir` as dpkg-deb writes it (GNU format, root-owned, `./` names).
@@ -74,32 +76,63 @@ fn payload(dir: &Path) {
     write_file(dir, "usr/share/hostile/b.txt", &big, 0o644);
 }
 
-/// `rocm-pin deb inspect ARGS` under `/usr/bin/time`: (output, peak RSS in KiB, wall time).
-fn timed_inspect(file: &Path) -> (Output, u64, Duration) {
+/// `rocm-pin deb inspect ARGS FILE` under `/usr/bin/time`, measured; `label` and the measure
+/// printed for the record.
+struct Inspected {
+    code: Option<i32>,
+    /// Stderr less `/usr/bin/time`'s lines.
+    err: String,
+    rss_kib: u64,
+    wall: Duration,
+}
+
+fn inspect_measured(label: &str, file: &Path, args: &[&str]) -> Inspected {
     let started = Instant::now();
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "maxrss=%M"])
-        .arg(bin())
+    let out = under_time(&bin())
         .args(["deb", "inspect"])
+        .args(args)
         .arg(file)
         .output()
         .unwrap();
-    let elapsed = started.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let rss = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("maxrss="))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no maxrss from /usr/bin/time: {stderr}"));
-    (out, rss, elapsed)
+    let wall = started.elapsed();
+    let (rss_kib, cpu) = measure(&String::from_utf8_lossy(&out.stderr));
+    let err = stderr_without_time(&out);
+    let head: String = err.chars().take(500).collect();
+    eprintln!(
+        "{label}: exit {:?}, peak RSS {} MiB, {:.2}s CPU, {:.2}s wall: {head}",
+        out.status.code(),
+        rss_kib / 1024,
+        cpu.as_secs_f64(),
+        wall.as_secs_f64()
+    );
+    Inspected {
+        code: out.status.code(),
+        err,
+        rss_kib,
+        wall,
+    }
 }
 
-fn stderr_without_time(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| !l.starts_with("maxrss=") && !l.starts_with("Command exited"))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// `bomb` written as `<dir>/<name>.deb` and inspected: refused with exit 2 in one line of
+/// stderr that names the file and says each of `phrases`, within `rss_kib` of peak memory.
+#[track_caller]
+fn bomb_refused(
+    dir: &Path,
+    name: &str,
+    bomb: &[u8],
+    phrases: &[&str],
+    rss_kib: u64,
+) -> (PathBuf, Inspected) {
+    let file = dir.join(format!("{name}.deb"));
+    fs::write(&file, bomb).unwrap();
+    let ins = inspect_measured(&format!("{name} ({} bytes)", bomb.len()), &file, &[]);
+    let err = &ins.err;
+    assert_eq!(ins.code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    assert_says(err, &[&file.display().to_string()]);
+    assert_says(err, phrases);
+    assert!(ins.rss_kib < rss_kib, "peak RSS {} KiB", ins.rss_kib);
+    (file, ins)
 }
 
 /// The issue's probe: a control member of 60 files of 16 MiB each (every one at the per-file
@@ -108,44 +141,20 @@ fn stderr_without_time(out: &Output) -> String {
 #[test]
 fn a_control_bomb_is_refused_quickly_with_bounded_memory() {
     let tmp = tempfile::tempdir().unwrap();
-    let control_dir = tmp.path().join("control");
-    fs::create_dir_all(&control_dir).unwrap();
-    fs::write(control_dir.join("control"), CONTROL).unwrap();
-    for i in 0..60 {
-        // Sparse: nothing is written to disk, tar reads zeros.
-        let f = fs::File::create(control_dir.join(format!("pad{i:02}"))).unwrap();
-        f.set_len(16 << 20).unwrap();
-    }
-    let control = filter("zstd", &["-q", "-c", "-19"], &tar_bytes(&control_dir));
-    let data_dir = tmp.path().join("data");
-    payload(&data_dir);
-    let data = filter("zstd", &["-q", "-c"], &tar_bytes(&data_dir));
-    let bomb = ar_deb("control.tar.zst", &control, "data.tar.zst", &data);
+    let bomb = deb_with_control_files(tmp.path(), "zst", |control_dir| {
+        for i in 0..60 {
+            // Sparse: nothing is written to disk, tar reads zeros.
+            let f = fs::File::create(control_dir.join(format!("pad{i:02}"))).unwrap();
+            f.set_len(16 << 20).unwrap();
+        }
+    });
     assert!(bomb.len() < 200 << 10, "the bomb is {} bytes", bomb.len());
-    let file = tmp.path().join("control-bomb.deb");
-    fs::write(&file, &bomb).unwrap();
-
-    let (out, rss_kib, elapsed) = timed_inspect(&file);
-    let err = stderr_without_time(&out);
-    eprintln!(
-        "control bomb ({} bytes): exit {:?}, peak RSS {} MiB, {:.2}s: {err}",
-        bomb.len(),
-        out.status.code(),
-        rss_kib / 1024,
-        elapsed.as_secs_f64()
-    );
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "not one line: {err}");
-    assert_says(
-        &err,
-        &[
-            &file.display().to_string(),
-            "control.tar.zst",
-            "control files add up to more than the limit of 67108864 bytes",
-        ],
-    );
-    assert!(rss_kib < 256 << 10, "peak RSS {rss_kib} KiB");
-    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    let says = [
+        "control.tar.zst",
+        "control files add up to more than the limit of 67108864 bytes",
+    ];
+    let (file, ins) = bomb_refused(tmp.path(), "control-bomb", &bomb, &says, 256 << 10);
+    assert!(ins.wall < Duration::from_secs(30), "took {:?}", ins.wall);
 
     // `repo` reads the control member of every package it is given.
     let repo = tmp.path().join("repo");
@@ -155,9 +164,7 @@ fn a_control_bomb_is_refused_quickly_with_bounded_memory() {
         .arg(&file)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "repo: {err}");
-    assert!(err.contains("add up to more than the limit"), "repo: {err}");
+    assert_refused(&out, "repo", &["add up to more than the limit"]);
     assert!(!repo.exists(), "repo wrote something");
     // Every other reader path (install's and package's .deb reading) goes through these.
     let limits = ReadLimits::default();
@@ -171,30 +178,43 @@ fn a_control_bomb_is_refused_quickly_with_bounded_memory() {
 #[test]
 fn a_control_member_with_too_many_entries_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let control_dir = tmp.path().join("control");
-    fs::create_dir_all(&control_dir).unwrap();
-    fs::write(control_dir.join("control"), CONTROL).unwrap();
-    for i in 0..300 {
-        fs::write(control_dir.join(format!("f{i:03}")), b"").unwrap();
-    }
-    let control = filter("gzip", &["-c"], &tar_bytes(&control_dir));
-    let data_dir = tmp.path().join("data");
-    payload(&data_dir);
-    let data = filter("gzip", &["-c"], &tar_bytes(&data_dir));
-    let bytes = ar_deb("control.tar.gz", &control, "data.tar.gz", &data);
+    let bytes = deb_with_control_files(tmp.path(), "gz", |control_dir| {
+        for i in 0..300 {
+            fs::write(control_dir.join(format!("f{i:03}")), b"").unwrap();
+        }
+    });
     let file = tmp.path().join("many.deb");
     fs::write(&file, &bytes).unwrap();
-    let out = Command::new(bin())
-        .args(["deb", "inspect"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let ins = inspect_measured("300 control files", &file, &[]);
+    assert_eq!(ins.code, Some(2), "{}", ins.err);
     assert_says(
-        &err,
+        &ins.err,
         &["control.tar.gz: the control member has more than the limit of 256 entries"],
     );
+}
+
+/// A .deb whose control member holds the control file and what `add` puts beside it, both
+/// members compressed as `ext` (gz: gzip; zst: zstd, the control member at -19).
+fn deb_with_control_files(tmp: &Path, ext: &str, add: impl Fn(&Path)) -> Vec<u8> {
+    let control_dir = tmp.join("control");
+    fs::create_dir_all(&control_dir).unwrap();
+    fs::write(control_dir.join("control"), CONTROL).unwrap();
+    add(&control_dir);
+    let data_dir = tmp.join("data");
+    payload(&data_dir);
+    let (control, data) = match ext {
+        "gz" => (
+            filter("gzip", &["-c"], &tar_bytes(&control_dir)),
+            filter("gzip", &["-c"], &tar_bytes(&data_dir)),
+        ),
+        "zst" => (
+            filter("zstd", &["-q", "-c", "-19"], &tar_bytes(&control_dir)),
+            filter("zstd", &["-q", "-c"], &tar_bytes(&data_dir)),
+        ),
+        other => panic!("no compressor for {other}"),
+    };
+    let control_name = format!("control.tar.{ext}");
+    ar_deb(&control_name, &control, &format!("data.tar.{ext}"), &data)
 }
 
 /// A package built by `rocm-pin deb build` from a small tree with md5sums generated.
@@ -294,10 +314,7 @@ fn pipes_fifos_and_stdin_are_read_as_streams() {
     // Cut inside the data member: the stream runs out and that is named.
     let cut = bytes[..bytes.len() - 100].to_vec();
     let (out, _) = inspect_json(Path::new("/dev/stdin"), Some(cut));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_says(&err, &["/dev/stdin: data.tar.xz:"]);
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_refused_in_one_line(&out, "a cut stream", &["/dev/stdin: data.tar.xz:"]);
 }
 
 /// A tree with DEBIAN-less control files and md5sums, its control and data tars.
@@ -391,15 +408,10 @@ fn multi_stream_xz_and_multi_frame_zstd_are_refused_as_dpkg_deb_refuses_them() {
             .arg(&file)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{program}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{program}: {err}");
-        assert!(
-            err.contains(&format!(
-                "data.tar{suffix}: corrupt {program} stream: data after the end of the first {what}"
-            )),
-            "{program}: {err}"
+        let says = format!(
+            "data.tar{suffix}: corrupt {program} stream: data after the end of the first {what}"
         );
+        assert_refused_in_one_line(&out, program, &[&says]);
     }
 }
 
@@ -489,16 +501,8 @@ fn deb_build_refuses_an_output_that_is_not_a_regular_file() {
     for (name, kind) in &refused {
         let out_path = outs.join(name);
         let out = deb_build(&tree, &out_path);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
-        assert!(
-            err.contains(&format!(
-                "{}: is {kind}, not a regular file",
-                out_path.display()
-            )),
-            "{name}: {err}"
-        );
+        let says = format!("{}: is {kind}, not a regular file", out_path.display());
+        assert_refused_in_one_line(&out, name, &[&says]);
     }
     let after: Vec<_> = fs::read_dir(&outs)
         .unwrap()
@@ -666,30 +670,6 @@ fn md5_of(path: &Path) -> String {
     String::from_utf8(out).unwrap()[..32].to_string()
 }
 
-/// `rocm-pin deb inspect ARGS FILE` under `/usr/bin/time`: (output, peak RSS in KiB, CPU time
-/// user and system: the machine may be busy with other work).
-fn timed_inspect_args(file: &Path, args: &[&str]) -> (Output, u64, Duration) {
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "maxrss=%M cpu=%U+%S"])
-        .arg(bin())
-        .args(["deb", "inspect"])
-        .args(args)
-        .arg(file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let (rss, cpu) = stderr
-        .lines()
-        .find_map(|l| {
-            let (rss, cpu) = l.strip_prefix("maxrss=")?.split_once(" cpu=")?;
-            let (user, system) = cpu.split_once('+')?;
-            let secs = user.parse::<f64>().ok()? + system.parse::<f64>().ok()?;
-            Some((rss.parse().ok()?, Duration::from_secs_f64(secs)))
-        })
-        .unwrap_or_else(|| panic!("no maxrss from /usr/bin/time: {stderr}"));
-    (out, rss, cpu)
-}
-
 /// A zstd data member: `count` ELF-looking files of `size` bytes (the ELF magic, then zeros).
 fn elf_bomb_data(count: usize, size: u64) -> Vec<u8> {
     use rocm_pin_core::deb::compress::{Compression, Encoder};
@@ -731,46 +711,20 @@ fn a_deb_bomb_is_refused_by_its_ratio_and_inspect_does_not_buffer_members() {
     let control = control_member(tmp.path());
     let data = elf_bomb_data(8, 500 << 20);
     let bomb = ar_deb("control.tar.xz", &control, "data.tar.zst", &data);
-    let file = tmp.path().join("elf-bomb.deb");
-    fs::write(&file, &bomb).unwrap();
-    let (out, rss_kib, cpu) = timed_inspect_args(&file, &[]);
-    let err = stderr_without_time(&out);
-    eprintln!(
-        "elf bomb ({} bytes, 8 x 500 MiB): exit {:?}, peak RSS {} MiB, {:.2}s CPU: {err}",
-        bomb.len(),
-        out.status.code(),
-        rss_kib / 1024,
-        cpu.as_secs_f64()
-    );
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "not one line: {err}");
-    for needle in [
-        file.display().to_string().as_str(),
-        "data.tar.zst",
-        "ratio=1000",
-        "--deb-limit ratio=N",
-    ] {
-        assert!(err.contains(needle), "{needle:?} in {err}");
-    }
-    assert!(rss_kib < 64 << 10, "peak RSS {rss_kib} KiB");
+    let says = ["data.tar.zst", "ratio=1000", "--deb-limit ratio=N"];
+    let (file, _) = bomb_refused(tmp.path(), "elf-bomb", &bomb, &says, 64 << 10);
     // Allowed by a raised limit, two 200 MiB ELF members are parsed without holding either.
     let data = elf_bomb_data(2, 200 << 20);
     let big = ar_deb("control.tar.xz", &control, "data.tar.zst", &data);
     fs::write(&file, &big).unwrap();
-    let (out, rss_kib, cpu) = timed_inspect_args(&file, &["--deb-limit", "ratio=1000000"]);
-    let err = stderr_without_time(&out);
-    eprintln!(
-        "2 x 200 MiB ELF members, ratio raised: exit {:?}, peak RSS {} MiB, {:.2}s CPU",
-        out.status.code(),
-        rss_kib / 1024,
-        cpu.as_secs_f64()
-    );
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(rss_kib < 100 << 10, "peak RSS {rss_kib} KiB");
+    let raised = ["--deb-limit", "ratio=1000000"];
+    let ins = inspect_measured("2 x 200 MiB ELF members, ratio raised", &file, &raised);
+    assert_eq!(ins.code, Some(0), "{}", ins.err);
+    assert!(ins.rss_kib < 100 << 10, "peak RSS {} KiB", ins.rss_kib);
     // A bad key is a usage error naming the keys.
-    let (out, _, _) = timed_inspect_args(&file, &["--deb-limit", "size=1"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_without_time(&out).contains("keys: ratio, member-bytes"));
+    let ins = inspect_measured("a bad --deb-limit key", &file, &["--deb-limit", "size=1"]);
+    assert_eq!(ins.code, Some(2));
+    assert!(ins.err.contains("keys: ratio, member-bytes"));
 }
 
 /// Issue 31 item 6 for .debs: 1 GiB of pax global headers in a data member of ~60 KB was read
@@ -808,17 +762,10 @@ fn tar_extension_records_in_a_deb_count_against_its_ratio() {
         ar_deb("control.tar.xz", &control, "data.tar.zst", &data),
     )
     .unwrap();
-    let (out, rss_kib, cpu) = timed_inspect_args(&file, &[]);
-    let err = stderr_without_time(&out);
-    eprintln!(
-        "1 GiB of pax global headers ({} bytes): exit {:?}, peak RSS {} MiB, {:.2}s CPU: {err}",
-        data.len(),
-        out.status.code(),
-        rss_kib / 1024,
-        cpu.as_secs_f64()
-    );
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_says(&err, &["ratio=1000"]);
+    let label = format!("1 GiB of pax global headers ({} bytes)", data.len());
+    let ins = inspect_measured(&label, &file, &[]);
+    assert_eq!(ins.code, Some(2), "{}", ins.err);
+    assert_says(&ins.err, &["ratio=1000"]);
     // A GNU long name of 1 MiB, refused for its `..`: a short prefix in the error.
     let dir = tmp.path().join("long");
     let long = format!("{}/../x", "n".repeat((1 << 20) - 100));
@@ -837,9 +784,8 @@ fn tar_extension_records_in_a_deb_count_against_its_ratio() {
         ar_deb("control.tar.xz", &control, "data.tar.xz", &data),
     )
     .unwrap();
-    let (out, _, _) = timed_inspect_args(&file, &[]);
-    let err = stderr_without_time(&out);
-    assert_eq!(out.status.code(), Some(2), "{}", &err[..err.len().min(500)]);
+    let Inspected { code, err, .. } = inspect_measured("a 1 MiB GNU long name", &file, &[]);
+    assert_eq!(code, Some(2), "{}", &err[..err.len().min(500)]);
     assert!(err.contains("'..'"), "{}", &err[..err.len().min(500)]);
     assert!(err.len() < 1024, "a {}-byte error", err.len());
 }

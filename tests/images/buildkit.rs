@@ -40,16 +40,7 @@ impl Docker {
 
     /// `docker run --rm --network none IMAGE sh -c SCRIPT` (the dockerd has no bridge).
     fn run_in(&self, image: &str, script: &str) -> String {
-        self.ok(&[
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            image,
-            "sh",
-            "-c",
-            script,
-        ])
+        self.ok(&[&RUN_OFFLINE[..], &[image, "sh", "-c", script]].concat())
     }
 }
 
@@ -141,6 +132,83 @@ fn recipe_dockerfiles_need_no_frontend_image() {
     assert!(n >= 4, "expected tool, runtime, vllm, sglang Dockerfiles");
 }
 
+/// The labels the artifact image built by BuildKit carries (`{commit}`: the stand-in's).
+const KIT_RUNTIME_LABELS: &[(&str, &str)] = &[
+    ("org.opencontainers.image.revision", "{commit}"),
+    ("io.rocm-pin.commit", "{commit}"),
+    ("io.rocm-pin.rocm-version", "7.2.4"),
+    ("org.opencontainers.image.source", "/ctx/rocm-systems"),
+];
+
+/// One downstream build through BuildKit: the front end, a Dockerfile of rocm-pin/, its base
+/// (`rocm_723`: ROCm 7.2.3), whether the tool is kept, and whether it must succeed saying
+/// `says` (a failed one: docker build exits 1 for any failed RUN, the RUN's own status is in
+/// the message).
+struct KitBuild {
+    what: &'static str,
+    front: Front,
+    file: &'static str,
+    tag: &'static str,
+    rocm_723: bool,
+    keep_tool: bool,
+    succeeds: bool,
+    says: &'static [&'static str],
+}
+
+/// The vLLM build through `docker build`, the SGLang ones through buildx: both front ends, one
+/// BuildKit, one cache. The first two are the downstream images checked from the outside.
+const KIT_BUILDS: &[KitBuild] = &[
+    KitBuild {
+        what: "vLLM's shape",
+        front: Front::Build,
+        file: "vllm.Dockerfile",
+        tag: "vllm",
+        rocm_723: false,
+        keep_tool: true,
+        succeeds: true,
+        says: &["verify-runtime: OK"],
+    },
+    KitBuild {
+        what: "SGLang's shape",
+        front: Front::Buildx,
+        file: "sglang.Dockerfile",
+        tag: "sglang",
+        rocm_723: false,
+        keep_tool: true,
+        succeeds: true,
+        says: &["verify-runtime: OK"],
+    },
+    KitBuild {
+        what: "no tool, no guard: the last step fails the revert, naming the package",
+        front: Front::Build,
+        file: "revert.Dockerfile",
+        tag: "reverted",
+        rocm_723: false,
+        keep_tool: false,
+        succeeds: false,
+        says: &[
+            "verify-runtime: ERROR",
+            "FAIL stock-absent",
+            "hip-runtime-amd",
+            "verify-runtime.sh]: exit code: 1",
+        ],
+    },
+    KitBuild {
+        what: "require on a 7.2.3 base fails at install-runtime.sh with exit 2",
+        front: Front::Buildx,
+        file: "sglang.Dockerfile",
+        tag: "rocm723",
+        rocm_723: true,
+        keep_tool: true,
+        succeeds: false,
+        says: &[
+            "install-runtime: ERROR",
+            "7.2.3",
+            "install-runtime.sh]: exit code: 2",
+        ],
+    },
+];
+
 #[test]
 fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() {
     rocm_pin_testkit::needs_root!("a private dockerd and runc");
@@ -151,8 +219,6 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         .tempdir()
         .unwrap();
     let w = work.path();
-
-    // --- inputs: stand-in bases, the tool image, a registry, the private dockerd -------------
     let builder = images_ok(&["base", "--builder"]);
     let base = images_ok(&["base"]);
     let base_723 = images_ok(&["base", "--rocm-version", "7.2.3"]);
@@ -166,6 +232,157 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         docker: &docker,
         tags: Vec::new(),
     };
+    check_the_docker_cli(&docker);
+    let (key, key_marker) = signing_key(w);
+    let (ctx, commit) = make_context(w);
+    write_the_revert(&ctx);
+    let run_id = format!("t{}", std::process::id());
+
+    let inputs = [
+        ("ROCM_IMAGE", builder.as_str()),
+        ("ROCM_PIN_TOOL_IMAGE", &tool),
+    ];
+    let runtime =
+        build_and_push_the_runtime_image(&docker, &ctx, &registry, &commit, &run_id, &key, &inputs);
+    cleanup.tags.push(runtime.clone());
+
+    // Downstream builds pull it from the registry.
+    let registry_log = cache_dir().join("images/registry/log");
+    let log_len = std::fs::metadata(&registry_log).map_or(0, |m| m.len()) as usize;
+    let mut downstream = Vec::new();
+    for row in KIT_BUILDS {
+        let tag = format!("rocm-pin-test/{}-buildkit:{run_id}", row.tag);
+        cleanup.tags.push(tag.clone());
+        let mut args = vec![
+            (
+                "ROCM_IMAGE",
+                if row.rocm_723 {
+                    base_723.as_str()
+                } else {
+                    &base
+                },
+            ),
+            ("ROCM_PIN_RUNTIME_IMAGE", &runtime),
+            ("ROCM_PIN_COMMIT", &commit),
+        ];
+        if !row.keep_tool {
+            args.push(("ROCM_PIN_KEEP_TOOL", "0"));
+        }
+        let t = Instant::now();
+        let out = buildkit(row.front, &ctx, row.file, &tag, &[], &args);
+        let (what, s) = (row.what, text(&out));
+        eprintln!(
+            "images_buildkit: {what}: exit {} in {:.1}s",
+            rc(&out),
+            t.elapsed().as_secs_f64()
+        );
+        assert_eq!(
+            rc(&out) == 0,
+            row.succeeds,
+            "{what}: exit {}:\n{}",
+            rc(&out),
+            tail(&out)
+        );
+        for p in row.says {
+            assert!(s.contains(p), "{what}: no {p:?}:\n{}", tail(&out));
+        }
+        if row.succeeds {
+            downstream.push(tag);
+        }
+        if downstream.len() == 2 && row.tag == "sglang" {
+            let log = std::fs::read_to_string(&registry_log).unwrap_or_default();
+            assert_fetched_from_the_registry(&runtime, &registry, log.get(log_len..).unwrap_or(""));
+            check_the_downstream_images(&docker, w, &downstream);
+        }
+    }
+    assert_eq!(downstream.len(), 2, "{downstream:?}");
+
+    // The signing key is in no layer BuildKit kept (built, cached or pulled). With the dockerd
+    // stopped: a running one removes a failed build's directories meanwhile.
+    images_ok(&["buildkit", "stop"]);
+    let out = Command::new("grep")
+        .args(["-rlF", "-D", "skip", "--", &key_marker])
+        .arg(cache_dir().join("buildkit-docker/data"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        rc(&out),
+        1,
+        "the signing key is in the dockerd's data root (or grep failed):\n{}",
+        text(&out)
+    );
+    images_ok(&["buildkit", "start"]);
+    drop(cleanup);
+    eprintln!(
+        "images_buildkit: end to end in {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// The artifact image through `docker buildx build` with the signing key as a BuildKit
+/// secret (`inputs`: the builder and tool images), its labels checked, pushed to `registry`
+/// and removed locally. Returns its reference.
+fn build_and_push_the_runtime_image(
+    docker: &Docker,
+    ctx: &Path,
+    registry: &str,
+    commit: &str,
+    run_id: &str,
+    key: &Path,
+    inputs: &[(&str, &str)],
+) -> String {
+    let runtime = format!(
+        "{registry}/rocm-pin-runtime-buildkit:{}-{run_id}",
+        &commit[..12]
+    );
+    let secret = format!("id=rocm-pin-key,src={}", key.display());
+    let mut args = inputs.to_vec();
+    args.extend([
+        ("ROCM_PIN_COMMIT", commit),
+        ("ROCM_PIN_SOURCE", "/ctx/rocm-systems"),
+        ("INSTALL_BUILD_DEPS", "0"),
+        ("MAX_JOBS", "2"),
+        ("ROCM_PIN_SIGN_KEY_ID", run_id),
+    ]);
+    let t = Instant::now();
+    let file = "runtime.Dockerfile";
+    let out = buildkit(
+        Front::Buildx,
+        ctx,
+        file,
+        &runtime,
+        &["--secret", &secret],
+        &args,
+    );
+    eprintln!(
+        "images_buildkit: runtime (buildx) in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(rc(&out), 0, "runtime.Dockerfile:\n{}", tail(&out));
+    assert!(
+        text(&out).contains("signing with the build secret rocm-pin-key"),
+        "the build did not sign with the secret:\n{}",
+        tail(&out)
+    );
+    let format = ["image", "inspect", "--format", "{{json .Config.Labels}}"];
+    let labels = docker.ok(&[&format[..], &[runtime.as_str()]].concat());
+    let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();
+    for (label, want) in KIT_RUNTIME_LABELS {
+        assert_eq!(
+            labels[label],
+            want.replace("{commit}", commit).as_str(),
+            "{label}"
+        );
+    }
+    docker.ok(&["push", "--quiet", &runtime]);
+    docker.ok(&["rmi", &runtime]);
+    let local = docker.run(&["image", "inspect", &runtime]);
+    assert_ne!(rc(&local), 0, "the local copy of {runtime} is still there");
+    runtime
+}
+
+/// The private dockerd's version, and the buildx plugin from the setup.
+fn check_the_docker_cli(docker: &Docker) {
     let version = docker.ok(&["version", "--format", "{{.Server.Version}}"]);
     eprintln!("images_buildkit: dockerd {}", version.trim());
     let buildx = cache_dir().join("docker-buildx/config");
@@ -185,109 +402,37 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         "images_buildkit: {}",
         String::from_utf8_lossy(&out.stdout).trim()
     );
+}
 
-    let (key, key_marker) = signing_key(w);
-    let (ctx, commit) = make_context(w);
-    let run_id = format!("t{}", std::process::id());
+/// rocm-pin/revert.Dockerfile: vllm.Dockerfile with a RUN putting the stock HIP back before
+/// its verify step. Without the tool and its guard (ROCM_PIN_KEEP_TOOL=0) nothing stops that
+/// RUN: the last step must, with the rocm-pin of the mounted artifact.
+fn write_the_revert(ctx: &Path) {
+    let vllm = std::fs::read_to_string(ctx.join("rocm-pin/vllm.Dockerfile")).unwrap();
+    let without_verify = vllm
+        .strip_suffix(VERIFY_LINE)
+        .unwrap_or_else(|| panic!("vllm.Dockerfile must end with the verify step:\n{vllm}"));
+    let text = format!("{without_verify}{REVERT_LINE}{VERIFY_LINE}");
+    std::fs::write(ctx.join("rocm-pin/revert.Dockerfile"), text).unwrap();
+}
 
-    // --- the artifact image: BuildKit secret, labels, pushed, removed locally ---------------
-    let runtime = format!(
-        "{registry}/rocm-pin-runtime-buildkit:{}-{run_id}",
-        &commit[..12]
-    );
-    cleanup.tags.push(runtime.clone());
-    let secret = format!("id=rocm-pin-key,src={}", key.display());
-    let t = Instant::now();
-    // The artifact through `docker buildx build`, the vLLM build through `docker build`, the
-    // SGLang build through buildx again: both front ends, one BuildKit, one cache.
-    let out = buildkit(
-        Front::Buildx,
-        &ctx,
-        "runtime.Dockerfile",
-        &runtime,
-        &["--secret", &secret],
-        &[
-            ("ROCM_IMAGE", &builder),
-            ("ROCM_PIN_TOOL_IMAGE", &tool),
-            ("ROCM_PIN_COMMIT", &commit),
-            ("ROCM_PIN_SOURCE", "/ctx/rocm-systems"),
-            ("INSTALL_BUILD_DEPS", "0"),
-            ("MAX_JOBS", "2"),
-            ("ROCM_PIN_SIGN_KEY_ID", &run_id),
-        ],
-    );
-    let runtime_secs = t.elapsed().as_secs_f64();
-    assert_eq!(rc(&out), 0, "runtime.Dockerfile:\n{}", tail(&out));
-    assert!(
-        text(&out).contains("signing with the build secret rocm-pin-key"),
-        "the build did not sign with the secret:\n{}",
-        tail(&out)
-    );
-    let labels = docker.ok(&[
-        "image",
-        "inspect",
-        "--format",
-        "{{json .Config.Labels}}",
-        &runtime,
-    ]);
-    let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();
-    assert_eq!(labels["org.opencontainers.image.revision"], commit.as_str());
-    assert_eq!(labels["io.rocm-pin.commit"], commit.as_str());
-    assert_eq!(labels["io.rocm-pin.rocm-version"], "7.2.4");
-    assert_eq!(
-        labels["org.opencontainers.image.source"],
-        "/ctx/rocm-systems"
-    );
-    docker.ok(&["push", "--quiet", &runtime]);
-    docker.ok(&["rmi", &runtime]);
-    assert_ne!(
-        rc(&docker.run(&["image", "inspect", &runtime])),
-        0,
-        "the local copy of {runtime} is still there"
-    );
-
-    // --- downstream builds pull it from the registry -----------------------------------------
-    let registry_log = cache_dir().join("images/registry/log");
-    let log_len = std::fs::metadata(&registry_log).map_or(0, |m| m.len()) as usize;
-    let common = |base: &str| -> Vec<(&'static str, String)> {
-        vec![
-            ("ROCM_IMAGE", base.to_string()),
-            ("ROCM_PIN_RUNTIME_IMAGE", runtime.clone()),
-            ("ROCM_PIN_COMMIT", commit.clone()),
-        ]
-    };
-    let build = |front: Front, file: &str, tag: &str, args: &[(&'static str, String)]| -> Output {
-        let a: Vec<(&str, &str)> = args.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        buildkit(front, &ctx, file, tag, &[], &a)
-    };
-    let mut downstream = Vec::new();
-    let mut secs = [0.0; 2];
-    for (name, front) in [("vllm", Front::Build), ("sglang", Front::Buildx)] {
-        let tag = format!("rocm-pin-test/{name}-buildkit:{run_id}");
-        cleanup.tags.push(tag.clone());
-        let t = Instant::now();
-        let out = build(front, &format!("{name}.Dockerfile"), &tag, &common(&base));
-        secs[downstream.len()] = t.elapsed().as_secs_f64();
-        assert_eq!(rc(&out), 0, "{name}.Dockerfile:\n{}", tail(&out));
-        assert!(text(&out).contains("verify-runtime: OK"), "{}", tail(&out));
-        downstream.push(tag);
-    }
-    let log = std::fs::read_to_string(&registry_log).unwrap_or_default();
+/// The registry's log after the push (`log`) shows the downstream builds fetched `runtime`.
+fn assert_fetched_from_the_registry(runtime: &str, registry: &str, log: &str) {
     let name = runtime
         .trim_start_matches(&format!("{registry}/"))
         .split(':')
         .next()
         .unwrap();
     assert!(
-        log.get(log_len..)
-            .unwrap_or("")
-            .contains(&format!("GET /v2/{name}/manifests/")),
-        "the downstream builds did not fetch {runtime} from the registry (its log after the push):\n{}",
-        log.get(log_len..).unwrap_or("")
+        log.contains(&format!("GET /v2/{name}/manifests/")),
+        "the downstream builds did not fetch {runtime} from the registry (its log after the push):\n{log}"
     );
+}
 
-    // docker run: the loader maps the patched pair; the stock file names are one inode with it.
-    for image in &downstream {
+/// `docker run`: the loader maps the patched pair, the stock file names are one inode with it;
+/// `docker save` (a docker-archive) passes verify from the outside: one image of each front end.
+fn check_the_downstream_images(docker: &Docker, w: &Path, images: &[String]) {
+    for image in images {
         let probe = docker.run_in(
             image,
             "rocm-pin-loader-probe libhsa-runtime64.so.1 libamdhip64.so.7",
@@ -307,9 +452,6 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
             i.len() == 4 && i[0] == i[1] && i[2] == i[3],
             "{image}: the stock names are not the patched inode: {inodes}"
         );
-    }
-    // docker save (a docker-archive) checked from the outside: one image of each front end.
-    for image in &downstream {
         let archive = w.join("downstream.docker.tar");
         docker.ok(&["save", "-o", &archive.display().to_string(), image]);
         let out = Command::new(bin())
@@ -325,81 +467,4 @@ fn recipe_builds_unchanged_with_buildkit_and_pulls_from_the_loopback_registry() 
         );
         std::fs::remove_file(&archive).unwrap();
     }
-
-    // --- a reverting step fails the build at the last line; a 7.2.3 base at install ---------
-    let vllm_file = std::fs::read_to_string(ctx.join("rocm-pin/vllm.Dockerfile")).unwrap();
-    let verify_line = "RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \\\n    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
-    assert!(
-        vllm_file.ends_with(verify_line),
-        "vllm.Dockerfile must end with the verify step:\n{vllm_file}"
-    );
-    // Without the tool and its guard (ROCM_PIN_KEEP_TOOL=0) nothing stops the reverting RUN: the
-    // last step must, with the rocm-pin of the mounted artifact.
-    let revert = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
-    std::fs::write(
-        ctx.join("rocm-pin/revert.Dockerfile"),
-        format!(
-            "{}{revert}{verify_line}",
-            &vllm_file[..vllm_file.len() - verify_line.len()]
-        ),
-    )
-    .unwrap();
-    let mut lean = common(&base);
-    lean.push(("ROCM_PIN_KEEP_TOOL", "0".into()));
-    let reverted = format!("rocm-pin-test/reverted-buildkit:{run_id}");
-    cleanup.tags.push(reverted.clone());
-    let out = build(Front::Build, "revert.Dockerfile", &reverted, &lean);
-    let s = text(&out);
-    // docker build exits 1 for any failed RUN; the RUN's own status is in the message.
-    assert!(
-        rc(&out) != 0
-            && s.contains("verify-runtime: ERROR")
-            && s.contains("FAIL stock-absent")
-            && s.contains("hip-runtime-amd")
-            && s.contains("verify-runtime.sh]: exit code: 1"),
-        "the reverting build did not fail at verify naming the package:\n{}",
-        tail(&out)
-    );
-    let rocm723 = format!("rocm-pin-test/rocm723-buildkit:{run_id}");
-    cleanup.tags.push(rocm723.clone());
-    let out = build(
-        Front::Buildx,
-        "sglang.Dockerfile",
-        &rocm723,
-        &common(&base_723),
-    );
-    let s = text(&out);
-    assert!(
-        rc(&out) != 0
-            && s.contains("install-runtime: ERROR")
-            && s.contains("7.2.3")
-            && s.contains("install-runtime.sh]: exit code: 2"),
-        "require on a 7.2.3 base did not fail at install-runtime.sh with exit 2:\n{}",
-        tail(&out)
-    );
-
-    // --- the signing key is in no layer BuildKit kept (built, cached or pulled) ---------------
-    // With the dockerd stopped: a running one removes a failed build's directories meanwhile.
-    images_ok(&["buildkit", "stop"]);
-    let out = Command::new("grep")
-        .args(["-rlF", "-D", "skip", "--", &key_marker])
-        .arg(cache_dir().join("buildkit-docker/data"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        rc(&out),
-        1,
-        "the signing key is in the dockerd's data root (or grep failed):\n{}",
-        text(&out)
-    );
-    images_ok(&["buildkit", "start"]);
-
-    drop(cleanup);
-    eprintln!(
-        "images_buildkit: end to end in {:.1}s (runtime buildx {runtime_secs:.1}s, vllm docker build \
-         {:.1}s, sglang buildx {:.1}s)",
-        t0.elapsed().as_secs_f64(),
-        secs[0],
-        secs[1]
-    );
 }

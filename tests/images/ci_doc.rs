@@ -263,67 +263,22 @@ fn ci_doc_jobs_pass_a_good_published_image_and_fail_a_reverted_one() {
     }
 
     // GitHub's runners run steps as an unprivileged user; GitLab's job container as root.
-    let nobody = "65534:65534";
-    for (ci, step, user) in [("github", &github, Some(nobody)), ("gitlab", &gitlab, None)] {
-        for (name, want_rc) in [("good", 0), ("reverted", 1)] {
+    for (ci, step, user) in [("github", &github, Some(NOBODY)), ("gitlab", &gitlab, None)] {
+        for (name, want_rc) in CI_IMAGES {
             let dir = w.join(format!("{ci}-{name}"));
             std::fs::create_dir_all(&dir).unwrap();
             if user.is_some() {
-                must(Command::new("chown").arg(nobody).arg(&dir));
+                must(Command::new("chown").arg(NOBODY).arg(&dir));
             }
-            let out = run_step(step, &published(name), &dir, &tools.env, user);
-            let shown = format!("{ci} step on the {name} image:\n{}", text(&out));
-            assert_eq!(rc(&out), want_rc, "{shown}");
-            let report: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(dir.join("verify.json")).unwrap())
-                    .unwrap_or_else(|e| panic!("verify.json: {e}\n{shown}"));
-            assert_eq!(report["ok"], want_rc == 0, "{report:#}");
-            assert!(
-                report["root"]
-                    .as_str()
-                    .is_some_and(|r| r.starts_with("image ") && r.contains(&published(name))),
-                "root names the image: {report:#}"
+            let image = published(name);
+            let out = run_step(step, &image, &dir, &tools.env, user);
+            judge_ci_step(
+                (ci, name, *want_rc),
+                &out,
+                &dir.join("verify.json"),
+                &image,
+                &doc,
             );
-            let failed: Vec<(String, String)> = report["checks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|c| c["ok"] == false)
-                .map(|c| {
-                    (
-                        c["name"].as_str().unwrap().to_string(),
-                        c["subject"].as_str().unwrap().to_string(),
-                    )
-                })
-                .collect();
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            let prefix = if ci == "github" { "::error " } else { "FAIL " };
-            let shown_lines = stdout.lines().filter(|l| l.starts_with(prefix)).count();
-            assert_eq!(
-                shown_lines,
-                failed.len(),
-                "one line per failed check:\n{shown}"
-            );
-            eprintln!("images_ci_doc: {ci} step's output on the {name} image:\n{stdout}");
-            if want_rc == 0 {
-                assert!(failed.is_empty(), "{shown}");
-                continue;
-            }
-            // The revert: the stock HIP is installed again; the page names that check.
-            assert!(
-                failed.contains(&("stock-absent".into(), "hip-runtime-amd".into())),
-                "no failed stock-absent check for hip-runtime-amd: {failed:?}\n{shown}"
-            );
-            assert!(
-                stdout.contains("stock-absent") && stdout.contains("hip-runtime-amd"),
-                "{shown}"
-            );
-            for (check, _) in &failed {
-                assert!(
-                    doc.contains(&format!("| `{check}` |")),
-                    "the reverted image fails `{check}`, which {DOC}'s table of checks does not list"
-                );
-            }
         }
     }
     drop(registry);
@@ -331,4 +286,72 @@ fn ci_doc_jobs_pass_a_good_published_image_and_fail_a_reverted_one() {
         "images_ci_doc: end to end in {:.1}s",
         t0.elapsed().as_secs_f64()
     );
+}
+
+/// An image CI checks: (its name, the exit the documented step must give on it).
+const CI_IMAGES: &[(&str, i32)] = &[("good", 0), ("reverted", 1)];
+const NOBODY: &str = "65534:65534";
+
+/// The documented step of `ci` on the `name` image (`image`) gave `out` and wrote
+/// `verify_json`: the exit is `want_rc`, the report names the image and says ok or not, one
+/// output line per failed check; on the reverted image the stock HIP's stock-absent check
+/// fails, and every failed check is in the doc's table.
+fn judge_ci_step(
+    (ci, name, want_rc): (&str, &str, i32),
+    out: &Output,
+    verify_json: &Path,
+    image: &str,
+    doc: &str,
+) {
+    let shown = format!("{ci} step on the {name} image:\n{}", text(out));
+    assert_eq!(rc(out), want_rc, "{shown}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(verify_json).unwrap())
+        .unwrap_or_else(|e| panic!("verify.json: {e}\n{shown}"));
+    assert_eq!(report["ok"], want_rc == 0, "{report:#}");
+    assert!(
+        report["root"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("image ") && r.contains(image)),
+        "root names the image: {report:#}"
+    );
+    let failed: Vec<(String, String)> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["subject"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let prefix = if ci == "github" { "::error " } else { "FAIL " };
+    let shown_lines = stdout.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(
+        shown_lines,
+        failed.len(),
+        "one line per failed check:\n{shown}"
+    );
+    eprintln!("images_ci_doc: {ci} step's output on the {name} image:\n{stdout}");
+    if want_rc == 0 {
+        assert!(failed.is_empty(), "{shown}");
+        return;
+    }
+    // The revert: the stock HIP is installed again; the page names that check.
+    assert!(
+        failed.contains(&("stock-absent".into(), "hip-runtime-amd".into())),
+        "no failed stock-absent check for hip-runtime-amd: {failed:?}\n{shown}"
+    );
+    assert!(
+        stdout.contains("stock-absent") && stdout.contains("hip-runtime-amd"),
+        "{shown}"
+    );
+    for (check, _) in &failed {
+        assert!(
+            doc.contains(&format!("| `{check}` |")),
+            "the reverted image fails `{check}`, which {DOC}'s table of checks does not list"
+        );
+    }
 }

@@ -4,6 +4,7 @@
 //! and the temporary root removed when SIGINT, SIGTERM or SIGHUP ends `verify --image-archive`.
 
 use rocm_pin_testkit::assert_says;
+use rocm_pin_testkit::timed::{measure, stderr_without_time, under_time};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -708,9 +709,7 @@ fn timed_verify(
     bound: Duration,
 ) -> (std::process::Output, u64, Duration) {
     let start = Instant::now();
-    let mut child = Command::new("/usr/bin/time")
-        .args(["-f", "maxrss=%M cpu=%U+%S"])
-        .arg(bin())
+    let mut child = under_time(&bin())
         .args(["verify", "--image-archive"])
         .arg(archive)
         .env("TMPDIR", tmp)
@@ -730,26 +729,8 @@ fn timed_verify(
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let (rss, cpu) = stderr
-        .lines()
-        .find_map(|l| {
-            let (rss, cpu) = l.strip_prefix("maxrss=")?.split_once(" cpu=")?;
-            let (user, system) = cpu.split_once('+')?;
-            let secs = user.parse::<f64>().ok()? + system.parse::<f64>().ok()?;
-            Some((rss.parse().ok()?, Duration::from_secs_f64(secs)))
-        })
-        .unwrap_or_else(|| panic!("no maxrss from /usr/bin/time: {stderr}"));
+    let (rss, cpu) = measure(&String::from_utf8_lossy(&out.stderr));
     (out, rss, cpu)
-}
-
-/// Stderr less `/usr/bin/time`'s lines.
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| !l.starts_with("maxrss=") && !l.starts_with("Command exited"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Issue 31 item 5: every `.wh..wh..opq` listed its directory and looked each name up, so N
@@ -787,7 +768,7 @@ fn opaque_whiteouts_cost_what_they_remove() {
     let tmp = t.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let (out, rss, elapsed) = timed_verify(&archive, &tmp, Duration::from_secs(90));
-    let stderr = stderr_of(&out);
+    let stderr = stderr_without_time(&out);
     eprintln!(
         "hostile: {FILES} files + {OPAQUE} opaque whiteouts ({} bytes gzip): exit {}, {:.2}s CPU, peak RSS {} MiB: {}",
         layer.len(),
@@ -852,7 +833,7 @@ fn tar_extension_records_count_against_the_ratio_limit() {
         let blob = extension_bomb(kind, 1024, (1 << 20) - 512);
         let archive = oci_archive(t.path(), "ext.tar", &[(blob.clone(), sha256(&blob))]);
         let (out, rss, elapsed) = timed_verify(&archive, &tmp, Duration::from_secs(60));
-        let stderr = stderr_of(&out);
+        let stderr = stderr_without_time(&out);
         eprintln!(
             "hostile: 1 GiB of {what} ({} bytes zstd): exit {}, {:.2}s CPU, peak RSS {} MiB: {stderr}",
             blob.len(),
@@ -872,7 +853,7 @@ fn tar_extension_records_count_against_the_ratio_limit() {
     let layer = tar_of(&[(&long, file(b"x"), b"x")]);
     let archive = oci_archive(t.path(), "long.tar", &[(layer.clone(), sha256(&layer))]);
     let (out, _, _) = timed_verify(&archive, &tmp, Duration::from_secs(60));
-    let stderr = stderr_of(&out);
+    let stderr = stderr_without_time(&out);
     assert_eq!(rc(&out), 2, "{}", &stderr[..stderr.len().min(500)]);
     assert!(
         stderr.contains("'..'"),
@@ -916,7 +897,7 @@ fn a_chain_of_relative_links_leaving_the_root_is_refused() {
         let blobs: Vec<(Vec<u8>, String)> = layers.iter().map(|l| (l.clone(), sha256(l))).collect();
         let archive = oci_archive(t.path(), "links.tar", &blobs);
         let (out, _, _) = timed_verify(&archive, &tmp, Duration::from_secs(60));
-        let stderr = stderr_of(&out);
+        let stderr = stderr_without_time(&out);
         eprintln!("hostile: link chain: exit {}: {stderr}", rc(&out));
         assert_eq!(rc(&out), 2, "{stderr}");
         assert!(stderr.contains(needle), "{needle:?} in {stderr}");

@@ -200,16 +200,7 @@ impl Tools {
     pub fn run_in(&self, image: &str, script: &str) -> String {
         self.ok(
             "podman",
-            &[
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                image,
-                "sh",
-                "-c",
-                script,
-            ],
+            &[&RUN_OFFLINE[..], &[image, "sh", "-c", script]].concat(),
         )
     }
 }
@@ -294,6 +285,14 @@ pub fn verify_image(args: &[&str], env: &BTreeMap<String, String>) -> Output {
     );
     out
 }
+
+/// `run` with no network, the container removed after (podman's and docker's alike).
+pub const RUN_OFFLINE: [&str; 4] = ["run", "--rm", "--network", "none"];
+
+/// The last step of the recipe's vllm.Dockerfile (the tests derive reverting Dockerfiles from
+/// it), and the RUN that puts the stock HIP back.
+pub const VERIFY_LINE: &str = "RUN --mount=type=bind,from=rocm-pin-runtime,target=/tmp/rocm-pin \\\n    bash /usr/local/share/rocm-pin/docker/verify-runtime.sh\n";
+pub const REVERT_LINE: &str = "RUN dpkg -i --force-all /srv/rocm-stock/hip-runtime-amd_*.deb\n";
 
 /// `dir/ctx` with `rocm-pin/` holding docs/docker/ (the recipe's Dockerfiles and scripts): the
 /// build-context layout every recipe Dockerfile expects. Returns the context.

@@ -239,8 +239,35 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     let out = tools.build(&ctx, DOCKERFILE, &app, &args);
     let build_secs = t.elapsed().as_secs_f64();
     assert_eq!(rc(&out), 0, "{DOCKERFILE}:\n{}", tail(&out));
+    let site = check_the_recipe_image(tools, w, &app);
+
+    // --- the same image patched by hand under /opt/rocm only ---------------------------------
+    hand_patched_variant(&ctx);
+    let hand = tag("hand");
+    tags.tags.push(hand.clone());
+    let out = tools.build(&ctx, "wheels-hand.Dockerfile", &hand, &args);
+    assert_eq!(rc(&out), 0, "wheels-hand.Dockerfile:\n{}", tail(&out));
+    check_the_hand_patched_image(tools, w, &hand, &site);
+
+    eprintln!(
+        "images: wheels end to end in {:.1}s (recipe build {build_secs:.1}s, base {base})",
+        t0.elapsed().as_secs_f64()
+    );
+    drop(tags);
+}
+
+/// In the recipe's image each of these (under site-packages) holds each of [`PATCHED_LIBS`] as
+/// the patched build.
+const PATCHED_DIRS: &[&str] = &["_rocm_sdk_core/lib", "_rocm_sdk_devel/lib"];
+const PATCHED_LIBS: &[&str] = &["libamdhip64.so.7", "libhsa-runtime64.so.1"];
+
+/// The recipe's image (stock wheels, ours through rocm-pin, verify last): /opt/rocm points into
+/// the venv's site-packages (returned), RPATH decides and maps ours, verify --image-archive
+/// lists every copy, the devel one as /opt/rocm's, torch's library as the consumer mapping the
+/// core's copy, which is ours.
+fn check_the_recipe_image(tools: &Tools, w: &Path, app: &str) -> String {
     let site = tools
-        .run_in(&app, "readlink /opt/rocm")
+        .run_in(app, "readlink /opt/rocm")
         .trim()
         .trim_end_matches("/_rocm_sdk_devel")
         .to_string();
@@ -251,7 +278,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     let consumer = format!("{site}/{CONSUMER}");
     let torch_lib = format!("{site}/{TORCH_LIB}");
     // RPATH decides: the consumer maps _rocm_sdk_core's file, which is ours.
-    let ran = tools.run_in(&app, &format!("LD_DEBUG=files {consumer} 2>&1"));
+    let ran = tools.run_in(app, &format!("LD_DEBUG=files {consumer} 2>&1"));
     assert_says(&ran, &["PATCHED PATCHED"]);
     // ld.so names the file as the RPATH spelled it: torch/lib/../../_rocm_sdk_core/lib/….
     let mapped = ran
@@ -266,11 +293,11 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         mapped.starts_with(&site) && mapped.ends_with("/../../_rocm_sdk_core/lib/libamdhip64.so.7"),
         "ld.so mapped {mapped:?}:\n{ran}"
     );
-    let (out, json) = verify_archive(tools, w, &app, "app");
+    let (out, json) = verify_archive(tools, w, app, "app");
     assert_eq!(rc(&out), 0, "verify --image-archive {app}:\n{}", text(&out));
     let found = copies(&json);
-    for dir in ["_rocm_sdk_core/lib", "_rocm_sdk_devel/lib"] {
-        for lib in ["libamdhip64.so.7", "libhsa-runtime64.so.1"] {
+    for dir in PATCHED_DIRS {
+        for lib in PATCHED_LIBS {
             let path = format!("{site}/{dir}/{lib}");
             assert!(
                 found.contains(&(path.clone(), true)),
@@ -309,14 +336,16 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
         "{core:#}"
     );
 
-    // --- the same image patched by hand under /opt/rocm only ---------------------------------
-    hand_patched_variant(&ctx);
-    let hand = tag("hand");
-    tags.tags.push(hand.clone());
-    let out = tools.build(&ctx, "wheels-hand.Dockerfile", &hand, &args);
-    assert_eq!(rc(&out), 0, "wheels-hand.Dockerfile:\n{}", tail(&out));
+    site
+}
+
+/// The same image patched by hand under /opt/rocm only: /opt/rocm holds ours while torch runs
+/// stock, and verify fails the shadowing copy naming torch's library and the fix.
+fn check_the_hand_patched_image(tools: &Tools, w: &Path, hand: &str, site: &str) {
+    let consumer = format!("{site}/{CONSUMER}");
+    let torch_lib = format!("{site}/{TORCH_LIB}");
     let ran = tools.run_in(
-        &hand,
+        hand,
         &format!("{consumer}; grep -c PATCHED /opt/rocm/lib/libamdhip64.so.7 /opt/rocm/lib/libamdhip64.so"),
     );
     assert!(
@@ -325,7 +354,7 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
             && ran.contains("/opt/rocm/lib/libamdhip64.so:1"),
         "/opt/rocm holds ours while torch runs stock:\n{ran}"
     );
-    let (out, json) = verify_archive(tools, w, &hand, "hand");
+    let (out, json) = verify_archive(tools, w, hand, "hand");
     assert_eq!(
         rc(&out),
         1,
@@ -357,10 +386,4 @@ fn wheel_image_pins_through_rocm_pin_and_a_hand_patched_opt_rocm_fails_verify() 
     );
     let found = copies(&json);
     assert!(found.contains(&(core_copy.clone(), false)), "{found:?}");
-
-    eprintln!(
-        "images: wheels end to end in {:.1}s (recipe build {build_secs:.1}s, base {base})",
-        t0.elapsed().as_secs_f64()
-    );
-    drop(tags);
 }

@@ -292,10 +292,17 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
             }
         }
     }
-    // --commit naming another commit than the marker: refused naming both, nothing changed;
-    // the marker's own commit given with --commit is adopted.
+    failures.extend(commit_flag_cases(a, &commit));
+    failures.extend(apt_cache_case(a, &commit));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// `--commit` naming another commit than the marker: refused naming both, nothing changed; the
+/// marker's own commit given with --commit is adopted. Returns what failed.
+fn commit_flag_cases(a: &Artifacts, commit: &str) -> Vec<String> {
+    let mut failures = Vec::new();
     let sb = fresh(a, &a.stock_snapshot);
-    patch_in_place(&sb, a, &commit);
+    patch_in_place(&sb, a, commit);
     let before = host_fingerprint(&sb);
     let other = "0123456789abcdef0123456789abcdef01234567";
     let out = sb.run(&["rocm-pin", "adopt", "--commit", other]).unwrap();
@@ -307,7 +314,7 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
             text(&out)
         ));
     }
-    let out = sb.run(&["rocm-pin", "adopt", "--commit", &commit]).unwrap();
+    let out = sb.run(&["rocm-pin", "adopt", "--commit", commit]).unwrap();
     if rc(&out) != 0 || !all_patched(&probe(&sb)) {
         failures.push(format!(
             "--commit agreeing with the marker: rc {}:\n{}",
@@ -315,10 +322,15 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
             text(&out)
         ));
     }
-    // No repository, but the stock .debs in apt's cache: adopt takes them from there, and
-    // rollback puts stock back offline.
+    failures
+}
+
+/// No repository, but the stock .debs in apt's cache: adopt takes them from there, and
+/// rollback puts stock back offline. Returns what failed.
+fn apt_cache_case(a: &Artifacts, commit: &str) -> Vec<String> {
+    let mut failures = Vec::new();
     let sb = fresh(a, &a.stock_snapshot);
-    patch_in_place(&sb, a, &commit);
+    patch_in_place(&sb, a, commit);
     let mut cp = String::from("rm -rf /srv/rocm-pin-test-repos/stock");
     for role in [StockRole::HsaRocr, StockRole::HipRuntime] {
         let deb = a
@@ -347,7 +359,7 @@ fn adopt_refuses_bad_in_place_patches_and_changes_nothing() {
             ));
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    failures
 }
 
 /// An adoption SIGKILLed (with the apt-get it runs, by pid, from an apt hook) before dpkg ran

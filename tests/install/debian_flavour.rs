@@ -284,12 +284,27 @@ fn patched_in_place_sandbox(tarball: &std::path::Path) -> Sandbox {
     sb
 }
 
-/// The ROCm packages as `dpkg -l` lists them, for the record of what changed.
-fn dpkg_states(sb: &Sandbox, names: &[String]) -> Vec<(String, bool)> {
-    names
-        .iter()
-        .map(|n| (n.clone(), is_installed(sb, n)))
-        .collect()
+/// Whether each of `names` is installed is `want`; `when` names the moment in the message.
+fn assert_installed(sb: &Sandbox, names: &[String], want: bool, when: &str) {
+    for n in names {
+        assert_eq!(
+            is_installed(sb, n),
+            want,
+            "{n} installed {when}: want {want}"
+        );
+    }
+}
+
+/// `dpkg --verify` of each of `names` exits 0 and prints nothing.
+fn assert_dpkg_verify_clean(sb: &Sandbox, names: &[String], when: &str) {
+    for p in names {
+        let out = sb.run(&["dpkg", "--verify", p]).unwrap();
+        assert!(
+            rc(&out) == 0 && out.stdout.is_empty(),
+            "dpkg --verify {p} {when}: {}",
+            text(&out)
+        );
+    }
 }
 
 /// Issue 23: `rocm-pin adopt --commit` on Debian's packaging patched in place: the live
@@ -306,14 +321,52 @@ fn adopt_takes_over_debians_files_patched_in_place() {
     let sb = patched_in_place_sandbox(&tarball);
     let prepared = t.elapsed();
     let pinned: Vec<String> = STOCK_7.iter().map(|s| format!("{s}-pinned")).collect();
+    let stock: Vec<String> = STOCK_7.iter().map(|s| s.to_string()).collect();
+    let dependants: Vec<String> = DEPENDANTS_7.iter().map(|s| s.to_string()).collect();
+    status_and_verify_see_the_patch(&sb);
 
-    // status sees the patch: Debian's packaging, in the multiarch directory, commit unknown.
+    let t = std::time::Instant::now();
+    let out = adopt_the_pin(&sb);
+    let adopt_time = t.elapsed();
+    let said = text(&out);
+    assert_eq!(rc(&out), 0, "rocm-pin adopt --commit:\n{said}");
+    eprintln!("debian_flavour: rocm-pin adopt --commit said:\n{said}");
+    assert_says(&said, &["from the apt cache"]);
+    assert_installed(&sb, &pinned, true, "after adopt");
+    assert_installed(&sb, &stock, false, "after adopt");
+    assert_dpkg_verify_clean(&sb, &pinned, "after adopt");
+    let marker = the_replacements_are_debian_shaped(&sb, &pinned);
+    let out = sb.run(&["rocm-pin", "verify"]).unwrap();
+    assert_eq!(rc(&out), 0, "verify after adopt:\n{}", text(&out));
+    the_loader_maps_ours(&sb, &marker);
+    assert_installed(&sb, &dependants, true, "after adopt");
+
+    // rollback: Debian's packages back, offline, from the kept .debs; their files as dpkg
+    // recorded them.
+    let t = std::time::Instant::now();
+    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
+    let rollback_time = t.elapsed();
+    assert_eq!(rc(&out), 0, "rollback:\n{}", text(&out));
+    assert_installed(&sb, &stock, true, "after rollback");
+    assert_installed(&sb, &pinned, false, "after rollback");
+    assert_dpkg_verify_clean(&sb, &stock, "after rollback");
+    assert_installed(&sb, &dependants, true, "after rollback");
+    eprintln!(
+        "debian_flavour adopt: patch in place {:.1} s, adopt {:.1} s, rollback {:.1} s",
+        prepared.as_secs_f64(),
+        adopt_time.as_secs_f64(),
+        rollback_time.as_secs_f64()
+    );
+}
+
+/// status sees the patch: Debian's packaging, in the multiarch directory, commit unknown;
+/// verify fails on it, naming the directory and the fix with --commit.
+fn status_and_verify_see_the_patch(sb: &Sandbox) {
     let out = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("status --json: {e}: {}", text(&out)));
     assert_eq!(json["in_place"]["flavour"], "debian", "{json:#}");
     assert_eq!(json["in_place"]["lib_dir"], MULTIARCH, "{json:#}");
-    // verify fails on it, naming the directory and the fix with --commit.
     let out = sb.run(&["rocm-pin", "verify", "--json"]).unwrap();
     assert_eq!(rc(&out), 1, "verify before adopt:\n{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -328,32 +381,12 @@ fn adopt_takes_over_debians_files_patched_in_place() {
         check["subject"] == MULTIARCH && detail.contains("fix: `rocm-pin adopt --commit"),
         "{check:#}"
     );
+}
 
-    let t = std::time::Instant::now();
-    let out = adopt_the_pin(&sb);
-    let adopt_time = t.elapsed();
-    let said = text(&out);
-    assert_eq!(rc(&out), 0, "rocm-pin adopt --commit:\n{said}");
-    eprintln!("debian_flavour: rocm-pin adopt --commit said:\n{said}");
-    assert_says(&said, &["from the apt cache"]);
-    for (name, installed) in dpkg_states(&sb, &pinned) {
-        assert!(installed, "{name} not installed after adopt:\n{said}");
-    }
-    let stock: Vec<String> = STOCK_7.iter().map(|s| s.to_string()).collect();
-    for (name, installed) in dpkg_states(&sb, &stock) {
-        assert!(!installed, "stock {name} still installed after adopt");
-    }
-    for p in &pinned {
-        let out = sb.run(&["dpkg", "--verify", p]).unwrap();
-        assert!(
-            rc(&out) == 0 && out.stdout.is_empty(),
-            "dpkg --verify {p}: {}",
-            text(&out)
-        );
-    }
-    // The replacements are the Debian-shaped ones: Multi-Arch same, shlibs, the marker in the
-    // state directory, the commit given.
-    for p in &pinned {
+/// The replacements are the Debian-shaped ones: Multi-Arch same, shlibs, the marker in the
+/// state directory (returned), the commit given.
+fn the_replacements_are_debian_shaped(sb: &Sandbox, pinned: &[String]) -> serde_json::Value {
+    for p in pinned {
         let f = sb
             .run_ok(&[
                 "dpkg-query",
@@ -368,11 +401,8 @@ fn adopt_takes_over_debians_files_patched_in_place() {
             format!("same|{}", rocm_pin_core::rocm::PIN_COMMIT),
             "{p}"
         );
-        assert!(
-            sb.path(format!("/var/lib/dpkg/info/{p}:amd64.shlibs"))
-                .is_file(),
-            "{p}: no shlibs"
-        );
+        let shlibs = sb.path(format!("/var/lib/dpkg/info/{p}:amd64.shlibs"));
+        assert!(shlibs.is_file(), "{p}: no shlibs");
     }
     let marker: serde_json::Value = serde_json::from_str(
         &sb.read_to_string("/var/lib/rocm-pin/marker/amd64.json")
@@ -386,11 +416,13 @@ fn adopt_takes_over_debians_files_patched_in_place() {
             .is_some_and(|s| s.contains(MULTIARCH) && s.contains("--commit")),
         "{marker:#}"
     );
-    let out = sb.run(&["rocm-pin", "verify"]).unwrap();
-    assert_eq!(rc(&out), 0, "verify after adopt:\n{}", text(&out));
-    // The loader: the cache names the multiarch files, and what rocminfo resolves is the file
-    // our marker records (stock and ours share the path: by sha256).
-    let recorded = rocm_pin_testkit::runtime::marker_sha256s(&marker);
+    marker
+}
+
+/// The loader: the cache names the multiarch files, and what rocminfo resolves is the file
+/// the marker records (stock and ours share the path: by sha256).
+fn the_loader_maps_ours(sb: &Sandbox, marker: &serde_json::Value) {
+    let recorded = rocm_pin_testkit::runtime::marker_sha256s(marker);
     assert!(
         !recorded.is_empty(),
         "the marker records no library: {marker:#}"
@@ -410,46 +442,13 @@ fn adopt_takes_over_debians_files_patched_in_place() {
         );
     }
     let (resolved, sha) = rocm_pin_testkit::runtime::resolved_sha256(
-        &sb,
+        sb,
         "/usr/bin/rocminfo",
         "libhsa-runtime64.so.1",
     );
     assert!(
         recorded.contains(&sha),
         "rocminfo loads {resolved} ({sha}), not ours {recorded:?}"
-    );
-    for d in DEPENDANTS_7 {
-        assert!(is_installed(&sb, d), "adopt removed dependant {d}");
-    }
-
-    // rollback: Debian's packages back, offline, from the kept .debs; their files as dpkg
-    // recorded them.
-    let t = std::time::Instant::now();
-    let out = sb.run(&["rocm-pin", "rollback"]).unwrap();
-    let rollback_time = t.elapsed();
-    assert_eq!(rc(&out), 0, "rollback:\n{}", text(&out));
-    for (name, installed) in dpkg_states(&sb, &stock) {
-        assert!(installed, "rollback did not restore {name}");
-    }
-    for (name, installed) in dpkg_states(&sb, &pinned) {
-        assert!(!installed, "{name} left after rollback");
-    }
-    for s in STOCK_7 {
-        let out = sb.run(&["dpkg", "--verify", s]).unwrap();
-        assert!(
-            rc(&out) == 0 && out.stdout.is_empty(),
-            "dpkg --verify {s} after rollback: {}",
-            text(&out)
-        );
-    }
-    for d in DEPENDANTS_7 {
-        assert!(is_installed(&sb, d), "rollback removed dependant {d}");
-    }
-    eprintln!(
-        "debian_flavour adopt: patch in place {:.1} s, adopt {:.1} s, rollback {:.1} s",
-        prepared.as_secs_f64(),
-        adopt_time.as_secs_f64(),
-        rollback_time.as_secs_f64()
     );
 }
 

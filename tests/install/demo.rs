@@ -74,6 +74,33 @@ const STEPS: &[&str] = &[
     "apt-get dist-upgrade",
 ];
 
+/// The commands the demo shows the user.
+const DEMO_SHOWS: &[&str] = &[
+    "rocm-pin build --source https://github.com/ROCm/rocm-systems ",
+    "rocm-pin package --staging",
+    "rocm-pin install --mode require",
+    "rocm-pin verify",
+];
+
+/// What `--keep` keeps (directories).
+const DEMO_KEEPS: &[&str] = &["src", "staging", "stock", "debs", "repo", "logs", "chroot"];
+
+/// The kept chroot's packages: (package, text its `dpkg-query` line has or has not, has it).
+/// Ours installed at the demo's commit, the stock pair not back, the seed's custom rccl went
+/// in (dpkg -i --force-all) and fix-broken left it, the dependants installed.
+const KEPT_STATES: &[(&str, &str, bool)] = &[
+    ("hsa-rocr-pinned", " ii", true),
+    ("hsa-rocr-pinned", ".g{commit7}", true),
+    ("hip-runtime-amd-pinned", " ii", true),
+    ("hip-runtime-amd-pinned", ".g{commit7}", true),
+    ("hsa-rocr", " ii", false),
+    ("hip-runtime-amd", " ii", false),
+    ("rccl", "+custom", true),
+    ("rocm-hip-runtime", " ii", true),
+    ("hip-dev", " ii", true),
+    ("hipblas", " ii", true),
+];
+
 #[test]
 fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
     rocm_pin_testkit::needs_root!("the demo's chroot");
@@ -110,14 +137,7 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
     let pos = |s: &str| stdout.find(s).unwrap();
     assert!(pos(STEPS[7]) < pos(STEPS[8]) && pos(STEPS[6]) < pos(STEPS[7]));
     assert_says(&stdout, &["STAND-IN runtime, not AMD's"]);
-    assert!(
-        stdout.contains("rocm-pin build --source https://github.com/ROCm/rocm-systems ")
-            && stdout.contains("rocm-pin package --staging")
-            && stdout.contains("rocm-pin install --mode require")
-            && stdout.contains("rocm-pin verify"),
-        "{}",
-        stdout
-    );
+    assert_says(&stdout, DEMO_SHOWS);
     // Progress: every step with its time on stderr.
     let stderr = String::from_utf8_lossy(&out.stderr);
     for step in STEPS {
@@ -133,7 +153,7 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
         stdout.contains(&keep.display().to_string()),
         "where it kept things is not printed:\n{stdout}"
     );
-    for d in ["src", "staging", "stock", "debs", "repo", "logs", "chroot"] {
+    for d in DEMO_KEEPS {
         assert!(keep.join(d).is_dir(), "{d} not kept");
     }
     assert!(keep.join("repo/dists/stable/InRelease").is_file());
@@ -144,10 +164,24 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
     let commit = report["commit"].as_str().unwrap().to_string();
     assert_eq!(commit.len(), 40);
 
-    // The kept chroot, judged by dpkg-query, the files and rocm-pin verify run again.
-    let root = keep.join("chroot");
+    check_the_kept_chroot(&keep.join("chroot"), &commit);
+    let fix_log = std::fs::read_dir(keep.join("logs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("chroot-03-fix-broken"))
+        .expect("the fix-broken log");
+    let fix_log = std::fs::read_to_string(fix_log).unwrap();
+    assert!(
+        fix_log.contains("apt --fix-broken install -y") && fix_log.contains("verify: all"),
+        "{}",
+        fix_log
+    );
+}
+
+/// The kept chroot, judged by dpkg-query, the files and rocm-pin verify run again.
+fn check_the_kept_chroot(root: &Path, commit: &str) {
     let q = in_chroot(
-        &root,
+        root,
         &[
             "dpkg-query",
             "-W",
@@ -162,26 +196,16 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
             .map(|l| l.to_string())
             .unwrap_or_default()
     };
-    for ours in ["hsa-rocr-pinned", "hip-runtime-amd-pinned"] {
-        assert!(state(ours).contains(" ii"), "{ours}: {status}");
-        assert!(
-            state(ours).contains(&format!(".g{}", &commit[..7])),
-            "{status}"
+    for (pkg, has, is) in KEPT_STATES {
+        let has = has.replace("{commit7}", &commit[..7]);
+        assert_eq!(
+            state(pkg).contains(&has),
+            *is,
+            "{pkg}: {has:?} {is}: {status}"
         );
-    }
-    for stock in ["hsa-rocr", "hip-runtime-amd"] {
-        assert!(
-            !state(stock).contains(" ii"),
-            "stock {stock} is back: {status}"
-        );
-    }
-    // The seed's custom rccl went in (dpkg -i --force-all) and fix-broken left it there.
-    assert!(state("rccl").contains("+custom"), "{status}");
-    for dep in ["rocm-hip-runtime", "hip-dev", "hipblas"] {
-        assert!(state(dep).contains(" ii"), "{dep}: {status}");
     }
     let marker = std::fs::read_to_string(root.join("opt/rocm-7.2.4/.info/rocm-pin.json")).unwrap();
-    assert_says(&marker, &[&commit]);
+    assert_says(&marker, &[commit]);
     // The stock library bytes are not back anywhere in the prefix.
     for e in std::fs::read_dir(root.join("opt/rocm-7.2.4/lib")).unwrap() {
         let p = e.unwrap().path();
@@ -202,19 +226,8 @@ fn demo_runs_the_whole_chain_and_keeps_it_for_inspection() {
         "{}",
         sources
     );
-    let v = in_chroot(&root, &["rocm-pin", "verify"]);
+    let v = in_chroot(root, &["rocm-pin", "verify"]);
     assert_success(&v, "verify in the kept chroot");
-    let fix_log = std::fs::read_dir(keep.join("logs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().contains("chroot-03-fix-broken"))
-        .expect("the fix-broken log");
-    let fix_log = std::fs::read_to_string(fix_log).unwrap();
-    assert!(
-        fix_log.contains("apt --fix-broken install -y") && fix_log.contains("verify: all"),
-        "{}",
-        fix_log
-    );
 }
 
 #[test]

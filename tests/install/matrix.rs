@@ -188,6 +188,12 @@ fn tamper_matrix_fails_verify_naming_the_check(config: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// dpkg's `db:Status-Abbrev` of `package` in the chroot (`ii`, `iU`, `iF` …).
+fn status_abbrev(sb: &Sandbox, package: &str) -> String {
+    sb.run_ok(&["dpkg-query", "-W", "-f=${db:Status-Abbrev}", package])
+        .unwrap()
+}
+
 fn status_of(sb: &Sandbox) -> String {
     sb.read_to_string("/var/lib/dpkg/status").unwrap()
 }
@@ -277,11 +283,8 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt(config: &str) {
         "rocm-hip-runtime-",
     ])
     .unwrap();
-    let before = status_of(&sb);
-    let out = sb.run(&install_argv(&a.ours)).unwrap();
-    assert_eq!(rc(&out), 2, "{}", text(&out));
-    assert!(text(&out).contains("built against"), "{}", text(&out));
-    assert_eq!(before, status_of(&sb), "a refusal must change nothing");
+    let said = install_refused_changing_nothing(&sb, a);
+    assert!(said.contains("built against"), "{said}");
     assert!(!sb.path("/etc/ld.so.conf.d/hsa-rocr-pinned.conf").exists());
 
     // Stock absent.
@@ -294,11 +297,8 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt(config: &str) {
         "hsa-rocr",
     ])
     .unwrap();
-    let before = status_of(&sb);
-    let out = sb.run(&install_argv(&a.ours)).unwrap();
-    assert_eq!(rc(&out), 2, "{}", text(&out));
+    let said = install_refused_changing_nothing(&sb, a);
     // One line naming what is missing and the exact apt line that installs it.
-    let said = text(&out);
     let error: Vec<&str> = said.lines().filter(|l| l.contains("error:")).collect();
     assert_eq!(error.len(), 1, "{said}");
     assert!(
@@ -307,7 +307,15 @@ fn stock_mismatch_and_absent_stock_are_refused_before_apt(config: &str) {
             && error[0].contains(&format!(" {}=", hsa.name)),
         "{said}"
     );
-    assert_eq!(before, status_of(&sb));
+}
+
+/// `rocm-pin install` of ours refused (exit 2) with the dpkg status byte-identical; its output.
+fn install_refused_changing_nothing(sb: &Sandbox, a: &Artifacts) -> String {
+    let before = status_of(sb);
+    let out = sb.run(&install_argv(&a.ours)).unwrap();
+    assert_eq!(rc(&out), 2, "{}", text(&out));
+    assert_eq!(before, status_of(sb), "a refusal must change nothing");
+    text(&out)
 }
 
 /// A run killed between dpkg's unpack and configure (the state SIGKILL during apt leaves):
@@ -320,14 +328,7 @@ fn an_interrupted_install_is_completed_by_the_next_run(config: &str) {
     unpack.extend(&argv[2..]);
     let out = sb.run(&unpack).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
-    let state = sb
-        .run_ok(&[
-            "dpkg-query",
-            "-W",
-            "-f=${db:Status-Abbrev}",
-            "hsa-rocr-pinned",
-        ])
-        .unwrap();
+    let state = status_abbrev(&sb, "hsa-rocr-pinned");
     assert_eq!(state.trim(), "iU", "the interrupted state must be set up");
     assert_eq!(rc(&verify(&sb)), 1);
     let out = sb.run(&argv).unwrap();
@@ -421,14 +422,7 @@ fn a_run_killed_by_sigkill_inside_dpkg_is_completed_by_the_next_run(config: &str
     }
 
     // 2. dpkg is really interrupted, and verify says the runtime is not in place.
-    let state = sb
-        .run_ok(&[
-            "dpkg-query",
-            "-W",
-            "-f=${db:Status-Abbrev}",
-            "hsa-rocr-pinned",
-        ])
-        .unwrap();
+    let state = status_abbrev(&sb, "hsa-rocr-pinned");
     assert_eq!(
         state.trim(),
         "iF",

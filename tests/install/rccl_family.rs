@@ -14,6 +14,7 @@ use rocm_pin_kit::standin::StockRole;
 
 use crate::rccl_pair::rccl_identity;
 use crate::util::*;
+use rocm_pin_testkit::deb_table::fill;
 
 const IDENTITY: &str = "rccl-CPACK-family";
 
@@ -37,19 +38,6 @@ fn family_check(sb: &Sandbox, name: &str) -> Option<(bool, String)> {
             )
         })
     })
-}
-
-/// One row of the scenario table: step, exit, what the loader maps, verify's exit.
-fn row(sb: &Sandbox, step: &str, exit: Option<i32>, started: Instant) -> (String, i32) {
-    let identity = rccl_identity(sb);
-    let v = verify(sb);
-    eprintln!(
-        "rccl_family | {step} | {exit:?} | {identity} | verify {} | pair patched {} | {:.1}s",
-        rc(&v),
-        all_patched(&probe(sb)),
-        started.elapsed().as_secs_f64()
-    );
-    (identity, rc(&v))
 }
 
 /// The stock rccl .deb again at a newer version (what AMD's next point release publishes).
@@ -86,6 +74,202 @@ fn newer_stock(stock: &std::path::Path, dir: &std::path::Path) -> String {
     newer
 }
 
+/// What is done before a step's command (the steps that need more than a shell line).
+#[derive(PartialEq)]
+enum Before {
+    Nothing,
+    /// The stock rccl .deb copied in as `{stock_in}`.
+    CopyStock,
+    /// verify's fix for the failing rccl family taken as `{fix}` (it must be an install of the
+    /// kept .deb).
+    TakeVerifysFix,
+    /// A newer stock rccl published (`{newer}` its version).
+    PublishNewerStock,
+    /// The custom build packaged again against the host as it is, as `{second_in}`.
+    PackageAgain,
+}
+
+/// The rccl family's check in verify --json.
+#[derive(PartialEq, Debug)]
+enum Family {
+    Any,
+    Passes,
+    Fails,
+    Absent,
+}
+
+/// The pair's packages after a step: as many as before, or each at the same version and state.
+#[derive(PartialEq)]
+enum Pair {
+    Any,
+    SameCount,
+    Kept,
+}
+
+/// One step of the scenario: a shell line run in the chroot (`{vars}` filled) and what must
+/// hold after it. `None` / `Any` = not judged at this step.
+struct Step {
+    title: &'static str,
+    before: Before,
+    run: &'static str,
+    /// `Some(true)` exit 0, `Some(false)` non-zero.
+    succeeds: Option<bool>,
+    /// The command's output says each.
+    says: &'static [&'static str],
+    /// (JSON pointer, text its value's JSON contains) in the command's stdout.
+    json: &'static [(&'static str, &'static str)],
+    /// What the loader maps for librccl contains this ({identity}: ours).
+    rccl: Option<&'static str>,
+    verify: Option<i32>,
+    verify_says: &'static [&'static str],
+    family: Family,
+    /// The pair's packages (all but rccl's) after the step against before the first.
+    pair: Pair,
+    /// The pair's runtimes are the patched ones.
+    pair_patched: Option<bool>,
+    /// `Some(true)` every dependant installed; `Some(false)` all but the stock rccl ours
+    /// stands in for.
+    dependants: Option<bool>,
+}
+
+const STEP: Step = Step {
+    title: "",
+    before: Before::Nothing,
+    run: "",
+    succeeds: None,
+    says: &[],
+    json: &[],
+    rccl: None,
+    verify: None,
+    verify_says: &[],
+    family: Family::Any,
+    pair: Pair::Any,
+    pair_patched: None,
+    dependants: None,
+};
+
+const RCCL_FAMILY: &[Step] = &[
+    Step {
+        title: "rocm-pin install <rccl-pinned.deb>: the family read from the .deb",
+        run: "rocm-pin install {ours_in}",
+        succeeds: Some(true),
+        rccl: Some("{identity}"),
+        verify: Some(0),
+        family: Family::Passes,
+        pair: Pair::SameCount,
+        ..STEP
+    },
+    Step {
+        title: "ours and the stock kept",
+        run: "ls /var/lib/rocm-pin/ours/rccl /var/lib/rocm-pin/stock",
+        says: &["rccl-pinned_", "rccl_"],
+        ..STEP
+    },
+    Step {
+        title: "status names the family",
+        run: "rocm-pin status --json",
+        json: &[("/families/0/package", "\"rccl-pinned\""), ("/packages", "hsa-rocr")],
+        ..STEP
+    },
+    Step {
+        title: "the seed's first command alone: verify fails naming the family",
+        before: Before::CopyStock,
+        run: "dpkg -i --force-all {stock_in}",
+        verify: Some(1),
+        verify_says: &["FAIL family           rccl:", "stock-absent     rccl:"],
+        family: Family::Fails,
+        ..STEP
+    },
+    Step {
+        title: "verify's fix, verbatim",
+        before: Before::TakeVerifysFix,
+        run: "{fix}",
+        rccl: Some("{identity}"),
+        verify: Some(0),
+        ..STEP
+    },
+    Step {
+        title: "guard on",
+        run: "rocm-pin guard on",
+        succeeds: Some(true),
+        ..STEP
+    },
+    Step {
+        title: "the guard catches the first command (dpkg's hook runs verify, naming the family)",
+        run: "dpkg -i --force-all {stock_in}",
+        succeeds: Some(false),
+        says: &["FAIL family rccl:"],
+        rccl: Some("{identity}"),
+        verify: Some(1),
+        ..STEP
+    },
+    Step {
+        title: "apt's repair removes the forced stock and passes the guard",
+        run: "apt-get --fix-broken install -y -q",
+        succeeds: Some(true),
+        rccl: Some("{identity}"),
+        verify: Some(0),
+        dependants: Some(false),
+        ..STEP
+    },
+    Step {
+        title: "a newer stock rccl published: kept back, nothing of either family moves",
+        before: Before::PublishNewerStock,
+        run: "apt-get full-upgrade -y -q",
+        rccl: Some("{identity}"),
+        verify: Some(0),
+        pair: Pair::Kept,
+        ..STEP
+    },
+    Step {
+        title: "rccl's way forward: its own rollback",
+        run: "rocm-pin rollback --family rccl",
+        succeeds: Some(true),
+        ..STEP
+    },
+    Step {
+        title: "… then the newer stock; the pair untouched and green",
+        run: "apt-get install -y -q rccl={newer}",
+        rccl: Some("STOCK"),
+        verify: Some(0),
+        family: Family::Absent,
+        pair: Pair::Kept,
+        pair_patched: Some(true),
+        ..STEP
+    },
+    Step {
+        title: "the custom build pinned again, against the newer stock (the docs' way forward)",
+        before: Before::PackageAgain,
+        run: "rocm-pin install {second_in}",
+        rccl: Some("{identity}"),
+        verify: Some(0),
+        pair: Pair::Kept,
+        ..STEP
+    },
+    Step {
+        title: "rollback with no family: both families back to their stock, the pair first",
+        run: "rocm-pin rollback",
+        succeeds: Some(true),
+        says: &["the stock runtime is back", "the stock rccl is back"],
+        rccl: Some("STOCK"),
+        pair_patched: Some(false),
+        dependants: Some(true),
+        ..STEP
+    },
+    Step {
+        title: "the newer stock rccl back",
+        run: "dpkg-query -W -f='${Version}\\n' rccl",
+        says: &["{newer}\n"],
+        ..STEP
+    },
+    Step {
+        title: "the guard goes with nothing of ours left",
+        run: "ls /etc/apt/apt.conf.d/80rocm-pin-guard /etc/dpkg/dpkg.cfg.d/rocm-pin-guard 2>&1 || true",
+        says: &["80rocm-pin-guard': No such file", "dpkg.cfg.d/rocm-pin-guard': No such file"],
+        ..STEP
+    },
+];
+
 #[test]
 fn rocm_pin_installs_verifies_and_rolls_back_rccl_next_to_the_pair() {
     rocm_pin_testkit::needs_root!("a chroot");
@@ -93,193 +277,138 @@ fn rocm_pin_installs_verifies_and_rolls_back_rccl_next_to_the_pair() {
     let a = artifacts("bookworm");
     let sb = fresh(a, &a.installed_snapshot);
     let work = tempfile::tempdir().unwrap();
-    let deb = crate::rccl_pair::package_cpack_rccl(sb.root(), work.path(), IDENTITY);
-    let inside = format!("/root/{}", deb.file_name().unwrap().to_str().unwrap());
-    sb.copy_in(&deb, &inside).unwrap();
-    let pair_before = pair_versions(&sb);
-
-    // rocm-pin install <rccl-pinned.deb>: the family read from the .deb, the stock kept.
-    let inst = sb.run(&["rocm-pin", "install", &inside]).unwrap();
-    assert_eq!(rc(&inst), 0, "{}", text(&inst));
-    let (identity, v) = row(
-        &sb,
-        "rocm-pin install rccl-pinned",
-        Some(rc(&inst)),
-        started,
-    );
-    assert_eq!((identity.as_str(), v), (IDENTITY, 0));
-    assert_eq!(
-        family_check(&sb, "rccl").map(|c| c.0),
-        Some(true),
-        "verify names the rccl family"
-    );
-    let kept = sb
-        .sh("ls /var/lib/rocm-pin/ours/rccl /var/lib/rocm-pin/stock")
-        .unwrap();
-    let kept = String::from_utf8_lossy(&kept.stdout).into_owned();
-    assert!(kept.contains("rccl-pinned_"), "ours kept: {kept}");
-    assert!(kept.contains("rccl_"), "stock kept: {kept}");
-    let status = sb.run(&["rocm-pin", "status", "--json"]).unwrap();
-    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(s["families"][0]["package"], "rccl-pinned", "{s:#}");
-    assert!(s["packages"].to_string().contains("hsa-rocr"), "{s:#}");
-    assert_eq!(
-        pair_versions(&sb).lines().count(),
-        pair_before.lines().count()
-    );
-
-    // The seed's first command alone: verify fails naming the family; its fix, verbatim.
     let stock = a.stock.require(StockRole::Rccl).unwrap();
-    let stock_in = format!("/root/{}", stock.deb.file_name().unwrap().to_str().unwrap());
-    sb.copy_in(&stock.deb, &stock_in).unwrap();
-    let forced = sb.sh(&format!("dpkg -i --force-all {stock_in}")).unwrap();
-    let (_, v) = row(
-        &sb,
-        "dpkg -i --force-all <stock rccl>",
-        forced.status.code(),
-        started,
-    );
-    assert_eq!(v, 1);
-    let out = text(&verify(&sb));
-    assert!(out.contains("FAIL family           rccl:"), "{out}");
-    assert!(out.contains("stock-absent     rccl:"), "{out}");
-    let (ok, detail) = family_check(&sb, "rccl").unwrap();
-    assert!(!ok);
-    let fix = detail.rsplit('`').nth(1).unwrap().to_string();
-    assert!(
-        fix.starts_with("rocm-pin install /var/lib/rocm-pin/ours/rccl/"),
-        "{fix}"
-    );
-    let fixed = sb.sh(&fix).unwrap();
-    let (identity, v) = row(&sb, &format!("fix: {fix}"), fixed.status.code(), started);
-    assert_eq!((identity.as_str(), v), (IDENTITY, 0), "{}", text(&fixed));
+    let mut vars = vec![("identity", IDENTITY.to_string())];
+    let deb = crate::rccl_pair::package_cpack_rccl(sb.root(), work.path(), IDENTITY);
+    vars.push(("ours_in", copy_in_root(&sb, &deb)));
+    let pair_before = pair_versions(&sb);
+    for step in RCCL_FAMILY {
+        match step.before {
+            Before::Nothing => {}
+            Before::CopyStock => vars.push(("stock_in", copy_in_root(&sb, &stock.deb))),
+            Before::TakeVerifysFix => {
+                let (_, detail) = family_check(&sb, "rccl").unwrap();
+                let fix = detail.rsplit('`').nth(1).unwrap().to_string();
+                assert!(
+                    fix.starts_with("rocm-pin install /var/lib/rocm-pin/ours/rccl/"),
+                    "{fix}"
+                );
+                vars.push(("fix", fix));
+            }
+            Before::PublishNewerStock => {
+                vars.push(("newer", newer_stock(&stock.deb, &work.path().join("newer"))));
+                sb.add_local_repo("rccl-newer", &work.path().join("newer/repo"))
+                    .unwrap();
+            }
+            Before::PackageAgain => {
+                let dir = work.path().join("second");
+                let second = crate::rccl_pair::package_cpack_rccl(sb.root(), &dir, IDENTITY);
+                vars.push(("second_in", copy_in_root(&sb, &second)));
+            }
+        }
+        let out = sb.sh(&fill(step.run, &vars).unwrap()).unwrap();
+        judge_step(&sb, step, &out, &vars, &pair_before, started);
+    }
+}
 
-    // With the guard: the seed's two commands in a row.
-    let on = sb.run(&["rocm-pin", "guard", "on"]).unwrap();
-    assert_eq!(rc(&on), 0, "{}", text(&on));
-    // The guard catches the first command (dpkg's hook runs verify, which names the family);
-    // the second, apt's repair, removes the forced stock and passes the guard.
-    let forced = sb.sh(&format!("dpkg -i --force-all {stock_in}")).unwrap();
-    let (identity, v) = row(
-        &sb,
-        "guard on; dpkg -i --force-all <stock rccl>",
-        forced.status.code(),
-        started,
-    );
-    assert_ne!(
-        rc(&forced),
-        0,
-        "the guard lets it through:\n{}",
-        text(&forced)
-    );
-    assert!(
-        text(&forced).contains("FAIL family rccl:"),
-        "{}",
-        text(&forced)
-    );
-    assert_eq!((identity.as_str(), v), (IDENTITY, 1));
-    let repaired = sb.sh("apt-get --fix-broken install -y -q").unwrap();
-    let (identity, v) = row(
-        &sb,
-        "guard on; apt --fix-broken install",
-        repaired.status.code(),
-        started,
-    );
-    assert_eq!(rc(&repaired), 0, "{}", text(&repaired));
-    assert_eq!((identity.as_str(), v), (IDENTITY, 0));
-    let states = dependant_states(&sb);
-    assert!(
-        states.iter().all(|(p, s)| p == "rccl" || s == "ii"),
-        "every dependant but the stock rccl ours stands in for: {states:?}"
-    );
+/// `deb` copied into the chroot's /root; its path there.
+fn copy_in_root(sb: &Sandbox, deb: &std::path::Path) -> String {
+    let inside = format!("/root/{}", deb.file_name().unwrap().to_str().unwrap());
+    sb.copy_in(deb, &inside).unwrap();
+    inside
+}
 
-    // A newer stock RCCL published: kept back, nothing of either family moves.
-    let newer = newer_stock(&stock.deb, &work.path().join("newer"));
-    sb.add_local_repo("rccl-newer", &work.path().join("newer/repo"))
-        .unwrap();
-    let up = sb.sh("apt-get full-upgrade -y -q").unwrap();
-    let (identity, v) = row(
-        &sb,
-        "newer stock rccl; apt full-upgrade",
-        up.status.code(),
-        started,
-    );
-    assert_eq!((identity.as_str(), v), (IDENTITY, 0), "{}", text(&up));
-    assert_eq!(pair_versions(&sb), pair_before, "the pair moved");
-
-    // RCCL's way forward: its own rollback, then the newer stock; the pair untouched and green.
-    let rb = sb
-        .run(&["rocm-pin", "rollback", "--family", "rccl"])
-        .unwrap();
-    assert_eq!(rc(&rb), 0, "{}", text(&rb));
-    let take = sb
-        .sh(&format!("apt-get install -y -q rccl={newer}"))
-        .unwrap();
-    let (identity, v) = row(
-        &sb,
-        "rollback --family rccl; apt-get install rccl=<newer>",
-        take.status.code(),
-        started,
-    );
-    assert!(identity.contains("STOCK"), "{identity}");
-    assert_eq!(v, 0, "{}", text(&verify(&sb)));
-    assert_eq!(family_check(&sb, "rccl"), None, "no rccl of ours left");
-    assert_eq!(pair_versions(&sb), pair_before, "the pair moved");
-    assert!(all_patched(&probe(&sb)));
-
-    // ...then the custom build pinned again, against the newer stock (the docs' way forward).
-    let second =
-        crate::rccl_pair::package_cpack_rccl(sb.root(), &work.path().join("second"), IDENTITY);
-    let second_in = format!("/root/{}", second.file_name().unwrap().to_str().unwrap());
-    sb.copy_in(&second, &second_in).unwrap();
-    let again = sb.run(&["rocm-pin", "install", &second_in]).unwrap();
-    let (identity, v) = row(
-        &sb,
-        "rocm-pin install <rccl-pinned against the newer stock>",
-        Some(rc(&again)),
-        started,
-    );
-    assert_eq!((identity.as_str(), v), (IDENTITY, 0), "{}", text(&again));
-    assert_eq!(pair_versions(&sb), pair_before, "the pair moved");
-
-    // rollback with no family: both families go back to their stock, the pair first.
-    let all = sb.run(&["rocm-pin", "rollback"]).unwrap();
-    assert_eq!(rc(&all), 0, "{}", text(&all));
-    let said = text(&all);
-    assert!(
-        said.contains("the stock runtime is back") && said.contains("the stock rccl is back"),
-        "{said}"
-    );
+/// Everything `step` says must hold after its command gave `out`; prints the scenario's row
+/// (step, exit, what the loader maps for rccl, verify's exit, the pair patched, time).
+fn judge_step(
+    sb: &Sandbox,
+    step: &Step,
+    out: &std::process::Output,
+    vars: &[(&str, String)],
+    pair_before: &str,
+    started: Instant,
+) {
+    let (said, title) = (text(out), step.title);
+    let identity = rccl_identity(sb);
+    let v = verify(sb);
     eprintln!(
-        "rccl_family | rocm-pin rollback | 0 | {} | pair patched {} | {:.1}s",
-        rccl_identity(&sb),
-        all_patched(&probe(&sb)),
+        "rccl_family | {title} | {:?} | {identity} | verify {} | pair patched {} | {:.1}s",
+        out.status.code(),
+        rc(&v),
+        all_patched(&probe(sb)),
         started.elapsed().as_secs_f64()
     );
+    if let Some(ok) = step.succeeds {
+        assert_eq!(rc(out) == 0, ok, "{title}: exit {}:\n{said}", rc(out));
+    }
+    for phrase in step.says {
+        let phrase = fill(phrase, vars).unwrap();
+        assert!(said.contains(&phrase), "{title}: no {phrase:?} in:\n{said}");
+    }
+    if !step.json.is_empty() {
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (pointer, want) in step.json {
+            let got = json
+                .pointer(pointer)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            assert!(
+                got.contains(want),
+                "{title}: {pointer} is {got:?}, want {want:?}:\n{json:#}"
+            );
+        }
+    }
+    if let Some(want) = step.rccl {
+        let want = fill(want, vars).unwrap();
+        assert!(
+            identity.contains(&want),
+            "{title}: rccl is {identity}, want {want}\n{said}"
+        );
+    }
+    if let Some(want) = step.verify {
+        assert_eq!(rc(&v), want, "{title}: verify:\n{}\n{said}", text(&v));
+    }
+    for phrase in step.verify_says {
+        assert!(
+            text(&v).contains(phrase),
+            "{title}: verify says no {phrase:?}:\n{}",
+            text(&v)
+        );
+    }
+    let family = match family_check(sb, "rccl") {
+        None => Family::Absent,
+        Some((true, _)) => Family::Passes,
+        Some((false, _)) => Family::Fails,
+    };
     assert!(
-        rccl_identity(&sb).contains("STOCK"),
-        "{}",
-        rccl_identity(&sb)
+        step.family == Family::Any || step.family == family,
+        "{title}: the rccl family {family:?}"
     );
-    let rccl_now = sb
-        .run(&["dpkg-query", "-W", "-f=${Version}", "rccl"])
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&rccl_now.stdout),
-        newer,
-        "the newer stock rccl back"
-    );
-    let hooks = sb
-        .sh("ls /etc/apt/apt.conf.d/80rocm-pin-guard /etc/dpkg/dpkg.cfg.d/rocm-pin-guard 2>&1 || true")
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&hooks.stdout)
-            .matches("No such file")
-            .count()
-            == 2,
-        "the guard stays with nothing of ours left: {}",
-        text(&hooks)
-    );
-    assert!(!all_patched(&probe(&sb)));
-    assert!(dependants_installed(&sb), "{:?}", dependant_states(&sb));
+    match step.pair {
+        Pair::Any => {}
+        Pair::SameCount => assert_eq!(
+            pair_versions(sb).lines().count(),
+            pair_before.lines().count(),
+            "{title}: the pair's packages"
+        ),
+        Pair::Kept => assert_eq!(pair_versions(sb), pair_before, "{title}: the pair moved"),
+    }
+    if let Some(want) = step.pair_patched {
+        assert_eq!(all_patched(&probe(sb)), want, "{title}: the pair patched");
+    }
+    match step.dependants {
+        Some(true) => assert!(
+            dependants_installed(sb),
+            "{title}: {:?}",
+            dependant_states(sb)
+        ),
+        Some(false) => {
+            let states = dependant_states(sb);
+            assert!(
+                states.iter().all(|(p, s)| p == "rccl" || s == "ii"),
+                "{title}: every dependant but the stock rccl ours stands in for: {states:?}"
+            );
+        }
+        None => {}
+    }
 }

@@ -4,7 +4,6 @@
 //! tests (tests/install/) cover the same with real apt/dpkg; this one is fast and
 //! isolates verify's own logic.
 
-use rocm_pin_testkit::assert_says;
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -351,167 +350,270 @@ fn assert_fails(rep: &VerifyReport, name: &str) {
     );
 }
 
+/// One tamper of a fake installed root and what verify must then say: one row per way the
+/// install can be broken (or left alone on purpose).
+struct Tamper {
+    what: &'static str,
+    apply: fn(&Path, &Built),
+    /// `LD_LIBRARY_PATH` verify is run with.
+    ld_library_path: Option<&'static str>,
+    /// The exit code: 0 (passes), 1 (each of `fails` failed), 3 (a skip record).
+    exit: i32,
+    fails: &'static [&'static str],
+    /// Checks that must not fail.
+    holds: &'static [&'static str],
+    /// (check, phrase): the failed check's detail says it ("" = the human report says it).
+    says: &'static [(&'static str, &'static str)],
+}
+
+const LIB: &str = "/opt/rocm-7.2.4/lib";
+
+const TAMPERS: &[Tamper] = &[
+    Tamper {
+        what: "nothing: a clean install, the excluded doc file absent by design",
+        apply: |_, _| {},
+        says: &[("", "absent by dpkg path-exclude"), ("", "= ours")],
+        ..PASSES
+    },
+    Tamper {
+        what: "the library overwritten in place with stock content (the seed's method)",
+        apply: |r, b| {
+            copy(
+                &b.hsa_stock,
+                &host(r, &format!("{LIB}/libhsa-runtime64.so.1.18.0")),
+            )
+        },
+        fails: &["files", "backport-symbol"],
+        ..FAILS
+    },
+    Tamper {
+        what: "truncated to 0 bytes",
+        apply: |r, _| {
+            let real = host(r, &format!("{LIB}/libamdhip64.so.7.2.53211-b539bf7"));
+            std::fs::File::create(&real).unwrap();
+            assert_eq!(std::fs::metadata(&real).unwrap().len(), 0);
+        },
+        fails: &["files", "sonames"],
+        ..FAILS
+    },
+    Tamper {
+        what: "the soname symlink dangling",
+        apply: |r, _| {
+            let link = host(r, &format!("{LIB}/libamdhip64.so.7"));
+            std::fs::remove_file(&link).unwrap();
+            symlink("libamdhip64.so.7.9.9", &link).unwrap();
+            assert!(
+                std::fs::metadata(&link).is_err(),
+                "tamper: link must dangle"
+            );
+        },
+        fails: &["sonames", "symlinks"],
+        ..FAILS
+    },
+    Tamper {
+        what: "the alias hard link replaced by a same-content copy (fails only the alias check)",
+        apply: |r, _| {
+            let alias = host(r, &format!("{LIB}/libamdhip64.so.7.2.70204"));
+            let bytes = std::fs::read(&alias).unwrap();
+            std::fs::remove_file(&alias).unwrap();
+            std::fs::write(&alias, bytes).unwrap();
+        },
+        fails: &["aliases"],
+        holds: &["files"],
+        ..FAILS
+    },
+    Tamper {
+        what: "the pin file removed",
+        apply: |r, _| remove(r, &format!("/etc/apt/preferences.d/{HIP}")),
+        fails: &["pin-file"],
+        ..FAILS
+    },
+    Tamper {
+        what: "the marker removed",
+        apply: |r, _| remove(r, &format!("{PREFIX}/.info/rocm-pin.json")),
+        fails: &["marker"],
+        ..FAILS
+    },
+    Tamper {
+        what: "the marker's commit edited",
+        apply: |r, _| {
+            edit(
+                r,
+                &format!("{PREFIX}/.info/rocm-pin.json"),
+                COMMIT,
+                &"0".repeat(40),
+                None,
+            )
+        },
+        fails: &["marker-commit"],
+        ..FAILS
+    },
+    Tamper {
+        what: "the loader entry removed and ldconfig run",
+        apply: |r, _| {
+            remove(r, &format!("/etc/ld.so.conf.d/{HSA}.conf"));
+            ldconfig(r);
+        },
+        fails: &["loader-entry", "loader"],
+        ..FAILS
+    },
+    Tamper {
+        what: "a stock package installed next to ours",
+        apply: |r, _| {
+            edit(
+                r,
+                "/var/lib/dpkg/status",
+                "deinstall ok config-files",
+                "install ok installed",
+                None,
+            )
+        },
+        fails: &["stock-absent"],
+        ..FAILS
+    },
+    Tamper {
+        what: "a package that lost Protected: yes",
+        apply: |r, _| edit(r, "/var/lib/dpkg/status", "Protected: yes\n", "", Some(1)),
+        fails: &["packages"],
+        ..FAILS
+    },
+    Tamper {
+        what: "a same-named library in /usr/local/lib (libc.conf sorts after our entry: ours wins)",
+        apply: stock_in_usr_local,
+        says: &[("", "also found: /usr/local/lib/libhsa-runtime64.so.1")],
+        ..PASSES
+    },
+    Tamper {
+        what: "… and in another prefix the loader finds first",
+        apply: |r, b| {
+            stock_in_usr_local(r, b);
+            write(
+                r,
+                "/etc/ld.so.conf.d/000-other-rocm.conf",
+                b"/opt/other/lib\n",
+            );
+            std::fs::create_dir_all(host(r, "/opt/other/lib")).unwrap();
+            copy(
+                &b.hsa_stock,
+                &host(r, "/opt/other/lib/libhsa-runtime64.so.1"),
+            );
+            ldconfig(r);
+        },
+        fails: &["loader"],
+        says: &[("loader", "ld.so opens /opt/other/lib/libhsa-runtime64.so.1")],
+        ..FAILS
+    },
+    Tamper {
+        what: "LD_LIBRARY_PATH pointing at another copy beats the cache",
+        apply: |r, b| {
+            std::fs::create_dir_all(host(r, "/srv/other")).unwrap();
+            copy(&b.hip, &host(r, "/srv/other/libamdhip64.so.7"));
+        },
+        ld_library_path: Some("/srv/other"),
+        fails: &["loader"],
+        ..FAILS
+    },
+    Tamper {
+        what: "a skip record",
+        apply: |r, _| {
+            write(
+                r,
+                "/var/lib/rocm-pin/skipped",
+                b"ROCm 7.2.5 at /opt/rocm-7.2.5 does not match 7.2.4\n",
+            )
+        },
+        exit: 3,
+        ..PASSES
+    },
+];
+
+const PASSES: Tamper = Tamper {
+    what: "",
+    apply: |_, _| {},
+    ld_library_path: None,
+    exit: 0,
+    fails: &[],
+    holds: &[],
+    says: &[],
+};
+const FAILS: Tamper = Tamper { exit: 1, ..PASSES };
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to)
+        .unwrap_or_else(|e| panic!("{} -> {}: {e}", from.display(), to.display()));
+}
+
+fn remove(root: &Path, p: &str) {
+    std::fs::remove_file(host(root, p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+}
+
+/// `from` replaced by `to` in the file at `p` (the first `count` times, or every time).
+fn edit(root: &Path, p: &str, from: &str, to: &str, count: Option<usize>) {
+    let file = host(root, p);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(from), "tamper: {p} has no {from:?}");
+    let text = match count {
+        Some(n) => text.replacen(from, to, n),
+        None => text.replace(from, to),
+    };
+    std::fs::write(&file, text).unwrap();
+}
+
+fn stock_in_usr_local(r: &Path, b: &Built) {
+    copy(
+        &b.hsa_stock,
+        &host(r, "/usr/local/lib/libhsa-runtime64.so.1"),
+    );
+    ldconfig(r);
+}
+
 #[test]
 fn verify_fake_root_pass_and_tamper_matrix() {
     rocm_pin_testkit::needs_root!("root-owned files and a chroot");
     let b = build_libs();
-    let lib = format!("{PREFIX}/lib");
-
-    // Clean install passes, with the excluded doc file absent by design.
+    for t in TAMPERS {
+        let d = make_root(&b);
+        (t.apply)(d.path(), &b);
+        let rep = verify(&VerifyOptions {
+            root: rocm_pin_core::host::root::Root::new(d.path()),
+            ld_library_path: t.ld_library_path.map(Into::into),
+            ask_apt: false,
+            accept_skipped_backport_check: false,
+            consumers: Vec::new(),
+        })
+        .unwrap();
+        let human = rep.to_human();
+        assert_eq!(rep.exit_code(), t.exit, "{}:\n{human}", t.what);
+        assert_eq!(rep.ok, t.exit == 0, "{}:\n{human}", t.what);
+        for name in t.fails {
+            assert_fails(&rep, name);
+        }
+        for name in t.holds {
+            assert!(
+                !rep.failed().any(|c| c.name == *name),
+                "{}: {name} failed:\n{human}",
+                t.what
+            );
+        }
+        for (check, phrase) in t.says {
+            let text = match *check {
+                "" => human.clone(),
+                name => rep
+                    .failed()
+                    .find(|c| c.name == name)
+                    .map(|c| c.detail.clone())
+                    .unwrap_or_default(),
+            };
+            assert!(
+                text.contains(phrase),
+                "{}: {check:?} does not say {phrase:?}:\n{human}",
+                t.what
+            );
+        }
+    }
+    // The JSON report of a clean install: schema 1, every check listed.
     let d = make_root(&b);
-    let rep = run(d.path());
-    assert!(rep.ok, "clean root must pass:\n{}", rep.to_human());
-    assert_eq!(rep.exit_code(), 0);
-    let human = rep.to_human();
-    assert_says(&human, &["absent by dpkg path-exclude", "= ours"]);
-    let json: serde_json::Value = serde_json::to_value(&rep).unwrap();
+    let json: serde_json::Value = serde_json::to_value(run(d.path())).unwrap();
     assert_eq!(json["schema"], 1);
     assert!(json["checks"].as_array().unwrap().len() >= 15);
-
-    // Library overwritten in place with stock content (the seed's method).
-    let d = make_root(&b);
-    let real = host(d.path(), &format!("{lib}/libhsa-runtime64.so.1.18.0"));
-    std::fs::write(&real, std::fs::read(&b.hsa_stock).unwrap()).unwrap();
-    let rep = run(d.path());
-    assert_fails(&rep, "files");
-    assert_fails(&rep, "backport-symbol");
-
-    // Truncated to 0 bytes.
-    let d = make_root(&b);
-    let real = host(d.path(), &format!("{lib}/libamdhip64.so.7.2.53211-b539bf7"));
-    std::fs::File::create(&real).unwrap();
-    assert_eq!(std::fs::metadata(&real).unwrap().len(), 0);
-    let rep = run(d.path());
-    assert_fails(&rep, "files");
-    assert_fails(&rep, "sonames");
-
-    // Soname symlink dangling.
-    let d = make_root(&b);
-    let link = host(d.path(), &format!("{lib}/libamdhip64.so.7"));
-    std::fs::remove_file(&link).unwrap();
-    symlink("libamdhip64.so.7.9.9", &link).unwrap();
-    assert!(
-        std::fs::metadata(&link).is_err(),
-        "tamper: link must dangle"
-    );
-    let rep = run(d.path());
-    assert_fails(&rep, "sonames");
-    assert_fails(&rep, "symlinks");
-
-    // Alias hard link replaced by a copy.
-    let d = make_root(&b);
-    let alias = host(d.path(), &format!("{lib}/libamdhip64.so.7.2.70204"));
-    let bytes = std::fs::read(&alias).unwrap();
-    std::fs::remove_file(&alias).unwrap();
-    std::fs::write(&alias, bytes).unwrap();
-    let rep = run(d.path());
-    assert_fails(&rep, "aliases");
-    assert!(
-        !rep.failed().any(|c| c.name == "files"),
-        "a same-content copy must fail only the alias check:\n{}",
-        rep.to_human()
-    );
-
-    // Pin file removed.
-    let d = make_root(&b);
-    std::fs::remove_file(host(d.path(), &format!("/etc/apt/preferences.d/{HIP}"))).unwrap();
-    assert_fails(&run(d.path()), "pin-file");
-
-    // Marker removed; marker commit edited.
-    let d = make_root(&b);
-    std::fs::remove_file(host(d.path(), &format!("{PREFIX}/.info/rocm-pin.json"))).unwrap();
-    assert_fails(&run(d.path()), "marker");
-    let d = make_root(&b);
-    let mp = host(d.path(), &format!("{PREFIX}/.info/rocm-pin.json"));
-    let text = std::fs::read_to_string(&mp).unwrap();
-    std::fs::write(&mp, text.replace(COMMIT, &"0".repeat(40))).unwrap();
-    assert_fails(&run(d.path()), "marker-commit");
-
-    // Loader entry removed and ldconfig run: the entry check and the loader check fail.
-    let d = make_root(&b);
-    std::fs::remove_file(host(d.path(), &format!("/etc/ld.so.conf.d/{HSA}.conf"))).unwrap();
-    ldconfig(d.path());
-    let rep = run(d.path());
-    assert_fails(&rep, "loader-entry");
-    assert_fails(&rep, "loader");
-
-    // A stock package installed next to ours.
-    let d = make_root(&b);
-    let sp = host(d.path(), "/var/lib/dpkg/status");
-    let text = std::fs::read_to_string(&sp).unwrap();
-    std::fs::write(
-        &sp,
-        text.replace("deinstall ok config-files", "install ok installed"),
-    )
-    .unwrap();
-    assert_fails(&run(d.path()), "stock-absent");
-
-    // A package that lost Protected: yes.
-    let d = make_root(&b);
-    let text = std::fs::read_to_string(host(d.path(), "/var/lib/dpkg/status")).unwrap();
-    std::fs::write(
-        host(d.path(), "/var/lib/dpkg/status"),
-        text.replacen("Protected: yes\n", "", 1),
-    )
-    .unwrap();
-    assert_fails(&run(d.path()), "packages");
-
-    // A same-named library in another prefix that the loader finds first.
-    // (`/usr/local/lib` from libc.conf sorts after our entry: ours still wins there.)
-    let d = make_root(&b);
-    std::fs::copy(
-        &b.hsa_stock,
-        host(d.path(), "/usr/local/lib/libhsa-runtime64.so.1"),
-    )
-    .unwrap();
-    ldconfig(d.path());
-    let rep = run(d.path());
-    assert!(rep.ok, "{}", rep.to_human());
-    assert!(rep
-        .to_human()
-        .contains("also found: /usr/local/lib/libhsa-runtime64.so.1"));
-    write(
-        d.path(),
-        "/etc/ld.so.conf.d/000-other-rocm.conf",
-        b"/opt/other/lib\n",
-    );
-    std::fs::create_dir_all(host(d.path(), "/opt/other/lib")).unwrap();
-    std::fs::copy(
-        &b.hsa_stock,
-        host(d.path(), "/opt/other/lib/libhsa-runtime64.so.1"),
-    )
-    .unwrap();
-    ldconfig(d.path());
-    let rep = run(d.path());
-    assert_fails(&rep, "loader");
-    let c = rep.failed().find(|c| c.name == "loader").unwrap();
-    assert!(
-        c.detail
-            .contains("ld.so opens /opt/other/lib/libhsa-runtime64.so.1"),
-        "the winner must be named: {}",
-        c.detail
-    );
-    // … and LD_LIBRARY_PATH pointing at another copy beats the cache.
-    let d = make_root(&b);
-    std::fs::create_dir_all(host(d.path(), "/srv/other")).unwrap();
-    std::fs::copy(&b.hip, host(d.path(), "/srv/other/libamdhip64.so.7")).unwrap();
-    let rep = verify(&VerifyOptions {
-        root: rocm_pin_core::host::root::Root::new(d.path()),
-        ld_library_path: Some("/srv/other".into()),
-        ask_apt: false,
-        accept_skipped_backport_check: false,
-        consumers: Vec::new(),
-    })
-    .unwrap();
-    assert_fails(&rep, "loader");
-
-    // Skip record → exit 3.
-    let d = make_root(&b);
-    write(
-        d.path(),
-        "/var/lib/rocm-pin/skipped",
-        b"ROCm 7.2.5 at /opt/rocm-7.2.5 does not match 7.2.4\n",
-    );
-    let rep = run(d.path());
-    assert_eq!(rep.exit_code(), 3);
 }

@@ -160,47 +160,43 @@ struct Unprovable {
     says: &'static [&'static str],
 }
 
+/// A CPack build of RCCL with this SONAME major, architecture and identity.
+const fn cpack(soname_major: u32, arch: Option<&'static str>, identity: &'static str) -> CpackRccl {
+    CpackRccl {
+        soname_major,
+        architecture: arch,
+        identity,
+    }
+}
+
+/// The arm64 build (a foreign architecture here).
+const ARM64: CpackRccl = cpack(1, Some("arm64"), "rccl-CPACK-arm");
+
 const UNPROVABLE: &[Unprovable] = &[
     // A .deb whose library has another SONAME does not cover the stock librccl.so.1.
     Unprovable {
-        cpack: CpackRccl {
-            soname_major: 2,
-            architecture: None,
-            identity: "rccl-CPACK-2",
-        },
+        cpack: cpack(2, None, "rccl-CPACK-2"),
         dev_deb_alone: false,
         stock_has_rccl: true,
         says: &["do not cover the stock SONAMEs", "librccl.so.1"],
     },
     // A foreign architecture.
     Unprovable {
-        cpack: CpackRccl {
-            soname_major: 1,
-            architecture: Some("arm64"),
-            identity: "rccl-CPACK-arm",
-        },
+        cpack: ARM64,
         dev_deb_alone: false,
         stock_has_rccl: true,
         says: &["foreign-architecture"],
     },
     // No stock set: the stock .debs given hold no rccl.
     Unprovable {
-        cpack: CpackRccl {
-            soname_major: 1,
-            architecture: Some("arm64"),
-            identity: "rccl-CPACK-arm",
-        },
+        cpack: ARM64,
         dev_deb_alone: false,
         stock_has_rccl: false,
         says: &["no stock rccl found"],
     },
     // The .debs hold no library of the family at all (the dev .deb alone).
     Unprovable {
-        cpack: CpackRccl {
-            soname_major: 1,
-            architecture: None,
-            identity: "rccl-CPACK-dev",
-        },
+        cpack: cpack(1, None, "rccl-CPACK-dev"),
         dev_deb_alone: true,
         stock_has_rccl: true,
         says: &["hold no rccl shared library"],
@@ -258,19 +254,17 @@ pub(crate) fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf, Pa
         .trim()
         .to_string();
     let lib_dir = format!("usr/lib/{triplet}");
+    fn put(path: PathBuf, text: impl AsRef<[u8]>) {
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(
-        src.join("rccl.c"),
-        "int ncclGetVersion(int *v) { *v = 22704; return 0; }\n\
-         int ncclCommInitRank(void *c, int n, int id, int r) { (void)c; (void)n; (void)id; (void)r; return 0; }\n",
-    )
-    .unwrap();
-    std::fs::write(
+    put(src.join("rccl.c"), "int ncclGetVersion(int *v) { *v = 22704; return 0; }\n\
+         int ncclCommInitRank(void *c, int n, int id, int r) { (void)c; (void)n; (void)id; (void)r; return 0; }\n");
+    put(
         src.join("rccl.map"),
         "RCCL_2 {\n  global:\n    ncclGetVersion;\n    ncclCommInitRank;\n  local: *;\n};\n",
-    )
-    .unwrap();
+    );
     let runtime = dir.join("librccl1");
     std::fs::create_dir_all(runtime.join(&lib_dir)).unwrap();
     std::fs::create_dir_all(runtime.join("DEBIAN")).unwrap();
@@ -291,81 +285,75 @@ pub(crate) fn debian_librccl(dir: &Path, version: &str) -> (PathBuf, PathBuf, Pa
     )
     .unwrap();
     let upstream = version.split('-').next().unwrap();
-    std::fs::write(
-        runtime.join("DEBIAN/control"),
-        format!(
-            "Package: librccl1\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
-             Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\nMulti-Arch: same\n\
-             Depends: libc6\nSection: libs\nPriority: optional\n\
-             Description: ROCm Communication Collectives Library\n RCCL, Debian-shaped.\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
+    put(
         runtime.join("DEBIAN/shlibs"),
         format!("librccl 1 librccl1 (>= {upstream})\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        runtime.join("DEBIAN/symbols"),
-        format!(
+    );
+    put(runtime.join("DEBIAN/symbols"), format!(
             "librccl.so.1 librccl1 #MINVER#\n* Build-Depends-Package: librccl-dev\n \
              RCCL_2@RCCL_2 {upstream}\n ncclCommInitRank@RCCL_2 {upstream}\n ncclGetVersion@RCCL_2 {upstream}\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
+        ));
+    put(
         runtime.join("DEBIAN/triggers"),
         "# Triggers added by dh_makeshlibs\nactivate-noawait ldconfig\n",
-    )
-    .unwrap();
+    );
     let dev = dir.join("librccl-dev");
     std::fs::create_dir_all(dev.join(&lib_dir)).unwrap();
-    std::fs::create_dir_all(dev.join("DEBIAN")).unwrap();
     std::os::unix::fs::symlink("librccl.so.1", dev.join(&lib_dir).join("librccl.so")).unwrap();
-    std::fs::write(
-        dev.join("DEBIAN/control"),
-        format!(
-            "Package: librccl-dev\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
-             Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\nMulti-Arch: same\n\
-             Depends: librccl1 (= {version})\nSection: libdevel\nPriority: optional\n\
-             Description: ROCm Communication Collectives Library - headers\n RCCL, Debian-shaped.\n"
-        ),
-    )
-    .unwrap();
     let tests = dir.join("librccl1-tests");
     std::fs::create_dir_all(tests.join("usr/share/doc/librccl1-tests")).unwrap();
-    std::fs::create_dir_all(tests.join("DEBIAN")).unwrap();
-    std::fs::write(
+    put(
         tests.join("usr/share/doc/librccl1-tests/README"),
         "Debian-shaped stand-in for librccl1-tests.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        tests.join("DEBIAN/control"),
-        format!(
-            "Package: librccl1-tests\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
-             Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\n\
-             Depends: librccl1 (= {version})\nSection: libs\nPriority: optional\n\
-             Description: ROCm Communication Collectives Library - tests\n RCCL, Debian-shaped.\n"
-        ),
-    )
-    .unwrap();
+    );
     let out = |name: &str| dir.join(format!("{name}_{version}_{arch}.deb"));
-    for (tree, name) in [
-        (&runtime, "librccl1"),
-        (&dev, "librccl-dev"),
-        (&tests, "librccl1-tests"),
-    ] {
+    for (name, section, multi_arch, depends, what) in DEBIAN_RCCL {
+        let tree = dir.join(name);
+        std::fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+        let multi_arch = if *multi_arch {
+            "Multi-Arch: same\n"
+        } else {
+            ""
+        };
+        let depends = depends.replace("{version}", version);
+        put(
+            tree.join("DEBIAN/control"),
+            format!(
+                "Package: {name}\nSource: rccl\nVersion: {version}\nArchitecture: {arch}\n\
+                 Maintainer: Debian ROCm Team <debian-ai@lists.debian.org>\n{multi_arch}\
+                 Depends: {depends}\nSection: {section}\nPriority: optional\n\
+                 Description: ROCm Communication Collectives Library{what}\n RCCL, Debian-shaped.\n"
+            ),
+        );
         must(
             Command::new("dpkg-deb")
                 .args(["--root-owner-group", "-b"])
-                .arg(tree)
+                .arg(&tree)
                 .arg(out(name)),
         );
     }
     (out("librccl1"), out("librccl-dev"), out("librccl1-tests"))
 }
+
+/// Debian's rccl source packages as [`debian_librccl`] shapes them: (Package, Section,
+/// Multi-Arch: same?, Depends with `{version}`, the description's tail).
+const DEBIAN_RCCL: &[(&str, &str, bool, &str, &str)] = &[
+    ("librccl1", "libs", true, "libc6", ""),
+    (
+        "librccl-dev",
+        "libdevel",
+        true,
+        "librccl1 (= {version})",
+        " - headers",
+    ),
+    (
+        "librccl1-tests",
+        "libs",
+        false,
+        "librccl1 (= {version})",
+        " - tests",
+    ),
+];
 
 #[test]
 fn a_cpack_built_rccl_replaces_debians_librccl1_as_a_debian_library_package() {

@@ -63,12 +63,23 @@ fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// `rocm-pin repo [--sign-key KEY] --out REPO DEBS…`, to be asserted on.
 fn publish(repo: &Path, key: Option<&Path>, debs: &[&Path]) -> assert_cmd::assert::Assert {
+    publish_cmd(&[], repo, key, debs).assert()
+}
+
+/// `rocm-pin repo OPTIONS… [--sign-key KEY] --out REPO DEBS…`, to be run.
+fn publish_cmd<D: AsRef<std::ffi::OsStr>>(
+    options: &[&str],
+    repo: &Path,
+    key: Option<&Path>,
+    debs: &[D],
+) -> BinCommand {
     let mut cmd = rocm_pin();
-    cmd.arg("repo");
+    cmd.arg("repo").args(options);
     if let Some(key) = key {
         cmd.arg("--sign-key").arg(key);
     }
-    cmd.arg("--out").arg(repo).args(debs).assert()
+    cmd.arg("--out").arg(repo).args(debs);
+    cmd
 }
 
 fn gpgv(keyring: &Path, args: &[&Path]) -> std::process::Output {
@@ -120,45 +131,83 @@ fn decompress(tool: &str, path: &Path) -> Vec<u8> {
     out.stdout
 }
 
+/// One .deb for [`build_debs`]: (Package, Version, Architecture, extra control lines, payload).
+type DebRow<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// The .debs of `rows`, built by [`build_deb`] in `dir`.
+fn build_debs(dir: &Path, rows: &[DebRow]) -> Vec<PathBuf> {
+    rows.iter()
+        .map(|(name, version, arch, extra, payload)| {
+            build_deb(dir, name, version, arch, extra, payload)
+        })
+        .collect()
+}
+
+/// The signed noble repository's packages: an epoch and a tilde, a Source with its own
+/// version, a Depends, arch all, and one name in two architectures.
+const HELLO_DEBS: &[DebRow] = &[
+    ("hello-data", "1.0-1", "all", "", "data"),
+    (
+        "libhello1",
+        "2:1.2~rc1-3",
+        "amd64",
+        "Source: hello (1.2~rc1-3)\n",
+        "lib",
+    ),
+    (
+        "hello-bin",
+        "1.2",
+        "amd64",
+        "Depends: libhello1 (>= 2:1.2~), hello-data\n",
+        "bin",
+    ),
+    ("hello-bin", "1.2", "arm64", "", "bin-arm"),
+];
+
+/// The Release file's fields for `--suite noble --component extra` at SOURCE_DATE_EPOCH
+/// 1700000000.
+const HELLO_RELEASE: &[(&str, &str)] = &[
+    ("Date", "Tue, 14 Nov 2023 22:13:20 UTC"),
+    ("Origin", "rocm-pin"),
+    ("Suite", "noble"),
+    ("Codename", "noble"),
+    ("Components", "extra"),
+    ("Architectures", "amd64 arm64"),
+];
+
+/// Files in the pool, and each index's package names (arch all listed in binary-amd64).
+const HELLO_POOL: &[&str] = &[
+    "pool/extra/h/hello/libhello1_1.2~rc1-3_amd64.deb",
+    "pool/extra/h/hello-data/hello-data_1.0-1_all.deb",
+];
+const HELLO_INDICES: &[(&str, &[&str])] = &[
+    ("amd64", &["hello-bin", "hello-data", "libhello1"]),
+    ("arm64", &["hello-bin", "hello-data"]),
+];
+
+/// The stanza fields that must agree with apt-ftparchive's for the same pool.
+const STANZA_FIELDS: &[&str] = &[
+    "Package",
+    "Version",
+    "Architecture",
+    "Size",
+    "MD5sum",
+    "SHA256",
+    "Depends",
+    "Source",
+    "Description",
+    "Maintainer",
+];
+
 #[test]
 fn signed_repository_verifies_and_matches_checksums() {
     let tmp = tempfile::tempdir().unwrap();
     let (key, keyring) = keygen(tmp.path());
-    let debs = [
-        build_deb(tmp.path(), "hello-data", "1.0-1", "all", "", "data"),
-        build_deb(
-            tmp.path(),
-            "libhello1",
-            "2:1.2~rc1-3",
-            "amd64",
-            "Source: hello (1.2~rc1-3)\n",
-            "lib",
-        ),
-        build_deb(
-            tmp.path(),
-            "hello-bin",
-            "1.2",
-            "amd64",
-            "Depends: libhello1 (>= 2:1.2~), hello-data\n",
-            "bin",
-        ),
-        build_deb(tmp.path(), "hello-bin", "1.2", "arm64", "", "bin-arm"),
-    ];
+    let debs = build_debs(tmp.path(), HELLO_DEBS);
     let repo = tmp.path().join("repo");
-    rocm_pin()
+    let options = ["--suite", "noble", "--component", "extra"];
+    publish_cmd(&options, &repo, Some(&key), &debs)
         .env("SOURCE_DATE_EPOCH", "1700000000")
-        .args([
-            "repo",
-            "--suite",
-            "noble",
-            "--component",
-            "extra",
-            "--sign-key",
-        ])
-        .arg(&key)
-        .arg("--out")
-        .arg(&repo)
-        .args(&debs)
         .assert()
         .success();
 
@@ -185,16 +234,60 @@ fn signed_repository_verifies_and_matches_checksums() {
     assert_eq!(std::fs::read_to_string(&verified).unwrap(), release_text);
 
     let release = Paragraph::parse(&release_text).expect("Release parses");
-    assert_eq!(release.get("Date"), Some("Tue, 14 Nov 2023 22:13:20 UTC"));
-    assert_eq!(release.get("Origin"), Some("rocm-pin"));
-    assert_eq!(release.get("Suite"), Some("noble"));
-    assert_eq!(release.get("Codename"), Some("noble"));
-    assert_eq!(release.get("Components"), Some("extra"));
-    assert_eq!(release.get("Architectures"), Some("amd64 arm64"));
-    let sha = release_entries(&release, "SHA256");
-    let md5 = release_entries(&release, "MD5Sum");
-    assert_eq!(sha.len(), 6, "Packages, .gz, .xz for amd64 and arm64");
-    assert_eq!(md5.len(), 6);
+    for (name, value) in HELLO_RELEASE {
+        assert_eq!(release.get(name), Some(*value), "Release {name}");
+    }
+    assert_release_checksums(&dists, &release, HELLO_INDICES.len() * 3);
+    for (arch, _) in HELLO_INDICES {
+        assert_indices_are_one_index(&dists.join(format!("extra/binary-{arch}/Packages")));
+    }
+
+    // Pool layout and the stanzas, against apt-ftparchive's view of the same pool.
+    for f in HELLO_POOL {
+        assert!(repo.join(f).is_file(), "{f}");
+    }
+    let mut ours = Vec::new();
+    for (arch, names) in HELLO_INDICES {
+        let index = dists.join(format!("extra/binary-{arch}/Packages"));
+        let stanzas = Paragraph::parse_many(&std::fs::read_to_string(index).unwrap()).unwrap();
+        let got: Vec<&str> = stanzas.iter().map(|p| p.get("Package").unwrap()).collect();
+        assert_eq!(got, *names, "binary-{arch}");
+        ours.extend(stanzas);
+    }
+    let theirs = must_stdout(
+        Command::new("apt-ftparchive")
+            .current_dir(&repo)
+            .args(["packages", "pool"]),
+    );
+    let theirs = Paragraph::parse_many(&theirs).expect("apt-ftparchive output parses");
+    assert_eq!(theirs.len(), HELLO_DEBS.len());
+    for t in &theirs {
+        let o = ours
+            .iter()
+            .find(|o| o.get("Filename") == t.get("Filename"))
+            .unwrap_or_else(|| panic!("no stanza for {:?}", t.get("Filename")));
+        for field in STANZA_FIELDS {
+            assert_eq!(
+                o.get(field),
+                t.get(field),
+                "{field} of {:?}",
+                t.get("Filename")
+            );
+        }
+    }
+}
+
+/// The Release file's SHA256 and MD5Sum lists name `entries` files (Packages, .gz, .xz per
+/// architecture), each with its real size and hashes (md5 by the md5sum tool).
+fn assert_release_checksums(dists: &Path, release: &Paragraph, entries: usize) {
+    let sha = release_entries(release, "SHA256");
+    let md5 = release_entries(release, "MD5Sum");
+    assert_eq!(
+        sha.len(),
+        entries,
+        "Packages, .gz, .xz for each architecture"
+    );
+    assert_eq!(md5.len(), entries);
     for (hash, size, rel) in &sha {
         let bytes = std::fs::read(dists.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
         assert_eq!(bytes.len() as u64, *size, "{rel}");
@@ -204,73 +297,14 @@ fn signed_repository_verifies_and_matches_checksums() {
         let out = must_stdout(Command::new("md5sum").arg(dists.join(rel)));
         assert!(out.starts_with(hash.as_str()), "{rel}");
     }
+}
 
-    // The compressed indices are the same index (decompressed by the real tools).
-    for arch in ["amd64", "arm64"] {
-        let base = dists.join(format!("extra/binary-{arch}/Packages"));
-        let plain = std::fs::read(&base).unwrap();
-        assert_eq!(decompress("gzip", &base.with_extension("gz")), plain);
-        assert_eq!(decompress("xz", &base.with_extension("xz")), plain);
-    }
-
-    // Pool layout and the stanzas, against apt-ftparchive's view of the same pool.
-    assert!(repo
-        .join("pool/extra/h/hello/libhello1_1.2~rc1-3_amd64.deb")
-        .is_file());
-    assert!(repo
-        .join("pool/extra/h/hello-data/hello-data_1.0-1_all.deb")
-        .is_file());
-    let ours_amd64 = Paragraph::parse_many(
-        &std::fs::read_to_string(dists.join("extra/binary-amd64/Packages")).unwrap(),
-    )
-    .unwrap();
-    let names: Vec<_> = ours_amd64
-        .iter()
-        .map(|p| p.get("Package").unwrap().to_string())
-        .collect();
-    assert_eq!(
-        names,
-        ["hello-bin", "hello-data", "libhello1"],
-        "arch-all listed in binary-amd64"
-    );
-    let ours_arm64 = Paragraph::parse_many(
-        &std::fs::read_to_string(dists.join("extra/binary-arm64/Packages")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(ours_arm64.len(), 2);
-    let theirs = must_stdout(
-        Command::new("apt-ftparchive")
-            .current_dir(&repo)
-            .args(["packages", "pool"]),
-    );
-    let theirs = Paragraph::parse_many(&theirs).expect("apt-ftparchive output parses");
-    assert_eq!(theirs.len(), 4);
-    for t in &theirs {
-        let o = ours_amd64
-            .iter()
-            .chain(&ours_arm64)
-            .find(|o| o.get("Filename") == t.get("Filename"))
-            .unwrap_or_else(|| panic!("no stanza for {:?}", t.get("Filename")));
-        for field in [
-            "Package",
-            "Version",
-            "Architecture",
-            "Size",
-            "MD5sum",
-            "SHA256",
-            "Depends",
-            "Source",
-            "Description",
-            "Maintainer",
-        ] {
-            assert_eq!(
-                o.get(field),
-                t.get(field),
-                "{field} of {:?}",
-                t.get("Filename")
-            );
-        }
-    }
+/// The compressed indices beside `packages` are the same index (decompressed by the real
+/// tools).
+fn assert_indices_are_one_index(packages: &Path) {
+    let plain = std::fs::read(packages).unwrap();
+    assert_eq!(decompress("gzip", &packages.with_extension("gz")), plain);
+    assert_eq!(decompress("xz", &packages.with_extension("xz")), plain);
 }
 
 #[test]
@@ -373,17 +407,15 @@ fn adding_keeps_packages_and_refuses_changed_bytes() {
 fn flat_repository() {
     let tmp = tempfile::tempdir().unwrap();
     let (key, keyring) = keygen(tmp.path());
-    let debs = [
-        build_deb(tmp.path(), "flat-one", "1.0", "amd64", "", "1"),
-        build_deb(tmp.path(), "flat-two", "1.0", "all", "", "2"),
-    ];
+    let debs = build_debs(
+        tmp.path(),
+        &[
+            ("flat-one", "1.0", "amd64", "", "1"),
+            ("flat-two", "1.0", "all", "", "2"),
+        ],
+    );
     let repo = tmp.path().join("repo");
-    rocm_pin()
-        .args(["repo", "--flat", "--sign-key"])
-        .arg(&key)
-        .arg("--out")
-        .arg(&repo)
-        .args(&debs)
+    publish_cmd(&["--flat"], &repo, Some(&key), &debs)
         .assert()
         .success();
     for f in [
@@ -614,13 +646,8 @@ fn signed_output_is_reproducible() {
         .as_secs();
     let publish = |name: &str, sde: u64| {
         let repo = tmp.path().join(name);
-        rocm_pin()
+        publish_cmd(&[], &repo, Some(&key), &[&deb])
             .env("SOURCE_DATE_EPOCH", sde.to_string())
-            .args(["repo", "--sign-key"])
-            .arg(&key)
-            .arg("--out")
-            .arg(&repo)
-            .arg(&deb)
             .assert()
             .success();
         repo.join("dists/stable")

@@ -6,7 +6,7 @@
 use rocm_pin_testkit::assert_says;
 use rocm_pin_testkit::assert_success;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -104,26 +104,8 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         .filter_map(|l| l.split_whitespace().nth(5))
         .map(str::to_string)
         .collect();
-    for p in [
-        "./usr/bin/rocm-pin",
-        "./usr/share/man/man1/rocm-pin.1.gz",
-        "./usr/share/man/man1/rocm-pin-install.1.gz",
-        "./usr/share/man/man1/rocm-pin-verify.1.gz",
-        "./usr/share/bash-completion/completions/rocm-pin",
-        "./usr/share/zsh/vendor-completions/_rocm-pin",
-        "./usr/share/fish/vendor_completions.d/rocm-pin.fish",
-        "./usr/share/doc/rocm-pin/copyright",
-        "./usr/share/doc/rocm-pin/changelog.gz",
-        // The README and the docs that list the exit statuses and the JSON fields, compressed
-        // as Debian policy 12.3 wants files over 4 KiB.
-        "./usr/share/doc/rocm-pin/README.md.gz",
-        "./usr/share/doc/rocm-pin/docs/security.md.gz",
-        "./usr/share/doc/rocm-pin/docs/verify-json.md.gz",
-        "./usr/share/doc/rocm-pin/docs/status-json.md.gz",
-        "./usr/share/rocm-pin/docker/install-runtime.sh",
-        "./usr/share/rocm-pin/docker/verify-runtime.sh",
-    ] {
-        assert!(paths.contains(p), "{p} missing from the .deb:\n{listing}");
+    for p in SELF_DEB_SHIPS {
+        assert!(paths.contains(*p), "{p} missing from the .deb:\n{listing}");
     }
     // The hidden manpage subcommand has no page of its own.
     assert!(
@@ -131,9 +113,38 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         "{listing}"
     );
 
-    // Depends names the package of every library the binary links (NEEDED), independently of
-    // how the script computed it.
-    let depends = field(&deb, "Depends");
+    assert_depends_names_every_needed_library(&deb);
+    installed_in_a_chroot_it_runs(&deb, version);
+}
+
+/// What rocm-pin's own .deb ships (`dpkg-deb -c` paths): the binary, the man pages (the
+/// hidden manpage subcommand has none), the completions, the docs (the README and the docs that
+/// list the exit statuses and the JSON fields, compressed as Debian policy 12.3 wants files over
+/// 4 KiB), the recipe's scripts.
+const SELF_DEB_SHIPS: &[&str] = &[
+    "./usr/bin/rocm-pin",
+    "./usr/share/man/man1/rocm-pin.1.gz",
+    "./usr/share/man/man1/rocm-pin-install.1.gz",
+    "./usr/share/man/man1/rocm-pin-verify.1.gz",
+    "./usr/share/bash-completion/completions/rocm-pin",
+    "./usr/share/zsh/vendor-completions/_rocm-pin",
+    "./usr/share/fish/vendor_completions.d/rocm-pin.fish",
+    "./usr/share/doc/rocm-pin/copyright",
+    "./usr/share/doc/rocm-pin/changelog.gz",
+    // The README and the docs that list the exit statuses and the JSON fields, compressed
+    // as Debian policy 12.3 wants files over 4 KiB.
+    "./usr/share/doc/rocm-pin/README.md.gz",
+    "./usr/share/doc/rocm-pin/docs/security.md.gz",
+    "./usr/share/doc/rocm-pin/docs/verify-json.md.gz",
+    "./usr/share/doc/rocm-pin/docs/status-json.md.gz",
+    "./usr/share/rocm-pin/docker/install-runtime.sh",
+    "./usr/share/rocm-pin/docker/verify-runtime.sh",
+];
+
+/// Depends names the package of every library the binary links (NEEDED), independently of how
+/// the script computed it.
+fn assert_depends_names_every_needed_library(deb: &Path) {
+    let depends = field(deb, "Depends");
     let dyn_section = must(Command::new("objdump").arg("-p").arg(crate::util::bin()));
     let needed: Vec<&str> = dyn_section
         .lines()
@@ -155,9 +166,11 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
         depends.contains("libc6 (>= 2."),
         "no versioned libc6: {depends}"
     );
+}
 
-    // Installed with dpkg (its Depends must be satisfied by a plain bookworm) in a throwaway root,
-    // and it runs from there.
+/// Installed with dpkg (its Depends must be satisfied by a plain bookworm) in a throwaway root,
+/// it runs from there; its man page and completion are the installed binary's; purge removes it.
+fn installed_in_a_chroot_it_runs(deb: &Path, version: &str) {
     let cache = rocm_pin_testkit::cache_dir();
     assert!(
         cache.join("chroot/bookworm-apt.tar.zst").is_file(),
@@ -165,7 +178,7 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
     );
     let image = ChrootImage::cached("bookworm", &cache).unwrap();
     let sb = Sandbox::new(&image).unwrap();
-    sb.copy_in(&deb, "/tmp/rocm-pin.deb").unwrap();
+    sb.copy_in(deb, "/tmp/rocm-pin.deb").unwrap();
     sb.run_ok(&["dpkg", "-i", "/tmp/rocm-pin.deb"])
         .expect("dpkg -i of rocm-pin's own .deb");
     let v = sb.run_ok(&["/usr/bin/rocm-pin", "--version"]).unwrap();

@@ -71,6 +71,34 @@ fn ldconfig_target(sb: &Sandbox, soname: &str) -> Option<String> {
     })
 }
 
+/// The roles a stock install puts in (their packages at their versions).
+const STOCK_INSTALL: &[StockRole] = &[
+    StockRole::RocmCore,
+    StockRole::HsaRocr,
+    StockRole::HipRuntime,
+    StockRole::RocmHipRuntime,
+    StockRole::HipDev,
+    StockRole::Rccl,
+    StockRole::Hipblas,
+];
+
+/// What the ld.so cache maps each soname to after the stock install.
+const STOCK_LD_CACHE: &[(&str, &str)] = &[
+    ("libamdhip64.so.7", "/opt/rocm-7.2.4/lib/libamdhip64.so.7"),
+    (
+        "libhsa-runtime64.so.1",
+        "/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1",
+    ),
+];
+
+/// What the loader probe finds for each soname in the stock install.
+const STOCK_PROBE: &[(&str, &str)] = &[
+    ("libamdhip64.so.7", "hip-STOCK-70204"),
+    ("libhsa-runtime64.so.1", "hsa-STOCK-70204"),
+    ("libhiprtc.so.7", "hiprtc-STOCK-70204"),
+    ("librccl.so.1", "rccl-STOCK-70204"),
+];
+
 #[test]
 fn stock_set_installs_and_behaves_like_rocm() {
     rocm_pin_testkit::needs_root!("a chroot");
@@ -86,16 +114,8 @@ fn stock_set_installs_and_behaves_like_rocm() {
     let sb = Sandbox::new(&image()).unwrap();
     prepare_stock_host(&sb, &set, &probe).unwrap();
 
-    for role in [
-        StockRole::RocmCore,
-        StockRole::HsaRocr,
-        StockRole::HipRuntime,
-        StockRole::RocmHipRuntime,
-        StockRole::HipDev,
-        StockRole::Rccl,
-        StockRole::Hipblas,
-    ] {
-        let p = set.require(role).unwrap();
+    for role in STOCK_INSTALL {
+        let p = set.require(*role).unwrap();
         assert_installed(&sb, &p.name, &p.version);
     }
     // Decoys are available but not installed by a stock install.
@@ -121,34 +141,24 @@ fn stock_set_installs_and_behaves_like_rocm() {
             .unwrap(),
         "/opt/rocm-7.2.4/lib\n"
     );
-    assert_eq!(
-        ldconfig_target(&sb, "libamdhip64.so.7").as_deref(),
-        Some("/opt/rocm-7.2.4/lib/libamdhip64.so.7")
-    );
-    assert_eq!(
-        ldconfig_target(&sb, "libhsa-runtime64.so.1").as_deref(),
-        Some("/opt/rocm-7.2.4/lib/libhsa-runtime64.so.1")
-    );
-
-    let (lines, ok) = run_probe(
-        &sb,
-        &[
-            "libamdhip64.so.7",
-            "libhsa-runtime64.so.1",
-            "libhiprtc.so.7",
-            "librccl.so.1",
-        ],
-    )
-    .unwrap();
+    for (soname, path) in STOCK_LD_CACHE {
+        assert_eq!(
+            ldconfig_target(&sb, soname).as_deref(),
+            Some(*path),
+            "{soname}"
+        );
+    }
+    let sonames: Vec<&str> = STOCK_PROBE.iter().map(|(so, _)| *so).collect();
+    let (lines, ok) = run_probe(&sb, &sonames).unwrap();
     assert!(ok, "{lines:?}");
-    assert_eq!(lines[0].identity.as_deref(), Some("hip-STOCK-70204"));
+    assert_eq!(lines.len(), STOCK_PROBE.len(), "{lines:?}");
+    for (line, (soname, identity)) in lines.iter().zip(STOCK_PROBE) {
+        assert_eq!(line.identity.as_deref(), Some(*identity), "{soname}");
+    }
     assert_eq!(
         lines[0].real_path.as_deref(),
         Some("/opt/rocm-7.2.4/lib/libamdhip64.so.7.2.70204")
     );
-    assert_eq!(lines[1].identity.as_deref(), Some("hsa-STOCK-70204"));
-    assert_eq!(lines[2].identity.as_deref(), Some("hiprtc-STOCK-70204"));
-    assert_eq!(lines[3].identity.as_deref(), Some("rccl-STOCK-70204"));
 
     // The decoys install beside the stock set without file conflicts, owned where discovery
     // must not look.

@@ -187,3 +187,24 @@ pub fn tiny_package(dir: &Path, name: &str, version: &str, extra: &str) -> PathB
     );
     deb
 }
+
+/// Copies each .deb of `debs` into the chroot as /tmp/ours/<its file name> and runs
+/// `apt-get install -y -q` on them there with `env` set; panics with apt's output on failure.
+pub fn apt_install_debs(sb: &Sandbox, debs: &[PathBuf], env: &[(&str, &str)]) {
+    sb.run_ok(&["mkdir", "-p", "/tmp/ours"]).unwrap();
+    let mut argv = vec![
+        "apt-get".to_string(),
+        "install".into(),
+        "-y".into(),
+        "-q".into(),
+    ];
+    for d in debs {
+        let at = format!("/tmp/ours/{}", d.file_name().unwrap().to_string_lossy());
+        sb.copy_in(d, &at).unwrap();
+        argv.push(at);
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let mut cmd = sb.command(&argv);
+    cmd.envs(env.iter().copied());
+    must(&mut cmd);
+}
