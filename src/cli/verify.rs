@@ -78,7 +78,13 @@ mod tests {
 
     fn args(root: &std::path::Path) -> VerifyArgs {
         VerifyArgs {
-            at: RootVerifyArgs::quiet_at(root),
+            at: RootVerifyArgs {
+                json: false,
+                quiet: true,
+                root: root.to_path_buf(),
+                accept_skipped_backport_check: false,
+                consumer: Vec::new(),
+            },
             image: None,
             image_archive: None,
             image_limit: Vec::new(),

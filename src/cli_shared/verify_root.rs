@@ -32,20 +32,6 @@ pub struct RootVerifyArgs {
     pub consumer: Vec<PathBuf>,
 }
 
-impl RootVerifyArgs {
-    /// The same flags for `/` with --quiet (the guard hook's verify; tests).
-    #[cfg(test)]
-    pub fn quiet_at(root: &std::path::Path) -> RootVerifyArgs {
-        RootVerifyArgs {
-            json: false,
-            quiet: true,
-            root: root.to_path_buf(),
-            accept_skipped_backport_check: false,
-            consumer: Vec::new(),
-        }
-    }
-}
-
 /// Verify the root and print the report.
 pub fn run(args: RootVerifyArgs) -> anyhow::Result<()> {
     let report = verify(&VerifyOptions {
