@@ -194,6 +194,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "COMMIT",
         "SHA256SUMS",
         "bin/rocm-pin",
+        "bin/rocm-pin-guard",
         "repo/archive-key.gpg",
         "repo/dists/stable/InRelease",
     ] {
@@ -235,7 +236,11 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
 
     let sglang = tag("sglang");
     tags.tags.push(sglang.clone());
-    let out = build("sglang.Dockerfile", &sglang, &common(&base, "require"));
+    // The full rocm-pin kept (ROCM_PIN_KEEP_TOOL=1; the default keeps only the guard binary,
+    // tests/images/guard_image.rs): `rocm-pin rollback` runs in it below.
+    let mut kept = common(&base, "require");
+    kept.push(("ROCM_PIN_KEEP_TOOL".into(), "1".into()));
+    let out = build("sglang.Dockerfile", &sglang, &kept);
     assert_eq!(rc(&out), 0, "sglang.Dockerfile:\n{}", tail(&out));
     assert!(text(&out).contains("verify-runtime: OK"), "{}", tail(&out));
     let sglang_id = tools.id(&sglang);
@@ -405,7 +410,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     let t = Instant::now();
     let again = tag("sglang-again");
     tags.tags.push(again.clone());
-    let out = build("sglang.Dockerfile", &again, &common(&base, "require"));
+    let out = build("sglang.Dockerfile", &again, &kept);
     let cached_secs = t.elapsed().as_secs_f64();
     assert_eq!(rc(&out), 0, "{}", tail(&out));
     assert_eq!(
@@ -429,7 +434,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
         "vllm.Dockerfile must end with the verify step:\n{vllm_file}"
     );
     let without_verify = &vllm_file[..vllm_file.len() - verify_line.len()];
-    // With the tool kept (the default), install-runtime.sh installs the guard, whose dpkg hook
+    // With the guard binary kept (the default), install-runtime.sh arms the guard, whose dpkg hook
     // fails the reverting RUN itself (issue 17): the first build shows that. The revert the
     // guard cannot see (an image built without the tool and its guard, ROCM_PIN_KEEP_TOOL=0)
     // is what the last step must catch, with the rocm-pin binary of the mounted artifact.
@@ -492,7 +497,7 @@ fn image_recipe_end_to_end_with_a_real_builder_and_registry() {
     // ROCM_PIN_KEEP_TOOL=0: neither the tool nor its guard nor stock .debs are in the image.
     let left = tools.run_in(
         &unchecked,
-        "for p in /usr/local/bin/rocm-pin /etc/dpkg/dpkg.cfg.d/rocm-pin-guard /etc/apt/apt.conf.d/80rocm-pin-guard /var/lib/rocm-pin/stock /tmp/rocm-pin/COMMIT; do [ ! -e $p ] || echo $p; done",
+        "for p in /usr/local/bin/rocm-pin /usr/lib/rocm-pin/rocm-pin-guard /etc/dpkg/dpkg.cfg.d/rocm-pin-guard /etc/apt/apt.conf.d/80rocm-pin-guard /var/lib/rocm-pin/stock /tmp/rocm-pin/COMMIT; do [ ! -e $p ] || echo $p; done",
     );
     assert_eq!(left.trim(), "", "left in the lean image");
     let out = verify_image(
