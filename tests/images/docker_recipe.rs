@@ -356,7 +356,12 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
         .unwrap();
     assert_success(&out, "the command");
     let sums = std::fs::read_to_string(a.join("SHA256SUMS")).unwrap();
-    for f in ["COMMIT", "bin/rocm-pin", "bin/rocm-pin-guard", "repo/dists/stable/InRelease"] {
+    for f in [
+        "COMMIT",
+        "bin/rocm-pin",
+        "bin/rocm-pin-guard",
+        "repo/dists/stable/InRelease",
+    ] {
         assert!(
             sums.contains(&format!("  {f}\n")),
             "{f} not in SHA256SUMS:\n{sums}"
