@@ -155,6 +155,13 @@ if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
 
+# The gate skipped this image (mode auto or off): no guard was armed, so no guard binary was
+# copied; keep it anyway, so verify-runtime.sh and the container can still say what happened.
+if [ "$keep_tool" = guard ] && [ "$guard" = 1 ] && [ "$rocm_pin" != rocm-pin ] &&
+  [ ! -e /usr/lib/rocm-pin/rocm-pin-guard ] && [ -x "$artifact/bin/rocm-pin-guard" ]; then
+  install -m 0755 "$artifact/bin/rocm-pin-guard" /usr/local/bin/rocm-pin-guard
+  say "no guard armed (mode $mode): kept /usr/local/bin/rocm-pin-guard for verify"
+fi
 if [ -n "$apt_repo" ]; then rm -rf "$debs_dir"; fi
 # apt's binary caches (~2 MB, rebuilt on demand) would otherwise land in this layer.
 rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
