@@ -481,7 +481,7 @@ impl Sandbox {
     }
 
     fn install_local_bin(&self, bin: &Path, name: &str) -> Result<()> {
-        let dest = self.path(&format!("/usr/local/bin/{name}"));
+        let dest = self.path(format!("/usr/local/bin/{name}"));
         fs::create_dir_all(self.path("/usr/local/bin"))?;
         fs::copy(bin, &dest)
             .with_context(|| format!("cannot copy {} to {}", bin.display(), dest.display()))?;
