@@ -7,7 +7,9 @@
 #     debs/*.deb          the replacement packages (rocm-pin install takes these)
 #     repo/               a signed apt repository holding the same .debs (pool/, dists/, InRelease)
 #     repo/archive-key.gpg the public key for `signed-by=`
-#     bin/rocm-pin        the rocm-pin binary that made it (downstream stages install it)
+#     bin/rocm-pin        the rocm-pin binary that made it (downstream stages install with it)
+#     bin/rocm-pin-guard  its guard binary (guard + verify only; what images keep, docs/docker.md;
+#                         absent when the rocm-pin here has none beside it)
 #     COMMIT              the full source commit
 #     SHA256SUMS          every file above
 #
@@ -119,6 +121,15 @@ rocm-pin repo --quiet "$tmp"/debs/*.deb --out "$tmp/repo" --suite "$suite" --sig
 [ -s "$tmp/repo/archive-key.gpg" ] || die "rocm-pin repo wrote no public key $tmp/repo/archive-key.gpg"
 
 install -m 0755 "$(command -v rocm-pin)" "$tmp/bin/rocm-pin"
+# The guard binary of the same build, beside rocm-pin (rocm-pin's .deb ships both in /usr/bin).
+# A rocm-pin without one (an older .deb) makes an artifact without it: install-runtime.sh then
+# keeps the full rocm-pin for the guard, as before.
+guard_bin=$(dirname "$(command -v rocm-pin)")/rocm-pin-guard
+if [ -x "$guard_bin" ]; then
+  install -m 0755 "$guard_bin" "$tmp/bin/rocm-pin-guard"
+else
+  say "no rocm-pin-guard beside $(command -v rocm-pin): the artifact carries only bin/rocm-pin (images that keep the guard keep the full rocm-pin)"
+fi
 printf '%s\n' "$full" > "$tmp/COMMIT"
 sums=$work/SHA256SUMS
 (cd "$tmp" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum) > "$sums"

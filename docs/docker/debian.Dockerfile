@@ -17,8 +17,9 @@ FROM ${DEBIAN_ROCM_IMAGE} AS app
 # In the stage so a new artifact is a new layer-cache key for the RUNs mounting it.
 ARG ROCM_PIN_COMMIT=b539bf7eebfd99ad0a69668caa1f4037034d501f
 ARG ROCM_PIN_MODE=require
-# 1: rocm-pin and its --guard hooks stay in the image (~9 MB, docs/docker.md); 0: leaner, no guard.
-ARG ROCM_PIN_KEEP_TOOL=1
+# guard: only the small guard binary its --guard hooks run stays in the image (~1 MB gzip);
+# 1: the full rocm-pin too (~4.4 MB more gzip); 0: nothing, no guard (docs/docker.md).
+ARG ROCM_PIN_KEEP_TOOL=guard
 LABEL io.rocm-pin.commit=${ROCM_PIN_COMMIT}
 COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/
 # The artifact is mounted from the context for this RUN only: its bytes never land in a layer.

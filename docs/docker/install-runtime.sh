@@ -20,11 +20,18 @@
 #   ROCM_PIN_SUITE     the repository's suite                                         [stable]
 #   ROCM_PIN_FLAVOR    replacement packages are <stock>-<flavor>                       [pinned]
 #   ROCM_PIN_MODE      require | auto | off                                            [require]
-#   ROCM_PIN_KEEP_TOOL 1: the rocm-pin binary stays in the image (/usr/local/bin) [1]; 0: it is
-#                      run from the artifact and not kept (verify-runtime.sh then needs the
-#                      artifact mounted too), and there is no guard
+#   ROCM_PIN_KEEP_TOOL what of rocm-pin stays in the image                               [guard]
+#                      guard: only the small guard binary, /usr/lib/rocm-pin/rocm-pin-guard (its
+#                        hooks run it; verify-runtime.sh verifies with it); rocm-pin itself runs
+#                        from the artifact for the install and is not kept
+#                      1: also the full rocm-pin and rocm-pin-guard in /usr/local/bin (every
+#                        subcommand in the image; ~4.4 MB more compressed, docs/docker.md)
+#                      0: nothing, and no guard (verify-runtime.sh then needs the artifact
+#                        mounted too)
+#                      An artifact without bin/rocm-pin-guard (made by an older rocm-pin) keeps
+#                      the full rocm-pin for `guard`, as 1 does.
 #   ROCM_PIN_GUARD     1: apt + dpkg hooks so any later apt/dpkg command that breaks the runtime
-#                      fails; needs rocm-pin kept in the image    [1 when it is, else 0]
+#                      fails; needs a binary kept in the image    [1 unless ROCM_PIN_KEEP_TOOL=0]
 #   ROCM_PIN_KEEP_STOCK 1: keep the stock .debs in the image for an offline `rocm-pin rollback`
 #                      [0: an image rolls back by using the previous image; rollback then says so]
 #   ROCM_PIN_KEEP_ARTIFACT  1: leave a COPY'd artifact in the image (a mount is never kept)  [0]
@@ -39,12 +46,13 @@ apt_repo=${ROCM_PIN_APT_REPO:-}
 suite=${ROCM_PIN_SUITE:-stable}
 flavor=${ROCM_PIN_FLAVOR:-pinned}
 mode=${ROCM_PIN_MODE:-require}
-keep_tool=${ROCM_PIN_KEEP_TOOL:-1}
+keep_tool=${ROCM_PIN_KEEP_TOOL:-guard}
 guard=${ROCM_PIN_GUARD:-}
 keep_stock=${ROCM_PIN_KEEP_STOCK:-0}
 keep=${ROCM_PIN_KEEP_ARTIFACT:-0}
 
 case $mode in require | auto | off) ;; *) die "ROCM_PIN_MODE=$mode: expected require, auto or off" ;; esac
+case $keep_tool in guard | 1 | 0) ;; *) die "ROCM_PIN_KEEP_TOOL=$keep_tool: expected guard, 1 or 0" ;; esac
 
 # The artifact directory: given directly, or the single rocm-pin-*/ inside what COPY brought.
 if [ -d "$artifact" ] && [ ! -f "$artifact/COMMIT" ]; then
@@ -72,24 +80,43 @@ elif [ -z "$apt_repo" ]; then
   die "no artifact at $artifact (expected rocm-pin-<commit>/ with COMMIT, debs/, repo/ from build-runtime.sh; RUN --mount=type=bind,from=<artifact image>,target=$artifact) and no ROCM_PIN_APT_REPO"
 fi
 
-# rocm-pin itself: already installed (e.g. its .deb), else the binary the artifact carries —
-# installed when kept, else run from the artifact.
+# rocm-pin itself: already installed (e.g. its .deb, whose /usr/bin/rocm-pin-guard the hooks
+# run), else the binary the artifact carries. `install --guard` copies the rocm-pin-guard beside
+# the rocm-pin it runs to /usr/lib/rocm-pin (a hard link when that is /usr/local/bin's).
 rocm_pin=rocm-pin
 if ! command -v rocm-pin >/dev/null; then
   if [ "$have_artifact" != 1 ] || [ ! -x "$artifact/bin/rocm-pin" ]; then
     die "rocm-pin is not on PATH and $artifact/bin/rocm-pin is missing: install rocm-pin first"
   fi
-  if [ "$keep_tool" = 1 ]; then
-    install -m 0755 "$artifact/bin/rocm-pin" /usr/local/bin/rocm-pin
-    say "installed /usr/local/bin/rocm-pin from the artifact (ROCM_PIN_KEEP_TOOL=0 leaves it out)"
-  else
-    rocm_pin=$artifact/bin/rocm-pin
-    if [ "${guard:-0}" = 1 ]; then
-      die "ROCM_PIN_GUARD=1 needs the rocm-pin binary in the image (its hooks run it): set ROCM_PIN_KEEP_TOOL=1, or ROCM_PIN_GUARD=0"
-    fi
-    say "running $rocm_pin from the artifact; not kept in the image (ROCM_PIN_KEEP_TOOL=0, no guard)"
-    guard=0
+  if [ "$keep_tool" = guard ] && [ ! -x "$artifact/bin/rocm-pin-guard" ] && [ "${guard:-1}" = 1 ]; then
+    say "$artifact has no bin/rocm-pin-guard (made by an older rocm-pin): the guard keeps the full rocm-pin (as ROCM_PIN_KEEP_TOOL=1)"
+    keep_tool=1
   fi
+  case $keep_tool in
+    1)
+      install -m 0755 "$artifact/bin/rocm-pin" /usr/local/bin/rocm-pin
+      if [ -x "$artifact/bin/rocm-pin-guard" ]; then
+        install -m 0755 "$artifact/bin/rocm-pin-guard" /usr/local/bin/rocm-pin-guard
+      fi
+      say "installed /usr/local/bin/rocm-pin from the artifact (ROCM_PIN_KEEP_TOOL=guard keeps only the guard binary)"
+      ;;
+    guard)
+      rocm_pin=$artifact/bin/rocm-pin
+      if [ "${guard:-1}" = 1 ]; then
+        say "running $rocm_pin from the artifact; the image keeps only the guard binary /usr/lib/rocm-pin/rocm-pin-guard (ROCM_PIN_KEEP_TOOL=1 keeps rocm-pin too)"
+      else
+        say "running $rocm_pin from the artifact; not kept in the image (ROCM_PIN_GUARD=0: no guard, no binary)"
+      fi
+      ;;
+    0)
+      rocm_pin=$artifact/bin/rocm-pin
+      if [ "${guard:-0}" = 1 ]; then
+        die "ROCM_PIN_GUARD=1 needs a binary in the image (its hooks run it): set ROCM_PIN_KEEP_TOOL=guard (the default) or 1, or ROCM_PIN_GUARD=0"
+      fi
+      say "running $rocm_pin from the artifact; not kept in the image (ROCM_PIN_KEEP_TOOL=0, no guard)"
+      guard=0
+      ;;
+  esac
 fi
 guard=${guard:-1}
 
@@ -128,6 +155,13 @@ if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
 
+# The gate skipped this image (mode auto or off): no guard was armed, so no guard binary was
+# copied; keep it anyway, so verify-runtime.sh and the container can still say what happened.
+if [ "$keep_tool" = guard ] && [ "$guard" = 1 ] && [ "$rocm_pin" != rocm-pin ] &&
+  [ ! -e /usr/lib/rocm-pin/rocm-pin-guard ] && [ -x "$artifact/bin/rocm-pin-guard" ]; then
+  install -m 0755 "$artifact/bin/rocm-pin-guard" /usr/local/bin/rocm-pin-guard
+  say "no guard armed (mode $mode): kept /usr/local/bin/rocm-pin-guard for verify"
+fi
 if [ -n "$apt_repo" ]; then rm -rf "$debs_dir"; fi
 # apt's binary caches (~2 MB, rebuilt on demand) would otherwise land in this layer.
 rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin

@@ -17,6 +17,8 @@ FROM ${ROCM_IMAGE} AS app
 # In the stage so a new artifact is a new layer-cache key for the RUNs mounting it.
 ARG ROCM_PIN_COMMIT=b539bf7eebfd99ad0a69668caa1f4037034d501f
 ARG ROCM_PIN_MODE=require
+# 1: the full rocm-pin stays in the image: the RCCL step and the last verify below run it.
+ARG ROCM_PIN_KEEP_TOOL=1
 LABEL io.rocm-pin.commit=${ROCM_PIN_COMMIT}
 COPY rocm-pin/*.sh /usr/local/share/rocm-pin/docker/
 # The pair: checks the artifact's SHA256SUMS, keeps rocm-pin in /usr/local/bin, arms the guard.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Last step of every downstream stage of the rocm-pin Dockerfile recipe (docs/docker.md), after
-# every other apt/pip command: `rocm-pin verify`. A later step that reverted or broke the
+# every other apt/pip command: `rocm-pin verify` (with the guard binary rocm-pin-guard when the
+# image keeps only that, ROCM_PIN_KEEP_TOOL=guard, the default). A later step that reverted or broke the
 # patched runtime (apt --fix-broken install, a reinstall, a forced dpkg -i, a purge) fails the
 # build here instead of shipping the stock runtime silently.
 #
@@ -13,22 +14,30 @@
 #   ROCM_PIN_ALLOW_SKIPPED  1: exit 0 instead of 3 when the gate skipped this image (images that
 #                           deliberately cover other ROCm versions)                   [0]
 #   ROCM_PIN_ARTIFACT       where the artifact is mounted, for the rocm-pin binary when the
-#                           image does not keep one (ROCM_PIN_KEEP_TOOL=0)   [/tmp/rocm-pin]
+#                           image keeps none (ROCM_PIN_KEEP_TOOL=0)          [/tmp/rocm-pin]
 set -euo pipefail
 
 say() { printf 'verify-runtime: %s\n' "$*" >&2; }
 
 allow_skipped=${ROCM_PIN_ALLOW_SKIPPED:-0}
 artifact=${ROCM_PIN_ARTIFACT:-/tmp/rocm-pin}
-rocm_pin=rocm-pin
-if ! command -v rocm-pin >/dev/null; then
-  # The image does not keep the tool: the artifact mounted for this RUN carries it.
+# The full rocm-pin when the image keeps it, else the guard binary (the .deb's, /usr/local/bin's
+# or the guard's private copy): both verify a root alike (same checks, output and exit codes).
+rocm_pin=
+for b in "$(command -v rocm-pin || true)" "$(command -v rocm-pin-guard || true)" /usr/lib/rocm-pin/rocm-pin-guard; do
+  if [ -n "$b" ] && [ -x "$b" ]; then
+    rocm_pin=$b
+    break
+  fi
+done
+if [ -z "$rocm_pin" ]; then
+  # The image keeps no binary: the artifact mounted for this RUN carries it.
   found=()
   for b in "$artifact"/bin/rocm-pin "$artifact"/rocm-pin-*/bin/rocm-pin; do
     if [ -x "$b" ]; then found+=("$b"); fi
   done
   if [ "${#found[@]}" -ne 1 ]; then
-    say "ERROR: rocm-pin is not on PATH and $artifact holds ${#found[@]} rocm-pin binaries: run install-runtime.sh first, and mount the artifact image for this RUN (RUN --mount=type=bind,from=rocm-pin-runtime,target=$artifact)"
+    say "ERROR: neither rocm-pin nor rocm-pin-guard is in the image and $artifact holds ${#found[@]} rocm-pin binaries: run install-runtime.sh first, and mount the artifact image for this RUN (RUN --mount=type=bind,from=rocm-pin-runtime,target=$artifact)"
     exit 2
   fi
   rocm_pin=${found[0]}
@@ -46,6 +55,6 @@ case $rc in
       say "ERROR: the version gate skipped this image: it carries the STOCK runtime (set ROCM_PIN_ALLOW_SKIPPED=1 if that is intended)"
     fi
     ;;
-  *) say "ERROR: rocm-pin verify failed (exit $rc): a step after install-runtime.sh reverted or broke the patched runtime; see the failed checks above" ;;
+  *) say "ERROR: $rocm_pin verify failed (exit $rc): a step after install-runtime.sh reverted or broke the patched runtime; see the failed checks above" ;;
 esac
 exit "$rc"

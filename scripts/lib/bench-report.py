@@ -97,7 +97,7 @@ def goal_tables(top, out):
 def images_table(top, out):
     out.append("## image layers with the guard kept vs the one-RUN in-place method (goal ≤ 1.10)\n")
     out.append("| payload | load | layers ours/one-RUN uncompressed | gzip | ours (lean)/one-RUN gzip "
-               "| rocm-pin binary in the layer B | build time ours/one-RUN (paired median, min, max) "
+               "| guard binary in the layer B | build time ours/one-RUN (paired median, min, max) "
                "| busy processes; 1-min load | commit, date |")
     out.append("|---|---|---|---|---|---|---|---|---|")
     for phase in ("quiet", "loaded"):

@@ -9,7 +9,6 @@ pub mod completions;
 pub mod deb;
 pub mod demo;
 pub mod gate_mode;
-pub mod guard;
 pub mod install;
 pub mod manpage;
 pub mod package;
@@ -19,6 +18,9 @@ pub mod standin;
 pub mod status;
 pub mod venv;
 pub mod verify;
+
+// Shared with the guard binary (src/guard_main.rs): defined once in crate::cli_shared.
+pub use crate::cli_shared::guard;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -79,16 +81,7 @@ pub fn parse() -> Cli {
 /// The clap command with the exit statuses (the one table, `rocm_pin_core::exit`) at the end of
 /// every command's and subcommand's `--help`, after its own text. `-h` stays short.
 pub fn command() -> clap::Command {
-    with_exit_status(Cli::command(), &rocm_pin_core::exit::exit_status_help())
-}
-
-fn with_exit_status(cmd: clap::Command, exit_status: &str) -> clap::Command {
-    let long = match cmd.get_after_help() {
-        Some(own) => format!("{own}\n\n{exit_status}"),
-        None => exit_status.to_string(),
-    };
-    cmd.after_long_help(long)
-        .mut_subcommands(|sub| with_exit_status(sub, exit_status))
+    crate::cli_shared::with_exit_status(Cli::command())
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {

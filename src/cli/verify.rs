@@ -1,14 +1,12 @@
 //! `rocm-pin verify`.
 
-use rocm_pin_core::output::shown;
-use rocm_pin_core::{errln, out, outln};
 use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::cli_shared::verify_root::{self, RootVerifyArgs};
 use rocm_pin_core::image::limits::ImageLimits;
 use rocm_pin_core::image::ImageSource;
-use rocm_pin_core::ops::verify::{verify, VerifyOptions};
 use rocm_pin_core::ops::verify_image::verify_image_with_consumers;
 
 /// Check that the patched runtime is installed, pinned and the one the loader uses.
@@ -19,15 +17,9 @@ use rocm_pin_core::ops::verify_image::verify_image_with_consumers;
 /// Example: `rocm-pin verify --json | jq '.checks[] | select(.ok | not)'`
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// Print the report as JSON on stdout (schema: docs/verify-json.md)
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing when every check passes; only the failed checks otherwise (for hooks)
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Check the installation under this root directory instead of / (a chroot or image tree)
-    #[arg(long, default_value = "/")]
-    pub root: PathBuf,
+    /// The flags of a verify of a root, shared with rocm-pin-guard's verify
+    #[command(flatten)]
+    pub at: RootVerifyArgs,
     /// Check a built image without running it: unpack its layers (fetched with skopeo; no
     /// transport prefix means docker://, e.g. containers-storage:NAME for local images) into a
     /// temporary root, verify there, and check its io.rocm-pin.commit label
@@ -41,16 +33,6 @@ pub struct VerifyArgs {
     /// ratio=1000 (uncompressed per compressed byte of a layer). See docs/docker.md
     #[arg(long, value_name = "KEY=VALUE")]
     pub image_limit: Vec<String>,
-    /// Accept packages built with --no-backport-check (recorded in them): their HSA library may
-    /// lack the backport symbol; without this flag that is a failure
-    #[arg(long)]
-    pub accept_skipped_backport_check: bool,
-    /// Also check that this installed program or library (a path inside the root or image)
-    /// binds to our runtime pair: every symbol and version node it needs of the pair, read from
-    /// its ELF file without running it, and resolve it as ld.so does for the shadow-runtime
-    /// check. Repeatable; Debian's dependants, AMD's libraries and torch's libraries are found
-    #[arg(long, value_name = "PATH")]
-    pub consumer: Vec<PathBuf>,
     /// Check a Python venv holding ROCm as wheels instead: our rocm-sdk-core installed and its
     /// pin for pip and uv in force (docs/wheels.md)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["image", "image_archive", "consumer"])]
@@ -58,8 +40,9 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
+    let at = args.at;
     if let Some(venv) = &args.venv {
-        return super::venv::verify(venv, args.json, args.quiet);
+        return super::venv::verify(venv, at.json, at.quiet);
     }
     let image = match (&args.image, &args.image_archive) {
         (Some(r), _) => Some(ImageSource::Reference(r.clone())),
@@ -71,40 +54,20 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
             "--image-limit applies to --image and --image-archive only",
         ));
     }
+    let Some(source) = image else {
+        return verify_root::run(at);
+    };
     let mut limits = ImageLimits::default();
     for spec in &args.image_limit {
         limits.set(spec).map_err(rocm_pin_core::error::usage)?;
     }
-    let report = match image {
-        Some(source) => verify_image_with_consumers(
-            &source,
-            args.accept_skipped_backport_check,
-            &limits,
-            &args.consumer,
-        )?,
-        None => verify(&VerifyOptions {
-            root: rocm_pin_core::host::root::Root::new(&args.root),
-            accept_skipped_backport_check: args.accept_skipped_backport_check,
-            consumers: args.consumer,
-            ..VerifyOptions::default()
-        })?,
-    };
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else if args.quiet {
-        for c in report.failed() {
-            // The guard's apt output: what the root said is shown escaped.
-            errln!(
-                "rocm-pin verify: FAIL {} {}: {}",
-                c.name,
-                shown(&c.subject),
-                shown(&c.detail)
-            );
-        }
-    } else {
-        out!("{}", report.to_human());
-    }
-    report.error().map_or(Ok(()), Err)
+    let report = verify_image_with_consumers(
+        &source,
+        at.accept_skipped_backport_check,
+        &limits,
+        &at.consumer,
+    )?;
+    verify_root::print(&report, at.json, at.quiet)
 }
 
 #[cfg(test)]
@@ -115,14 +78,16 @@ mod tests {
 
     fn args(root: &std::path::Path) -> VerifyArgs {
         VerifyArgs {
-            json: false,
-            quiet: true,
-            root: root.to_path_buf(),
+            at: RootVerifyArgs {
+                json: false,
+                quiet: true,
+                root: root.to_path_buf(),
+                accept_skipped_backport_check: false,
+                consumer: Vec::new(),
+            },
             image: None,
             image_archive: None,
             image_limit: Vec::new(),
-            accept_skipped_backport_check: false,
-            consumer: Vec::new(),
             venv: None,
         }
     }

@@ -25,6 +25,15 @@ macro_rules! rocm_pin_bin {
     };
 }
 
+/// The guard binary under test (`rocm-pin-guard`: guard + verify of a root), like
+/// [`rocm_pin_bin!`].
+#[macro_export]
+macro_rules! rocm_pin_guard_bin {
+    () => {
+        ::std::path::PathBuf::from(env!("CARGO_BIN_EXE_rocm-pin-guard"))
+    };
+}
+
 /// The workspace root (the rocm-pin checkout).
 pub fn workspace_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -115,6 +115,7 @@ const ARTIFACT_FILES: &[&str] = &[
     "COMMIT",
     "SHA256SUMS",
     "bin/rocm-pin",
+    "bin/rocm-pin-guard",
     "repo/archive-key.gpg",
     "repo/dists/stable/InRelease",
 ];
@@ -124,6 +125,7 @@ const ARTIFACT_FILES: &[&str] = &[
 /// `rocm-pin rollback` run in it, in [`check_the_install_layer`].)
 const LEAN_IMAGE_LACKS: &[&str] = &[
     "/usr/local/bin/rocm-pin",
+    "/usr/lib/rocm-pin/rocm-pin-guard",
     "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard",
     "/etc/apt/apt.conf.d/80rocm-pin-guard",
     "/var/lib/rocm-pin/stock",
@@ -138,15 +140,26 @@ const REVERTS: &[(&str, bool)] = &[
     ("revert-unchecked.Dockerfile", false),
 ];
 
+/// What of rocm-pin stays in a downstream image (ROCM_PIN_KEEP_TOOL).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KeepTool {
+    /// The recipe's default (`guard`): only the guard binary, which the hooks run.
+    GuardOnly,
+    /// `1`: the full rocm-pin too (an image that runs `rocm-pin rollback` later).
+    Full,
+    /// `0`: nothing, and no guard.
+    Nothing,
+}
+
 /// One downstream build: a Dockerfile of the context's rocm-pin/, its base (`723`: ROCm
-/// 7.2.3), ROCM_PIN_MODE, whether the tool is kept, and what must come of it.
+/// 7.2.3), ROCM_PIN_MODE, what of the tool is kept, and what must come of it.
 struct Build {
     what: &'static str,
     file: &'static str,
     tag: &'static str,
     rocm_723: bool,
     mode: &'static str,
-    keep_tool: bool,
+    keep_tool: KeepTool,
     /// The build's exit code; `None`: any failure.
     exit: Option<i32>,
     says: &'static [&'static str],
@@ -165,7 +178,7 @@ const BUILD: Build = Build {
     tag: "",
     rocm_723: false,
     mode: "require",
-    keep_tool: true,
+    keep_tool: KeepTool::GuardOnly,
     exit: Some(0),
     says: &[],
     says_not: &[],
@@ -188,6 +201,8 @@ const DOWNSTREAM: &[Build] = &[
         what: "SGLang's shape (a new dependant installed)",
         file: "sglang.Dockerfile",
         tag: "sglang",
+        // `rocm-pin rollback` runs in it (check_the_install_layer).
+        keep_tool: KeepTool::Full,
         says: &["verify-runtime: OK"],
         ..BUILD
     },
@@ -199,13 +214,14 @@ const AFTERWARDS: &[Build] = &[
         what: "a second build with nothing changed comes from the layer cache",
         file: "sglang.Dockerfile",
         tag: "sglang-again",
+        keep_tool: KeepTool::Full,
         says: &["Using cache"],
         says_not: &["verify-runtime: OK"],
         same_as: Some("sglang"),
         ..BUILD
     },
     Build {
-        what: "the tool kept: the guard's dpkg hook fails the reverting RUN itself (issue 17)",
+        what: "the guard binary kept (the default): the guard's dpkg hook fails the reverting RUN itself (issue 17)",
         file: "revert-guarded.Dockerfile",
         tag: "reverted-guarded",
         exit: None,
@@ -220,7 +236,7 @@ const AFTERWARDS: &[Build] = &[
         what: "no tool, no guard: the last step catches the revert with the artifact's rocm-pin",
         file: "revert.Dockerfile",
         tag: "reverted",
-        keep_tool: false,
+        keep_tool: KeepTool::Nothing,
         exit: Some(1),
         says: &["verify-runtime: ERROR", "FAIL", "hip-runtime-amd"],
         no_image: true,
@@ -230,7 +246,7 @@ const AFTERWARDS: &[Build] = &[
         what: "without its verify line the reverted image builds",
         file: "revert-unchecked.Dockerfile",
         tag: "reverted-unchecked",
-        keep_tool: false,
+        keep_tool: KeepTool::Nothing,
         ..BUILD
     },
     Build {
@@ -283,8 +299,10 @@ impl Recipe<'_> {
                 ("ROCM_PIN_COMMIT", &self.commit),
                 ("ROCM_PIN_MODE", row.mode),
             ];
-            if !row.keep_tool {
-                args.push(("ROCM_PIN_KEEP_TOOL", "0"));
+            match row.keep_tool {
+                KeepTool::GuardOnly => {}
+                KeepTool::Full => args.push(("ROCM_PIN_KEEP_TOOL", "1")),
+                KeepTool::Nothing => args.push(("ROCM_PIN_KEEP_TOOL", "0")),
             }
             let t = Instant::now();
             let out = self.run.tools.build(&self.ctx, row.file, &tag, &args);

@@ -14,6 +14,8 @@
 //! Needs root and the cached chroot images (scripts/test-setup).
 
 use rocm_pin_testkit::assert_says;
+/// The guard binary's private copy, what a default recipe image keeps.
+const GUARD_COPY: &str = "/usr/lib/rocm-pin/rocm-pin-guard";
 use rocm_pin_testkit::assert_success;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -110,8 +112,11 @@ fn run_builder_stage() -> Built {
     // The ROCm 7.2.4 image: the stock runtime installed through apt, /opt/rocm -> 7.2.4.
     publish(&sb, "stock", &stock).expect("stock repository");
     install_stock(&sb, &stock).expect("stock set in the builder");
-    // The recipe's tool stage: rocm-pin on PATH (from its .deb or a COPY).
+    // The recipe's tool stage: rocm-pin on PATH (from its .deb or a COPY), its guard binary
+    // beside it.
     sb.install_rocm_pin(&bin()).unwrap();
+    sb.install_rocm_pin_guard(&rocm_pin_testkit::rocm_pin_guard_bin!())
+        .unwrap();
     copy_scripts(&sb);
     sb.copy_in(&src, "/src/rocm-systems").unwrap();
 
@@ -268,7 +273,13 @@ fn run_scenarios_in_order(sb: &Sandbox, stock: &StockSet) {
 }
 
 fn verify_json(sb: &Sandbox) -> serde_json::Value {
-    let out = sb.run(&["rocm-pin", "verify", "--json"]).unwrap();
+    // The full rocm-pin when the image keeps it, else the guard binary (the recipe's default).
+    let tool = if sb.path("/usr/local/bin/rocm-pin").exists() {
+        "rocm-pin"
+    } else {
+        GUARD_COPY
+    };
+    let out = sb.run(&[tool, "verify", "--json"]).unwrap();
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("verify --json: {e}: {}", text(&out)))
 }
@@ -315,7 +326,7 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
             "{deb}"
         );
     }
-    assert!(a.join("bin/rocm-pin").is_file());
+    assert!(a.join("bin/rocm-pin").is_file() && a.join("bin/rocm-pin-guard").is_file());
     // The repository is signed and gpgv (apt's verifier) accepts it with the shipped key.
     let repo = a.join("repo");
     let inrelease = repo.join("dists/stable/InRelease");
@@ -345,7 +356,12 @@ fn builder_stage_makes_one_signed_artifact_keyed_on_the_commit() {
         .unwrap();
     assert_success(&out, "the command");
     let sums = std::fs::read_to_string(a.join("SHA256SUMS")).unwrap();
-    for f in ["COMMIT", "bin/rocm-pin", "repo/dists/stable/InRelease"] {
+    for f in [
+        "COMMIT",
+        "bin/rocm-pin",
+        "bin/rocm-pin-guard",
+        "repo/dists/stable/InRelease",
+    ] {
         assert!(
             sums.contains(&format!("  {f}\n")),
             "{f} not in SHA256SUMS:\n{sums}"
@@ -403,9 +419,10 @@ fn copied_artifact_installs_survives_downstream_apt_and_guard_fails_the_breaking
 
     let out = run_script(&sb, "install-runtime.sh", &[]);
     assert_eq!(rc(&out), 0, "install-runtime.sh:\n{}", text(&out));
+    // The default (ROCM_PIN_KEEP_TOOL=guard): only the guard binary stays, as the hooks' copy.
     assert!(
-        sb.path("/usr/local/bin/rocm-pin").is_file(),
-        "rocm-pin not installed from the artifact"
+        sb.path(GUARD_COPY).is_file() && !sb.path("/usr/local/bin/rocm-pin").exists(),
+        "not the guard binary alone in the image"
     );
     assert!(
         !sb.path(format!("{ARTIFACT_IN}/rocm-pin-{}", &b.commit[..12]))

@@ -12,6 +12,7 @@ mod buildkit;
 mod ci_doc;
 mod debian;
 mod docker_recipe;
+mod guard_image;
 mod hostile;
 mod rccl;
 mod tool;

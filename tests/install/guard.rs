@@ -18,18 +18,18 @@ use rocm_pin_testkit::scratch::ScratchDir;
 
 /// The tests that are about apt itself run under every apt configuration CI covers; the rest
 /// under this one.
-const CONFIG: &str = "bookworm";
-const APT_HOOK: &str = "/etc/apt/apt.conf.d/80rocm-pin-guard";
-const DPKG_HOOK: &str = "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard";
-const PRIVATE_COPY: &str = "/usr/lib/rocm-pin/rocm-pin";
+pub(crate) const CONFIG: &str = "bookworm";
+pub(crate) const APT_HOOK: &str = "/etc/apt/apt.conf.d/80rocm-pin-guard";
+pub(crate) const DPKG_HOOK: &str = "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard";
+pub(crate) const PRIVATE_COPY: &str = "/usr/lib/rocm-pin/rocm-pin";
 /// Two tiny packages: `guard-probe-a` from a local apt repository, `guard-probe-b` for dpkg -i.
 const PROBE_A: &str = "guard-probe-a";
 const PROBE_B_DEB: &str = "/root/guard-probe-b_1.0_all.deb";
 
 /// What a hook says when it let a run through because its binary is gone.
-const GONE: &str = "is gone or not executable";
+pub(crate) const GONE: &str = "is gone or not executable";
 /// What a hook says when it failed a run because the runtime is broken.
-const BROKE: &str = "left the patched ROCm runtime broken";
+pub(crate) const BROKE: &str = "left the patched ROCm runtime broken";
 
 struct Probes {
     _work: ScratchDir,
@@ -95,7 +95,7 @@ fn self_deb() -> &'static Path {
 
 /// A chroot with ours installed, the probe packages reachable (apt repository `guard`,
 /// `guard-probe-b` copied in), the guard NOT armed yet.
-fn sandbox() -> Sandbox {
+pub(crate) fn sandbox() -> Sandbox {
     sandbox_in(CONFIG)
 }
 
@@ -135,7 +135,7 @@ fn break_runtime(sb: &Sandbox) {
     assert_eq!(rc(&verify(sb)), 1, "the tamper must break the runtime");
 }
 
-fn apt_install(sb: &Sandbox, env: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn apt_install(sb: &Sandbox, env: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = sb.command(&["apt-get", "install", "-y", "--reinstall", PROBE_A]);
     cmd.envs(env.iter().copied());
     cmd.output().unwrap()
@@ -189,7 +189,8 @@ fn removing_and_purging_rocm_pins_own_deb_takes_the_hooks_away() {
     let out = sb.run(&argv).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
     let hook = sb.read_to_string(APT_HOOK).unwrap();
-    assert_says(&hook, &["/usr/bin/rocm-pin"]);
+    // The .deb ships the guard binary beside rocm-pin: the hooks run it.
+    assert_says(&hook, &["exec /usr/bin/rocm-pin-guard guard hook apt"]);
     assert!(
         !sb.path(PRIVATE_COPY).exists(),
         "the .deb's binary is run, not a copy"
@@ -256,6 +257,8 @@ fn a_guard_installed_from_a_temp_path_runs_its_stable_copy() {
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["armed"], true, "{s}");
     assert_eq!(s["binary"], PRIVATE_COPY, "{s}");
+    // No guard binary beside the rocm-pin that ran: the full binary was copied, as before.
+    assert!(!sb.path("/usr/lib/rocm-pin/rocm-pin-guard").exists());
     // Still checking: a forced stock package fails that dpkg run.
     let hsa = artifacts(CONFIG).stock.require(StockRole::HsaRocr).unwrap();
     let deb = format!(

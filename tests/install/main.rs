@@ -15,6 +15,7 @@ mod downstream;
 mod exit_status;
 mod first_hour;
 mod guard;
+mod guard_binary;
 mod hostile_root;
 mod marks;
 mod matrix;

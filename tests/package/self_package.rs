@@ -123,6 +123,9 @@ fn package_self_builds_a_lintian_clean_deb_that_installs_and_runs() {
 /// 4 KiB), the recipe's scripts.
 const SELF_DEB_SHIPS: &[&str] = &[
     "./usr/bin/rocm-pin",
+    // The guard binary the hooks run (its page is rocm-pin-guard.1, the guard subcommand's).
+    "./usr/bin/rocm-pin-guard",
+    "./usr/share/man/man1/rocm-pin-guard.1.gz",
     "./usr/share/man/man1/rocm-pin.1.gz",
     "./usr/share/man/man1/rocm-pin-install.1.gz",
     "./usr/share/man/man1/rocm-pin-verify.1.gz",
@@ -183,6 +186,10 @@ fn installed_in_a_chroot_it_runs(deb: &Path, version: &str) {
         .expect("dpkg -i of rocm-pin's own .deb");
     let v = sb.run_ok(&["/usr/bin/rocm-pin", "--version"]).unwrap();
     assert_eq!(v.trim(), format!("rocm-pin {version}"));
+    let v = sb
+        .run_ok(&["/usr/bin/rocm-pin-guard", "--version"])
+        .unwrap();
+    assert_eq!(v.trim(), format!("rocm-pin-guard {version}"));
     let files = sb.run_ok(&["dpkg", "-L", "rocm-pin"]).unwrap();
     assert!(
         files
@@ -205,4 +212,5 @@ fn installed_in_a_chroot_it_runs(deb: &Path, version: &str) {
     assert_eq!(installed, printed);
     sb.run_ok(&["dpkg", "--purge", "rocm-pin"]).unwrap();
     assert!(!sb.path("/usr/bin/rocm-pin").exists());
+    assert!(!sb.path("/usr/bin/rocm-pin-guard").exists());
 }

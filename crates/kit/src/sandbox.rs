@@ -471,7 +471,17 @@ impl Sandbox {
 
     /// Copy the rocm-pin binary to /usr/local/bin/rocm-pin inside.
     pub fn install_rocm_pin(&self, bin: &Path) -> Result<()> {
-        let dest = self.path("/usr/local/bin/rocm-pin");
+        self.install_local_bin(bin, "rocm-pin")
+    }
+
+    /// Copy the guard binary to /usr/local/bin/rocm-pin-guard inside, beside rocm-pin (where
+    /// `install --guard` looks for it).
+    pub fn install_rocm_pin_guard(&self, bin: &Path) -> Result<()> {
+        self.install_local_bin(bin, "rocm-pin-guard")
+    }
+
+    fn install_local_bin(&self, bin: &Path, name: &str) -> Result<()> {
+        let dest = self.path(format!("/usr/local/bin/{name}"));
         fs::create_dir_all(self.path("/usr/local/bin"))?;
         fs::copy(bin, &dest)
             .with_context(|| format!("cannot copy {} to {}", bin.display(), dest.display()))?;

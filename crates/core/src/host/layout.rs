@@ -26,8 +26,14 @@ impl StateLayout {
     pub const GUARD_DPKG_HOOK: &'static str = "/etc/dpkg/dpkg.cfg.d/rocm-pin-guard";
     /// Where rocm-pin's own .deb installs the binary (owned by dpkg, not written by us).
     pub const PACKAGED_BINARY: &'static str = "/usr/bin/rocm-pin";
-    /// The private copy the guard's hooks run when rocm-pin does not come from its .deb.
+    /// Where rocm-pin's own .deb installs the guard binary (owned by dpkg, not written by us).
+    pub const PACKAGED_GUARD_BINARY: &'static str = "/usr/bin/rocm-pin-guard";
+    /// The private copy of the full binary the guard's hooks run when no guard binary sits
+    /// beside rocm-pin and rocm-pin does not come from its .deb (and every hook file of
+    /// versions before the guard binary).
     pub const GUARD_PRIVATE_COPY: &'static str = "/usr/lib/rocm-pin/rocm-pin";
+    /// The private copy of the guard binary the hooks run when it does not come from the .deb.
+    pub const GUARD_PRIVATE_GUARD_COPY: &'static str = "/usr/lib/rocm-pin/rocm-pin-guard";
     /// Names of adopt's work directories in [`Self::STATE_DIR`] (removed under the adopt lock).
     pub const ADOPT_WORK_PREFIX: &'static str = ".adopt-";
 
@@ -145,6 +151,7 @@ mod tests {
             L::GUARD_APT_HOOK.into(),
             L::GUARD_DPKG_HOOK.into(),
             L::GUARD_PRIVATE_COPY.into(),
+            L::GUARD_PRIVATE_GUARD_COPY.into(),
         ];
         assert!(L::prefixless_marker("amd64").starts_with(L::state_dir()));
         let mut seen = std::collections::BTreeSet::new();

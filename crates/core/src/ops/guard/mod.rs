@@ -13,14 +13,18 @@
 //!   "could not check" and does not fail it: the runtime was not judged, and a hook in every
 //!   apt run must not take apt down for what is not the runtime's fault.
 //!
-//! The binary the hooks run has a stable path: `/usr/bin/rocm-pin` when that is the running
-//! binary and dpkg owns it (rocm-pin's own .deb, whose prerm/postrm remove the hooks), else a
-//! private copy at `/usr/lib/rocm-pin/rocm-pin`, never a build or temp path that may vanish.
+//! The hooks run the small guard binary `rocm-pin-guard` when one sits beside the running
+//! rocm-pin (else the full binary), at a stable path: the .deb's own file in /usr/bin when dpkg
+//! owns it (its prerm/postrm remove the hooks), else a private copy in /usr/lib/rocm-pin,
+//! never a build or temp path that may vanish ([`binary`]).
 //! The flags the guard was armed with are recorded in the hook files' first line, so a
 //! rollback that has to put the guard back puts it back as it was ([`Guard::suspend`]).
 
+mod binary;
+use binary::remove_if_present;
 mod error;
 
+pub use binary::{guard_binary_for, stable_binary, GUARD_BINARY_NAME};
 pub use error::GuardError;
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -30,7 +34,6 @@ use anyhow::Context;
 
 use crate::exit::{ExitKind, HostChange};
 use crate::host::root::{FileKind, Root};
-use crate::host::status;
 
 // The guard's paths, from the one state layout (short names for the hook texts below).
 pub use crate::host::layout::StateLayout;
@@ -38,8 +41,8 @@ pub const APT_HOOK: &str = StateLayout::GUARD_APT_HOOK;
 pub const DPKG_HOOK: &str = StateLayout::GUARD_DPKG_HOOK;
 pub const PACKAGED_BINARY: &str = StateLayout::PACKAGED_BINARY;
 pub const PRIVATE_COPY: &str = StateLayout::GUARD_PRIVATE_COPY;
-/// The package that owns [`PACKAGED_BINARY`].
-const SELF_PACKAGE: &str = "rocm-pin";
+pub const PACKAGED_GUARD_BINARY: &str = StateLayout::PACKAGED_GUARD_BINARY;
+pub const PRIVATE_GUARD_COPY: &str = StateLayout::GUARD_PRIVATE_GUARD_COPY;
 
 /// Set (non-empty, not `0`) in the environment of an apt or dpkg run that must not be checked:
 /// rocm-pin's own `dpkg --configure -a` (it verifies at its end), or an admin's deliberate repair.
@@ -280,17 +283,17 @@ impl Guard {
         Ok(None)
     }
 
-    /// Arm the guard in `root` with `flags`: choose the stable binary ([`stable_binary`],
-    /// copying this executable there when it is not rocm-pin's .deb), then write both hooks.
+    /// Arm the guard in `root` with `flags`: choose the stable binary ([`stable_binary`]: the
+    /// guard binary beside this executable, else this one; copied to its private path when it
+    /// is not rocm-pin's .deb), then write both hooks.
     pub fn arm(root: &Root, flags: GuardFlags) -> anyhow::Result<Guard> {
         let exe = crate::process::self_path()?;
         let binary = stable_binary(root, &exe)?;
         let shown = binary.display().to_string();
         debug_assert!(safe_path(&shown), "{shown}");
-        if binary != Path::new(PRIVATE_COPY) {
-            // The .deb's binary: an older private copy is no longer run by anything.
-            remove_private_copy(root)?;
-        }
+        // A private copy the hooks no longer run (the .deb's binary now, or the guard binary
+        // where an older guard ran the full one) is not left behind.
+        binary::remove_private_copies(root, Some(&binary))?;
         let apt = root.host_path(APT_HOOK);
         let dpkg = root.host_path(DPKG_HOOK);
         for p in [&apt, &dpkg] {
@@ -304,7 +307,8 @@ impl Guard {
         Ok(Guard { binary, flags })
     }
 
-    /// Turn the guard off: both hooks and the private copy removed. True when there was one.
+    /// Turn the guard off: both hooks and the private copies (the guard binary's, and the full
+    /// binary's that older versions ran) removed. True when there was one.
     /// An error counts as a changed host: a hook may be gone already.
     pub fn disarm(root: &Root) -> anyhow::Result<bool> {
         super::privilege::needs_root(root, "rocm-pin guard off", GUARD_WRITES)
@@ -314,7 +318,7 @@ impl Guard {
             for path in [APT_HOOK, DPKG_HOOK] {
                 removed |= remove_if_present(&root.host_path(path))?;
             }
-            removed |= remove_private_copy(root)?;
+            removed |= binary::remove_private_copies(root, None)?;
             Ok(removed)
         };
         remove_all().map_err(|e| HostChange::Changed.attach(e))
@@ -378,93 +382,6 @@ fn write_atomically(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })
-}
-
-fn remove_if_present(p: &Path) -> anyhow::Result<bool> {
-    match std::fs::remove_file(p) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
-    }
-}
-
-fn remove_private_copy(root: &Root) -> anyhow::Result<bool> {
-    let removed = remove_if_present(&root.host_path(PRIVATE_COPY))?;
-    if let Some(dir) = Path::new(PRIVATE_COPY).parent() {
-        // Only when empty: anything else there is not ours to remove.
-        let _ = std::fs::remove_dir(root.host_path(dir));
-    }
-    Ok(removed)
-}
-
-/// True when dpkg's database in `root` has rocm-pin's own package installed with
-/// [`PACKAGED_BINARY`] among its files.
-fn packaged_by_dpkg(root: &Root) -> bool {
-    let Ok(entries) = crate::rocm::read_status(root) else {
-        return false;
-    };
-    entries
-        .iter()
-        .filter(|e| e.package == SELF_PACKAGE && e.is_installed_ok())
-        .any(|e| {
-            status::package_list(root, &e.package, &e.architecture)
-                .is_ok_and(|files| files.iter().any(|f| f == PACKAGED_BINARY))
-        })
-}
-
-/// The binary the hooks run (a path inside `root`): [`PACKAGED_BINARY`] when `exe` is that
-/// file and dpkg owns it; else [`PRIVATE_COPY`], `exe` copied there (temp file + rename, mode
-/// 0755) unless it already is that file.
-pub fn stable_binary(root: &Root, exe: &Path) -> anyhow::Result<PathBuf> {
-    let same_file = |in_root: &str| -> bool {
-        match (
-            std::fs::canonicalize(exe),
-            std::fs::canonicalize(root.host_path(in_root)),
-        ) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        }
-    };
-    if same_file(PACKAGED_BINARY) && packaged_by_dpkg(root) {
-        return Ok(PathBuf::from(PACKAGED_BINARY));
-    }
-    if !same_file(PRIVATE_COPY) {
-        copy_atomically(exe, &root.host_path(PRIVATE_COPY))?;
-    }
-    Ok(PathBuf::from(PRIVATE_COPY))
-}
-
-/// `from` copied to `to` through a temp file in `to`'s directory and a rename, so a hook never
-/// runs a half-written binary. A root-owned 0755 file on the same filesystem is hard-linked
-/// instead (an image keeping rocm-pin in /usr/local/bin pays no second 8 MB); anything another
-/// user could write is copied, so root's hooks never run a file that user can change.
-fn copy_atomically(from: &Path, to: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt as _;
-    let dir = to.parent().context("the private copy has no directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(".rocm-pin.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let linkable = std::fs::metadata(from)
-        .is_ok_and(|m| m.is_file() && m.uid() == 0 && m.mode() & 0o7777 == 0o755);
-    let placed = if linkable && std::fs::hard_link(from, &tmp).is_ok() {
-        Ok(())
-    } else {
-        std::fs::copy(from, &tmp)
-            .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
-    };
-    if let Err(e) = placed.and_then(|()| std::fs::rename(&tmp, to)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| {
-            format!(
-                "cannot copy {} to {} for the guard",
-                from.display(),
-                to.display()
-            )
-        });
-    }
-    // rename(2) does nothing when both names are links of one file (a second `guard on`).
-    let _ = std::fs::remove_file(&tmp);
-    Ok(())
 }
 
 /// `rocm-pin guard status` (and `status`'s guard line): is it armed, what does it run.
@@ -548,15 +465,21 @@ mod tests {
         let flags = GuardFlags {
             accept_skipped_backport_check: true,
         };
-        for tool in [HookTool::Apt, HookTool::Dpkg] {
-            let s = hook_script(tool, PRIVATE_COPY, flags);
+        for (tool, binary) in [
+            (HookTool::Apt, PRIVATE_COPY),
+            (HookTool::Dpkg, PRIVATE_COPY),
+            (HookTool::Apt, PRIVATE_GUARD_COPY),
+            (HookTool::Dpkg, PACKAGED_GUARD_BINARY),
+        ] {
+            let s = hook_script(tool, binary, flags);
             assert!(!s.contains('"') && !s.contains('\\'), "{s}");
             assert!(s.contains(&format!(
                 "guard hook {} --accept-skipped-backport-check",
                 tool.word()
             )));
-            // What dpkg and apt print when the hook fails: one line, a few words, not a script.
-            assert!(!s.contains('\n') && s.len() < 300, "{} bytes: {s}", s.len());
+            // What dpkg and apt print when the hook fails: one line, a few words, not a script
+            // (the longest: the guard binary's private copy, named twice, with the flag).
+            assert!(!s.contains('\n') && s.len() < 320, "{} bytes: {s}", s.len());
         }
     }
 
@@ -568,7 +491,13 @@ mod tests {
         let flags = GuardFlags {
             accept_skipped_backport_check: true,
         };
-        for binary in [PRIVATE_COPY, PACKAGED_BINARY] {
+        for binary in [
+            PRIVATE_COPY,
+            PACKAGED_BINARY,
+            PRIVATE_GUARD_COPY,
+            PACKAGED_GUARD_BINARY,
+        ] {
+            assert!(safe_path(binary), "{binary}");
             for line in dpkg_hook_text(binary, flags).lines() {
                 assert!(line.len() < 1000, "{} bytes: {line}", line.len());
             }
@@ -755,33 +684,5 @@ mod tests {
             HookStart::Skip(None)
         );
         assert_eq!(hook_start(HookTool::Apt, None, Some("1")), HookStart::Check);
-    }
-
-    /// A file another user owns or can write is copied (root's hooks must not run what that
-    /// user can change); a root-owned 0755 file is hard-linked. Needs root for the chown.
-    #[test]
-    fn only_a_root_owned_binary_is_hard_linked() {
-        use std::os::unix::fs::MetadataExt as _;
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: needs root to chown");
-            return;
-        }
-        let d = tempfile::tempdir().unwrap();
-        let (src, dest) = (d.path().join("src"), d.path().join("lib/rocm-pin"));
-        std::fs::write(&src, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
-        copy_atomically(&src, &dest).unwrap();
-        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
-        assert_eq!(ino(&src), ino(&dest), "a root-owned 0755 binary is linked");
-        std::os::unix::fs::chown(&src, Some(1000), Some(1000)).unwrap();
-        copy_atomically(&src, &dest).unwrap();
-        assert_ne!(ino(&src), ino(&dest), "another user's file must be copied");
-        let m = std::fs::metadata(&dest).unwrap();
-        assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o755));
-        assert_eq!(
-            std::fs::read_dir(d.path().join("lib")).unwrap().count(),
-            1,
-            "no temp file left"
-        );
     }
 }

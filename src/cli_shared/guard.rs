@@ -1,4 +1,4 @@
-//! `rocm-pin guard on|off|status`.
+//! `rocm-pin guard on|off|status|hook` (also `rocm-pin-guard guard …`).
 
 use clap::{Args, Subcommand};
 use rocm_pin_core::outln;
@@ -19,8 +19,9 @@ use rocm_pin_core::ops::guard::{
 /// Example: `rocm-pin guard status --json`
 #[derive(Subcommand, Debug)]
 pub enum GuardCommand {
-    /// Arm the guard (as `install --guard` does): both hooks, running /usr/bin/rocm-pin from
-    /// rocm-pin's .deb, else a copy of this binary at /usr/lib/rocm-pin/rocm-pin. Refused
+    /// Arm the guard (as `install --guard` does): both hooks, running the small guard binary
+    /// rocm-pin-guard when it sits beside this one (else this binary): /usr/bin's from
+    /// rocm-pin's .deb, else a copy at /usr/lib/rocm-pin/rocm-pin-guard (rocm-pin). Refused
     /// (exit 2) while verify fails: the guard would then fail every apt run
     On(OnArgs),
     /// Remove both hooks and the private copy
