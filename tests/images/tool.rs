@@ -4,9 +4,9 @@
 //! image. `rust:1-bookworm` cannot be pulled here, so RUST_IMAGE is a stand-in made by
 //! scripts/lib/standin-rust-image.sh (the bookworm builder tarball, the host's Rust toolchain,
 //! Cargo.lock's crates vendored by scripts/setup.d/30-rust-standin.sh, apt offline). The .deb is
-//! then installed in the stand-in ROCm image with `podman run --network none` (rocm-pin
-//! --version, rocm-pin verify --help), and the tool image feeds runtime.Dockerfile, whose
-//! artifact carries that rocm-pin.
+//! then installed in the stand-in ROCm image with `podman run --network none` (the commands of
+//! [`INSTALLED_DEB_RUNS`]), and the tool image feeds runtime.Dockerfile, whose artifact carries
+//! the binaries of that .deb ([`ARTIFACT_BINARIES`]).
 //!
 //! Slow by nature: a release build of rocm-pin inside the image (measured on 2 shared CPUs: 229 s
 //! at load 3, 11 min at load 11; the test prints its times). Needs root, scripts/install-deps and
@@ -16,6 +16,39 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use crate::util::*;
+
+/// What the .deb does once installed in the ROCm image, offline: one row per command, its
+/// stdout (`{version}`: the crate's).
+enum Says {
+    /// Exactly these lines.
+    Lines(&'static [&'static str]),
+    /// Text holding each of these phrases.
+    Phrases(&'static [&'static str]),
+}
+
+const INSTALLED_DEB_RUNS: &[(&str, Says)] = &[
+    ("command -v rocm-pin", Says::Lines(&["/usr/bin/rocm-pin"])),
+    (
+        "command -v rocm-pin-guard",
+        Says::Lines(&["/usr/bin/rocm-pin-guard"]),
+    ),
+    ("rocm-pin --version", Says::Lines(&["rocm-pin {version}"])),
+    (
+        "rocm-pin-guard --version",
+        Says::Lines(&["rocm-pin-guard {version}"]),
+    ),
+    (
+        "rocm-pin verify --help",
+        Says::Phrases(&["Usage: rocm-pin verify", "--root"]),
+    ),
+];
+
+/// The runtime artifact's binaries (bin/ of rocm-pin-<commit>/) and the tool .deb's files they
+/// must be, byte for byte.
+const ARTIFACT_BINARIES: &[(&str, &str)] = &[
+    ("bin/rocm-pin", "./usr/bin/rocm-pin"),
+    ("bin/rocm-pin-guard", "./usr/bin/rocm-pin-guard"),
+];
 
 /// A script of this checkout with this test's cache and binary; its last stdout line.
 fn script_ok(path: &str, args: &[&str]) -> String {
@@ -36,22 +69,25 @@ fn script_ok(path: &str, args: &[&str]) -> String {
     stdout_last_line(&out)
 }
 
-#[test]
-fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
-    rocm_pin_testkit::needs_root!("image storage and runc");
-    let _serial = crate::util::one_image_test_at_a_time();
-    let t0 = Instant::now();
-    let tools = Tools { env: tool_env() };
-    let rust = script_ok("scripts/lib/standin-rust-image.sh", &["image"]);
-    let base = images_ok(&["base"]);
-    let run_id = format!("t{}", std::process::id());
-    let tool = format!("localhost/rocm-pin-test/tool:{run_id}");
-    let mut tags = Tags {
-        tools: &tools,
-        tags: vec![tool.clone()],
-    };
+/// `podman run --rm --network none` of `image` with each (image, destination) mounted, offline.
+fn run_with_images(tools: &Tools, image: &str, mounts: &[(&str, &str)], script: &str) -> Output {
+    let mounts: Vec<String> = mounts
+        .iter()
+        .flat_map(|(source, dest)| {
+            [
+                "--mount".to_string(),
+                format!("type=image,source={source},destination={dest}"),
+            ]
+        })
+        .collect();
+    let mut argv = vec!["run", "--rm", "--network", "none"];
+    argv.extend(mounts.iter().map(String::as_str));
+    argv.extend([image, "sh", "-c", script]);
+    tools.run("podman", &argv)
+}
 
-    // --- tool.Dockerfile, unchanged, as its header says: context = a rocm-pin checkout ---------
+/// tool.Dockerfile, unchanged, as its header says: the context is this checkout. Its seconds.
+fn build_the_tool_image(tools: &Tools, rust: &str, tool: &str) -> f64 {
     let dockerfile = repo_dir().join("docs/docker/tool.Dockerfile");
     let t = Instant::now();
     let out = tools.run(
@@ -67,41 +103,29 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
             "--build-arg",
             &format!("RUST_IMAGE={rust}"),
             "-t",
-            &tool,
+            tool,
             &repo_dir().display().to_string(),
         ],
     );
-    let build_secs = t.elapsed().as_secs_f64();
     assert_eq!(rc(&out), 0, "tool.Dockerfile:\n{}", tail(&out));
+    t.elapsed().as_secs_f64()
+}
 
-    // The image holds /deb/rocm-pin_<version>_<arch>.deb and nothing else.
+/// The tool image holds /deb/rocm-pin_<version>_<arch>.deb and nothing else.
+fn check_the_tool_image_holds_one_deb(tools: &Tools, base: &str, tool: &str) {
     let version = env!("CARGO_PKG_VERSION");
-    let mount = format!("type=image,source={tool},destination=/tool");
-    // `podman run` of the ROCm base image with the tool image mounted at /tool, offline.
-    let with_tool = |script: &str| {
-        tools.run(
-            "podman",
-            &[
-                "run",
-                "--rm",
-                "--network",
-                "none",
-                "--mount",
-                &mount,
-                &base,
-                "sh",
-                "-c",
-                script,
-            ],
-        )
-    };
-    let listing = with_tool("cd /tool && find . -mindepth 1 | sort");
-    assert_eq!(rc(&listing), 0, "{}", text(&listing));
-    let listing = String::from_utf8_lossy(&listing.stdout).into_owned();
+    let out = run_with_images(
+        tools,
+        base,
+        &[(tool, "/tool")],
+        "cd /tool && find . -mindepth 1 | sort",
+    );
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let listing = String::from_utf8_lossy(&out.stdout).into_owned();
     let entries: Vec<&str> = listing.lines().collect();
     assert_eq!(
-        entries.len(),
-        2,
+        entries,
+        ["./deb", entries.get(1).copied().unwrap_or("(none)")],
         "the tool image holds more than /deb/<one .deb>:\n{listing}"
     );
     assert!(
@@ -109,12 +133,19 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
             && entries[1].ends_with(".deb"),
         "{listing}"
     );
+}
 
-    // --- installed in the ROCm image, as runtime.Dockerfile does, offline ---------------------
-    let script =
-        "apt-get install -y -q --no-install-recommends /tool/deb/rocm-pin_*.deb >/dev/null \
-                  && command -v rocm-pin && rocm-pin --version && rocm-pin verify --help";
-    let out = with_tool(script);
+/// Installed in the ROCm image as runtime.Dockerfile does, offline; then each row of
+/// [`INSTALLED_DEB_RUNS`], judged.
+fn check_the_deb_installs_and_runs(tools: &Tools, base: &str, tool: &str) {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut script = String::from(
+        "apt-get install -y -q --no-install-recommends /tool/deb/rocm-pin_*.deb >/dev/null",
+    );
+    for (command, _) in INSTALLED_DEB_RUNS {
+        script.push_str(&format!(" && echo '>> {command}' && {command}"));
+    }
+    let out = run_with_images(tools, base, &[(tool, "/tool")], &script);
     assert_eq!(
         rc(&out),
         0,
@@ -122,83 +153,112 @@ fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
         tail(&out)
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.first(), Some(&"/usr/bin/rocm-pin"), "{stdout}");
-    assert_eq!(
-        lines.get(1),
-        Some(&format!("rocm-pin {version}").as_str()),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("Usage: rocm-pin verify") && stdout.contains("--root"),
-        "rocm-pin verify --help in the image:\n{stdout}"
-    );
+    let mut blocks = stdout.split(">> ").skip(1);
+    for (command, says) in INSTALLED_DEB_RUNS {
+        let block = blocks.next().unwrap_or_default();
+        let (first, said) = block.split_once('\n').unwrap_or((block, ""));
+        assert_eq!(first, *command, "{stdout}");
+        match says {
+            Says::Lines(lines) => {
+                let want: Vec<String> = lines
+                    .iter()
+                    .map(|l| l.replace("{version}", version))
+                    .collect();
+                assert_eq!(
+                    said.lines().collect::<Vec<_>>(),
+                    want,
+                    "`{command}`:\n{stdout}"
+                );
+            }
+            Says::Phrases(phrases) => {
+                for phrase in *phrases {
+                    assert!(
+                        said.contains(phrase),
+                        "`{command}` does not say {phrase}:\n{said}"
+                    );
+                }
+            }
+        }
+    }
+}
 
-    // --- and it feeds runtime.Dockerfile: the artifact carries the tool's rocm-pin --------------
+/// runtime.Dockerfile with the tool image as ROCM_PIN_TOOL_IMAGE, tagged `runtime`: its commit.
+fn build_the_runtime_from_the_tool(
+    tools: &Tools,
+    tool: &str,
+    runtime: &str,
+    ctx: &std::path::Path,
+) -> String {
     let builder = images_ok(&["base", "--builder"]);
+    let commit = add_standin_source(ctx);
+    let args = [
+        ("ROCM_IMAGE", builder.as_str()),
+        ("ROCM_PIN_TOOL_IMAGE", tool),
+        ("ROCM_PIN_COMMIT", commit.as_str()),
+        ("ROCM_PIN_SOURCE", "/ctx/rocm-systems"),
+        ("INSTALL_BUILD_DEPS", "0"),
+        ("MAX_JOBS", "2"),
+    ];
+    let out = tools.build(ctx, "runtime.Dockerfile", runtime, &args);
+    assert_eq!(rc(&out), 0, "runtime.Dockerfile:\n{}", tail(&out));
+    commit
+}
+
+/// Each row of [`ARTIFACT_BINARIES`]: the artifact's binary is the tool .deb's, byte for byte.
+fn check_the_artifact_carries_the_debs_binaries(
+    tools: &Tools,
+    base: &str,
+    (tool, runtime, commit): (&str, &str, &str),
+) {
+    let artifact = format!("/artifact/rocm-pin-{}", &commit[..12]);
+    for (in_artifact, in_deb) in ARTIFACT_BINARIES {
+        let check = format!(
+            "sha256sum <{artifact}/{in_artifact}; \
+             dpkg-deb --fsys-tarfile /tool/deb/rocm-pin_*.deb | tar -xO {in_deb} | sha256sum"
+        );
+        let out = run_with_images(
+            tools,
+            base,
+            &[(runtime, "/artifact"), (tool, "/tool")],
+            &check,
+        );
+        assert_eq!(rc(&out), 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let sums: Vec<&str> = stdout.lines().collect();
+        assert!(
+            sums.len() == 2 && sums[0] == sums[1],
+            "the artifact's {in_artifact} is not the tool .deb's {in_deb} (their sha256):\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn tool_dockerfile_builds_offline_and_its_deb_runs_in_the_rocm_image() {
+    rocm_pin_testkit::needs_root!("image storage and runc");
+    let _serial = crate::util::one_image_test_at_a_time();
+    let t0 = Instant::now();
+    let tools = Tools { env: tool_env() };
+    let rust = script_ok("scripts/lib/standin-rust-image.sh", &["image"]);
+    let base = images_ok(&["base"]);
+    let run_id = format!("t{}", std::process::id());
+    let tool = format!("localhost/rocm-pin-test/tool:{run_id}");
+    let runtime = format!("localhost/rocm-pin-test/runtime-from-tool:{run_id}");
+    let tags = Tags {
+        tools: &tools,
+        tags: vec![tool.clone(), runtime.clone()],
+    };
+
+    let build_secs = build_the_tool_image(&tools, &rust, &tool);
+    check_the_tool_image_holds_one_deb(&tools, &base, &tool);
+    check_the_deb_installs_and_runs(&tools, &base, &tool);
+
     let work = tempfile::Builder::new()
         .prefix("rocm-pin-images-tool-")
         .tempdir()
         .unwrap();
     let ctx = recipe_context(work.path());
-    let commit = add_standin_source(&ctx);
-    let runtime = format!("localhost/rocm-pin-test/runtime-from-tool:{run_id}");
-    tags.tags.push(runtime.clone());
-    let mut argv: Vec<String> = ["bud", "--layers", "--force-rm", "--network", "none", "-f"]
-        .map(String::from)
-        .to_vec();
-    argv.push(
-        ctx.join("rocm-pin/runtime.Dockerfile")
-            .display()
-            .to_string(),
-    );
-    for (k, v) in [
-        ("ROCM_IMAGE", builder.as_str()),
-        ("ROCM_PIN_TOOL_IMAGE", tool.as_str()),
-        ("ROCM_PIN_COMMIT", commit.as_str()),
-        ("ROCM_PIN_SOURCE", "/ctx/rocm-systems"),
-        ("INSTALL_BUILD_DEPS", "0"),
-        ("MAX_JOBS", "2"),
-    ] {
-        argv.push("--build-arg".into());
-        argv.push(format!("{k}={v}"));
-    }
-    argv.extend(["-t".into(), runtime.clone(), ctx.display().to_string()]);
-    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let out = tools.run("buildah", &refs);
-    assert_eq!(rc(&out), 0, "runtime.Dockerfile:\n{}", tail(&out));
-    // The artifact's bin/rocm-pin is the very binary of the tool image's .deb.
-    let artifact_mount = format!("type=image,source={runtime},destination=/artifact");
-    let tool_mount = format!("type=image,source={tool},destination=/tool");
-    let check = format!(
-        "a=/artifact/rocm-pin-{}/bin/rocm-pin; $a --version; sha256sum <$a; \
-         dpkg-deb --fsys-tarfile /tool/deb/rocm-pin_*.deb | tar -xO ./usr/bin/rocm-pin | sha256sum",
-        &commit[..12]
-    );
-    let out = tools.run(
-        "podman",
-        &[
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--mount",
-            &artifact_mount,
-            "--mount",
-            &tool_mount,
-            &base,
-            "sh",
-            "-c",
-            &check,
-        ],
-    );
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert!(
-        lines.len() == 3 && lines[0] == format!("rocm-pin {version}") && lines[1] == lines[2],
-        "the artifact's rocm-pin is not the tool image's (version, its sha256, the .deb's):\n{stdout}"
-    );
+    let commit = build_the_runtime_from_the_tool(&tools, &tool, &runtime, &ctx);
+    check_the_artifact_carries_the_debs_binaries(&tools, &base, (&tool, &runtime, &commit));
 
     drop(tags);
     eprintln!(
