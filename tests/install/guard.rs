@@ -426,14 +426,25 @@ fn guard_on_refuses_a_failing_runtime_and_arms_a_healthy_one() {
     let sb = sandbox();
     let out = sb.run(&["rocm-pin", "guard", "on"]).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
-    let out = sb.run(&["rocm-pin", "guard", "status", "--json"]).unwrap();
+    assert_armed_and_apt_passes(&sb, "rocm-pin", PRIVATE_COPY);
+}
+
+/// `CLI guard status --json` says armed with `binary`, and an apt run that leaves the runtime
+/// alone passes the hook that runs it.
+pub(crate) fn assert_armed_and_apt_passes(sb: &Sandbox, cli: &str, binary: &str) {
+    let out = sb.run(&[cli, "guard", "status", "--json"]).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (&s["armed"], &s["binary"]),
-        (&true.into(), &PRIVATE_COPY.into()),
+        (&true.into(), &binary.into()),
         "{s}"
     );
-    let out = apt_install(&sb, &[]);
-    assert_eq!(rc(&out), 0, "{}", text(&out));
+    let out = apt_install(sb, &[]);
+    assert_eq!(
+        rc(&out),
+        0,
+        "apt under the guard ({binary}):\n{}",
+        text(&out)
+    );
 }

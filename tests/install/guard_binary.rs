@@ -5,7 +5,9 @@
 //! (no guard binary beside rocm-pin: the full binary copied) is
 //! `guard::a_guard_installed_from_a_temp_path_runs_its_stable_copy`.
 
-use crate::guard::{apt_install, sandbox, APT_HOOK, BROKE, CONFIG, DPKG_HOOK, PRIVATE_COPY};
+use crate::guard::{
+    assert_armed_and_apt_passes, sandbox, APT_HOOK, BROKE, CONFIG, DPKG_HOOK, PRIVATE_COPY,
+};
 use crate::util::*;
 use rocm_pin_kit::standin::StockRole;
 
@@ -39,18 +41,8 @@ fn install_guard_from_a_build_dir_with_both_binaries_runs_the_guard_binary() {
         std::fs::read(&guard_bin).unwrap(),
         "the private copy is the guard binary"
     );
-    let out = sb.run(&[GUARD_COPY, "guard", "status", "--json"]).unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        (&s["armed"], &s["binary"]),
-        (&true.into(), &GUARD_COPY.into()),
-        "{s}"
-    );
-
-    // A run that leaves the runtime alone passes the guard binary's check.
-    let out = apt_install(&sb, &[]);
-    assert_eq!(rc(&out), 0, "apt under the guard binary:\n{}", text(&out));
+    // Armed on the guard binary, and a run that leaves the runtime alone passes its check.
+    assert_armed_and_apt_passes(&sb, GUARD_COPY, GUARD_COPY);
 
     // The stock package forced over ours fails that very dpkg run.
     let hsa = artifacts(CONFIG).stock.require(StockRole::HsaRocr).unwrap();
