@@ -307,17 +307,7 @@ fn adopt_in_a_real_image_survives_the_downstream_steps_and_the_control_reverts()
 /// `row`'s Dockerfile built with `args`: its exit and what it says and must not say.
 fn build_judged(run: &ImageRun, ctx: &Path, row: &AdoptBuild, args: &[(&str, &str)]) {
     let out = run.tools.build(ctx, row.file, &run.tag(row.tag), args);
-    let (what, s) = (row.what, text(&out));
-    match row.exit {
-        Some(want) => assert_eq!(rc(&out), want, "{what}:\n{}", tail(&out)),
-        None => assert_ne!(rc(&out), 0, "{what} built:\n{}", tail(&out)),
-    }
-    for p in row.says {
-        assert!(s.contains(p), "{what}: no {p:?}:\n{}", tail(&out));
-    }
-    for p in row.says_not {
-        assert!(!s.contains(p), "{what}: {p:?}:\n{}", tail(&out));
-    }
+    assert_build_judged(&out, row.what, row.exit, (row.says, row.says_not));
 }
 
 /// The seed's COPY went through /opt/rocm -> /etc/alternatives/rocm -> /opt/rocm-7.2.4 (the

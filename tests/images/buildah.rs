@@ -306,22 +306,13 @@ impl Recipe<'_> {
             }
             let t = Instant::now();
             let out = self.run.tools.build(&self.ctx, row.file, &tag, &args);
-            let (what, s) = (row.what, text(&out));
+            let what = row.what;
             eprintln!(
                 "images: {what}: exit {} in {:.1}s",
                 rc(&out),
                 t.elapsed().as_secs_f64()
             );
-            match row.exit {
-                Some(want) => assert_eq!(rc(&out), want, "{what}:\n{}", tail(&out)),
-                None => assert_ne!(rc(&out), 0, "{what} built:\n{}", tail(&out)),
-            }
-            for p in row.says {
-                assert!(s.contains(p), "{what}: no {p:?}:\n{}", tail(&out));
-            }
-            for p in row.says_not {
-                assert!(!s.contains(p), "{what}: {p:?}:\n{}", tail(&out));
-            }
+            assert_build_judged(&out, what, row.exit, (row.says, row.says_not));
             let tools = &self.run.tools;
             assert!(
                 !row.pulls_runtime || tools.exists(&self.runtime),

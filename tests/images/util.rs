@@ -337,3 +337,24 @@ pub fn add_standin_source(ctx: &Path) -> String {
     assert_eq!(commit.len(), 40, "standin source printed {commit:?}");
     commit
 }
+
+/// A downstream build judged: its exit (`None`: any failure) and what its output must and must
+/// not say (`what` names the row in every message).
+pub fn assert_build_judged(
+    out: &Output,
+    what: &str,
+    exit: Option<i32>,
+    (says, says_not): (&[&str], &[&str]),
+) {
+    let s = text(out);
+    match exit {
+        Some(want) => assert_eq!(rc(out), want, "{what}:\n{}", tail(out)),
+        None => assert_ne!(rc(out), 0, "{what} built:\n{}", tail(out)),
+    }
+    for p in says {
+        assert!(s.contains(p), "{what}: no {p:?}:\n{}", tail(out));
+    }
+    for p in says_not {
+        assert!(!s.contains(p), "{what}: {p:?}:\n{}", tail(out));
+    }
+}
