@@ -230,14 +230,7 @@ fn removing_and_purging_rocm_pins_own_deb_takes_the_hooks_away() {
 fn a_guard_installed_from_a_temp_path_runs_its_stable_copy() {
     rocm_pin_testkit::needs_root!("a chroot");
     let sb = sandbox();
-    sb.sh_ok("mkdir -p /tmp/build && mv /usr/local/bin/rocm-pin /tmp/build/rocm-pin")
-        .unwrap();
-    let mut argv = install_argv(&artifacts(CONFIG).ours);
-    argv[0] = "/tmp/build/rocm-pin";
-    argv.push("--guard");
-    let out = sb.run(&argv).unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
-    sb.sh_ok("rm -rf /tmp/build").unwrap();
+    install_guard_from_a_build_dir(&sb, None);
     let hook = sb.read_to_string(APT_HOOK).unwrap();
     assert!(
         !hook.contains("/tmp/build"),
@@ -427,6 +420,23 @@ fn guard_on_refuses_a_failing_runtime_and_arms_a_healthy_one() {
     let out = sb.run(&["rocm-pin", "guard", "on"]).unwrap();
     assert_eq!(rc(&out), 0, "{}", text(&out));
     assert_armed_and_apt_passes(&sb, "rocm-pin", PRIVATE_COPY);
+}
+
+/// `install --guard` run by a rocm-pin in /tmp/build (moved there from /usr/local/bin, with
+/// `guard_bin` copied beside it as rocm-pin-guard when given), a directory removed right after,
+/// as a build or temp path that vanishes: the hooks must run a stable copy.
+pub(crate) fn install_guard_from_a_build_dir(sb: &Sandbox, guard_bin: Option<&Path>) {
+    sb.sh_ok("mkdir -p /tmp/build && mv /usr/local/bin/rocm-pin /tmp/build/rocm-pin")
+        .unwrap();
+    if let Some(guard_bin) = guard_bin {
+        sb.copy_in(guard_bin, "/tmp/build/rocm-pin-guard").unwrap();
+    }
+    let mut argv = install_argv(&artifacts(CONFIG).ours);
+    argv[0] = "/tmp/build/rocm-pin";
+    argv.push("--guard");
+    let out = sb.run(&argv).unwrap();
+    assert_eq!(rc(&out), 0, "{}", text(&out));
+    sb.sh_ok("rm -rf /tmp/build").unwrap();
 }
 
 /// `CLI guard status --json` says armed with `binary`, and an apt run that leaves the runtime

@@ -6,7 +6,8 @@
 //! `guard::a_guard_installed_from_a_temp_path_runs_its_stable_copy`.
 
 use crate::guard::{
-    assert_armed_and_apt_passes, sandbox, APT_HOOK, BROKE, CONFIG, DPKG_HOOK, PRIVATE_COPY,
+    assert_armed_and_apt_passes, install_guard_from_a_build_dir, sandbox, APT_HOOK, BROKE, CONFIG,
+    DPKG_HOOK, PRIVATE_COPY,
 };
 use crate::util::*;
 use rocm_pin_kit::standin::StockRole;
@@ -18,16 +19,8 @@ fn install_guard_from_a_build_dir_with_both_binaries_runs_the_guard_binary() {
     rocm_pin_testkit::needs_root!("a chroot");
     let sb = sandbox();
     let guard_bin = rocm_pin_testkit::rocm_pin_guard_bin!();
-    sb.sh_ok("mkdir -p /tmp/build && mv /usr/local/bin/rocm-pin /tmp/build/rocm-pin")
-        .unwrap();
-    sb.copy_in(&guard_bin, "/tmp/build/rocm-pin-guard").unwrap();
-    let mut argv = install_argv(&artifacts(CONFIG).ours);
-    argv[0] = "/tmp/build/rocm-pin";
-    argv.push("--guard");
-    let out = sb.run(&argv).unwrap();
-    assert_eq!(rc(&out), 0, "{}", text(&out));
+    install_guard_from_a_build_dir(&sb, Some(&guard_bin));
     // No full rocm-pin is left in the chroot: whatever judges a run below is the guard binary.
-    sb.sh_ok("rm -rf /tmp/build").unwrap();
     assert!(!sb.path("/usr/local/bin/rocm-pin").exists() && !sb.path(PRIVATE_COPY).exists());
     for (hook, tool) in [(APT_HOOK, "apt"), (DPKG_HOOK, "dpkg")] {
         let text = sb.read_to_string(hook).unwrap();
