@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::util::bin;
 use crate::util::deb::*;
 
-/// A tree whose data.tar is several compressor blocks at level 1 (xz: 3 MiB blocks, zstd: 2 MiB
+/// A tree whose data.tar is several compressor blocks at level 1 (xz: 1 MiB blocks, zstd: 2 MiB
 /// jobs), so more threads really split the work.
 fn multi_block_tree(root: &Path) {
     fs::create_dir_all(root.join("DEBIAN")).unwrap();

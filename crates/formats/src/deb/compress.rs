@@ -90,9 +90,15 @@ impl FromStr for Compression {
     }
 }
 
-/// The xz block size for a preset: three times the preset's dictionary (at least 1 MiB), which is
-/// what `xz -T` picks by default. Fixed here so the block layout — and so every output byte —
-/// is the same whatever the thread count.
+/// The xz block size for a preset: the preset's dictionary (at least 1 MiB). Fixed here so the
+/// block layout — and so every output byte — is the same whatever the thread count.
+///
+/// Why not `xz -T`'s default of three dictionaries (24 MiB at -6, what `dpkg-deb` writes): each
+/// block is one thread's work, so the last, shorter block leaves the other threads idle. The real
+/// 7.2.4 runtime package's 32 MiB data.tar is a 24 MiB and an 8 MiB block there: on 2 CPUs one
+/// CPU waits for most of the build. One-dictionary blocks bound that wait by one small block at
+/// any thread count and take less CPU per byte; the cost is ratio (measured on that data.tar at
+/// -6: +0.45 % output; docs/performance.md).
 pub fn xz_block_size(level: u32) -> u64 {
     const MIB: u64 = 1 << 20;
     let dict: u64 = match level {
@@ -105,7 +111,7 @@ pub fn xz_block_size(level: u32) -> u64 {
         8 => 32 * MIB,
         _ => 64 * MIB,
     };
-    (3 * dict).max(MIB)
+    dict.max(MIB)
 }
 
 /// A compressing writer. `finish` must be called; dropping it loses the stream end.
@@ -391,7 +397,7 @@ mod tests {
 
     #[test]
     fn threaded_output_does_not_depend_on_thread_count() {
-        // 5 MiB with level 1 (3 MiB blocks) gives xz two blocks, so the threads really split work.
+        // 5 MiB with level 1 (1 MiB blocks) gives xz five blocks, so the threads really split work.
         let data = sample();
         for (c, level) in [(Compression::Xz, Some(1)), (Compression::Zstd, Some(3))] {
             let one = compress_bytes(&data, c, level, 1).unwrap();
@@ -399,6 +405,33 @@ mod tests {
             let four = compress_bytes(&data, c, level, 4).unwrap();
             assert_eq!(one, two, "{c}: 1 thread vs 2 threads");
             assert_eq!(one, four, "{c}: 1 thread vs 4 threads");
+        }
+    }
+
+    #[test]
+    fn xz_writes_one_block_per_dictionary_so_threads_share_the_work() {
+        // xz itself reads the layout back: 5 MiB at level 1 (1 MiB dictionary) is five blocks,
+        // at level 6 (8 MiB) one. `xz --robot --list`: "file <streams> <blocks> ...".
+        let data = sample();
+        let dir = tempfile::tempdir().unwrap();
+        for (level, blocks) in [(1u32, data.len().div_ceil(1 << 20)), (6, 1)] {
+            let p = dir.path().join(format!("x{level}.xz"));
+            let packed = compress_bytes(&data, Compression::Xz, Some(level), 2).unwrap();
+            std::fs::write(&p, &packed).unwrap();
+            let out = std::process::Command::new("xz")
+                .args(["--robot", "--list"])
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "xz --list: {out:?}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let file_line: Vec<&str> = text
+                .lines()
+                .find(|l| l.starts_with("file\t"))
+                .unwrap_or_else(|| panic!("no file line in {text}"))
+                .split('\t')
+                .collect();
+            assert_eq!(file_line[2], blocks.to_string(), "level {level}: {text}");
         }
     }
 
