@@ -97,8 +97,8 @@ impl FromStr for Compression {
 /// block is one thread's work, so the last, shorter block leaves the other threads idle. The real
 /// 7.2.4 runtime package's 32 MiB data.tar is a 24 MiB and an 8 MiB block there: on 2 CPUs one
 /// CPU waits for most of the build. One-dictionary blocks bound that wait by one small block at
-/// any thread count and take less CPU per byte; the cost is ratio (measured on that data.tar at
-/// -6: +0.45 % output; docs/performance.md).
+/// any thread count; the cost is ratio (that package at -6: +0.44 % output, and 0.60× the time
+/// on 2 threads: docs/performance.md).
 pub fn xz_block_size(level: u32) -> u64 {
     const MIB: u64 = 1 << 20;
     let dict: u64 = match level {
