@@ -94,6 +94,14 @@ bench_need() {
 # processes are the caller's, already settled; they are used, not started.
 bench_load_start() {
   [ -z "$bench_sampler_pid" ] || return 0
+  bench_load_settle
+  # The measured part starts here, once the load has settled: bench_meta's and
+  # bench_load_during's "during" load is sampled from now on (bench_hyperfine moves it later).
+  BENCH_MEASURE_START=$(date +%s)
+}
+
+# bench_load_settle: bench_load_start's work — the sampler, the busy processes, the settling.
+bench_load_settle() {
   local samples=$BENCH_LOAD_SAMPLES
   (
     trap 'exit 0' TERM
